@@ -1,0 +1,28 @@
+# godapl — the targets the README and CI use.
+#
+#   make test     unit, conformance and property tests with the race detector (what CI runs)
+#   make bench    benchmarks with a raw-TCP baseline in the same run (-benchmem)
+#   make fuzz     every fuzz target for FUZZTIME (default 30s each)
+#   make interop  tests against the Linux kernel in the QEMU lab (boots a VM; root)
+
+GO       ?= go
+FUZZTIME ?= 30s
+BENCHTIME ?= 2s
+
+.PHONY: test bench fuzz vet interop
+
+test: vet
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+-include mk/*.mk

@@ -1,0 +1,175 @@
+package soft
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/godapl/godapl/verbs"
+)
+
+// CQ implements verbs.CQ as a ring of completions guarded by a mutex.
+//
+// Waiters sleep on a one-slot channel: every push that could satisfy a
+// waiter drops a token into it, and a waiter that wakes and finds work left
+// passes the token on, so any number of waiters are served without
+// allocating per wait.
+type CQ struct {
+	dev  *Device
+	wake chan struct{} // capacity 1
+
+	mu        sync.Mutex
+	ring      []verbs.WC // +checklocks:mu
+	head, n   int        // +checklocks:mu
+	solicited int        // queued completions with WC.Solicited() +checklocks:mu
+	overflow  bool       // +checklocks:mu
+	closed    bool       // +checklocks:mu
+	users     atomic.Int64
+}
+
+func newCQ(d *Device, depth int) *CQ {
+	return &CQ{dev: d, ring: make([]verbs.WC, depth), wake: make(chan struct{}, 1)}
+}
+
+// Push adds a completion. A full CQ overflows: the completion is lost, the
+// CQ reports ErrCQOverflow from Wait, and EventCQErr is raised once.
+func (cq *CQ) Push(wc *verbs.WC) {
+	cq.mu.Lock()
+	if cq.closed {
+		cq.mu.Unlock()
+		return
+	}
+	if cq.n == len(cq.ring) {
+		first := !cq.overflow
+		cq.overflow = true
+		cq.mu.Unlock()
+		cq.dev.Counters.CQOverflows.Add(1)
+		if first {
+			cq.dev.Event(verbs.AsyncEvent{Type: verbs.EventCQErr, CQ: cq, Err: verbs.ErrCQOverflow})
+		}
+		cq.signal()
+		return
+	}
+	cq.ring[(cq.head+cq.n)%len(cq.ring)] = *wc
+	cq.n++
+	if wc.Solicited() {
+		cq.solicited++
+	}
+	cq.mu.Unlock()
+	cq.signal()
+}
+
+func (cq *CQ) signal() {
+	select {
+	case cq.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Poll implements verbs.CQ.
+func (cq *CQ) Poll(wcs []verbs.WC) int {
+	cq.mu.Lock()
+	k := 0
+	for k < len(wcs) && cq.n > 0 {
+		wcs[k] = cq.ring[cq.head]
+		if wcs[k].Solicited() {
+			cq.solicited--
+		}
+		cq.head = (cq.head + 1) % len(cq.ring)
+		cq.n--
+		k++
+	}
+	cq.mu.Unlock()
+	return k
+}
+
+// Len implements verbs.CQ.
+func (cq *CQ) Len() int {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return cq.n
+}
+
+// Depth implements verbs.CQ.
+func (cq *CQ) Depth() int {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return len(cq.ring)
+}
+
+// ready reports whether a waiter may return, and with which error.
+func (cq *CQ) ready(solicitedOnly bool) (bool, error) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	switch {
+	case cq.closed:
+		return true, verbs.ErrClosed
+	case cq.overflow:
+		return true, verbs.ErrCQOverflow
+	case solicitedOnly:
+		return cq.solicited > 0, nil
+	}
+	return cq.n > 0, nil
+}
+
+// Wait implements verbs.CQ.
+func (cq *CQ) Wait(ctx context.Context, solicitedOnly bool) error {
+	for {
+		if ok, err := cq.ready(solicitedOnly); ok {
+			// Pass the token on: another waiter may be satisfied too.
+			cq.signal()
+			return err
+		}
+		select {
+		case <-cq.wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Resize implements verbs.CQ.
+func (cq *CQ) Resize(depth int) error {
+	if depth <= 0 || depth > cq.dev.attr.MaxCQE {
+		return verbs.ErrInvalidArgument
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.closed {
+		return verbs.ErrClosed
+	}
+	if depth < cq.n {
+		return verbs.ErrInvalidArgument
+	}
+	ring := make([]verbs.WC, depth)
+	for i := 0; i < cq.n; i++ {
+		ring[i] = cq.ring[(cq.head+i)%len(cq.ring)]
+	}
+	cq.ring, cq.head = ring, 0
+	return nil
+}
+
+// Destroy implements verbs.CQ.
+func (cq *CQ) Destroy() error {
+	if cq.users.Load() != 0 {
+		return verbs.ErrInUse
+	}
+	cq.mu.Lock()
+	if cq.closed {
+		cq.mu.Unlock()
+		return verbs.ErrClosed
+	}
+	cq.mu.Unlock()
+	cq.close()
+	cq.dev.mu.Lock()
+	delete(cq.dev.cqs, cq)
+	cq.dev.mu.Unlock()
+	return nil
+}
+
+func (cq *CQ) close() {
+	cq.mu.Lock()
+	cq.closed = true
+	cq.mu.Unlock()
+	cq.signal()
+}

@@ -1,0 +1,28 @@
+// Package soft is the software RDMA engine shared by godapl's software
+// providers (verbs/siw and verbs/mem): everything a queue pair is apart from
+// the wire.
+//
+// It implements the verbs objects a provider does not need to specialise —
+// protection domains, memory registrations and windows with their STag
+// table, completion queues, shared receive queues, and the queue pair's
+// state machine, send and receive queues, completion and flush rules — and
+// leaves one seam: a Link, the provider's half of a connected QP, which
+// moves posted work to the peer. A provider embeds *Device in its own
+// device type and adds the connection manager (Listen, Connect).
+//
+// # How a provider drives a QP
+//
+// The connection manager calls QP.Connect with its Link when the stream is
+// up. After every post the engine calls Link.Kick outside its locks; the
+// provider then takes work with QP.NextSend, resolves memory with
+// QP.ResolveSGE and Device.ResolveRemote, and reports results with
+// QP.CompleteSend. Inbound Sends take a receive with QP.TakeRecv (from the
+// QP's receive queue or its SRQ), place the payload with a Placer and
+// finish with QP.CompleteRecv. When the stream dies the provider calls
+// QP.Fail, which moves the QP to ERROR and flushes every outstanding work
+// request; the provider must itself complete (with flush status) any
+// receive it took and had not finished.
+//
+// Lock order: QP.mu before CQ.mu and SRQ.mu; Device.mu is never held while
+// taking another lock. The engine never calls a Link while holding a lock.
+package soft

@@ -1,0 +1,321 @@
+package soft
+
+import (
+	"github.com/godapl/godapl/verbs"
+)
+
+// maxMessage bounds a single message: WC.ByteLen is 32 bits.
+const maxMessage = 1<<32 - 1
+
+// PostSend implements verbs.QP.
+func (qp *QP) PostSend(wrs []verbs.SendWR) (int, error) {
+	qp.mu.Lock()
+	n, err := qp.postSendLocked(wrs)
+	link := qp.link
+	kick := n > 0 && qp.state == verbs.QPStateRTS && link != nil
+	qp.mu.Unlock()
+	if kick {
+		link.Kick()
+	}
+	return n, err
+}
+
+func (qp *QP) postSendLocked(wrs []verbs.SendWR) (int, error) {
+	if qp.destroyed {
+		return 0, verbs.ErrClosed
+	}
+	if !qp.state.CanPostSend() {
+		return 0, verbs.ErrInvalidState
+	}
+	if qp.link == nil && qp.state != verbs.QPStateError {
+		return 0, verbs.ErrNotConnected
+	}
+	for i := range wrs {
+		if err := qp.postOneLocked(&wrs[i]); err != nil {
+			return i, err
+		}
+	}
+	return len(wrs), nil
+}
+
+func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
+	if !wr.Opcode.Valid() {
+		return verbs.ErrInvalidArgument
+	}
+	if len(wr.SGL) > qp.caps.MaxSendSGE {
+		return verbs.ErrTooManySGE
+	}
+	if qp.sqTail-qp.sqHead >= uint64(len(qp.sq)) {
+		return verbs.ErrQueueFull
+	}
+	total := verbs.SGLLen(wr.SGL)
+	if total > maxMessage {
+		return verbs.ErrInvalidArgument
+	}
+	inline := wr.Flags&verbs.SendInline != 0
+	switch wr.Opcode {
+	case verbs.OpRDMARead:
+		if len(wr.SGL) != 1 || inline {
+			return verbs.ErrInvalidArgument
+		}
+		if qp.ord == 0 && qp.state != verbs.QPStateError {
+			return verbs.ErrInvalidArgument // no outbound read resources negotiated (siw refuses too)
+		}
+	case verbs.OpBindMW:
+		if wr.Bind.MW == nil || wr.Bind.MR == nil {
+			return verbs.ErrInvalidArgument
+		}
+	}
+	if inline && (total > uint64(qp.caps.MaxInlineData) || total > MaxInline) {
+		return verbs.ErrInvalidArgument
+	}
+	write := wr.Opcode == verbs.OpRDMARead
+	for i := range wr.SGL {
+		if _, f := qp.dev.resolveLocal(qp.pd, &wr.SGL[i], write); f != FaultNone {
+			return f.Err()
+		}
+	}
+
+	seq := qp.sqTail
+	w := &qp.sq[seq%uint64(len(qp.sq))]
+	*w = SendWQE{
+		Seq: seq, ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags,
+		RemoteAddr: wr.RemoteAddr, RKey: wr.RKey, InvRKey: wr.InvalidateRKey, Len: total,
+		Signaled: qp.signalAll || wr.Flags&verbs.SendSignaled != 0,
+	}
+	w.NumSGE = copy(w.SGL[:], wr.SGL)
+	if inline {
+		w.isInline = true
+		off := 0
+		for i := range wr.SGL {
+			b, _ := qp.dev.resolveLocal(qp.pd, &wr.SGL[i], false)
+			off += copy(w.Inline[off:], b)
+		}
+		w.InlineLen = off
+	}
+	qp.sqTail++
+	if qp.state == verbs.QPStateError {
+		w.done = true
+		qp.pushSendLocked(w, verbs.WCWRFlushErr, 0)
+		qp.advanceHeadLocked()
+		qp.sqNext = qp.sqTail
+		return nil
+	}
+	// Binds and local invalidations take effect now, so that a key they
+	// create is valid before any later Send can carry it to the peer; their
+	// completions still come in send-queue order, from NextSend.
+	switch wr.Opcode {
+	case verbs.OpBindMW:
+		mw, ok := wr.Bind.MW.(*MW)
+		if !ok {
+			w.status = verbs.WCMWBindErr
+		} else {
+			w.status = mw.bind(qp.pd, &wr.Bind)
+		}
+	case verbs.OpLocalInv:
+		w.status = qp.localInvalidate(wr.InvalidateRKey)
+	}
+	return nil
+}
+
+// localInvalidate invalidates an MR or MW of this QP's PD.
+func (qp *QP) localInvalidate(stag uint32) verbs.WCStatus {
+	r := qp.dev.stags.lookup(stag)
+	if r == nil || r.pd != qp.pd {
+		return verbs.WCLocProtErr
+	}
+	if r.mw != nil {
+		r.mw.invalidate()
+	} else {
+		r.valid.Store(false)
+	}
+	return verbs.WCSuccess
+}
+
+// NextSend copies the next send work request the provider should execute
+// into w and marks it in flight. It returns false when there is none to
+// run now: the queue is empty, the QP is not in RTS, a fenced request waits
+// for earlier RDMA Reads, or the ORD limit is reached. The engine completes
+// binds and local invalidations itself and never returns them.
+func (qp *QP) NextSend(w *SendWQE) bool {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	for {
+		if qp.state != verbs.QPStateRTS || qp.sqNext == qp.sqTail {
+			return false
+		}
+		s := &qp.sq[qp.sqNext%uint64(len(qp.sq))]
+		if s.Opcode == verbs.OpBindMW || s.Opcode == verbs.OpLocalInv {
+			qp.sqNext++
+			s.done = true
+			qp.pushSendLocked(s, s.status, 0)
+			qp.advanceHeadLocked()
+			continue
+		}
+		if s.Flags&verbs.SendFence != 0 && qp.readsOut > 0 {
+			return false
+		}
+		if s.Opcode == verbs.OpRDMARead {
+			if qp.readsOut >= qp.ord {
+				return false
+			}
+			qp.readsOut++
+		}
+		*w = *s
+		qp.sqNext++
+		return true
+	}
+}
+
+// CompleteSend finishes the in-flight send request seq. byteLen is
+// reported for RDMA Reads. Unknown or already flushed sequence numbers are
+// ignored. An error status does not by itself end the stream: the provider
+// calls Fail when the error is fatal, as it always is for RC.
+func (qp *QP) CompleteSend(seq uint64, status verbs.WCStatus, byteLen uint32) {
+	qp.mu.Lock()
+	if seq < qp.sqHead || seq >= qp.sqNext {
+		qp.mu.Unlock()
+		return
+	}
+	w := &qp.sq[seq%uint64(len(qp.sq))]
+	if w.done || w.Seq != seq {
+		qp.mu.Unlock()
+		return
+	}
+	w.done = true
+	kick := false
+	if w.Opcode == verbs.OpRDMARead {
+		qp.readsOut--
+		kick = qp.sqNext < qp.sqTail
+	}
+	qp.pushSendLocked(w, status, byteLen)
+	qp.advanceHeadLocked()
+	qp.checkDrainedLocked()
+	link := qp.link
+	kick = kick && qp.state == verbs.QPStateRTS && link != nil
+	qp.mu.Unlock()
+	if kick {
+		link.Kick()
+	}
+}
+
+func (qp *QP) pushSendLocked(w *SendWQE, status verbs.WCStatus, byteLen uint32) {
+	if status == verbs.WCSuccess && !w.Signaled {
+		return
+	}
+	wc := verbs.WC{ID: w.ID, Status: status, Opcode: verbs.WCOpcodeOf(w.Opcode), QPN: qp.qpn}
+	if w.Opcode == verbs.OpRDMARead && status == verbs.WCSuccess {
+		wc.ByteLen = byteLen
+	}
+	qp.sendCQ.Push(&wc)
+}
+
+func (qp *QP) advanceHeadLocked() {
+	for qp.sqHead < qp.sqNext && qp.sq[qp.sqHead%uint64(len(qp.sq))].done {
+		qp.sqHead++
+	}
+}
+
+func (qp *QP) checkDrainedLocked() {
+	if qp.state == verbs.QPStateSQD && !qp.drained && qp.sqHead == qp.sqNext {
+		qp.drained = true
+		qp.dev.Event(verbs.AsyncEvent{Type: verbs.EventSQDrained, QP: qp})
+	}
+}
+
+// PostRecv implements verbs.QP.
+func (qp *QP) PostRecv(wrs []verbs.RecvWR) (int, error) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.destroyed {
+		return 0, verbs.ErrClosed
+	}
+	if qp.srq != nil || !qp.state.CanPostRecv() {
+		return 0, verbs.ErrInvalidState
+	}
+	for i := range wrs {
+		wr := &wrs[i]
+		if len(wr.SGL) > qp.caps.MaxRecvSGE {
+			return i, verbs.ErrTooManySGE
+		}
+		if qp.rq.full() {
+			return i, verbs.ErrQueueFull
+		}
+		if verbs.SGLLen(wr.SGL) > maxMessage {
+			return i, verbs.ErrInvalidArgument
+		}
+		if err := checkRecvSGL(qp.dev, qp.pd, wr.SGL); err != nil {
+			return i, err
+		}
+		if qp.state == verbs.QPStateError {
+			qp.recvCQ.Push(&verbs.WC{ID: wr.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.qpn})
+			continue
+		}
+		qp.rq.push(wr)
+	}
+	return len(wrs), nil
+}
+
+// TakeRecv dequeues the receive an inbound Send consumes, from the QP's
+// receive queue or its SRQ. It returns false when none is posted (the
+// provider then terminates the stream: iWARP has no RNR retry) or the QP
+// is not in a state that receives. The provider owns the receive until it
+// calls CompleteRecv, which it must do even when the stream dies.
+func (qp *QP) TakeRecv(w *RecvWQE) bool {
+	qp.mu.Lock()
+	st := qp.state
+	if st != verbs.QPStateRTR && st != verbs.QPStateRTS && st != verbs.QPStateSQD {
+		qp.mu.Unlock()
+		return false
+	}
+	if qp.srq == nil {
+		ok := qp.rq.pop(w)
+		qp.mu.Unlock()
+		return ok
+	}
+	qp.mu.Unlock()
+	return qp.srq.take(w)
+}
+
+// CompleteRecv reports a receive taken with TakeRecv.
+func (qp *QP) CompleteRecv(w *RecvWQE, status verbs.WCStatus, byteLen uint32, flags verbs.WCFlags, invRKey uint32) {
+	wc := verbs.WC{ID: w.ID, Status: status, Opcode: verbs.WCRecv, Flags: flags, ByteLen: byteLen, QPN: qp.qpn, InvalidatedRKey: invRKey}
+	if status != verbs.WCSuccess {
+		wc.Flags, wc.ByteLen, wc.InvalidatedRKey = 0, 0, 0
+	}
+	qp.recvCQ.Push(&wc)
+}
+
+// ResolveSGE returns the memory a local SGE names, checked against the QP's
+// PD; write asks for local write rights (receives, RDMA Read sinks).
+func (qp *QP) ResolveSGE(sge *verbs.SGE, write bool) ([]byte, Fault) {
+	return qp.dev.resolveLocal(qp.pd, sge, write)
+}
+
+// SendSlices appends to out the memory of w's data, in order: the inline
+// copy, or one slice per SGE. It fails if an MR went away since the post.
+func (qp *QP) SendSlices(w *SendWQE, out [][]byte) ([][]byte, Fault) {
+	if w.isInline {
+		return append(out, w.Inline[:w.InlineLen]), FaultNone
+	}
+	for i := 0; i < w.NumSGE; i++ {
+		b, f := qp.dev.resolveLocal(qp.pd, &w.SGL[i], false)
+		if f != FaultNone {
+			return out, f
+		}
+		if len(b) > 0 {
+			out = append(out, b)
+		}
+	}
+	return out, FaultNone
+}
+
+// ResolveRemote checks an inbound tagged access against this QP's PD.
+func (qp *QP) ResolveRemote(stag uint32, addr, n uint64, need verbs.Access) ([]byte, Fault) {
+	return qp.dev.ResolveRemote(stag, qp.pd, addr, n, need)
+}
+
+// InvalidateRemote applies a peer's Send with Invalidate.
+func (qp *QP) InvalidateRemote(stag uint32) Fault {
+	return qp.dev.InvalidateRemote(stag, qp.pd)
+}

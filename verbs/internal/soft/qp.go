@@ -1,0 +1,289 @@
+package soft
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/godapl/godapl/verbs"
+)
+
+// Link is a provider's half of a connected QP: what carries its work to
+// the peer. The engine calls it without holding any lock.
+type Link interface {
+	// Kick says the send queue may have work for NextSend: sends were
+	// posted, a fence or ORD slot cleared, or the QP returned to RTS.
+	Kick()
+	// Close tears the stream down because the QP left the connected states
+	// (Modify to ERROR or RESET, Destroy, Device close): abruptly, without
+	// waiting for the peer. It is idempotent and must not call back into
+	// the QP except through Fail and the Complete methods.
+	Close()
+}
+
+// QP implements verbs.QP.
+//
+// A send work request lives in a ring slot from PostSend until it
+// completes. Sequence numbers name slots: [sqHead, sqNext) have been
+// handed to the provider and are in flight, [sqNext, sqTail) wait for
+// NextSend. The provider gets copies, never pointers into the ring, so a
+// slot can be flushed and reused while the provider still holds an old
+// copy; CompleteSend ignores sequence numbers it no longer knows.
+type QP struct {
+	dev       *Device
+	pd        *PD
+	qpn       uint32
+	sendCQ    *CQ
+	recvCQ    *CQ
+	srq       *SRQ
+	caps      verbs.QPCaps
+	signalAll bool
+
+	mu        sync.Mutex
+	state     verbs.QPState // +checklocks:mu
+	link      Link          // +checklocks:mu
+	ird, ord  int           // +checklocks:mu
+	sq        []SendWQE     // +checklocks:mu
+	sqHead    uint64        // +checklocks:mu
+	sqNext    uint64        // +checklocks:mu
+	sqTail    uint64        // +checklocks:mu
+	readsOut  int           // RDMA Reads handed out and not completed +checklocks:mu
+	drained   bool          // SQ_DRAINED raised for the current SQD +checklocks:mu
+	rq        recvRing      // +checklocks:mu
+	destroyed bool          // +checklocks:mu
+}
+
+// CreateQP implements verbs.PD.
+func (pd *PD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
+	if err := pd.live(); err != nil {
+		return nil, err
+	}
+	d := pd.dev
+	a := &d.attr
+	caps := attr.Caps
+	if caps.MaxSendSGE == 0 {
+		caps.MaxSendSGE = 1
+	}
+	if caps.MaxRecvSGE == 0 {
+		caps.MaxRecvSGE = 1
+	}
+	sendCQ, ok1 := attr.SendCQ.(*CQ)
+	recvCQ, ok2 := attr.RecvCQ.(*CQ)
+	if !ok1 || !ok2 || sendCQ.dev != d || recvCQ.dev != d {
+		return nil, verbs.ErrInvalidArgument
+	}
+	var srq *SRQ
+	if attr.SRQ != nil {
+		s, ok := attr.SRQ.(*SRQ)
+		if !ok || s.pd != pd {
+			return nil, verbs.ErrInvalidArgument
+		}
+		srq = s
+		caps.MaxRecvWR = 0
+	} else if caps.MaxRecvWR <= 0 || caps.MaxRecvWR > a.MaxQPWR {
+		return nil, verbs.ErrInvalidArgument
+	}
+	if caps.MaxSendWR <= 0 || caps.MaxSendWR > a.MaxQPWR || caps.MaxSendSGE > a.MaxSGE || caps.MaxRecvSGE > a.MaxSGE ||
+		caps.MaxSendSGE < 0 || caps.MaxRecvSGE < 0 || caps.MaxInlineData < 0 || caps.MaxInlineData > a.MaxInline {
+		return nil, verbs.ErrInvalidArgument
+	}
+	qp := &QP{dev: d, pd: pd, sendCQ: sendCQ, recvCQ: recvCQ, srq: srq, caps: caps, signalAll: attr.SignalAll}
+	qp.sq = make([]SendWQE, caps.MaxSendWR)
+	if srq == nil {
+		qp.rq.slots = make([]RecvWQE, caps.MaxRecvWR)
+	}
+	d.mu.Lock()
+	if d.closed.Load() {
+		d.mu.Unlock()
+		return nil, verbs.ErrClosed
+	}
+	if len(d.qps) >= a.MaxQP {
+		d.mu.Unlock()
+		return nil, verbs.ErrNoResources
+	}
+	qp.qpn = d.nextQPN
+	d.nextQPN++
+	d.qps[qp] = struct{}{}
+	d.mu.Unlock()
+	sendCQ.users.Add(1)
+	recvCQ.users.Add(1)
+	if srq != nil {
+		srq.users.Add(1)
+	}
+	pd.users.Add(1)
+	d.Counters.QPsCreated.Add(1)
+	return qp, nil
+}
+
+func (qp *QP) QPN() uint32        { return qp.qpn }
+func (qp *QP) PD() verbs.PD       { return qp.pd }
+func (qp *QP) Device() *Device    { return qp.dev }
+func (qp *QP) PDImpl() *PD        { return qp.pd }
+func (qp *QP) HasSRQ() bool       { return qp.srq != nil }
+func (qp *QP) Caps() verbs.QPCaps { return qp.caps }
+
+// State implements verbs.QP.
+func (qp *QP) State() verbs.QPState {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.state
+}
+
+// Query implements verbs.QP.
+func (qp *QP) Query() verbs.QPAttr {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return verbs.QPAttr{State: qp.state, Caps: qp.caps, IRD: qp.ird, ORD: qp.ord, SignalAll: qp.signalAll}
+}
+
+// IRDORD returns the negotiated inbound and outbound RDMA Read depths.
+func (qp *QP) IRDORD() (ird, ord int) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.ird, qp.ord
+}
+
+// Modify implements verbs.QP.
+func (qp *QP) Modify(s verbs.QPState) error {
+	qp.mu.Lock()
+	if qp.destroyed {
+		qp.mu.Unlock()
+		return verbs.ErrClosed
+	}
+	from := qp.state
+	if !verbs.ValidTransition(from, s) {
+		qp.mu.Unlock()
+		return verbs.ErrInvalidState
+	}
+	var link Link
+	kick := false
+	switch s {
+	case verbs.QPStateError:
+		if from != verbs.QPStateError {
+			qp.enterErrorLocked()
+		}
+		link = qp.link
+	case verbs.QPStateReset:
+		if from != verbs.QPStateError {
+			qp.enterErrorLocked() // completions of a live QP must not vanish silently
+		}
+		link, qp.link = qp.link, nil
+		qp.state = verbs.QPStateReset
+		qp.sqHead, qp.sqNext = qp.sqTail, qp.sqTail
+		qp.readsOut = 0
+		qp.rq.head, qp.rq.n = 0, 0
+		qp.ird, qp.ord = 0, 0
+	case verbs.QPStateSQD:
+		qp.state = s
+		qp.drained = false
+		qp.checkDrainedLocked()
+	default:
+		qp.state = s
+		kick = s == verbs.QPStateRTS && qp.link != nil
+		link = qp.link
+	}
+	qp.mu.Unlock()
+	if link != nil {
+		if kick {
+			link.Kick()
+		} else if s == verbs.QPStateError || s == verbs.QPStateReset {
+			link.Close()
+		}
+	}
+	return nil
+}
+
+// Connect attaches the provider's link once the stream is up and moves the
+// QP to RTS through INIT and RTR. The QP must be in RESET or INIT.
+func (qp *QP) Connect(link Link, ird, ord int) error {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.destroyed {
+		return verbs.ErrClosed
+	}
+	if qp.state != verbs.QPStateReset && qp.state != verbs.QPStateInit {
+		return verbs.ErrInvalidState
+	}
+	if qp.link != nil {
+		return verbs.ErrInvalidState
+	}
+	qp.link, qp.ird, qp.ord = link, ird, ord
+	qp.state = verbs.QPStateRTS
+	return nil
+}
+
+// Fail moves the QP to ERROR because its stream ended and flushes every
+// outstanding work request. err says why: nil or verbs.ErrDisconnected
+// for an orderly close, which raises no async event; a *TerminateError
+// raises EventQPAccessErr for protection faults and EventQPFatal otherwise.
+func (qp *QP) Fail(err error) {
+	qp.mu.Lock()
+	if qp.state == verbs.QPStateError || qp.state == verbs.QPStateReset || qp.destroyed {
+		qp.mu.Unlock()
+		return
+	}
+	qp.enterErrorLocked()
+	qp.mu.Unlock()
+	var te *verbs.TerminateError
+	if errors.As(err, &te) {
+		typ := verbs.EventQPFatal
+		if te.EType == 1 && (te.Layer == verbs.TermLayerRDMAP || te.Layer == verbs.TermLayerDDP) {
+			typ = verbs.EventQPAccessErr
+		}
+		qp.dev.Event(verbs.AsyncEvent{Type: typ, QP: qp, Err: err})
+	} else if err != nil && !errors.Is(err, verbs.ErrDisconnected) {
+		qp.dev.Event(verbs.AsyncEvent{Type: verbs.EventQPFatal, QP: qp, Err: err})
+	}
+}
+
+// enterErrorLocked moves to ERROR and flushes both queues.
+func (qp *QP) enterErrorLocked() {
+	wasConnected := qp.state == verbs.QPStateRTR || qp.state == verbs.QPStateRTS || qp.state == verbs.QPStateSQD
+	qp.state = verbs.QPStateError
+	for seq := qp.sqHead; seq < qp.sqTail; seq++ {
+		w := &qp.sq[seq%uint64(len(qp.sq))]
+		if !w.done {
+			w.done = true
+			qp.pushSendLocked(w, verbs.WCWRFlushErr, 0)
+		}
+	}
+	qp.sqHead, qp.sqNext = qp.sqTail, qp.sqTail
+	qp.readsOut = 0
+	var r RecvWQE
+	for qp.rq.n > 0 {
+		qp.rq.pop(&r)
+		qp.recvCQ.Push(&verbs.WC{ID: r.ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: qp.qpn})
+	}
+	if qp.srq != nil && wasConnected {
+		qp.dev.Event(verbs.AsyncEvent{Type: verbs.EventQPLastWQEReached, QP: qp})
+	}
+}
+
+// Destroy implements verbs.QP.
+func (qp *QP) Destroy() error {
+	qp.mu.Lock()
+	if qp.destroyed {
+		qp.mu.Unlock()
+		return verbs.ErrClosed
+	}
+	if qp.state != verbs.QPStateError && qp.state != verbs.QPStateReset {
+		qp.enterErrorLocked()
+	}
+	qp.destroyed = true
+	link := qp.link
+	qp.link = nil
+	qp.mu.Unlock()
+	if link != nil {
+		link.Close()
+	}
+	d := qp.dev
+	d.mu.Lock()
+	delete(d.qps, qp)
+	d.mu.Unlock()
+	qp.sendCQ.users.Add(-1)
+	qp.recvCQ.users.Add(-1)
+	if qp.srq != nil {
+		qp.srq.users.Add(-1)
+	}
+	qp.pd.users.Add(-1)
+	return nil
+}

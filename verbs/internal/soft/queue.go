@@ -1,0 +1,107 @@
+package soft
+
+import "github.com/godapl/godapl/verbs"
+
+// MaxInline is the most data a send may carry inline (SendInline).
+const MaxInline = 64
+
+// SendWQE is a send work request as the engine keeps it: the caller's
+// SendWR copied into a preallocated slot, plus the sequence number that
+// names it to QP.CompleteSend.
+type SendWQE struct {
+	Seq        uint64
+	ID         uint64
+	Opcode     verbs.Opcode
+	Flags      verbs.SendFlags
+	NumSGE     int
+	SGL        [verbs.MaxSGE]verbs.SGE
+	RemoteAddr uint64
+	RKey       uint32
+	InvRKey    uint32
+	Len        uint64 // total bytes of the SGL
+	InlineLen  int    // > 0: the data was copied into Inline at post time
+	Inline     [MaxInline]byte
+	Signaled   bool
+
+	done     bool
+	status   verbs.WCStatus // preset for work the engine runs itself (bind, local invalidate)
+	bind     verbs.MWBind
+	isInline bool
+}
+
+// SGEs returns the scatter/gather list.
+func (w *SendWQE) SGEs() []verbs.SGE { return w.SGL[:w.NumSGE] }
+
+// IsInline reports whether the data travels in Inline rather than the SGL.
+func (w *SendWQE) IsInline() bool { return w.isInline }
+
+// RecvWQE is a posted receive.
+type RecvWQE struct {
+	ID     uint64
+	NumSGE int
+	SGL    [verbs.MaxSGE]verbs.SGE
+	Len    uint64 // total capacity
+}
+
+// SGEs returns the scatter list.
+func (w *RecvWQE) SGEs() []verbs.SGE { return w.SGL[:w.NumSGE] }
+
+// recvRing is a FIFO of receives with fixed capacity.
+type recvRing struct {
+	slots   []RecvWQE
+	head, n int
+}
+
+func (r *recvRing) full() bool { return r.n == len(r.slots) }
+
+func (r *recvRing) push(wr *verbs.RecvWR) {
+	w := &r.slots[(r.head+r.n)%len(r.slots)]
+	w.ID = wr.ID
+	w.NumSGE = copy(w.SGL[:], wr.SGL)
+	w.Len = verbs.SGLLen(wr.SGL)
+	r.n++
+}
+
+func (r *recvRing) pop(w *RecvWQE) bool {
+	if r.n == 0 {
+		return false
+	}
+	*w = r.slots[r.head]
+	r.head = (r.head + 1) % len(r.slots)
+	r.n--
+	return true
+}
+
+func (r *recvRing) resize(n int) {
+	slots := make([]RecvWQE, n)
+	for i := 0; i < r.n; i++ {
+		slots[i] = r.slots[(r.head+i)%len(r.slots)]
+	}
+	r.slots, r.head = slots, 0
+}
+
+// checkRecvSGL validates a receive's scatter list against pd.
+func checkRecvSGL(d *Device, pd *PD, sgl []verbs.SGE) error {
+	for i := range sgl {
+		if _, f := d.resolveLocal(pd, &sgl[i], true); f != FaultNone {
+			return f.Err()
+		}
+	}
+	return nil
+}
+
+// resolveLocal checks a local SGE against pd: its lkey must name a valid
+// MR (windows have no local access) of pd covering the range, writable if
+// write is set.
+func (d *Device) resolveLocal(pd *PD, sge *verbs.SGE, write bool) ([]byte, Fault) {
+	need := verbs.Access(0)
+	if write {
+		need = verbs.AccessLocalWrite
+	}
+	r := d.stags.lookup(sge.LKey)
+	if r == nil || r.mw != nil {
+		return nil, FaultSTag
+	}
+	b, _, f := d.stags.check(sge.LKey, pd, sge.Addr, uint64(sge.Length), need)
+	return b, f
+}

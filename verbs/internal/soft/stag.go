@@ -1,0 +1,182 @@
+package soft
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+
+	"github.com/godapl/godapl/verbs"
+)
+
+// An STag is 32 bits: a 24-bit index into the device's table and an 8-bit
+// key (RFC 5040 section 5.1; siw looks up by index and then compares the
+// whole STag). Keys are drawn from a ChaCha8 stream seeded from
+// crypto/rand, so a peer that learned one STag cannot predict another, and
+// re-registering an index yields a new key, so a stale STag never matches.
+const (
+	stagIndexShift = 8
+	maxSTagIndex   = 1<<24 - 1
+)
+
+// Fault is why a memory access was refused. Providers map it to the
+// Terminate code of the layer that detected it (see DDPTagged, RDMAP).
+type Fault uint8
+
+const (
+	FaultNone   Fault = iota
+	FaultSTag         // no valid region has this STag
+	FaultBounds       // range outside the region
+	FaultAccess       // region does not grant the access
+	FaultPD           // region belongs to another PD
+	FaultTOWrap       // address + length overflows
+)
+
+func (f Fault) String() string {
+	return [...]string{"none", "invalid STag", "base/bounds violation", "access rights violation", "STag not associated with PD", "TO wrap"}[f]
+}
+
+// Err maps a fault to the verbs sentinel error for synchronous reporting.
+func (f Fault) Err() error {
+	switch f {
+	case FaultNone:
+		return nil
+	case FaultSTag:
+		return verbs.ErrInvalidKey
+	}
+	return verbs.ErrProtection
+}
+
+// extent is what a region grants: bytes, their address and the rights. It
+// is immutable; a memory window swaps in a new one when it is rebound, so
+// a concurrent access sees either the old binding or the new one.
+type extent struct {
+	base   uint64 // address of buf[0] in the region's address space (TO)
+	buf    []byte
+	access verbs.Access
+}
+
+// region is a registered range: an MR, or a memory window.
+type region struct {
+	stag  atomic.Uint32
+	pd    *PD
+	ext   atomic.Pointer[extent]
+	valid atomic.Bool
+	mw    *MW // set for windows
+}
+
+// stagTable maps STag indexes to regions.
+type stagTable struct {
+	mu      sync.RWMutex
+	entries []atomic.Pointer[region] // index 0 is never used: STag 0 is special to some hardware
+	free    []uint32
+	keys    *rand.ChaCha8
+}
+
+func newSTagTable() *stagTable {
+	var seed [32]byte
+	if _, err := crand.Read(seed[:]); err != nil {
+		// crypto/rand never fails on Linux; an unseeded table would hand out
+		// guessable keys, which is worse than stopping.
+		panic("soft: crypto/rand: " + err.Error())
+	}
+	return &stagTable{entries: make([]atomic.Pointer[region], 1, 64), keys: rand.NewChaCha8(seed)}
+}
+
+// add installs r under a fresh STag and returns it.
+func (t *stagTable) add(r *region) (uint32, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var idx uint32
+	if n := len(t.free); n > 0 {
+		idx, t.free = t.free[n-1], t.free[:n-1]
+	} else {
+		if len(t.entries) > maxSTagIndex {
+			return 0, verbs.ErrNoResources
+		}
+		idx = uint32(len(t.entries))
+		t.entries = append(t.entries, atomic.Pointer[region]{})
+	}
+	stag := idx<<stagIndexShift | uint32(t.nextKey())
+	r.stag.Store(stag)
+	r.valid.Store(true)
+	t.entries[idx].Store(r)
+	return stag, nil
+}
+
+// rekey gives r (already in the table) a fresh key, invalidating the old
+// STag; used when a memory window is rebound.
+func (t *stagTable) rekey(r *region) uint32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := r.stag.Load()
+	key := t.nextKey()
+	for key == uint8(old) {
+		key = t.nextKey()
+	}
+	stag := old&^0xff | uint32(key)
+	r.stag.Store(stag)
+	r.valid.Store(true)
+	return stag
+}
+
+func (t *stagTable) nextKey() uint8 {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], t.keys.Uint64())
+	return b[0]
+}
+
+// remove frees r's index.
+func (t *stagTable) remove(r *region) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	idx := r.stag.Load() >> stagIndexShift
+	if int(idx) < len(t.entries) && t.entries[idx].Load() == r {
+		t.entries[idx].Store(nil)
+		t.free = append(t.free, idx)
+	}
+	r.valid.Store(false)
+}
+
+// lookup returns the valid region with exactly this STag.
+func (t *stagTable) lookup(stag uint32) *region {
+	idx := stag >> stagIndexShift
+	t.mu.RLock()
+	var r *region
+	if idx != 0 && int(idx) < len(t.entries) {
+		r = t.entries[idx].Load()
+	}
+	t.mu.RUnlock()
+	if r == nil || !r.valid.Load() || r.stag.Load() != stag {
+		return nil
+	}
+	return r
+}
+
+// check resolves [addr, addr+n) of the region named by stag for access
+// need by an object of pd.
+func (t *stagTable) check(stag uint32, pd *PD, addr, n uint64, need verbs.Access) ([]byte, *region, Fault) {
+	r := t.lookup(stag)
+	if r == nil {
+		return nil, nil, FaultSTag
+	}
+	if r.pd != pd {
+		return nil, r, FaultPD
+	}
+	e := r.ext.Load()
+	if e == nil {
+		return nil, r, FaultSTag
+	}
+	if e.access&need != need {
+		return nil, r, FaultAccess
+	}
+	if addr+n < addr {
+		return nil, r, FaultTOWrap
+	}
+	if addr < e.base || addr+n > e.base+uint64(len(e.buf)) {
+		return nil, r, FaultBounds
+	}
+	off := addr - e.base
+	return e.buf[off : off+n : off+n], r, FaultNone
+}
