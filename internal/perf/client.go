@@ -1,0 +1,267 @@
+package perf
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/godapl/godapl/verbs"
+)
+
+// Params of a client run.
+type Params struct {
+	Test     Test
+	Size     int           // message size in bytes
+	Depth    int           // outstanding requests (write) or receives the server posts (send)
+	Duration time.Duration // how long to run
+}
+
+// Run connects to a Server at addr through dev and runs one test.
+func Run(ctx context.Context, dev verbs.Device, addr string, p Params) (*Result, error) {
+	if p.Size <= 0 || p.Size > MaxSize || p.Depth <= 0 || p.Depth > maxDepth {
+		return nil, fmt.Errorf("perf: bad parameters %+v", p)
+	}
+	if p.Test == TestPingPong {
+		p.Depth = 1
+	}
+	var bufSize, sq, rq int
+	switch p.Test {
+	case TestWrite:
+		bufSize, sq, rq = p.Size, p.Depth+1, 1
+	case TestSendRate:
+		bufSize, sq, rq = p.Size+p.Depth*creditLen, 2*sendBatch+64, p.Depth
+	case TestPingPong:
+		bufSize, sq, rq = 2*p.Size, 16, 1
+	default:
+		return nil, fmt.Errorf("perf: unknown test %d", p.Test)
+	}
+	e, err := newEndpoint(dev, bufSize, sq, rq)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	switch p.Test {
+	case TestSendRate:
+		for i := 0; i < p.Depth; i++ {
+			if err := e.postCreditRecv(p.Size, i); err != nil {
+				return nil, err
+			}
+		}
+	case TestPingPong:
+		if err := e.postRecvSlot(1, p.Size); err != nil {
+			return nil, err
+		}
+	}
+	var pd [requestLen]byte
+	req := request{test: p.Test, size: uint32(p.Size), depth: uint32(p.Depth)}
+	e.conn, err = dev.Connect(ctx, e.qp, addr, verbs.ConnParam{PrivateData: req.append(pd[:0])})
+	if err != nil {
+		return nil, err
+	}
+	rep, err := parseReply(e.conn.PrivateData())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := ctxUntilDone(ctx, e.conn)
+	defer cancel()
+	switch p.Test {
+	case TestWrite:
+		return e.runWrite(ctx, p, rep)
+	case TestSendRate:
+		return e.runSendRate(ctx, p)
+	default:
+		return e.runPingPong(ctx, p)
+	}
+}
+
+// runWrite keeps Depth RDMA Writes in flight for Duration, signalling one
+// in every sig, then reads one byte back: the Read Response follows every
+// earlier Write on the stream, so when it arrives all data has been placed.
+func (e *endpoint) runWrite(ctx context.Context, p Params, rep reply) (*Result, error) {
+	if uint32(p.Size) > rep.size {
+		return nil, fmt.Errorf("perf: server buffer %d < size %d", rep.size, p.Size)
+	}
+	sig := max(1, p.Depth/4)
+	sgl := [1]verbs.SGE{e.sge(0, p.Size)}
+	wr := [1]verbs.SendWR{{Opcode: verbs.OpRDMAWrite, SGL: sgl[:], RemoteAddr: rep.addr, RKey: rep.rkey}}
+	var posted, done uint64
+	start := time.Now()
+	end := start.Add(p.Duration)
+	for time.Now().Before(end) {
+		for posted-done < uint64(p.Depth) {
+			wr[0].ID = posted
+			wr[0].Flags = 0
+			if (posted+1)%uint64(sig) == 0 {
+				wr[0].Flags = verbs.SendSignaled
+			}
+			if _, err := e.qp.PostSend(wr[:]); err != nil {
+				return nil, err
+			}
+			posted++
+		}
+		n, err := e.poll(ctx, e.scq)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.checkWCs(n); err != nil {
+			return nil, err
+		}
+		done = e.wcs[n-1].ID + 1
+	}
+	// Drain: the unsignalled tail needs one signalled request to retire it.
+	rsgl := [1]verbs.SGE{e.sge(0, 1)}
+	rd := [1]verbs.SendWR{{ID: ^uint64(0), Opcode: verbs.OpRDMARead, SGL: rsgl[:], RemoteAddr: rep.addr, RKey: rep.rkey, Flags: verbs.SendSignaled}}
+	if _, err := e.qp.PostSend(rd[:]); err != nil {
+		return nil, err
+	}
+	for {
+		n, err := e.poll(ctx, e.scq)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.checkWCs(n); err != nil {
+			return nil, err
+		}
+		if e.wcs[n-1].ID == ^uint64(0) {
+			break
+		}
+	}
+	el := time.Since(start)
+	return &Result{Test: TestWrite, Size: p.Size, Duration: el, Bytes: posted * uint64(p.Size), Msgs: posted}, nil
+}
+
+// sendBatch is how many Sends the client posts in one PostSend call.
+const sendBatch = 32
+
+func (e *endpoint) postCreditRecv(size, i int) error {
+	sgl := [1]verbs.SGE{e.sge(size+i*creditLen, creditLen)}
+	wr := [1]verbs.RecvWR{{ID: uint64(i), SGL: sgl[:]}}
+	_, err := e.qp.PostRecv(wr[:])
+	return err
+}
+
+// runSendRate sends as fast as the server's credits allow for Duration,
+// then waits until every credit is back, i.e. every message was received.
+func (e *endpoint) runSendRate(ctx context.Context, p Params) (*Result, error) {
+	var wrs [sendBatch]verbs.SendWR
+	sgl := [1]verbs.SGE{e.sge(0, p.Size)}
+	for i := range wrs {
+		wrs[i] = verbs.SendWR{Opcode: verbs.OpSend, SGL: sgl[:]}
+	}
+	credits := p.Depth
+	var sent, retired uint64 // sends posted; sends known complete
+	var swc [16]verbs.WC
+	start := time.Now()
+	end := start.Add(p.Duration)
+	sending := true
+	for sending || credits < p.Depth {
+		if sending && !time.Now().Before(end) {
+			sending = false
+		}
+		// Post a batch, bounded by credits and send-queue room.
+		if sending {
+			room := 2*sendBatch - int(sent-retired)
+			k := min(sendBatch, credits, room)
+			for i := 0; i < k; i++ {
+				wrs[i].ID = sent + uint64(i)
+				wrs[i].Flags = 0
+				if (sent+uint64(i)+1)%sendBatch == 0 {
+					wrs[i].Flags = verbs.SendSignaled
+				}
+			}
+			if k > 0 {
+				if _, err := e.qp.PostSend(wrs[:k]); err != nil {
+					return nil, err
+				}
+				sent += uint64(k)
+				credits -= k
+			}
+		}
+		// Retire sends and collect credits without blocking; block only
+		// when nothing else can progress: then on the send CQ if the send
+		// queue is full, else on the credits.
+		if err := e.retire(swc[:], &retired); err != nil {
+			return nil, err
+		}
+		n := e.rcq.Poll(e.wcs[:])
+		if n == 0 {
+			room := 2*sendBatch - int(sent-retired)
+			switch {
+			case sending && credits > 0 && room > 0:
+				continue
+			case sending && credits > 0:
+				if err := e.scq.Wait(ctx, false); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			var err error
+			if n, err = e.poll(ctx, e.rcq); err != nil {
+				return nil, err
+			}
+		}
+		if err := e.checkWCs(n); err != nil {
+			return nil, err
+		}
+		for i := 0; i < n; i++ {
+			slot := int(e.wcs[i].ID)
+			off := p.Size + slot*creditLen
+			credits += int(binary.BigEndian.Uint32(e.buf[off:]))
+			if err := e.postCreditRecv(p.Size, slot); err != nil {
+				return nil, err
+			}
+		}
+	}
+	el := time.Since(start)
+	return &Result{Test: TestSendRate, Size: p.Size, Duration: el, Bytes: sent * uint64(p.Size), Msgs: sent}, nil
+}
+
+// retire records the sends the send CQ reports complete.
+func (e *endpoint) retire(swc []verbs.WC, retired *uint64) error {
+	n := e.scq.Poll(swc)
+	for i := 0; i < n; i++ {
+		if swc[i].Status != verbs.WCSuccess {
+			return &WCError{WC: swc[i]}
+		}
+	}
+	if n > 0 {
+		*retired = swc[n-1].ID + 1
+	}
+	return nil
+}
+
+// runPingPong sends one message at a time and waits for its echo.
+func (e *endpoint) runPingPong(ctx context.Context, p Params) (*Result, error) {
+	sgl := [1]verbs.SGE{e.sge(0, p.Size)}
+	wr := [1]verbs.SendWR{{Opcode: verbs.OpSend, SGL: sgl[:], Flags: verbs.SendSignaled}}
+	rtts := make([]time.Duration, 0, 1<<16)
+	var swc [16]verbs.WC
+	start := time.Now()
+	end := start.Add(p.Duration)
+	var msgs uint64
+	for t0 := start; t0.Before(end); t0 = time.Now() {
+		if _, err := e.qp.PostSend(wr[:]); err != nil {
+			return nil, err
+		}
+		n, err := e.poll(ctx, e.rcq)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.checkWCs(n); err != nil {
+			return nil, err
+		}
+		rtts = append(rtts, time.Since(t0))
+		msgs++
+		if err := e.postRecvSlot(1, p.Size); err != nil {
+			return nil, err
+		}
+		if k := e.scq.Poll(swc[:]); k > 0 && swc[k-1].Status != verbs.WCSuccess {
+			return nil, &WCError{WC: swc[k-1]}
+		}
+	}
+	el := time.Since(start)
+	slices.Sort(rtts)
+	return &Result{Test: TestPingPong, Size: p.Size, Duration: el, Bytes: msgs * uint64(p.Size), Msgs: msgs, RTTs: rtts}, nil
+}

@@ -1,0 +1,144 @@
+package perf
+
+import (
+	"context"
+	"time"
+
+	"github.com/godapl/godapl/verbs"
+)
+
+// endpoint is one side of a test connection: a QP with its own CQs and
+// one registered buffer carved into slots.
+type endpoint struct {
+	dev  verbs.Device
+	pd   verbs.PD
+	scq  verbs.CQ
+	rcq  verbs.CQ
+	qp   verbs.QP
+	mem  *verbs.Mem
+	buf  []byte
+	mr   verbs.MR
+	conn verbs.Conn
+	wcs  [64]verbs.WC
+}
+
+func newEndpoint(dev verbs.Device, bufSize, sqDepth, rqDepth int) (*endpoint, error) {
+	e := &endpoint{dev: dev}
+	var err error
+	fail := func(err error) (*endpoint, error) { e.close(); return nil, err }
+	if e.pd, err = dev.AllocPD(); err != nil {
+		return fail(err)
+	}
+	if e.scq, err = dev.CreateCQ(verbs.CQAttr{Depth: sqDepth + 16}); err != nil {
+		return fail(err)
+	}
+	if e.rcq, err = dev.CreateCQ(verbs.CQAttr{Depth: rqDepth + 16}); err != nil {
+		return fail(err)
+	}
+	caps := verbs.QPCaps{MaxSendWR: sqDepth, MaxRecvWR: rqDepth, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: creditLen}
+	if e.qp, err = e.pd.CreateQP(verbs.QPInitAttr{SendCQ: e.scq, RecvCQ: e.rcq, Caps: caps}); err != nil {
+		return fail(err)
+	}
+	// INIT, as rdma_cm leaves a new QP, so receives can be posted before the
+	// connection exists.
+	if err = e.qp.Modify(verbs.QPStateInit); err != nil {
+		return fail(err)
+	}
+	if e.mem, err = verbs.AllocMem(max(bufSize, 64)); err != nil {
+		return fail(err)
+	}
+	e.buf = e.mem.Bytes()
+	if e.mr, err = e.pd.RegMR(e.buf, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead); err != nil {
+		return fail(err)
+	}
+	return e, nil
+}
+
+func (e *endpoint) close() {
+	if e.conn != nil {
+		e.conn.Disconnect()
+	}
+	if e.qp != nil {
+		e.qp.Destroy()
+	}
+	if e.mr != nil {
+		e.mr.Dereg()
+	}
+	if e.mem != nil {
+		e.mem.Free()
+	}
+	for _, cq := range []verbs.CQ{e.scq, e.rcq} {
+		if cq != nil {
+			cq.Destroy()
+		}
+	}
+	if e.pd != nil {
+		e.pd.Dealloc()
+	}
+}
+
+// sge names n bytes at off of the endpoint's buffer.
+func (e *endpoint) sge(off, n int) verbs.SGE { return verbs.SGEOf(e.mr, off, n) }
+
+// postRecvSlot posts a receive of size bytes into slot i.
+func (e *endpoint) postRecvSlot(i, size int) error {
+	sgl := [1]verbs.SGE{e.sge(i*size, size)}
+	wr := [1]verbs.RecvWR{{ID: uint64(i), SGL: sgl[:]}}
+	_, err := e.qp.PostRecv(wr[:])
+	return err
+}
+
+// spin is how long poll busy-waits before sleeping in CQ.Wait: long enough
+// to catch a loopback round trip without a scheduler hop.
+const spin = 50 * time.Microsecond
+
+// poll returns at least one completion from cq, spinning briefly first.
+func (e *endpoint) poll(ctx context.Context, cq verbs.CQ) (int, error) {
+	deadline := time.Now().Add(spin)
+	for {
+		if n := cq.Poll(e.wcs[:]); n > 0 {
+			return n, nil
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	for {
+		if n := cq.Poll(e.wcs[:]); n > 0 {
+			return n, nil
+		}
+		if err := cq.Wait(ctx, false); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// checkWCs fails on the first unsuccessful completion among the first n.
+func (e *endpoint) checkWCs(n int) error {
+	for i := 0; i < n; i++ {
+		if e.wcs[i].Status != verbs.WCSuccess {
+			return &WCError{WC: e.wcs[i]}
+		}
+	}
+	return nil
+}
+
+// WCError reports a failed work completion.
+type WCError struct{ WC verbs.WC }
+
+func (e *WCError) Error() string {
+	return "perf: " + e.WC.Opcode.String() + " completed with " + e.WC.Status.String()
+}
+
+// ctxUntilDone returns a context that ends with ctx or when c ends.
+func ctxUntilDone(ctx context.Context, c verbs.Conn) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-c.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
