@@ -1,0 +1,17 @@
+// Package verbstest is the conformance suite every verbs provider must pass,
+// and the small toolkit of helpers the suite is built from.
+//
+// It sits beside verbs/ in the layering: it imports only the
+// provider-neutral API, never a provider, and each provider's own tests
+// import it. A provider hands Run a Harness that opens two devices that can
+// reach each other; Run then exercises the whole contract of package verbs —
+// object lifetimes, the QP state machine, queue limits, the connection
+// manager, data placement, SRQs, memory windows, and the error behaviour of
+// the Linux siw driver that research/iwarp-wire.md section 5 describes — with
+// assertions that fail on a provider that gets it wrong.
+//
+// The helpers (ConnectPair, PollOne, NewBuf, CheckLeaks, WaitAsyncEvent, ...)
+// are exported so that providers and the layers above can write their own
+// tests in the same terms. The files are ordinary Go files, not _test.go
+// files, because other packages import them.
+package verbstest
