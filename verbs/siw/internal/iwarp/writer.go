@@ -1,0 +1,174 @@
+package iwarp
+
+import (
+	"io"
+	"net"
+)
+
+// WriterOptions configures a FrameWriter.
+type WriterOptions struct {
+	// CRC enables computing the MPA CRC; when off the field is sent as
+	// zeros, as siw does.
+	CRC bool
+	// BufferSize is the batch buffer; 0 means DefaultWriteBufferSize.
+	BufferSize int
+	// CopyThreshold is the largest payload copied into the buffer; larger
+	// payloads are written from the caller's memory. 0 means
+	// DefaultCopyThreshold; negative means never copy.
+	CopyThreshold int
+	// MaxSegments bounds the iovec list of one write; 0 means
+	// DefaultMaxSegments.
+	MaxSegments int
+}
+
+// FrameWriter batches FPDUs for one MPA connection and writes them with as
+// few syscalls as possible, without allocating per frame.
+//
+// Headers, pads, CRCs and small payloads are copied into one reusable
+// buffer; a payload above the copy threshold is not copied but referenced,
+// so a Flush becomes a single writev of
+//
+//	[buffered FPDUs + header][payload from user memory][pad+CRC + more FPDUs]...
+//
+// through net.Buffers (which uses writev on a *net.TCPConn and one Write
+// per segment on other writers). Referenced payload memory must stay
+// unchanged until the Flush that sends it returns: the CRC is computed
+// when the frame is queued. Frame flushes by itself when the buffer or the
+// iovec list is full, so memory of any frame queued before a Frame call
+// may already be on the wire when it returns, and is certainly there
+// after Flush.
+//
+// Errors from the underlying writer are sticky. A FrameWriter is not safe
+// for concurrent use.
+type FrameWriter struct {
+	w       io.Writer
+	buf     []byte // fixed capacity: iov entries alias it
+	n       int    // bytes used in buf
+	mark    int    // start of the buf bytes not yet listed in iov
+	iov     [][]byte
+	bufs    net.Buffers // WriteTo consumes its receiver; kept here so that does not allocate
+	pending int         // bytes queued, buffered or referenced
+	crcOn   bool
+	copyMax int
+	maxSeg  int
+	err     error
+}
+
+// NewFrameWriter returns a FrameWriter writing to w.
+func NewFrameWriter(w io.Writer, opt WriterOptions) *FrameWriter {
+	size := opt.BufferSize
+	if size <= 0 {
+		size = DefaultWriteBufferSize
+	}
+	size = max(size, minWriteBufferSize)
+	copyMax := opt.CopyThreshold
+	if copyMax == 0 {
+		copyMax = DefaultCopyThreshold
+	}
+	maxSeg := opt.MaxSegments
+	if maxSeg <= 0 {
+		maxSeg = DefaultMaxSegments
+	}
+	maxSeg = max(maxSeg, 4)
+	return &FrameWriter{
+		w:       w,
+		buf:     make([]byte, size),
+		iov:     make([][]byte, 0, maxSeg),
+		crcOn:   opt.CRC,
+		copyMax: copyMax,
+		maxSeg:  maxSeg,
+	}
+}
+
+// SetCRC switches CRC generation for the frames queued after the call.
+func (fw *FrameWriter) SetCRC(on bool) { fw.crcOn = on }
+
+// Buffered returns the number of bytes queued and not yet written.
+func (fw *FrameWriter) Buffered() int { return fw.pending }
+
+// Frame queues one FPDU. hdr is a complete DDP/RDMAP header of exactly its
+// opcode's HeaderLen, starting at the ULPDU_Length field, which Frame sets
+// from len(hdr) and len(payload); hdr is copied and may be reused at once.
+// payload is copied or referenced (see FrameWriter). The caller segments
+// messages so that the ULPDU fits (MaxPayload); ErrFrameTooLong and
+// ErrHeaderLen report a caller bug and queue nothing.
+func (fw *FrameWriter) Frame(hdr Header, payload []byte) error {
+	if fw.err != nil {
+		return fw.err
+	}
+	if len(hdr) < CheckHeaderLen || len(hdr) != hdr.Opcode().HeaderLen() {
+		return ErrHeaderLen
+	}
+	ulpdu := len(hdr) - ULPDULengthLen + len(payload)
+	if ulpdu > MaxULPDULength {
+		return ErrFrameTooLong
+	}
+	pad := PadLen(ulpdu)
+	fixed := len(hdr) + pad + CRCLen
+	copyPayload := len(payload) <= fw.copyMax || len(payload) == 0
+	need := fixed
+	if copyPayload {
+		need += len(payload)
+	}
+	if len(fw.buf)-fw.n < need || (!copyPayload && len(fw.iov)+3 > fw.maxSeg) {
+		if err := fw.Flush(); err != nil {
+			return err
+		}
+		if len(fw.buf) < need {
+			copyPayload, need = false, fixed
+		}
+	}
+
+	h := Header(fw.buf[fw.n : fw.n+len(hdr)])
+	copy(h, hdr)
+	h.SetULPDULength(ulpdu)
+	fw.n += len(hdr)
+	var sum uint32
+	if fw.crcOn {
+		sum = UpdateCRC32c(0, h)
+		sum = UpdateCRC32c(sum, payload)
+	}
+	if copyPayload {
+		fw.n += copy(fw.buf[fw.n:], payload)
+	} else {
+		fw.iov = append(fw.iov, fw.buf[fw.mark:fw.n], payload)
+		fw.mark = fw.n
+	}
+	t := fw.buf[fw.n : fw.n+pad+CRCLen]
+	clear(t)
+	if fw.crcOn {
+		sum = UpdateCRC32c(sum, t[:pad])
+		PutCRC(t[pad:], sum)
+	}
+	fw.n += len(t)
+	fw.pending += FrameLen(ulpdu)
+	return nil
+}
+
+// Flush writes every queued FPDU, in one writev where the writer supports
+// it, and releases the references to payload memory.
+func (fw *FrameWriter) Flush() error {
+	if fw.err != nil {
+		return fw.err
+	}
+	if fw.n > fw.mark {
+		fw.iov = append(fw.iov, fw.buf[fw.mark:fw.n])
+	}
+	var err error
+	switch len(fw.iov) {
+	case 0:
+	case 1:
+		_, err = fw.w.Write(fw.iov[0])
+	default:
+		fw.bufs = fw.iov
+		_, err = fw.bufs.WriteTo(fw.w)
+		fw.bufs = nil
+	}
+	clear(fw.iov)
+	fw.iov = fw.iov[:0]
+	fw.n, fw.mark, fw.pending = 0, 0, 0
+	if err != nil {
+		fw.err = err
+	}
+	return err
+}
