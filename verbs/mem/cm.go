@@ -128,8 +128,17 @@ func (r *request) Accept(qp verbs.QP, p verbs.ConnParam) (verbs.Conn, error) {
 	if !r.state.CompareAndSwap(reqPending, reqAnswered) {
 		return nil, verbs.ErrDisconnected // the active side gave up
 	}
-	pird := max(orDefault(p.ResponderResources, attr.MaxIRD), r.ord)
-	pord := min(orDefault(p.InitiatorDepth, attr.MaxORD), r.ird)
+	// Zero takes the request's values (rdma_accept with the CONNECT_REQUEST
+	// event's parameters).
+	pird, pord := p.ResponderResources, p.InitiatorDepth
+	if pird <= 0 {
+		pird = r.ord
+	}
+	if pord <= 0 {
+		pord = r.ird
+	}
+	pird = max(orDefault(pird, attr.MaxIRD), r.ord)
+	pord = min(orDefault(pord, attr.MaxORD), r.ird)
 	aird, aord := r.ird, min(r.ord, pird)
 
 	var pdev *Device
