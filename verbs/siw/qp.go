@@ -1,0 +1,240 @@
+package siw
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/verbs/internal/soft"
+	"github.com/godapl/godapl/verbs/siw/internal/iwarp"
+)
+
+// stream is the RDMAP stream of one connected QP: one TCP connection and
+// the two goroutines that drive it, plus the state they share. It is the
+// engine's soft.Link for the QP.
+//
+// Ownership. The tx goroutine (runTx) alone writes to the connection and
+// owns the FrameWriter and every field under "tx only"; the rx goroutine
+// (runRx) alone reads and owns the FrameReader and the "rx only" fields.
+// They meet in three places, each with its own lock: the queue of inbound
+// RDMA Read Requests (rx appends, tx answers), the queue of outbound RDMA
+// Reads (tx appends before sending the request, rx matches responses), and
+// the teardown record (whoever ends the stream first). Neither goroutine
+// calls a Link method; the engine calls Kick and Close from any goroutine,
+// and both only signal.
+//
+// Lifecycle. The stream starts when the connection manager has finished
+// the MPA handshake and attached it to the QP (soft.QP.Connect). It ends
+// exactly once, through end, for one of five reasons:
+//
+//	rx or tx found a protocol or protection error  -> Terminate sent, QP.Fail(*TerminateError)
+//	the peer sent a Terminate                     -> QP.Fail(remote *TerminateError)
+//	the peer closed TCP                           -> QP.Fail(ErrDisconnected)
+//	Conn.Disconnect                               -> QP.Fail(nil)
+//	the engine closed the link (Modify, Destroy)  -> no Fail: the engine moved the QP itself
+//
+// The rx goroutine finishes every stream: it completes the receive or Read
+// it was placing (the engine cannot), fails the QP, closes Done, waits for
+// the tx goroutine and closes the socket.
+type stream struct {
+	dev *Device
+	qp  *soft.QP
+	nc  *net.TCPConn
+	log zerolog.Logger
+
+	// Fixed by the handshake.
+	initiator bool
+	crc       bool
+	rtr       rtrKind // initiator in P2P mode: the RTR to send first
+	ird, ord  int
+	maxULPDU  int
+
+	kick      chan struct{} // capacity 1: the send queue or the read queue has work
+	ready     chan struct{} // closed once tx may send (startup rule)
+	readyOnce sync.Once
+
+	irq inboundReads  // RDMA Read Requests to answer: rx -> tx
+	orq outboundReads // RDMA Reads awaiting their responses: tx -> rx
+
+	tx txState // tx only
+	rx rxState // rx only
+
+	stop   chan struct{} // closed by end
+	txDone chan struct{} // closed when runTx returns
+	done   chan struct{} // closed when the QP has been failed: Conn.Done
+
+	endMu   sync.Mutex
+	ended   bool             // +checklocks:endMu
+	cause   error            // what Conn.Err reports +checklocks:endMu
+	term    *iwarp.Terminate // the Terminate tx sends before closing +checklocks:endMu
+	aborted bool             // ended by Close (the engine) +checklocks:endMu
+}
+
+// rtrKind is the MPA v2 ready-to-receive frame of peer-to-peer mode.
+type rtrKind uint8
+
+const (
+	rtrNone  rtrKind = iota
+	rtrWrite         // zero-length RDMA Write, STag 1, TO 0
+	rtrRead          // zero-length RDMA Read Request, source STag 1
+)
+
+// Teardown tunables.
+const (
+	// termLinger bounds how long a stream that sent a Terminate waits for
+	// the peer to close the connection, so that the Terminate is read
+	// before the connection goes (a close with unread inbound data resets
+	// it and may discard what is still queued for sending).
+	termLinger = 2 * time.Second
+	// termWriteTimeout bounds the write of a Terminate to a peer that has
+	// stopped reading.
+	termWriteTimeout = time.Second
+)
+
+// streamParams are the results of the MPA handshake.
+type streamParams struct {
+	initiator bool
+	crc       bool
+	rtr       rtrKind
+	ird, ord  int
+}
+
+func newStream(d *Device, qp *soft.QP, nc *net.TCPConn, p streamParams) *stream {
+	s := &stream{
+		dev:       d,
+		qp:        qp,
+		nc:        nc,
+		log:       d.opts.Logger.With().Uint32("qpn", qp.QPN()).Str("peer", nc.RemoteAddr().String()).Logger(),
+		initiator: p.initiator,
+		crc:       p.crc,
+		rtr:       p.rtr,
+		ird:       p.ird,
+		ord:       p.ord,
+		maxULPDU:  d.opts.MaxULPDU,
+		kick:      make(chan struct{}, 1),
+		ready:     make(chan struct{}),
+		stop:      make(chan struct{}),
+		txDone:    make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	s.irq.init(p.ird + 1) // one more for a peer's zero-length Read RTR
+	s.orq.init(p.ord + 1) // one more for our own Read RTR
+	s.tx.init(s)
+	s.rx.init(s)
+	if p.initiator || d.opts.SendImmediately {
+		s.openGate()
+	}
+	return s
+}
+
+// Kick implements soft.Link: the send queue may have work.
+func (s *stream) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Close implements soft.Link: the engine moved the QP out of the connected
+// states (Modify to ERROR or RESET, Destroy, device close). The stream is
+// torn down at once, without a Terminate; Close does not wait for it.
+func (s *stream) Close() {
+	s.end(nil, nil, true)
+}
+
+// openGate lets tx start sending: at once on the initiator, on the
+// responder when the first FPDU of the initiator has arrived.
+func (s *stream) openGate() {
+	s.readyOnce.Do(func() { close(s.ready) })
+}
+
+// end records why the stream ends, if it is the first to, and starts the
+// teardown: without a Terminate to send, the socket is closed now, which
+// unblocks both goroutines; with one, tx sends it and half-closes, and the
+// socket's deadlines bound how long either goroutine can still block.
+// It reports whether this call ended the stream.
+func (s *stream) end(cause error, term *iwarp.Terminate, aborted bool) bool {
+	s.endMu.Lock()
+	if s.ended {
+		s.endMu.Unlock()
+		return false
+	}
+	s.ended, s.cause, s.term, s.aborted = true, cause, term, aborted
+	s.endMu.Unlock()
+	close(s.stop)
+	if term == nil {
+		s.nc.Close()
+	} else {
+		now := time.Now()
+		s.nc.SetWriteDeadline(now.Add(termWriteTimeout))
+		s.nc.SetReadDeadline(now.Add(termLinger))
+	}
+	return true
+}
+
+// terminate ends the stream because this side found an error: the peer
+// gets a Terminate for cause with the offending header attached as siw
+// attaches it, the QP fails with the matching TerminateError.
+func (s *stream) terminate(cause iwarp.TermCause, offending iwarp.Header) {
+	t := iwarp.NewTerminate(cause, offending)
+	if s.end(termError(cause, false), &t, false) {
+		s.log.Debug().Stringer("cause", cause).Msg("siw: terminating stream")
+	}
+}
+
+// ending returns the teardown record once end has run.
+func (s *stream) ending() (cause error, term *iwarp.Terminate, aborted bool) {
+	s.endMu.Lock()
+	defer s.endMu.Unlock()
+	return s.cause, s.term, s.aborted
+}
+
+func (s *stream) stopped() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// finish runs on the rx goroutine after its loop: it settles what rx
+// owned, waits until tx has stopped (having completed what it handed to
+// TCP, and sent the Terminate if there is one), fails the QP, which
+// flushes the rest, reports the end, and releases the socket.
+func (s *stream) finish() {
+	cause, term, aborted := s.ending()
+	s.rx.abandon(s)
+	<-s.txDone
+	if !aborted {
+		s.qp.Fail(cause)
+	}
+	close(s.done)
+	if term != nil {
+		// Let the peer read the Terminate: wait, bounded by the read
+		// deadline end set, for it to close its side.
+		s.rx.drain(s)
+	}
+	s.nc.Close()
+	s.dev.removeStream(s)
+	s.log.Debug().AnErr("cause", cause).Msg("siw: stream closed")
+}
+
+// termError converts a Terminate cause to the verbs error that carries it.
+func termError(c iwarp.TermCause, remote bool) *verbs.TerminateError {
+	return &verbs.TerminateError{Layer: verbs.TermLayer(c.Layer()), EType: uint8(c.EType()), Code: c.Code(), Remote: remote}
+}
+
+// readErrorCause classifies an error reading the socket: a stream that was
+// already ending keeps its cause; otherwise the peer went away, which is an
+// orderly disconnect whatever TCP said about it.
+func readErrorCause(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return verbs.ErrDisconnected
+}

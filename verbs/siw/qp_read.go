@@ -1,0 +1,152 @@
+package siw
+
+import (
+	"sync"
+
+	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/verbs/siw/internal/iwarp"
+)
+
+// The two RDMA Read queues of a stream. RDMA Read is the one operation
+// that needs both goroutines: the requester's tx sends the request and its
+// rx places the response; the responder's rx accepts the request and its
+// tx sends the response. Each queue is a fixed ring sized at connect time
+// from the negotiated IRD or ORD, so the data path never allocates.
+
+// inboundRead is an RDMA Read Request of the peer, accepted by rx and
+// answered by tx with Read Response segments.
+type inboundRead struct {
+	sinkSTag iwarp.STag // the requester's buffer: STag/TO of the responses
+	sinkTO   uint64
+	size     uint32
+	srcSTag  uint32 // our memory (the rkey the peer was given)
+	srcTO    uint64
+	// hdr is the request as received, attached to a Terminate if the
+	// source memory turns out to be invalid when the response is sent.
+	hdr [iwarp.ReadRequestHeaderLen]byte
+}
+
+// inboundReads is the IRD queue: at most ird requests (plus a Read RTR)
+// are outstanding, counting the one tx is answering, which stays queued
+// until its last response segment is written.
+type inboundReads struct {
+	mu      sync.Mutex
+	ring    []inboundRead // +checklocks:mu
+	head, n int           // +checklocks:mu
+}
+
+func (q *inboundReads) init(capacity int) { q.ring = make([]inboundRead, capacity) }
+
+// len returns the requests accepted and not yet fully answered.
+func (q *inboundReads) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n
+}
+
+// push queues r; false if the queue is full.
+func (q *inboundReads) push(r *inboundRead) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == len(q.ring) {
+		return false
+	}
+	q.ring[(q.head+q.n)%len(q.ring)] = *r
+	q.n++
+	return true
+}
+
+// front copies the oldest request into r; false if none.
+func (q *inboundReads) front(r *inboundRead) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == 0 {
+		return false
+	}
+	*r = q.ring[q.head]
+	return true
+}
+
+// pop drops the oldest request, fully answered.
+func (q *inboundReads) pop() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n > 0 {
+		q.head = (q.head + 1) % len(q.ring)
+		q.n--
+	}
+}
+
+// outboundRead is an RDMA Read of ours whose request has been (or is
+// about to be) sent and whose response is awaited.
+type outboundRead struct {
+	seq      uint64    // the send queue sequence number, for CompleteSend
+	sink     verbs.SGE // where the response goes (its lkey is the sink STag)
+	sinkSTag iwarp.STag
+	sinkTO   uint64
+	size     uint32
+	rtr      bool // our zero-length Read RTR: no work request behind it
+}
+
+// outboundReads is the ORD queue, in request order, which is the order
+// the responses come back in.
+type outboundReads struct {
+	mu      sync.Mutex
+	ring    []outboundRead // +checklocks:mu
+	head, n int            // +checklocks:mu
+}
+
+func (q *outboundReads) init(capacity int) { q.ring = make([]outboundRead, capacity) }
+
+// push queues r; the engine never hands out more Reads than the ORD, so
+// it fails only on a bookkeeping bug, which the caller treats as fatal.
+func (q *outboundReads) push(r *outboundRead) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == len(q.ring) {
+		return false
+	}
+	q.ring[(q.head+q.n)%len(q.ring)] = *r
+	q.n++
+	return true
+}
+
+// front copies the oldest Read into r; false if none is outstanding.
+func (q *outboundReads) front(r *outboundRead) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == 0 {
+		return false
+	}
+	*r = q.ring[q.head]
+	return true
+}
+
+// pop drops the oldest Read, completed.
+func (q *outboundReads) pop() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n > 0 {
+		q.head = (q.head + 1) % len(q.ring)
+		q.n--
+	}
+}
+
+// find returns the outstanding Read whose sink is stag/to, or the oldest
+// when none matches; false if none is outstanding.
+func (q *outboundReads) find(stag iwarp.STag, to uint64, r *outboundRead) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == 0 {
+		return false
+	}
+	*r = q.ring[q.head]
+	for i := 0; i < q.n; i++ {
+		e := &q.ring[(q.head+i)%len(q.ring)]
+		if e.sinkSTag == stag && e.sinkTO == to {
+			*r = *e
+			return true
+		}
+	}
+	return true
+}

@@ -1,0 +1,419 @@
+package siw
+
+import (
+	"errors"
+	"io"
+
+	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/verbs/internal/soft"
+	"github.com/godapl/godapl/verbs/siw/internal/iwarp"
+)
+
+// The receive half of a stream. runRx is the only reader of the socket. A
+// FrameReader yields each FPDU's validated header; the handler for its
+// opcode checks what siw checks (queue number, MSN, MO, STag and TO of
+// continuation segments, the outstanding Read a response belongs to,
+// memory access), then reads the payload straight into its destination —
+// the posted receive, the RDMA Write target, the Read sink — and finishes
+// the FPDU (pad and CRC) before acting on a completed message. Any
+// violation ends the stream with the Terminate siw would send.
+
+// termBufLen bounds the copy kept of an inbound Terminate: the fixed
+// header plus the largest header siw attaches (a Read Request).
+const termBufLen = iwarp.TerminateHeaderLen + iwarp.ReadRequestHeaderLen
+
+// rxState is owned by the rx goroutine.
+type rxState struct {
+	fr      *iwarp.FrameReader
+	started bool      // an FPDU has arrived (opens the responder's gate)
+	sendMSN iwarp.MSN // MSN the next Send message must carry (QN 0)
+	readMSN iwarp.MSN // MSN the next Read Request must carry (QN 1)
+
+	// The untagged message (Send) being placed.
+	recv       soft.RecvWQE
+	recvOn     bool           // recv taken from the QP and not completed
+	recvStatus verbs.WCStatus // its status if the stream dies now
+	placer     soft.Placer
+	sendOp     iwarp.Opcode
+	inv        iwarp.STag
+
+	// The tagged message (RDMA Write or Read Response) being placed.
+	tagOn   bool
+	tagOp   iwarp.Opcode
+	tagSTag iwarp.STag
+	tagTO   uint64 // TO the next segment must carry
+
+	// The Read whose response is being placed (the oldest outstanding).
+	read       outboundRead
+	readMem    []byte
+	readPlaced uint32
+	// A Read that failed and must complete with readStatus before the QP
+	// is flushed.
+	readFailed bool
+	readFail   outboundRead
+	readStatus verbs.WCStatus
+
+	term [termBufLen]byte
+	sink [4096]byte // drain reads into it
+}
+
+func (rx *rxState) init(s *stream) {
+	rx.fr = iwarp.NewFrameReader(s.nc, iwarp.ReaderOptions{CRC: s.crc})
+	rx.sendMSN, rx.readMSN = 1, 1
+}
+
+// rxHandler processes one FPDU whose header h has been validated; it
+// returns false when the stream has ended.
+type rxHandler func(s *stream, h iwarp.Header) bool
+
+// rxHandlers is indexed by opcode; CheckHeader has ruled out the others.
+var rxHandlers = [...]rxHandler{
+	iwarp.OpRDMAWrite:        (*stream).rxWrite,
+	iwarp.OpRDMAReadRequest:  (*stream).rxReadRequest,
+	iwarp.OpRDMAReadResponse: (*stream).rxReadResponse,
+	iwarp.OpSend:             (*stream).rxSend,
+	iwarp.OpSendInv:          (*stream).rxSend,
+	iwarp.OpSendSE:           (*stream).rxSend,
+	iwarp.OpSendSEInv:        (*stream).rxSend,
+	iwarp.OpTerminate:        (*stream).rxTerminate,
+}
+
+// runRx is the stream's receive goroutine; it also finishes the stream.
+func (s *stream) runRx() {
+	defer s.finish()
+	rx := &s.rx
+	for {
+		h, err := rx.fr.Next()
+		if err != nil {
+			s.rxFailed(h, err)
+			return
+		}
+		if !rxHandlers[h.Opcode()](s, h) {
+			return
+		}
+		if !rx.started {
+			// The initiator's first FPDU (its RTR in peer-to-peer mode)
+			// has been processed: the responder may send now.
+			rx.started = true
+			s.openGate()
+			s.Kick()
+		}
+	}
+}
+
+// rxFailed ends the stream after the frame reader failed: a protocol
+// error is terminated with its cause, anything else is the connection
+// going away.
+func (s *stream) rxFailed(h iwarp.Header, err error) bool {
+	if cause, ok := iwarp.CauseOf(err); ok {
+		if cause == iwarp.TermLLPCRC {
+			s.dev.Counters.CRCErrors.Add(1)
+		} else {
+			s.dev.Counters.MalformedFrames.Add(1)
+		}
+		s.terminate(cause, h)
+		return false
+	}
+	if !s.stopped() && !errors.Is(err, io.EOF) {
+		s.log.Debug().Err(err).Msg("siw: receive failed")
+	}
+	s.end(readErrorCause(err), nil, false)
+	return false
+}
+
+// malformed terminates the stream for a protocol violation the frame
+// reader cannot see (sequence numbers, offsets, continuation segments).
+func (s *stream) malformed(cause iwarp.TermCause, h iwarp.Header) bool {
+	s.dev.Counters.MalformedFrames.Add(1)
+	s.terminate(cause, h)
+	return false
+}
+
+// readPayload reads the FPDU's payload into dst (exactly len(dst) bytes).
+func (s *stream) readPayload(dst []byte) bool {
+	for len(dst) > 0 {
+		n, err := s.rx.fr.ReadPayload(dst)
+		if err != nil {
+			return s.rxFailed(nil, err)
+		}
+		dst = dst[n:]
+	}
+	return true
+}
+
+// finishFrame reads pad and CRC; the FPDU may be acted on only after it.
+func (s *stream) finishFrame() bool {
+	if err := s.rx.fr.Finish(); err != nil {
+		return s.rxFailed(nil, err)
+	}
+	return true
+}
+
+// rxSend places a segment of a Send message into the receive it consumes.
+func (s *stream) rxSend(h iwarp.Header) bool {
+	rx := &s.rx
+	u := iwarp.UntaggedHeader(h)
+	op := h.Opcode()
+	switch {
+	case u.QN() != iwarp.QNSend:
+		return s.malformed(iwarp.TermDDPUntaggedInvalidQN, h)
+	case u.MSN() != rx.sendMSN:
+		return s.malformed(iwarp.TermDDPUntaggedMSNRange, h)
+	case rx.recvOn && op != rx.sendOp:
+		return s.malformed(iwarp.TermRDMAPOpcode, h)
+	case rx.recvOn && uint64(u.MO()) != rx.placer.Placed(), !rx.recvOn && u.MO() != 0:
+		return s.malformed(iwarp.TermDDPUntaggedInvalidMO, h)
+	}
+	if !rx.recvOn {
+		if !s.qp.TakeRecv(&rx.recv) {
+			s.terminate(causeNoBuffer, h)
+			return false
+		}
+		rx.recvOn, rx.recvStatus = true, verbs.WCWRFlushErr
+		rx.placer.Reset(s.qp, &rx.recv)
+		rx.sendOp, rx.inv = op, u.InvalidateSTag()
+	}
+	n := h.PayloadLen()
+	if uint64(n) > rx.placer.Room() {
+		rx.recvStatus = verbs.WCLocLenErr
+		s.terminate(causeNoBuffer, h)
+		return false
+	}
+	for left := n; left > 0; {
+		dst, f := rx.placer.Next(left)
+		if f != soft.FaultNone || len(dst) == 0 {
+			// The receive's memory went away since it was posted.
+			rx.recvStatus = verbs.WCLocProtErr
+			s.terminate(causeLocal, nil)
+			return false
+		}
+		if !s.readPayload(dst) {
+			return false
+		}
+		rx.placer.Advance(len(dst))
+		left -= len(dst)
+	}
+	if !s.finishFrame() {
+		return false
+	}
+	s.dev.Counters.BytesReceived.Add(uint64(n))
+	if !h.Last() {
+		return true
+	}
+	var flags verbs.WCFlags
+	var inv uint32
+	if op == iwarp.OpSendSE || op == iwarp.OpSendSEInv {
+		flags |= verbs.WCSolicited
+	}
+	if op == iwarp.OpSendInv || op == iwarp.OpSendSEInv {
+		inv = uint32(rx.inv)
+		if s.qp.InvalidateRemote(inv) != soft.FaultNone {
+			s.dev.Counters.ProtectionErrors.Add(1)
+			rx.recvStatus = verbs.WCRemInvReqErr
+			s.terminate(causeCannotInvalidate, h)
+			return false
+		}
+		flags |= verbs.WCWithInv
+	}
+	rx.recvOn = false
+	rx.sendMSN++
+	s.qp.CompleteRecv(&rx.recv, verbs.WCSuccess, uint32(rx.placer.Placed()), flags, inv)
+	return true
+}
+
+// rxWrite places a segment of an RDMA Write. Every segment is checked
+// against the memory it targets; a zero-length segment targets none and
+// is not checked (the peer-to-peer RTR is one, with STag 1).
+func (s *stream) rxWrite(h iwarp.Header) bool {
+	rx := &s.rx
+	t := iwarp.TaggedHeader(h)
+	if rx.tagOn {
+		switch {
+		case rx.tagOp != iwarp.OpRDMAWrite:
+			return s.malformed(iwarp.TermRDMAPOpcode, h)
+		case t.STag() != rx.tagSTag:
+			return s.malformed(iwarp.TermDDPTaggedInvalidSTag, h)
+		case t.TO() != rx.tagTO:
+			return s.malformed(iwarp.TermDDPTaggedBaseBounds, h)
+		}
+	}
+	n := h.PayloadLen()
+	if n > 0 {
+		mem, f := s.qp.ResolveRemote(uint32(t.STag()), t.TO(), uint64(n), verbs.AccessRemoteWrite)
+		if f != soft.FaultNone {
+			s.terminate(taggedCause(f), h)
+			return false
+		}
+		if !s.readPayload(mem) {
+			return false
+		}
+	}
+	if !s.finishFrame() {
+		return false
+	}
+	s.dev.Counters.BytesReceived.Add(uint64(n))
+	rx.tagOn = !h.Last()
+	rx.tagOp, rx.tagSTag, rx.tagTO = iwarp.OpRDMAWrite, t.STag(), t.TO()+uint64(n)
+	return true
+}
+
+// rxReadRequest accepts an RDMA Read Request of the peer and hands it to
+// tx. The source memory is checked now, so that a bad request terminates
+// the stream at once, and again when the response is sent.
+func (s *stream) rxReadRequest(h iwarp.Header) bool {
+	rx := &s.rx
+	u := iwarp.UntaggedHeader(h)
+	switch {
+	case u.QN() != iwarp.QNReadRequest:
+		return s.malformed(iwarp.TermDDPUntaggedInvalidQN, h)
+	case u.MSN() != rx.readMSN:
+		return s.malformed(iwarp.TermDDPUntaggedMSNRange, h)
+	case u.MO() != 0:
+		return s.malformed(iwarp.TermDDPUntaggedInvalidMO, h)
+	}
+	if !s.finishFrame() {
+		return false
+	}
+	rr := iwarp.ReadRequestHeader(h)
+	r := inboundRead{sinkSTag: rr.SinkSTag(), sinkTO: rr.SinkTO(), size: rr.Size(), srcSTag: uint32(rr.SrcSTag()), srcTO: rr.SrcTO()}
+	copy(r.hdr[:], h)
+	// A zero-length Read as the first FPDU is the peer-to-peer Read RTR,
+	// answered even by a QP that serves no Reads.
+	rtr := !rx.started && r.size == 0
+	if !rtr && s.irq.len() >= s.ird {
+		s.terminate(causeIRDOverflow, h)
+		return false
+	}
+	if r.size > 0 {
+		if _, f := s.qp.ResolveRemote(r.srcSTag, r.srcTO, uint64(r.size), verbs.AccessRemoteRead); f != soft.FaultNone {
+			s.terminate(readCause(f), h)
+			return false
+		}
+	}
+	if !s.irq.push(&r) {
+		s.terminate(causeIRDOverflow, h)
+		return false
+	}
+	rx.readMSN++
+	s.Kick()
+	return true
+}
+
+// rxReadResponse places a segment of the response to our oldest
+// outstanding RDMA Read. Like siw, it insists that the response names
+// exactly the sink of that Read, in order, and has exactly its size.
+func (s *stream) rxReadResponse(h iwarp.Header) bool {
+	rx := &s.rx
+	t := iwarp.TaggedHeader(h)
+	if rx.tagOn && rx.tagOp != iwarp.OpRDMAReadResponse {
+		return s.malformed(iwarp.TermRDMAPOpcode, h)
+	}
+	if !rx.tagOn {
+		if !s.orq.front(&rx.read) {
+			return s.malformed(causeNoRead, h)
+		}
+		rx.readMem, rx.readPlaced = nil, 0
+		if rx.read.size > 0 {
+			mem, f := s.qp.ResolveSGE(&rx.read.sink, true)
+			if f != soft.FaultNone {
+				s.failRead(verbs.WCLocProtErr)
+				s.terminate(taggedCause(f), h)
+				return false
+			}
+			rx.readMem = mem
+		}
+		rx.tagOn, rx.tagOp = true, iwarp.OpRDMAReadResponse
+	}
+	n := h.PayloadLen()
+	end := uint64(rx.readPlaced) + uint64(n)
+	switch {
+	case t.STag() != rx.read.sinkSTag:
+		s.failRead(verbs.WCBadRespErr)
+		return s.malformed(iwarp.TermDDPTaggedInvalidSTag, h)
+	case t.TO() != rx.read.sinkTO+uint64(rx.readPlaced), end > uint64(rx.read.size),
+		h.Last() && end != uint64(rx.read.size):
+		s.failRead(verbs.WCBadRespErr)
+		return s.malformed(iwarp.TermDDPTaggedBaseBounds, h)
+	}
+	if !s.readPayload(rx.readMem[rx.readPlaced:end]) || !s.finishFrame() {
+		return false
+	}
+	rx.readPlaced = uint32(end)
+	s.dev.Counters.BytesReceived.Add(uint64(n))
+	if !h.Last() {
+		return true
+	}
+	rx.tagOn = false
+	s.orq.pop()
+	if !rx.read.rtr {
+		s.qp.CompleteSend(rx.read.seq, verbs.WCSuccess, rx.read.size)
+	}
+	return true
+}
+
+// failRead marks the Read being placed as failed with st.
+func (s *stream) failRead(st verbs.WCStatus) {
+	rx := &s.rx
+	if !rx.read.rtr {
+		rx.readFailed, rx.readFail, rx.readStatus = true, rx.read, st
+	}
+}
+
+// rxTerminate handles the peer's Terminate: the stream ends with the
+// peer's cause. A Read the peer refused (the Terminate carries its
+// request) completes with a remote access or operation error rather than
+// a flush.
+func (s *stream) rxTerminate(h iwarp.Header) bool {
+	rx := &s.rx
+	n := copy(rx.term[:], h)
+	k := min(h.PayloadLen(), len(rx.term)-n)
+	if !s.readPayload(rx.term[n:n+k]) || !s.finishFrame() {
+		return false
+	}
+	b := rx.term[:n+k]
+	iwarp.Header(b).SetULPDULength(len(b) - iwarp.ULPDULengthLen) // what was kept
+	s.dev.Counters.TerminatesReceived.Add(1)
+	t, err := iwarp.ParseTerminate(b)
+	if err != nil {
+		s.dev.Counters.MalformedFrames.Add(1)
+		t.Cause = iwarp.TerminateHeader(b).Cause()
+	}
+	s.log.Debug().Stringer("cause", t.Cause).Msg("siw: peer terminated the stream")
+	if off, ok := t.Offending(); ok && off.Opcode() == iwarp.OpRDMAReadRequest && len(off) >= iwarp.ReadRequestHeaderLen {
+		rr := iwarp.ReadRequestHeader(off)
+		var r outboundRead
+		if s.orq.find(rr.SinkSTag(), rr.SinkTO(), &r) && !r.rtr {
+			st := verbs.WCRemOpErr
+			if t.Cause.Layer() == iwarp.TermLayerRDMAP && t.Cause.EType() == iwarp.TermETypeRDMAPRemoteProtection {
+				st = verbs.WCRemAccessErr
+			}
+			rx.readFailed, rx.readFail, rx.readStatus = true, r, st
+		}
+	}
+	s.end(termError(t.Cause, true), nil, false)
+	return false
+}
+
+// abandon settles what rx owned when the stream ended: the receive it was
+// placing (with its error status, or flushed) and a Read that failed. The
+// engine flushes everything else when the QP fails.
+func (rx *rxState) abandon(s *stream) {
+	if rx.recvOn {
+		rx.recvOn = false
+		s.qp.CompleteRecv(&rx.recv, rx.recvStatus, 0, 0, 0)
+	}
+	if rx.readFailed {
+		rx.readFailed = false
+		s.qp.CompleteSend(rx.readFail.seq, rx.readStatus, 0)
+	}
+}
+
+// drain reads and discards until the peer closes or the read deadline
+// set by end passes.
+func (rx *rxState) drain(s *stream) {
+	for {
+		if _, err := s.nc.Read(rx.sink[:]); err != nil {
+			return
+		}
+	}
+}

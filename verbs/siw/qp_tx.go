@@ -1,0 +1,403 @@
+package siw
+
+import (
+	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/verbs/internal/soft"
+	"github.com/godapl/godapl/verbs/siw/internal/iwarp"
+)
+
+// The transmit half of a stream. runTx is the only writer of the socket.
+// It wakes on a kick (work was posted, a Read Request arrived, an ORD slot
+// or a fence cleared), moves work from the send queue and the inbound Read
+// queue into FPDUs, and writes them in batches: a FrameWriter collects the
+// headers and small payloads of many FPDUs in one buffer and references
+// large payloads in place, so a batch is one writev however many messages
+// it holds. Sends and RDMA Writes complete once their last FPDU has been
+// handed to TCP, as in siw; an RDMA Read completes in rx when its response
+// has been placed.
+
+// Tunables of the transmit loop.
+const (
+	// sqBurst and readRespBurst share the link between the send queue and
+	// inbound Reads: up to sqBurst FPDUs of the send queue, then up to
+	// readRespBurst FPDUs of Read Responses, and round again (siw uses 100
+	// and 4 per run; responses here are whole FPDUs of up to 64 KiB).
+	sqBurst       = 128
+	readRespBurst = 8
+	// flushBytes is how much a batch may grow before it is written even
+	// though more work is waiting: large enough to amortise the syscall,
+	// small enough that completions are not held back long.
+	flushBytes = 512 << 10
+	// maxBatchCompletions bounds the send completions one batch collects.
+	maxBatchCompletions = 512
+	// gatherMax is the largest FPDU payload gathered from several SGEs
+	// into one FPDU; the frame writer copies payloads this small anyway.
+	// Larger payloads are segmented at SGE boundaries instead of copied.
+	gatherMax = iwarp.DefaultCopyThreshold
+	// rtrSTag is the STag of the zero-length RTR Write and the source of
+	// the zero-length RTR Read (siw avoids STag 0, which some hardware
+	// treats specially).
+	rtrSTag = 1
+)
+
+// txState is owned by the tx goroutine.
+type txState struct {
+	fw      *iwarp.FrameWriter
+	sendMSN iwarp.MSN // MSN of the last Send message sent (QN 0)
+	readMSN iwarp.MSN // MSN of the last Read Request sent (QN 1)
+
+	// The send work request being segmented.
+	cur    soft.SendWQE
+	curOn  bool
+	slices [][]byte // its memory, one slice per SGE (or the inline copy)
+	si     int      // current slice
+	soff   int      // offset in the current slice
+	off    uint64   // bytes of cur queued so far
+	msn    iwarp.MSN
+	op     iwarp.Opcode
+
+	// The inbound Read being answered.
+	rr     inboundRead
+	rrOn   bool
+	rrMem  []byte
+	rrSent uint32
+
+	done   []uint64 // send queue sequence numbers to complete after the flush
+	bytes  uint64   // payload bytes in the batch
+	hdr    [iwarp.MaxHeaderLen]byte
+	gather [gatherMax]byte
+	term   []byte
+}
+
+func (tx *txState) init(s *stream) {
+	tx.fw = iwarp.NewFrameWriter(s.nc, iwarp.WriterOptions{CRC: s.crc, CopyThreshold: gatherMax})
+	tx.slices = make([][]byte, 0, verbs.MaxSGE+1)
+	tx.done = make([]uint64, 0, maxBatchCompletions)
+}
+
+// runTx is the stream's transmit goroutine.
+func (s *stream) runTx() {
+	defer close(s.txDone)
+	defer s.txFinish()
+	select {
+	case <-s.ready:
+	case <-s.stop:
+		return
+	}
+	if s.rtr != rtrNone {
+		if err := s.queueRTR(); err != nil {
+			s.end(verbs.ErrDisconnected, nil, false)
+			return
+		}
+	}
+	for {
+		if err := s.pump(); err != nil {
+			if !s.stopped() {
+				s.log.Debug().Err(err).Msg("siw: transmit failed")
+			}
+			s.end(verbs.ErrDisconnected, nil, false)
+			return
+		}
+		select {
+		case <-s.kick:
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// pump sends everything there is to send now: it alternates between the
+// send queue and the inbound Read queue until both are idle, flushing
+// whenever the batch is large, and once at the end.
+func (s *stream) pump() error {
+	tx := &s.tx
+	for !s.stopped() {
+		n, err := s.txSendQueue(sqBurst)
+		if err != nil {
+			return err
+		}
+		m, err := s.txReadResponses(readRespBurst)
+		if err != nil {
+			return err
+		}
+		if n+m == 0 {
+			break
+		}
+		if tx.fw.Buffered() >= flushBytes || len(tx.done) >= maxBatchCompletions-sqBurst {
+			if err := s.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return s.flush()
+}
+
+// flush writes the batch and completes the sends it finished.
+func (s *stream) flush() error {
+	tx := &s.tx
+	if tx.fw.Buffered() == 0 && len(tx.done) == 0 {
+		return nil
+	}
+	raceReleaseIO()
+	if err := tx.fw.Flush(); err != nil {
+		return err
+	}
+	s.dev.Counters.BytesSent.Add(tx.bytes)
+	tx.bytes = 0
+	for _, seq := range tx.done {
+		s.qp.CompleteSend(seq, verbs.WCSuccess, 0)
+	}
+	tx.done = tx.done[:0]
+	return nil
+}
+
+// txSendQueue queues up to budget FPDUs of send work requests and returns
+// how many it queued.
+func (s *stream) txSendQueue(budget int) (int, error) {
+	tx := &s.tx
+	n := 0
+	for n < budget {
+		if !tx.curOn {
+			if !s.qp.NextSend(&tx.cur) {
+				break
+			}
+			if !s.startSend() {
+				return n, nil // the stream is terminating
+			}
+			if tx.cur.Opcode == verbs.OpRDMARead {
+				if err := s.txReadRequest(); err != nil {
+					return n, err
+				}
+				n++
+				continue
+			}
+		}
+		if err := s.txSegment(); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// startSend prepares tx.cur for segmentation. A local buffer that is no
+// longer valid (deregistered since the post) fails the request and the
+// stream, as siw does.
+func (s *stream) startSend() bool {
+	tx := &s.tx
+	w := &tx.cur
+	var f soft.Fault
+	tx.slices, f = s.qp.SendSlices(w, tx.slices[:0])
+	if w.Opcode == verbs.OpRDMARead {
+		_, f = s.qp.ResolveSGE(&w.SGL[0], true)
+	}
+	if f != soft.FaultNone {
+		s.qp.CompleteSend(w.Seq, verbs.WCLocProtErr, 0)
+		s.terminate(causeLocal, nil)
+		return false
+	}
+	tx.curOn, tx.si, tx.soff, tx.off = true, 0, 0, 0
+	switch w.Opcode {
+	case verbs.OpRDMAWrite:
+		tx.op = iwarp.OpRDMAWrite
+	case verbs.OpSend, verbs.OpSendWithInv:
+		tx.sendMSN++
+		tx.msn = tx.sendMSN
+		tx.op = sendOpcode(w)
+	}
+	return true
+}
+
+// sendOpcode picks the RDMAP Send variant of a send work request.
+func sendOpcode(w *soft.SendWQE) iwarp.Opcode {
+	se := w.Flags&verbs.SendSolicited != 0
+	switch {
+	case w.Opcode == verbs.OpSendWithInv && se:
+		return iwarp.OpSendSEInv
+	case w.Opcode == verbs.OpSendWithInv:
+		return iwarp.OpSendInv
+	case se:
+		return iwarp.OpSendSE
+	}
+	return iwarp.OpSend
+}
+
+// nextPayload returns the payload of the next FPDU of tx.cur, at most max
+// bytes: the rest of the current SGE, or, when the rest of the message is
+// small and spans several SGEs, all of it gathered into one buffer.
+func (tx *txState) nextPayload(max int) []byte {
+	for tx.si < len(tx.slices) && tx.soff == len(tx.slices[tx.si]) {
+		tx.si, tx.soff = tx.si+1, 0
+	}
+	if tx.si == len(tx.slices) {
+		return nil
+	}
+	rest := tx.cur.Len - tx.off
+	if cur := tx.slices[tx.si]; uint64(len(cur)-tx.soff) < rest && rest <= uint64(min(max, gatherMax)) {
+		n := 0
+		for ; tx.si < len(tx.slices); tx.si, tx.soff = tx.si+1, 0 {
+			n += copy(tx.gather[n:], tx.slices[tx.si][tx.soff:])
+		}
+		return tx.gather[:n]
+	}
+	cur := tx.slices[tx.si][tx.soff:]
+	if len(cur) > max {
+		cur = cur[:max]
+	}
+	tx.soff += len(cur)
+	return cur
+}
+
+// txSegment queues the next FPDU of the Send or RDMA Write tx.cur.
+func (s *stream) txSegment() error {
+	tx := &s.tx
+	w := &tx.cur
+	var hdr iwarp.Header
+	var payload []byte
+	if tx.op == iwarp.OpRDMAWrite {
+		payload = tx.nextPayload(iwarp.MaxPayload(iwarp.TaggedHeaderLen, s.maxULPDU))
+		last := tx.off+uint64(len(payload)) == w.Len
+		hdr = tx.hdr[:iwarp.TaggedHeaderLen]
+		iwarp.TaggedHeader(hdr).Encode(&iwarp.TaggedFields{
+			Opcode: iwarp.OpRDMAWrite, Last: last, STag: iwarp.STag(w.RKey), TO: w.RemoteAddr + tx.off,
+		})
+	} else {
+		payload = tx.nextPayload(iwarp.MaxPayload(iwarp.UntaggedHeaderLen, s.maxULPDU))
+		last := tx.off+uint64(len(payload)) == w.Len
+		var inv iwarp.STag
+		if w.Opcode == verbs.OpSendWithInv {
+			inv = iwarp.STag(w.InvRKey)
+		}
+		hdr = tx.hdr[:iwarp.UntaggedHeaderLen]
+		iwarp.UntaggedHeader(hdr).Encode(&iwarp.UntaggedFields{
+			Opcode: tx.op, Last: last, InvalidateSTag: inv, QN: iwarp.QNSend, MSN: tx.msn, MO: uint32(tx.off),
+		})
+	}
+	if err := tx.frame(hdr, payload); err != nil {
+		return err
+	}
+	tx.off += uint64(len(payload))
+	tx.bytes += uint64(len(payload))
+	if tx.off == w.Len {
+		tx.curOn = false
+		tx.done = append(tx.done, w.Seq)
+	}
+	return nil
+}
+
+// txReadRequest queues the RDMA Read Request of tx.cur. The Read is
+// entered in the outbound Read queue first, so that rx knows it before
+// its response can arrive; it completes in rx.
+func (s *stream) txReadRequest() error {
+	tx := &s.tx
+	w := &tx.cur
+	tx.curOn = false
+	sink := w.SGL[0]
+	r := outboundRead{seq: w.Seq, sink: sink, sinkSTag: iwarp.STag(sink.LKey), sinkTO: sink.Addr, size: sink.Length}
+	if !s.orq.push(&r) {
+		// The engine hands out at most ORD Reads; a full queue is a
+		// bookkeeping bug, and the stream cannot go on.
+		s.qp.CompleteSend(w.Seq, verbs.WCLocQPOpErr, 0)
+		s.terminate(causeLocal, nil)
+		return nil
+	}
+	tx.readMSN++
+	hdr := tx.hdr[:iwarp.ReadRequestHeaderLen]
+	iwarp.ReadRequestHeader(hdr).Encode(&iwarp.ReadRequestFields{
+		MSN: tx.readMSN, SinkSTag: r.sinkSTag, SinkTO: r.sinkTO, Size: r.size,
+		SrcSTag: iwarp.STag(w.RKey), SrcTO: w.RemoteAddr,
+	})
+	return tx.frame(hdr, nil)
+}
+
+// queueRTR queues the peer-to-peer RTR frame the initiator sends first
+// (RFC 6581): a zero-length RDMA Write, or a zero-length RDMA Read
+// Request whose (empty) response rx absorbs.
+func (s *stream) queueRTR() error {
+	tx := &s.tx
+	if s.rtr == rtrRead {
+		s.orq.push(&outboundRead{rtr: true})
+		tx.readMSN++
+		hdr := tx.hdr[:iwarp.ReadRequestHeaderLen]
+		iwarp.ReadRequestHeader(hdr).Encode(&iwarp.ReadRequestFields{MSN: tx.readMSN, SrcSTag: rtrSTag})
+		return tx.frame(hdr, nil)
+	}
+	hdr := tx.hdr[:iwarp.TaggedHeaderLen]
+	iwarp.TaggedHeader(hdr).Encode(&iwarp.TaggedFields{Opcode: iwarp.OpRDMAWrite, Last: true, STag: rtrSTag})
+	return tx.frame(hdr, nil)
+}
+
+// txReadResponses queues up to budget FPDUs of Read Responses.
+func (s *stream) txReadResponses(budget int) (int, error) {
+	tx := &s.tx
+	n := 0
+	for n < budget {
+		if !tx.rrOn {
+			if !s.irq.front(&tx.rr) {
+				break
+			}
+			tx.rrMem, tx.rrSent = nil, 0
+			if tx.rr.size > 0 {
+				// Checked when the request arrived; checked again because
+				// the memory may have been deregistered since.
+				mem, f := s.qp.ResolveRemote(tx.rr.srcSTag, tx.rr.srcTO, uint64(tx.rr.size), verbs.AccessRemoteRead)
+				if f != soft.FaultNone {
+					s.terminate(readCause(f), tx.rr.hdr[:])
+					return n, nil
+				}
+				tx.rrMem = mem
+			}
+			tx.rrOn = true
+		}
+		chunk := tx.rrMem[tx.rrSent:]
+		if max := iwarp.MaxPayload(iwarp.TaggedHeaderLen, s.maxULPDU); len(chunk) > max {
+			chunk = chunk[:max]
+		}
+		last := tx.rrSent+uint32(len(chunk)) == tx.rr.size
+		hdr := tx.hdr[:iwarp.TaggedHeaderLen]
+		iwarp.TaggedHeader(hdr).Encode(&iwarp.TaggedFields{
+			Opcode: iwarp.OpRDMAReadResponse, Last: last, STag: tx.rr.sinkSTag, TO: tx.rr.sinkTO + uint64(tx.rrSent),
+		})
+		if err := tx.frame(hdr, chunk); err != nil {
+			return n, err
+		}
+		tx.rrSent += uint32(len(chunk))
+		tx.bytes += uint64(len(chunk))
+		n++
+		if last {
+			tx.rrOn = false
+			s.irq.pop()
+		}
+	}
+	return n, nil
+}
+
+// txFinish runs when runTx returns. If the stream ends with a Terminate,
+// it is sent now, behind any complete FPDUs still batched, and the
+// sending side of the connection is shut so that the peer reads the
+// Terminate, then the end of the stream.
+func (s *stream) txFinish() {
+	_, term, _ := s.ending()
+	if term == nil {
+		return
+	}
+	tx := &s.tx
+	tx.term = term.Append(tx.term[:0])
+	err := tx.frame(iwarp.Header(tx.term[:iwarp.TerminateHeaderLen]), tx.term[iwarp.TerminateHeaderLen:])
+	if err == nil {
+		err = tx.fw.Flush()
+	}
+	if err != nil {
+		s.log.Debug().Err(err).Msg("siw: could not send Terminate")
+		return
+	}
+	s.dev.Counters.TerminatesSent.Add(1)
+	s.nc.CloseWrite()
+}
+
+// frame queues one FPDU. The frame writer may write earlier FPDUs of the
+// batch to make room, so the race annotation comes first.
+func (tx *txState) frame(hdr iwarp.Header, payload []byte) error {
+	raceReleaseIO()
+	return tx.fw.Frame(hdr, payload)
+}
