@@ -1,0 +1,451 @@
+package rdsoverdat
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// Conn is the RDS connection between a node and one remote address over
+// one transport (the kernel's rds_connection). It never goes away: its
+// paths go up and down, and its sequence numbers and queues survive
+// reconnects. A multipath transport runs up to wire.MPathWorkers paths;
+// the number in use (npaths) is negotiated by the NPATHS probe exchange.
+type Conn struct {
+	node  *Node
+	faddr netip.Addr
+	ttype TransportType
+	nt    NodeTransport
+	loop  bool // loop transport: peer map is the peer node's local map
+
+	maxPaths int
+	paths    [wire.MPathWorkers]*Path
+	// npaths is the negotiated path count, 0 until the handshake
+	// completes (or forever for a single-path transport, which uses 1).
+	npaths atomic.Int32
+	// fanoutSeq is path 0's last sequence number queued before fan-out:
+	// paths above 0 wait until path 0 has it acknowledged, so that a
+	// socket moving from path 0 to its hashed path keeps its order.
+	fanoutSeq  atomic.Uint64
+	fanoutDone atomic.Bool
+	peerGen    atomic.Uint32
+	mapQueued  atomic.Bool // local congestion map to (re)send
+	pinged     atomic.Bool // a handshake probe is outstanding
+	fcong      *congMap
+	stats      connCounters
+	hsWait     chan struct{} // closed and replaced when npaths becomes known
+	hsMu       sync.Mutex
+}
+
+func newConn(n *Node, faddr netip.Addr, t TransportType, nt NodeTransport) *Conn {
+	c := &Conn{node: n, faddr: faddr, ttype: t, nt: nt, loop: t == TransLoop, maxPaths: 1,
+		hsWait: make(chan struct{})}
+	if mp, ok := nt.(Multipather); ok && mp.MaxPaths() > 1 {
+		c.maxPaths = min(mp.MaxPaths(), wire.MPathWorkers)
+	}
+	if c.loop {
+		if peer := n.stack.Node(faddr); peer != nil {
+			c.fcong = &peer.lcong
+		} else {
+			c.fcong = new(congMap)
+		}
+		c.npaths.Store(1)
+	} else {
+		c.fcong = new(congMap)
+		if c.maxPaths == 1 {
+			c.npaths.Store(1)
+		}
+	}
+	for i := range c.maxPaths {
+		c.paths[i] = &Path{conn: c, index: i, nextTxSeq: 1}
+	}
+	return c
+}
+
+// Node returns the local node.
+func (c *Conn) Node() *Node { return c.node }
+
+// LocalAddr and RemoteAddr return the connection's addresses.
+func (c *Conn) LocalAddr() netip.Addr  { return c.node.addr }
+func (c *Conn) RemoteAddr() netip.Addr { return c.faddr }
+
+// Transport returns the transport type.
+func (c *Conn) Transport() TransportType { return c.ttype }
+
+// Path returns path i (0 <= i < MaxPaths).
+func (c *Conn) Path(i int) *Path { return c.paths[i] }
+
+// MaxPaths is the number of paths this connection may use.
+func (c *Conn) MaxPaths() int { return c.maxPaths }
+
+// NPaths is the negotiated path count (0 while unknown).
+func (c *Conn) NPaths() int { return int(c.npaths.Load()) }
+
+// Stats returns a snapshot of the connection's counters.
+func (c *Conn) Stats() ConnStats { return c.stats.snapshot() }
+
+// PeerGenNum is the generation number the peer announced (0 if none).
+func (c *Conn) PeerGenNum() uint32 { return c.peerGen.Load() }
+
+func (c *Conn) allPaths() []*Path { return c.paths[:c.maxPaths] }
+
+// pathFor picks the path for a socket's messages: its hash over the
+// negotiated paths, path 0 while the count is unknown.
+func (c *Conn) pathFor(s *Socket) *Path {
+	n := c.npaths.Load()
+	if n <= 1 {
+		return c.paths[0]
+	}
+	return c.paths[s.pathHash%uint32(n)]
+}
+
+// kickAny wakes a path that can carry the pending congestion map.
+func (c *Conn) kickAny() {
+	for _, p := range c.allPaths() {
+		if p.IsUp() {
+			c.nt.Kick(p)
+			return
+		}
+	}
+	c.nt.Connect(c.paths[0])
+}
+
+// setNPaths records the negotiated path count (rds_recv_hs_exthdrs).
+func (c *Conn) setNPaths(peer int, present bool) {
+	n := int(c.npaths.Load())
+	if present {
+		n = min(peer, c.maxPaths)
+	}
+	n = max(n, 1)
+	old := c.npaths.Swap(int32(n))
+	c.pinged.Store(false)
+	if old == 0 && n > 1 {
+		p0 := c.paths[0]
+		p0.mu.Lock()
+		c.fanoutSeq.Store(uint64(p0.nextTxSeq - 1))
+		p0.mu.Unlock()
+		p0.checkFanout()
+	}
+	if old == 0 {
+		c.hsMu.Lock()
+		close(c.hsWait)
+		c.hsWait = make(chan struct{})
+		c.hsMu.Unlock()
+	}
+}
+
+// peerGenUpdate handles a GEN_NUM from the peer (rds_conn_peer_gen_update):
+// a different non-zero number than before means the peer restarted, so the
+// sequence spaces start over and unacknowledged messages are not resent.
+func (c *Conn) peerGenUpdate(g uint32) {
+	if g == 0 {
+		return
+	}
+	old := c.peerGen.Swap(g)
+	if old == 0 || old == g {
+		return
+	}
+	for _, p := range c.allPaths() {
+		p.mu.Lock()
+		p.nextTxSeq, p.nextRxSeq = 1, 0
+		for m := p.retrans.head; m != nil; m = m.next {
+			m.flags |= msgFlush
+		}
+		p.mu.Unlock()
+	}
+}
+
+type pathState uint8
+
+const (
+	pathDown pathState = iota
+	pathUp
+)
+
+// Path is one lane of a connection (the kernel's rds_conn_path): its own
+// send queue, retransmit list and sequence numbers, carried by one
+// transport connection at a time.
+//
+// Locking: mu protects the queues, sequence numbers and state. Lock order
+// is Path.mu before Socket.mu; the core never calls a transport with mu
+// held.
+type Path struct {
+	conn  *Conn
+	index int
+
+	// TransportData is the transport's per-path state, set by the
+	// transport (its own synchronization).
+	TransportData atomic.Value
+
+	mu        sync.Mutex
+	state     pathState
+	sendQ     msgList // queued, not yet transmitted; retransmissions first
+	retrans   msgList // transmitted, waiting for the peer's ack
+	nextTxSeq wire.Seq
+	nextRxSeq wire.Seq
+	ups       uint64
+}
+
+// Conn returns the connection the path belongs to.
+func (p *Path) Conn() *Conn { return p.conn }
+
+// Index returns the path's index in its connection.
+func (p *Path) Index() int { return p.index }
+
+// IsUp reports whether the path is up.
+func (p *Path) IsUp() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state == pathUp
+}
+
+// HasWork reports whether the path has messages (or a map) to transmit
+// or unacknowledged messages: a reason to bring it up.
+func (p *Path) HasWork() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sendQ.n > 0 || p.retrans.n > 0
+}
+
+// Up is called by the transport when the path can carry messages. The
+// local congestion map is queued as the first message (the kernel does so
+// on every path that comes up), then everything queued is transmitted.
+func (p *Path) Up() {
+	c := p.conn
+	p.mu.Lock()
+	p.state = pathUp
+	p.ups++
+	p.mu.Unlock()
+	if !c.loop {
+		c.mapQueued.Store(true)
+	}
+	c.node.stack.log.Debug().Stringer("laddr", c.node.addr).Stringer("faddr", c.faddr).
+		Int("path", p.index).Msg("rds path up")
+	c.nt.Kick(p)
+}
+
+// Down is called by the transport when the path lost its transport
+// connection. Every transmitted but unacknowledged message goes back to
+// the front of the send queue, flagged retransmitted, unless the peer's
+// restart flushed it (rds_send_path_reset).
+func (p *Path) Down(err error) {
+	c := p.conn
+	p.mu.Lock()
+	if p.state != pathUp && p.retrans.n == 0 {
+		p.state = pathDown
+		p.mu.Unlock()
+		return
+	}
+	p.state = pathDown
+	var requeue msgList
+	for m := p.retrans.popFront(); m != nil; m = p.retrans.popFront() {
+		if m.flags&msgFlush != 0 {
+			c.node.stats.sendFlushed.Add(1)
+			p.complete(m)
+			continue
+		}
+		m.flags |= msgRetransmitted | msgAckRequired
+		requeue.pushBack(m)
+		c.stats.retransmitted.Add(1)
+		c.node.stats.sendRetransmit.Add(1)
+	}
+	p.sendQ.spliceFront(&requeue)
+	p.mu.Unlock()
+	if p.index == 0 {
+		c.pinged.Store(false) // a probe lost with the connection is sent again
+	}
+	c.stats.resets.Add(1)
+	c.node.stats.connReset.Add(1)
+	ev := c.node.stack.log.Debug()
+	if ev.Enabled() {
+		ev.Stringer("laddr", c.node.addr).Stringer("faddr", c.faddr).Int("path", p.index).
+			AnErr("err", err).Msg("rds path down")
+	}
+}
+
+// NextTx returns the next message to transmit, or nil when there is none
+// or the path is down. A pending congestion map goes first. The message
+// moves to the retransmit list (except a map) and the caller holds a
+// reference until TxDone. Paths above 0 hold back until path 0 has the
+// messages queued before fan-out acknowledged.
+func (p *Path) NextTx() *Message {
+	c := p.conn
+	if p.index > 0 && !c.fanoutDone.Load() {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != pathUp {
+		return nil
+	}
+	if !c.loop && c.mapQueued.CompareAndSwap(true, false) {
+		m := newMessage(wire.CongMapBytes)
+		f := wire.CongMapFields()
+		m.Header().Encode(&f)
+		m.congMap = true
+		c.node.lcong.encode(m.buf)
+		c.stats.congMapsSent.Add(1)
+		c.node.stats.congUpdateSent.Add(1)
+		return m
+	}
+	m := p.sendQ.popFront()
+	if m == nil {
+		return nil
+	}
+	p.retrans.pushBack(m)
+	m.refs.Add(1)
+	c.stats.sent.Add(1)
+	return m
+}
+
+// TxDone gives back the reference NextTx handed out.
+func (p *Path) TxDone(m *Message) { m.release() }
+
+// DropAcked frees the retransmit list's leading messages whose ack key
+// is at most key (rds_send_path_drop_acked): the peer has them.
+func (p *Path) DropAcked(key uint64) int {
+	p.mu.Lock()
+	n := 0
+	for m := p.retrans.head; m != nil && m.ackKey <= key; m = p.retrans.head {
+		p.retrans.remove(m)
+		p.complete(m)
+		n++
+	}
+	fanout := p.index == 0 && !p.conn.fanoutDone.Load()
+	p.mu.Unlock()
+	if n > 0 {
+		p.conn.stats.acked.Add(uint64(n))
+		p.conn.node.stats.sendDropAcked.Add(uint64(n))
+	}
+	if fanout {
+		p.checkFanout()
+	}
+	return n
+}
+
+// checkFanout opens paths above 0 once path 0 holds nothing queued
+// before the fan-out.
+func (p *Path) checkFanout() {
+	c := p.conn
+	if c.npaths.Load() <= 1 || c.fanoutDone.Load() {
+		return
+	}
+	barrier := wire.Seq(c.fanoutSeq.Load())
+	p.mu.Lock()
+	pending := false
+	for _, l := range []*msgList{&p.retrans, &p.sendQ} {
+		for m := l.head; m != nil; m = m.next {
+			if !m.congMap && m.sequence <= barrier {
+				pending = true
+				break
+			}
+		}
+	}
+	p.mu.Unlock()
+	if pending {
+		return
+	}
+	if c.fanoutDone.CompareAndSwap(false, true) {
+		for _, q := range c.allPaths()[1:] {
+			c.nt.Connect(q)
+			c.nt.Kick(q)
+		}
+	}
+}
+
+// complete ends a sent message's life on the send side: its payload no
+// longer counts against the socket's SO_SNDBUF. p.mu is held.
+func (p *Path) complete(m *Message) {
+	if s := m.sock; s != nil {
+		s.sendDone(len(m.buf))
+	}
+	m.release()
+}
+
+// enqueue assigns the next sequence number and queues m. It fails if the
+// sending socket closed meanwhile (its messages are being cancelled).
+func (p *Path) enqueue(m *Message) bool {
+	p.mu.Lock()
+	if m.sock != nil && m.sock.closed.Load() {
+		p.mu.Unlock()
+		return false
+	}
+	m.sequence = p.nextTxSeq
+	p.nextTxSeq++
+	m.Header().SetSequence(m.sequence)
+	p.sendQ.pushBack(m)
+	up := p.state == pathUp
+	p.mu.Unlock()
+	if up {
+		p.conn.nt.Kick(p)
+	} else {
+		p.conn.nt.Connect(p)
+	}
+	return true
+}
+
+// cancel removes the messages of s (to dst, if valid) from both queues.
+func (p *Path) cancel(s *Socket, dst netip.AddrPort) {
+	p.mu.Lock()
+	n := 0
+	for _, l := range []*msgList{&p.sendQ, &p.retrans} {
+		for m := l.head; m != nil; {
+			next := m.next
+			if m.sock == s && (!dst.IsValid() || m.dport == wire.Port(dst.Port())) {
+				l.remove(m)
+				m.flags |= msgCanceled
+				p.complete(m)
+				n++
+			}
+			m = next
+		}
+	}
+	p.mu.Unlock()
+	p.conn.node.stats.sendCanceled.Add(uint64(n))
+}
+
+// Pending returns the number of queued and unacknowledged messages.
+func (p *Path) Pending() (queued, unacked int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sendQ.n, p.retrans.n
+}
+
+// NextSeqs returns the next sequence numbers to send and to expect
+// (rds-info's NextTX/NextRX).
+func (p *Path) NextSeqs() (tx, rx wire.Seq) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nextTxSeq, p.nextRxSeq
+}
+
+// sendControl queues a sequenced 0-byte control message (ping, pong,
+// probe) that belongs to no socket.
+func (p *Path) sendControl(sport, dport wire.Port, probe bool) {
+	m := newMessage(0)
+	h := m.Header()
+	h.Encode(&wire.Fields{Sport: sport, Dport: dport})
+	m.dport = dport
+	if probe {
+		m.probe = true
+		c := p.conn
+		_ = h.AddExt(wire.NPathsExt(uint16(c.maxPaths)))
+		_ = h.AddExt(wire.GenNumExt(c.node.stack.genNum))
+	}
+	p.enqueue(m)
+}
+
+// SendProbe queues a handshake probe ping (sport 1, dport 0) announcing
+// this node's path count and generation number, unless one is already
+// outstanding. Multipath transports call it when path 0 comes up, so the
+// path count gets negotiated and the peer learns of a restart.
+func (p *Path) SendProbe() {
+	c := p.conn
+	if !c.pinged.CompareAndSwap(false, true) {
+		return
+	}
+	c.node.stats.sendPing.Add(1)
+	p.sendControl(wire.ProbePort, wire.PingPort, true)
+}

@@ -1,0 +1,26 @@
+// Package rdsoverdat implements RDS (Reliable Datagram Sockets, rds(7)) in
+// user space: reliable, ordered datagrams between sockets of any number of
+// processes, carried over one connection per pair of nodes.
+//
+// Layers. A Stack is the RDS instance of a process (the kernel module's
+// counterpart); it owns one Node per local IPv4 address that a Socket has
+// bound to. Sockets send to any RDS address (IPv4 address and RDS port);
+// the node keeps one Conn per remote address and transport, brought up by
+// the first send and kept for good, each with one or more Paths. The core
+// (this package's send.go, recv.go, cong.go, conn.go, message.go) owns
+// sequence numbers, retransmission after reconnects, duplicate
+// suppression, SO_SNDBUF/SO_RCVBUF accounting, congestion maps and pings;
+// Transports (transport.go) only bring paths up and move headers and
+// payloads:
+//
+//   - loop (loop.go): nodes of the same Stack, no network (net/rds/loop.c);
+//   - tcp (tcp*.go): byte-compatible with the Linux kernel's rds_tcp, so a
+//     Go node and a kernel exchange datagrams;
+//   - dat (later): RDS over the DAT API (../dat), modelled on rds_ib.
+//
+// The wire format (headers, extension headers, congestion maps) lives in
+// rdsoverdat/wire and is shared by all transports.
+//
+// Errors carry the errno the kernel returns in the same case
+// (errors.Is(err, syscall.ENOBUFS)); see errors.go.
+package rdsoverdat

@@ -1,0 +1,214 @@
+package rdsoverdat
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// Message is one RDS message inside the node (the kernel's rds_message on
+// the send side and rds_incoming on the receive side): its 48-byte header
+// and payload, plus the bookkeeping that queues it on a path or a socket.
+//
+// Ownership: a Message is pooled. On the send side the path owns it from
+// queueing until it is acknowledged or cancelled; a transport that took
+// it with (*Path).NextTx holds an extra reference and gives it back with
+// (*Path).TxDone. On the receive side the transport builds it with
+// (*Path).NewRxMessage and hands it over with (*Path).Receive; from then
+// on the core owns it.
+type Message struct {
+	hdr  [wire.HeaderLen]byte
+	buf  []byte // payload storage; len is h_len
+	refs atomic.Int32
+
+	// Send side, protected by the owning path's mu.
+	sock     *Socket // nil for pings, pongs, probes and congestion maps
+	dport    wire.Port
+	flags    msgFlag
+	ackKey   uint64 // transport's ack position: TCP stream end offset, DAT sequence
+	prev     *Message
+	next     *Message
+	onList   *msgList
+	congMap  bool // payload is a congestion map snapshot; unsequenced
+	probe    bool // handshake probe or pong: carries extension headers
+	sequence wire.Seq
+
+	// Receive side, protected by the receiving socket's mu.
+	from   netip.AddrPort
+	rxNext *Message
+}
+
+type msgFlag uint8
+
+const (
+	msgRetransmitted msgFlag = 1 << iota // requeued by a reconnect
+	msgAckRequired                       // sender wants a prompt ack (DAT)
+	msgCanceled                          // cancelled by close or RDS_CANCEL_SENT_TO
+	msgFlush                             // peer restarted: drop instead of retransmit
+)
+
+var msgPool = sync.Pool{New: func() any { return new(Message) }}
+
+// maxPooledBuf bounds the payload storage a pooled Message keeps, so that
+// one 1 MiB message does not pin a megabyte per pooled object forever.
+const maxPooledBuf = 256 << 10
+
+// newMessage returns a Message with room for n payload bytes.
+func newMessage(n int) *Message {
+	m := msgPool.Get().(*Message)
+	if cap(m.buf) < n {
+		c := 64
+		for c < n {
+			c <<= 1
+		}
+		m.buf = make([]byte, n, c)
+	}
+	m.buf = m.buf[:n]
+	m.refs.Store(1)
+	return m
+}
+
+// release drops one reference; the last one returns m to the pool.
+func (m *Message) release() {
+	switch r := m.refs.Add(-1); {
+	case r > 0:
+		return
+	case r < 0:
+		panic("rdsoverdat: message released twice")
+	}
+	buf := m.buf
+	if cap(buf) > maxPooledBuf {
+		buf = nil
+	}
+	*m = Message{buf: buf[:0]}
+	msgPool.Put(m)
+}
+
+// Header returns the message's header; transports may set the flag,
+// ack, credit and checksum fields just before transmitting it.
+func (m *Message) Header() wire.Header { return wire.Header(m.hdr[:]) }
+
+// Payload returns the payload (h_len bytes). For a receive message built
+// by NewRxMessage the transport fills it.
+func (m *Message) Payload() []byte { return m.buf }
+
+// Retransmitted reports whether m is being resent after a reconnect; the
+// transport puts wire.FlagRetransmitted in the header then.
+func (m *Message) Retransmitted() bool { return m.flags&msgRetransmitted != 0 }
+
+// AckRequired reports whether the sender wants a prompt ack (transports
+// with RDS-level acks put wire.FlagAckRequired in the header).
+func (m *Message) AckRequired() bool { return m.flags&msgAckRequired != 0 }
+
+// IsCongMap reports whether m is a congestion map update (unsequenced,
+// never retransmitted, exactly wire.FlagCongBitmap in h_flags).
+func (m *Message) IsCongMap() bool { return m.congMap }
+
+// SetAckKey records where the transport will see m acknowledged: the TCP
+// transport stores the stream offset just past m's last byte, a transport
+// with RDS acks its sequence number. (*Path).DropAcked compares against it.
+func (m *Message) SetAckKey(k uint64) { m.ackKey = k }
+
+// WireFlags returns the h_flags a transport without RDS-level acks (TCP)
+// sends for m: FlagCongBitmap for a map, FlagRetransmitted for a resend.
+func (m *Message) WireFlags() wire.Flag {
+	switch {
+	case m.congMap:
+		return wire.FlagCongBitmap
+	case m.flags&msgRetransmitted != 0:
+		return wire.FlagRetransmitted
+	}
+	return 0
+}
+
+// msgList is an intrusive doubly-linked FIFO of messages (a path's send
+// queue or retransmit list). A message is on at most one list.
+type msgList struct {
+	head, tail *Message
+	n          int
+}
+
+func (l *msgList) pushBack(m *Message) {
+	m.onList, m.prev, m.next = l, l.tail, nil
+	if l.tail != nil {
+		l.tail.next = m
+	} else {
+		l.head = m
+	}
+	l.tail = m
+	l.n++
+}
+
+func (l *msgList) remove(m *Message) {
+	if m.prev != nil {
+		m.prev.next = m.next
+	} else {
+		l.head = m.next
+	}
+	if m.next != nil {
+		m.next.prev = m.prev
+	} else {
+		l.tail = m.prev
+	}
+	m.prev, m.next, m.onList = nil, nil, nil
+	l.n--
+}
+
+func (l *msgList) popFront() *Message {
+	m := l.head
+	if m != nil {
+		l.remove(m)
+	}
+	return m
+}
+
+// spliceFront moves all of o, in order, in front of l's messages.
+func (l *msgList) spliceFront(o *msgList) {
+	if o.head == nil {
+		return
+	}
+	for m := o.head; m != nil; m = m.next {
+		m.onList = l
+	}
+	o.tail.next = l.head
+	if l.head != nil {
+		l.head.prev = o.tail
+	} else {
+		l.tail = o.tail
+	}
+	l.head = o.head
+	l.n += o.n
+	*o = msgList{}
+}
+
+// rxQueue is a socket's singly-linked receive FIFO.
+type rxQueue struct {
+	head, tail *Message
+	n          int
+}
+
+func (q *rxQueue) push(m *Message) {
+	m.rxNext = nil
+	if q.tail != nil {
+		q.tail.rxNext = m
+	} else {
+		q.head = m
+	}
+	q.tail = m
+	q.n++
+}
+
+func (q *rxQueue) pop() *Message {
+	m := q.head
+	if m != nil {
+		q.head = m.rxNext
+		if q.head == nil {
+			q.tail = nil
+		}
+		m.rxNext = nil
+		q.n--
+	}
+	return m
+}

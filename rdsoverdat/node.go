@@ -1,0 +1,159 @@
+package rdsoverdat
+
+import (
+	"net/netip"
+	"slices"
+	"sync"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// Node is the RDS stack of one local IPv4 address: the port space that
+// sockets bind in, the local congestion map, and one connection per
+// (remote address, transport). Connections are created by the first send
+// or the first incoming transport connection and kept for the node's life.
+type Node struct {
+	stack *Stack
+	addr  netip.Addr
+	lcong congMap
+	stats nodeCounters
+
+	mu       sync.RWMutex
+	socks    map[wire.Port]*Socket
+	conns    map[connKey]*Conn
+	connList []*Conn // copy-on-write snapshot of conns for lock-free walks
+	trans    map[TransportType]NodeTransport
+}
+
+type connKey struct {
+	faddr netip.Addr
+	t     TransportType
+}
+
+func newNode(st *Stack, addr netip.Addr) *Node {
+	return &Node{
+		stack: st,
+		addr:  addr,
+		socks: make(map[wire.Port]*Socket),
+		conns: make(map[connKey]*Conn),
+		trans: make(map[TransportType]NodeTransport),
+	}
+}
+
+// Addr returns the node's local address.
+func (n *Node) Addr() netip.Addr { return n.addr }
+
+// Stack returns the stack the node belongs to.
+func (n *Node) Stack() *Stack { return n.stack }
+
+// Stats returns a snapshot of the node's counters.
+func (n *Node) Stats() NodeStats { return n.stats.snapshot() }
+
+// Conns returns the node's connections.
+func (n *Node) Conns() []*Conn {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return slices.Clone(n.connList)
+}
+
+// Conn returns the connection to faddr over transport t, creating it (but
+// not connecting it) if needed. Transports call it for incoming
+// connections; nil if the node does not run t.
+func (n *Node) Conn(faddr netip.Addr, t TransportType) *Conn {
+	k := connKey{faddr, t}
+	n.mu.RLock()
+	c := n.conns[k]
+	n.mu.RUnlock()
+	if c != nil {
+		return c
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if c = n.conns[k]; c != nil {
+		return c
+	}
+	nt := n.trans[t]
+	if nt == nil {
+		return nil
+	}
+	c = newConn(n, faddr, t, nt)
+	n.conns[k] = c
+	n.connList = append(slices.Clone(n.connList), c)
+	return c
+}
+
+// connFor returns the connection a socket using transport t sends to
+// faddr on: a node's own address and other nodes reached by the loop
+// transport use loop connections.
+func (n *Node) connFor(faddr netip.Addr, t TransportType) *Conn {
+	if faddr == n.addr {
+		t = TransLoop
+	}
+	return n.Conn(faddr, t)
+}
+
+// bind reserves port for s; port 0 picks a free one.
+func (n *Node) bind(s *Socket, port wire.Port) (wire.Port, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if port != 0 {
+		if n.socks[port] != nil {
+			return 0, eADDRINUSE
+		}
+		n.socks[port] = s
+		return port, nil
+	}
+	start := randPort()
+	p := start
+	for {
+		if p >= 2 && n.socks[p] == nil {
+			n.socks[p] = s
+			return p, nil
+		}
+		p++
+		if p == start {
+			return 0, eADDRINUSE
+		}
+	}
+}
+
+func (n *Node) unbind(s *Socket, port wire.Port) {
+	n.mu.Lock()
+	if n.socks[port] == s {
+		delete(n.socks, port)
+	}
+	n.mu.Unlock()
+}
+
+func (n *Node) lookup(port wire.Port) *Socket {
+	n.mu.RLock()
+	s := n.socks[port]
+	n.mu.RUnlock()
+	return s
+}
+
+// cancel drops the messages of s still queued or unacknowledged, all of
+// them or those to dst (rds_send_drop_to).
+func (n *Node) cancel(s *Socket, dst netip.AddrPort) {
+	n.mu.RLock()
+	conns := n.connList
+	n.mu.RUnlock()
+	for _, c := range conns {
+		if dst.IsValid() && c.faddr != dst.Addr() {
+			continue
+		}
+		for _, p := range c.allPaths() {
+			p.cancel(s, dst)
+		}
+	}
+}
+
+func (n *Node) closeTransports() {
+	n.mu.Lock()
+	ts := n.trans
+	n.trans = map[TransportType]NodeTransport{}
+	n.mu.Unlock()
+	for _, nt := range ts {
+		nt.Close()
+	}
+}

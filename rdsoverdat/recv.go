@@ -1,0 +1,250 @@
+package rdsoverdat
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// The receive path (rds_recv_incoming): a transport reassembles a message
+// and hands it to (*Path).Receive. Congestion maps update the peer's map.
+// Everything else passes the duplicate check (a retransmitted message
+// below the path's next expected sequence number is dropped), then pings
+// are answered with pongs, handshake probes and pongs set the path count
+// and the peer's generation, and data goes to the socket bound to the
+// destination port, or is dropped silently if there is none. A socket over
+// its SO_RCVBUF still accepts the message but marks its port congested.
+
+// Errors a transport gets from NewRxMessage for a header it must not
+// accept; it should drop the transport connection.
+var (
+	ErrMsgTooBig  = errors.New("rds: message length above RDS_MAX_MSG_SIZE")
+	ErrBadCongMap = errors.New("rds: congestion map of the wrong length")
+)
+
+// NewRxMessage returns a message holding a copy of header h with room for
+// its h_len payload bytes, which the transport then fills through
+// Payload before calling Receive.
+func (p *Path) NewRxMessage(h wire.Header) (*Message, error) {
+	l := h.Len()
+	switch {
+	case l > wire.MaxMsgSize:
+		p.conn.node.stats.recvDropBadHeader.Add(1)
+		return nil, ErrMsgTooBig
+	case h.IsCongMap() && l != wire.CongMapBytes:
+		p.conn.node.stats.recvDropBadCongMap.Add(1)
+		return nil, ErrBadCongMap
+	}
+	m := newMessage(int(l))
+	copy(m.hdr[:], h)
+	return m, nil
+}
+
+// Receive takes ownership of a complete incoming message.
+func (p *Path) Receive(m *Message) {
+	c := p.conn
+	node := c.node
+	h := m.Header()
+	if h.IsCongMap() {
+		c.stats.congMapsRecvd.Add(1)
+		node.stats.congUpdateReceived.Add(1)
+		mask := c.fcong.replace(m.buf)
+		m.release()
+		node.stack.congUpdated(mask)
+		return
+	}
+	seq, sport, dport := h.Sequence(), h.Sport(), h.Dport()
+	p.mu.Lock()
+	if seq < p.nextRxSeq && h.Flags()&wire.FlagRetransmitted != 0 {
+		p.mu.Unlock()
+		c.stats.dropped.Add(1)
+		node.stats.recvDropOldSeq.Add(1)
+		m.release()
+		return
+	}
+	p.nextRxSeq = seq + 1
+	p.mu.Unlock()
+	c.stats.received.Add(1)
+
+	switch {
+	case dport == wire.PingPort:
+		if sport != wire.PingPort {
+			node.stats.recvPing.Add(1)
+			if sport == wire.ProbePort {
+				node.stats.recvHSProbe.Add(1)
+				p.handshake(h)
+				node.stats.sendPong.Add(1)
+				p.sendControl(wire.PingPort, sport, true)
+			} else {
+				node.stats.sendPong.Add(1)
+				p.sendControl(wire.PingPort, sport, false)
+			}
+		}
+		m.release()
+		return
+	case wire.IsHandshakePong(sport, dport):
+		node.stats.recvHSProbe.Add(1)
+		p.handshake(h)
+		m.release()
+		return
+	}
+	if sport == wire.PingPort {
+		node.stats.recvPong.Add(1)
+	}
+	s := node.lookup(dport)
+	if s == nil {
+		c.stats.dropped.Add(1)
+		node.stats.recvDropNoSock.Add(1)
+		m.release()
+		return
+	}
+	m.from = netip.AddrPortFrom(c.faddr, uint16(sport))
+	if !s.deliver(m) {
+		c.stats.dropped.Add(1)
+		node.stats.recvDropDeadSock.Add(1)
+		m.release()
+		return
+	}
+	node.stats.recvDelivered.Add(1)
+	node.stats.recvBytes.Add(uint64(len(m.buf)))
+}
+
+// handshake reads NPATHS and GEN_NUM from a probe or its pong.
+func (p *Path) handshake(h wire.Header) {
+	n, present := 0, false
+	var gen uint32
+	for it := h.Exts(); it.Next(); {
+		e := it.Ext()
+		if v, ok := e.NPaths(); ok {
+			n, present = int(v), true
+		}
+		if g, ok := e.GenNum(); ok {
+			gen = g
+		}
+	}
+	c := p.conn
+	c.peerGenUpdate(gen)
+	c.setNPaths(n, present)
+}
+
+// deliver queues m on the socket (rds_recv_incoming's tail and
+// rds_recv_rcvbuf_delta): false if the socket is closing.
+func (s *Socket) deliver(m *Message) bool {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return false
+	}
+	s.rxq.push(m)
+	s.rcvBytes += len(m.buf)
+	congest := !s.congested && s.rcvBytes > s.rcvbuf
+	if congest {
+		s.congested = true
+	}
+	node, port := s.node, wire.Port(s.bound.Port())
+	s.mu.Unlock()
+	signal(s.rxSig)
+	signal(s.pollSig)
+	if congest {
+		node.congSet(port)
+	}
+	return true
+}
+
+// RecvMsg receives one message into m.Data (recvmsg(2)) and returns the
+// number of bytes copied, or with MsgTrunc in flags the message's full
+// length. m.Addr is set to the sender; m.Flags gets MsgTrunc if the
+// message did not fit (the rest is discarded unless MsgPeek). A pending
+// congestion notification (RDS_CONG_MONITOR) is returned first, alone,
+// as a CongUpdate in m.Control with 0 bytes. With MsgPeek the message
+// stays queued. An empty queue fails with EAGAIN under MsgDontWait,
+// otherwise waits up to SO_RCVTIMEO (ETIMEDOUT) or the read deadline
+// (os.ErrDeadlineExceeded).
+func (s *Socket) RecvMsg(m *Msg, flags MsgFlags) (int, error) {
+	n, err := s.recvmsg(m, flags)
+	if err != nil {
+		return 0, opErr("recvmsg", s.BoundAddr(), netip.AddrPort{}, err)
+	}
+	return n, nil
+}
+
+// ReadFrom receives one message into p (net.PacketConn); a longer
+// message is truncated. The address is an Addr.
+func (s *Socket) ReadFrom(p []byte) (int, net.Addr, error) {
+	m := Msg{Data: p}
+	for {
+		n, err := s.RecvMsg(&m, 0)
+		if err != nil {
+			return 0, nil, err
+		}
+		if len(m.Control) == 0 {
+			return n, Addr(m.Addr), nil
+		}
+		m.Control = m.Control[:0] // notifications are for RecvMsg users
+	}
+}
+
+func (s *Socket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
+	m.Flags = 0
+	m.Control = m.Control[:0]
+	if flags&MsgOOB != 0 {
+		return 0, nil
+	}
+	s.mu.Lock()
+	until := opEnd(s.rcvTimeo)
+	s.mu.Unlock()
+	for {
+		s.mu.Lock()
+		if s.closed.Load() {
+			s.mu.Unlock()
+			return 0, errClosed
+		}
+		if s.congNotify != 0 {
+			m.Control = append(m.Control, CongUpdate(s.congNotify))
+			s.congNotify = 0
+			s.mu.Unlock()
+			return 0, nil
+		}
+		if in := s.rxq.head; in != nil {
+			n := copy(m.Data, in.buf)
+			if len(in.buf) > len(m.Data) {
+				m.Flags |= MsgTrunc
+			}
+			if flags&MsgTrunc != 0 {
+				n = len(in.buf)
+			}
+			m.Addr = in.from
+			if flags&MsgPeek != 0 {
+				s.mu.Unlock()
+				signal(s.rxSig) // still there for the next reader
+				return n, nil
+			}
+			s.rxq.pop()
+			s.rcvBytes -= len(in.buf)
+			uncongest := s.congested && s.rcvBytes < s.rcvbuf/2
+			if uncongest {
+				s.congested = false
+			}
+			more := s.rxq.n > 0
+			node, port := s.node, wire.Port(s.bound.Port())
+			s.mu.Unlock()
+			in.release()
+			if more {
+				signal(s.rxSig)
+			}
+			if uncongest {
+				node.congClear(port)
+			}
+			return n, nil
+		}
+		s.mu.Unlock()
+		if flags&MsgDontWait != 0 {
+			return 0, eAGAIN
+		}
+		if err := s.block(s.rxSig, until, true); err != nil {
+			return 0, err
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package rdsoverdat
+
+import (
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// The send path (rds_sendmsg): check flags, destination and size; find or
+// create the connection (the first send brings it up); pick the socket's
+// path; test the destination port in the peer's congestion map; reserve
+// SO_SNDBUF room; copy the payload into a message, give it the path's
+// next sequence number and queue it; wake the transport. The message stays
+// on the path until the peer acknowledges it or it is cancelled.
+
+// SendMsg sends m.Data to m.Addr as one message and returns its length
+// once it is queued; delivery is asynchronous. Errors (as errno):
+// EOPNOTSUPP for flags other than MsgDontWait; EINVAL for an invalid,
+// wildcard, broadcast or multicast destination or an unknown control
+// message; ENOTCONN if the socket is unbound; EMSGSIZE above 1 MiB or
+// SO_SNDBUF; ENOBUFS if the destination port is congested (with
+// MsgDontWait; otherwise it waits); EAGAIN if SO_SNDBUF is full (with
+// MsgDontWait; otherwise it waits up to SO_SNDTIMEO, then ETIMEDOUT, or
+// the write deadline, then os.ErrDeadlineExceeded).
+func (s *Socket) SendMsg(m *Msg, flags MsgFlags) (int, error) {
+	n, err := s.sendmsg(m.Data, m.Addr, m.Control, flags)
+	if err != nil {
+		s.mu.Lock()
+		local := s.bound
+		s.mu.Unlock()
+		return 0, opErr("sendmsg", local, m.Addr, err)
+	}
+	return n, nil
+}
+
+// WriteTo sends p to addr (net.PacketConn): an Addr, *Addr or
+// *net.UDPAddr naming an IPv4 address and RDS port.
+func (s *Socket) WriteTo(p []byte, addr net.Addr) (int, error) {
+	var dst netip.AddrPort
+	switch a := addr.(type) {
+	case Addr:
+		dst = netip.AddrPort(a)
+	case *Addr:
+		dst = netip.AddrPort(*a)
+	case *net.UDPAddr:
+		dst = a.AddrPort()
+	default:
+		return 0, opErr("sendmsg", netip.AddrPort{}, netip.AddrPort{}, eINVAL)
+	}
+	return s.SendMsg(&Msg{Data: p, Addr: dst}, 0)
+}
+
+// SendTo sends p to dst with flags: SendMsg without control messages.
+func (s *Socket) SendTo(p []byte, dst netip.AddrPort, flags MsgFlags) (int, error) {
+	n, err := s.sendmsg(p, dst, nil, flags)
+	if err != nil {
+		return 0, opErr("sendmsg", s.BoundAddr(), dst, err)
+	}
+	return n, nil
+}
+
+func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags MsgFlags) (int, error) {
+	if flags&^MsgDontWait != 0 {
+		return 0, eOPNOTSUPP
+	}
+	if s.closed.Load() {
+		return 0, errClosed
+	}
+	if len(cm) > 0 {
+		return 0, eINVAL // no sendable control messages without RDMA
+	}
+	ip := dst.Addr().Unmap()
+	if !ip.Is4() || ip.IsUnspecified() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return 0, eINVAL
+	}
+	dport := wire.Port(dst.Port())
+	nonblock := flags&MsgDontWait != 0
+
+	s.mu.Lock()
+	node, tr, sndbuf, timeo := s.node, s.trans, s.sndbuf, s.sndTimeo
+	s.mu.Unlock()
+	if node == nil {
+		return 0, eNOTCONN
+	}
+	if len(p) > wire.MaxMsgSize || len(p) > sndbuf {
+		return 0, eMSGSIZE
+	}
+	conn := node.connFor(ip, tr.Type())
+	if conn == nil {
+		return 0, eNOTCONN
+	}
+	until := opEnd(timeo)
+
+	// Congestion (rds_cong_wait).
+	if conn.fcong.test(dport) {
+		if err := s.congWait(conn, dport, nonblock, until); err != nil {
+			return 0, err
+		}
+	}
+
+	// SO_SNDBUF admission (rds_send_queue_rm): room if the queued bytes
+	// are below the limit before adding; the last message may overshoot.
+	for {
+		s.mu.Lock()
+		if s.closed.Load() {
+			s.mu.Unlock()
+			return 0, errClosed
+		}
+		if s.sndBytes < s.sndbuf {
+			s.sndBytes += len(p)
+			room := s.sndBytes < s.sndbuf
+			half := s.sndBytes >= s.sndbuf/2
+			s.mu.Unlock()
+			if room {
+				signal(s.txSig)
+			}
+			return s.queue(conn, p, dport, half)
+		}
+		s.mu.Unlock()
+		node.stats.sendQueueFull.Add(1)
+		if nonblock {
+			return 0, eAGAIN
+		}
+		if err := s.block(s.txSig, until, false); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// congWait handles a congested destination port: ENOBUFS without
+// blocking (arming the monitor mask for that port first, as the kernel
+// does), otherwise wait for the peer's map to clear the bit.
+func (s *Socket) congWait(conn *Conn, dport wire.Port, nonblock bool, until time.Time) error {
+	node := conn.node
+	if nonblock {
+		s.mu.Lock()
+		if s.congMonitor {
+			s.congMask |= wire.CongMonitorMask(dport)
+		}
+		s.mu.Unlock()
+		if conn.fcong.test(dport) {
+			node.stats.congSendError.Add(1)
+			return eNOBUFS
+		}
+		return nil
+	}
+	node.stats.congSendBlocked.Add(1)
+	for conn.fcong.test(dport) {
+		if err := s.block(s.txSig, until, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queue builds the message and puts it on the socket's path.
+func (s *Socket) queue(conn *Conn, p []byte, dport wire.Port, ackReq bool) (int, error) {
+	m := newMessage(len(p))
+	copy(m.buf, p)
+	m.sock, m.dport = s, dport
+	if ackReq {
+		m.flags |= msgAckRequired
+	}
+	s.mu.Lock()
+	sport := wire.Port(s.bound.Port())
+	s.mu.Unlock()
+	m.Header().Encode(&wire.Fields{Len: uint32(len(p)), Sport: sport, Dport: dport})
+	path := conn.pathFor(s)
+	if !path.enqueue(m) {
+		m.release()
+		s.sendDone(len(p))
+		return 0, errClosed
+	}
+	node := conn.node
+	node.stats.sendQueued.Add(1)
+	node.stats.sendBytes.Add(uint64(len(p)))
+	return len(p), nil
+}
+
+// sendDone returns n bytes of SO_SNDBUF room (ack or cancel).
+func (s *Socket) sendDone(n int) {
+	s.mu.Lock()
+	s.sndBytes -= n
+	s.mu.Unlock()
+	signal(s.txSig)
+	signal(s.pollSig)
+}

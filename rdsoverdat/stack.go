@@ -1,0 +1,175 @@
+package rdsoverdat
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
+	"github.com/rs/zerolog"
+)
+
+// Config configures a Stack.
+type Config struct {
+	// Transports lists the transports sockets may use, in order of
+	// preference: a socket that binds without SO_RDS_TRANSPORT gets the
+	// first. The loop transport is always available (it carries messages
+	// between nodes of this Stack and to a node's own address) and is the
+	// default when the list is empty.
+	Transports []Transport
+	// SendBuffer and RecvBuffer are the default SO_SNDBUF and SO_RCVBUF
+	// in payload bytes (0: the kernel defaults, 106496 each).
+	SendBuffer, RecvBuffer int
+	// IsLocal decides whether an address may be bound (default
+	// IsLocalAddr, an rtnetlink route lookup).
+	IsLocal func(netip.Addr) (bool, error)
+	// Logger receives connection events; nil is silent.
+	Logger *zerolog.Logger
+}
+
+// Default buffer sizes: net.core.wmem_default/rmem_default (212992) as
+// RDS counts them (sk_sndbuf/2).
+const (
+	DefaultSendBuffer = 106496
+	DefaultRecvBuffer = 106496
+)
+
+// Stack is an RDS instance in one process: the userspace counterpart of
+// the kernel's rds module in one network namespace. It holds one Node per
+// local address that sockets bound to, and the transports they share.
+// Several nodes in one Stack reach each other through the loop transport,
+// or through any other transport a socket selects.
+type Stack struct {
+	cfg    Config
+	log    zerolog.Logger
+	loop   *loopTransport
+	genNum uint32 // this instance's generation number (RDS_EXTHDR_GEN_NUM)
+
+	congGen atomic.Uint64 // bumped on every congestion map change
+
+	mu      sync.RWMutex
+	nodes   map[netip.Addr]*Node
+	sockets map[*Socket]struct{}
+	closed  bool
+}
+
+// NewStack returns a Stack with the given configuration.
+func NewStack(cfg Config) *Stack {
+	if cfg.SendBuffer <= 0 {
+		cfg.SendBuffer = DefaultSendBuffer
+	}
+	if cfg.RecvBuffer <= 0 {
+		cfg.RecvBuffer = DefaultRecvBuffer
+	}
+	if cfg.IsLocal == nil {
+		cfg.IsLocal = IsLocalAddr
+	}
+	st := &Stack{
+		cfg:     cfg,
+		log:     zerolog.Nop(),
+		genNum:  rand.Uint32() | 1, // never 0: 0 means "no generation" on the wire
+		nodes:   make(map[netip.Addr]*Node),
+		sockets: make(map[*Socket]struct{}),
+	}
+	if cfg.Logger != nil {
+		st.log = *cfg.Logger
+	}
+	st.loop = &loopTransport{stack: st}
+	return st
+}
+
+// transport returns the configured transport of type t.
+func (st *Stack) transport(t TransportType) Transport {
+	if t == TransLoop {
+		return st.loop
+	}
+	for _, tr := range st.cfg.Transports {
+		if tr.Type() == t {
+			return tr
+		}
+	}
+	return nil
+}
+
+func (st *Stack) defaultTransport() Transport {
+	if len(st.cfg.Transports) > 0 {
+		return st.cfg.Transports[0]
+	}
+	return st.loop
+}
+
+// Node returns the node of a local address, or nil if no socket has bound
+// to it yet.
+func (st *Stack) Node(addr netip.Addr) *Node {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	return st.nodes[addr]
+}
+
+// Nodes returns every node of the stack.
+func (st *Stack) Nodes() []*Node {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	ns := make([]*Node, 0, len(st.nodes))
+	for _, n := range st.nodes {
+		ns = append(ns, n)
+	}
+	return ns
+}
+
+// node returns the node for addr, creating it and attaching every
+// configured transport on first use.
+func (st *Stack) node(addr netip.Addr) (*Node, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed {
+		return nil, errClosed
+	}
+	if n := st.nodes[addr]; n != nil {
+		return n, nil
+	}
+	n := newNode(st, addr)
+	for _, tr := range append([]Transport{st.loop}, st.cfg.Transports...) {
+		nt, err := tr.Attach(n)
+		if err != nil {
+			n.closeTransports()
+			return nil, err
+		}
+		n.trans[tr.Type()] = nt
+	}
+	st.nodes[addr] = n
+	return n, nil
+}
+
+// Close closes every socket and node: connections are dropped, queued
+// messages discarded, transport goroutines stopped.
+func (st *Stack) Close() error {
+	st.mu.Lock()
+	if st.closed {
+		st.mu.Unlock()
+		return errClosed
+	}
+	st.closed = true
+	socks := make([]*Socket, 0, len(st.sockets))
+	for s := range st.sockets {
+		socks = append(socks, s)
+	}
+	nodes := st.nodes
+	st.mu.Unlock()
+	for _, s := range socks {
+		s.Close()
+	}
+	for _, n := range nodes {
+		n.closeTransports()
+	}
+	return nil
+}
+
+// GenNum returns the stack's connection generation number, which it
+// announces in handshake probes so that peers detect a restart.
+func (st *Stack) GenNum() uint32 { return st.genNum }
+
+// randPort picks a start for the port-0 search in [2, 65535]
+// (rds_add_bound: never 0 or 1).
+func randPort() wire.Port { return wire.Port(2 + rand.N(65534)) }

@@ -1,0 +1,78 @@
+package rdsoverdat
+
+import "github.com/godapl/godapl/rdsoverdat/wire"
+
+// TransportType is the SO_RDS_TRANSPORT number of a transport.
+type TransportType uint32
+
+// Transport numbers (uapi RDS_TRANS_*). TransLoop is the kernel-internal
+// number of the loopback transport; unlike the kernel this API lets a
+// socket select it, so that tests can pin same-process delivery.
+const (
+	TransIB    TransportType = wire.RDS_TRANS_IB
+	TransIWARP TransportType = wire.RDS_TRANS_IWARP
+	TransTCP   TransportType = wire.RDS_TRANS_TCP
+	TransLoop  TransportType = wire.RDS_TRANS_LOOP
+	TransNone  TransportType = TransportType(wire.RDS_TRANS_NONE)
+)
+
+// Transport is the seam between the RDS core and a way of carrying RDS
+// messages between two nodes, modelled on the kernel's struct
+// rds_transport. The core owns sockets, connections, paths, sequence
+// numbers, retransmission, congestion maps and pings; a transport only
+// brings paths up and down and moves headers and payloads.
+//
+// A Transport value is configuration: Attach is called once per node
+// (local address) that uses it and returns the per-node state.
+type Transport interface {
+	// Type is the SO_RDS_TRANSPORT number sockets select it with.
+	Type() TransportType
+	// Name is the transport's name in connection listings ("tcp").
+	Name() string
+	// Attach starts the transport on node n (a listener, an SRQ) and
+	// returns its per-node state. An error fails the bind that created
+	// the node.
+	Attach(n *Node) (NodeTransport, error)
+}
+
+// NodeTransport is a transport attached to one node.
+//
+// Contract: every method returns quickly and may be called from any
+// goroutine, with no core lock held. The transport reports progress only
+// through the Path methods: Up when a path can carry messages, Down when
+// it lost them, Receive for each incoming message, DropAcked when the
+// peer has acknowledged transmitted messages. After Close returns, the
+// transport calls no Path method and has stopped all its goroutines.
+type NodeTransport interface {
+	// Connect asks for path p to be brought up. The core calls it on
+	// every send while p is not up, so it must be idempotent; who
+	// actually connects (and with what backoff) is the transport's rule.
+	Connect(p *Path)
+	// Kick tells the transport that p has messages to transmit (the
+	// kernel's send worker wake-up). The transport takes them with
+	// NextTx, in order, until NextTx returns nil.
+	Kick(p *Path)
+	// Reset drops p's current transport connection as an error would;
+	// queued and unacknowledged messages are retransmitted once the path
+	// is up again (the kernel's rds_conn_path_drop; UEK's RDS_CONN_RESET).
+	Reset(p *Path)
+	// Close stops the transport on this node.
+	Close() error
+}
+
+// Optional abilities, tested with type assertions on the NodeTransport.
+
+// Multipather is implemented by transports that may run several paths
+// per connection (the kernel's t_mp_capable): the core then runs the
+// NPATHS probe handshake and hashes sockets onto MaxPaths paths at most.
+type Multipather interface {
+	MaxPaths() int
+}
+
+// AckBySequence is implemented by transports whose peer acknowledges
+// messages by RDS sequence number (h_ack, IB/DAT) instead of by the
+// transport's own stream position (TCP). The core then asks for acks
+// with FlagAckRequired and expects ack-only traffic from the transport.
+type AckBySequence interface {
+	AcksBySequence()
+}
