@@ -1,0 +1,240 @@
+package core
+
+import (
+	"sync"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/verbs"
+)
+
+// A verbs work request ID names the DTO it was posted for without any
+// allocation or map: the owner (an EP, later an SRQ) by index and
+// generation in the IA's owner table, the queue, and the slot of that
+// queue's cookie table. The completion maps back through the same path.
+//
+//	63          40 39   32  31   30           0
+//	| owner index | gen  | recv | cookie slot  |
+const (
+	wrOwnerShift = 40
+	wrGenShift   = 32
+	wrRecvBit    = 1 << 31
+	wrSlotMask   = wrRecvBit - 1
+	maxOwners    = 1 << 24
+)
+
+// cookieSlot is what a DTO's completion needs to become a DAT event.
+type cookieSlot struct {
+	cookie dat.DTOCookie
+	op     dat.DTOOp
+	flags  dat.CompletionFlags
+	length uint32 // bytes posted (sends and writes report it)
+	rmr    *RMR   // RMR bind and unbind
+}
+
+// cookieTable is a queue's preallocated slots: one per DTO that is posted
+// and whose completion has not been handed to the consumer yet. Bounding
+// that number by the queue's size is also what keeps the EVD's CQ from
+// ever overflowing (see EVD).
+type cookieTable struct {
+	mu    sync.Mutex
+	slots []cookieSlot // +checklocks:mu
+	free  []uint32     // stack of free slot numbers +checklocks:mu
+}
+
+func (t *cookieTable) init(n int) {
+	t.slots = make([]cookieSlot, n)
+	t.free = make([]uint32, n)
+	for i := range t.free {
+		t.free[i] = uint32(n - 1 - i)
+	}
+}
+
+// get takes a slot; false when all are in use.
+func (t *cookieTable) get(s cookieSlot) (uint32, bool) {
+	t.mu.Lock()
+	n := len(t.free)
+	if n == 0 {
+		t.mu.Unlock()
+		return 0, false
+	}
+	i := t.free[n-1]
+	t.free = t.free[:n-1]
+	t.slots[i] = s
+	t.mu.Unlock()
+	return i, true
+}
+
+// put returns slot i.
+func (t *cookieTable) put(i uint32) {
+	t.mu.Lock()
+	t.slots[i] = cookieSlot{}
+	t.free = append(t.free, i)
+	t.mu.Unlock()
+}
+
+// peek copies slot i.
+func (t *cookieTable) peek(i uint32) cookieSlot {
+	t.mu.Lock()
+	s := t.slots[i]
+	t.mu.Unlock()
+	return s
+}
+
+// idle reports whether no slot is in use.
+func (t *cookieTable) idle() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.free) == len(t.slots)
+}
+
+// owner is an entry of the IA's owner table: the cookie tables of one EP.
+type owner struct {
+	id   uint64 // index<<wrOwnerShift | gen<<wrGenShift
+	ep   *EP
+	req  cookieTable
+	recv cookieTable
+}
+
+// addOwner installs o and sets its id.
+func (ia *IA) addOwner(o *owner) error {
+	ia.ownMu.Lock()
+	defer ia.ownMu.Unlock()
+	var idx uint32
+	if n := len(ia.free); n > 0 {
+		idx, ia.free = ia.free[n-1], ia.free[:n-1]
+	} else {
+		if len(ia.owners) >= maxOwners {
+			return dat.NewError("ep_create", dat.InsufficientResources, dat.ResourceTEP)
+		}
+		idx = uint32(len(ia.owners))
+		ia.owners = append(ia.owners, nil)
+	}
+	prev := ia.owners[idx]
+	gen := uint64(1)
+	if prev != nil {
+		gen = (prev.id>>wrGenShift + 1) & 0xff
+	}
+	o.id = uint64(idx)<<wrOwnerShift | gen<<wrGenShift
+	ia.owners[idx] = o
+	return nil
+}
+
+// removeOwner retires o: completions still carrying its id are dropped.
+// The entry keeps o (marked dead) so that the next owner of the index
+// takes a new generation.
+func (ia *IA) removeOwner(o *owner) {
+	ia.ownMu.Lock()
+	idx := uint32(o.id >> wrOwnerShift)
+	if ia.owners[idx] == o {
+		ia.owners[idx] = &owner{id: o.id} // a tombstone with the old generation
+		ia.free = append(ia.free, idx)
+	}
+	ia.ownMu.Unlock()
+}
+
+// lookupOwner returns the live owner of a work request ID.
+func (ia *IA) lookupOwner(id uint64) *owner {
+	idx := id >> wrOwnerShift
+	ia.ownMu.RLock()
+	var o *owner
+	if idx < uint64(len(ia.owners)) {
+		o = ia.owners[idx]
+	}
+	ia.ownMu.RUnlock()
+	if o == nil || o.ep == nil || o.id != id&^(1<<wrGenShift-1) {
+		return nil
+	}
+	return o
+}
+
+// wcStatus maps verbs completion statuses to DAT's, as the reference
+// implementation does.
+func wcStatus(s verbs.WCStatus) dat.DTOStatus {
+	switch s {
+	case verbs.WCSuccess:
+		return dat.DTOSuccess
+	case verbs.WCLocLenErr:
+		return dat.DTOErrLocalLength
+	case verbs.WCLocQPOpErr:
+		return dat.DTOErrLocalEP
+	case verbs.WCLocProtErr, verbs.WCLocAccessErr:
+		return dat.DTOErrLocalProtection
+	case verbs.WCWRFlushErr:
+		return dat.DTOErrFlushed
+	case verbs.WCMWBindErr:
+		return dat.RMROperationFailed
+	case verbs.WCBadRespErr:
+		return dat.DTOErrBadResponse
+	case verbs.WCRemAccessErr:
+		return dat.DTOErrRemoteAccess
+	case verbs.WCRemInvReqErr, verbs.WCRemOpErr, verbs.WCRemAbortErr:
+		return dat.DTOErrRemoteResponder
+	case verbs.WCRespTimeoutErr:
+		return dat.DTOErrReceiverNotReady
+	}
+	return dat.DTOErrTransport
+}
+
+// translate turns a work completion into the event it stands for. It
+// returns false for completions that produce no event: those of freed EPs
+// and successful suppressed DTOs (whose slots it frees at once). On true
+// the caller owns e.tbl's slot until the event is handed out.
+func (ia *IA) translate(wc *verbs.WC, e *ringEntry) bool {
+	o := ia.lookupOwner(wc.ID)
+	if o == nil {
+		return false
+	}
+	tbl := &o.req
+	if wc.ID&wrRecvBit != 0 {
+		tbl = &o.recv
+	}
+	slot := uint32(wc.ID & wrSlotMask)
+	if int(slot) >= len(tbl.slots) {
+		return false
+	}
+	s := tbl.peek(slot)
+	status := wcStatus(wc.Status)
+	if status == dat.DTOSuccess && s.flags&dat.CompletionSuppress != 0 {
+		tbl.put(slot)
+		return false
+	}
+	e.tbl, e.slot = tbl, slot
+	e.quiet = s.flags&dat.CompletionUnsignalled != 0 && status == dat.DTOSuccess
+	ev := &e.ev
+	*ev = dat.Event{}
+	if s.op == dat.DTOBindMW {
+		ev.Number = dat.RMRBindCompletionEvent
+		ev.RMRBind = dat.RMRBindCompletion{Cookie: s.cookie, Status: status}
+		if s.rmr != nil {
+			ev.RMRBind.RMR = s.rmr.handle
+			if status != dat.DTOSuccess {
+				ev.RMRBind.Status = dat.RMROperationFailed
+				if wc.Status == verbs.WCWRFlushErr {
+					ev.RMRBind.Status = dat.DTOErrFlushed
+				}
+			}
+		}
+		return true
+	}
+	ev.Number = dat.DTOCompletionEvent
+	d := &ev.DTO
+	d.EP, d.Cookie, d.Status, d.Op = o.ep.handle, s.cookie, status, s.op
+	if status == dat.DTOSuccess {
+		switch s.op {
+		case dat.DTOReceive:
+			d.Length = wc.ByteLen
+			if wc.Flags&verbs.WCWithInv != 0 {
+				d.Op = dat.DTOReceiveWithInvalidate
+				d.RMRContext = dat.RMRContext(wc.InvalidatedRKey)
+			}
+		case dat.DTORDMARead:
+			d.Length = wc.ByteLen
+			if d.Length == 0 {
+				d.Length = s.length
+			}
+		default:
+			d.Length = s.length
+		}
+	}
+	return true
+}

@@ -1,0 +1,487 @@
+package core
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/verbs"
+)
+
+// Defaults for EP attributes left zero.
+const (
+	DefaultMaxDTOs = 64
+	DefaultMaxIOV  = 4
+	DefaultRDMARd  = 4
+	maxMessage     = 1<<32 - 1
+)
+
+// EP is an endpoint: a verbs RC QP, its cookie tables, its connection and
+// the DAT state machine around them.
+type EP struct {
+	Object
+	ia    *IA
+	state atomic.Uint32 // dat.EPState; written under mu
+
+	mu        sync.Mutex
+	pz        *PZ                // +checklocks:mu
+	recvEVD   *EVD               // +checklocks:mu
+	reqEVD    *EVD               // +checklocks:mu
+	connEVD   *EVD               // +checklocks:mu
+	attr      dat.EPAttr         // +checklocks:mu
+	qp        verbs.QP           // nil until the EP has a PZ (provider-created EPs) +checklocks:mu
+	own       *owner             // +checklocks:mu
+	conn      verbs.Conn         // +checklocks:mu
+	cancel    context.CancelFunc // of a connect in progress +checklocks:mu
+	remote    netip.AddrPort     // +checklocks:mu
+	local     netip.AddrPort     // +checklocks:mu
+	peerPData []byte             // +checklocks:mu
+	localDisc bool               // this side ended the connection +checklocks:mu
+	rsp       *SP                // RSP holding the EP in RESERVED +checklocks:mu
+	cr        *CR                // CR the EP waits on (PASSIVE/TENTATIVE) +checklocks:mu
+
+	stop chan struct{} // closed by free: goroutines of the EP end
+	wg   sync.WaitGroup
+
+	// Post scratch: verbs takes work requests by slice through an
+	// interface, which would make a stack array escape; these live with
+	// the EP and are guarded by the post locks.
+	sendMu sync.Mutex
+	swr    [1]verbs.SendWR
+	ssgl   [verbs.MaxSGE]verbs.SGE
+	recvMu sync.Mutex
+	rwr    [1]verbs.RecvWR
+	rsgl   [verbs.MaxSGE]verbs.SGE
+}
+
+// EPParam is what ep_query reports.
+type EPParam struct {
+	State      dat.EPState
+	Local      netip.AddrPort
+	Remote     netip.AddrPort
+	PZ         *PZ
+	RecvEVD    *EVD
+	RequestEVD *EVD
+	ConnectEVD *EVD
+	Attr       dat.EPAttr
+}
+
+// withDefaults fills zero attributes and checks them against the device.
+func (ia *IA) epAttr(op string, a *dat.EPAttr) (dat.EPAttr, error) {
+	var r dat.EPAttr
+	if a != nil {
+		r = *a
+	}
+	d := &ia.dattr
+	def := func(v *int, dflt int) {
+		if *v == 0 {
+			*v = dflt
+		}
+	}
+	if r.ServiceType == 0 {
+		r.ServiceType = dat.ServiceTypeRC
+	}
+	def(&r.MaxRecvDTOs, DefaultMaxDTOs)
+	def(&r.MaxRequestDTOs, DefaultMaxDTOs)
+	def(&r.MaxRecvIOV, DefaultMaxIOV)
+	def(&r.MaxRequestIOV, DefaultMaxIOV)
+	def(&r.MaxRDMAReadIn, DefaultRDMARd)
+	def(&r.MaxRDMAReadOut, DefaultRDMARd)
+	def(&r.MaxRDMAReadIOV, 1)
+	def(&r.MaxRDMAWriteIOV, r.MaxRequestIOV)
+	if r.MaxMessageSize == 0 {
+		r.MaxMessageSize = maxMessage
+	}
+	if r.MaxRDMASize == 0 {
+		r.MaxRDMASize = maxMessage
+	}
+	if r.SRQSoftHW == 0 {
+		r.SRQSoftHW = dat.WatermarkInfinite
+	}
+	recvModels := dat.CompletionSolicitedWait | dat.CompletionUnsignalled | dat.CompletionEVDThreshold
+	reqModels := dat.CompletionUnsignalled | dat.CompletionEVDThreshold
+	switch {
+	case r.ServiceType != dat.ServiceTypeRC:
+		return r, dat.NewError(op, dat.ModelNotSupported, dat.InvalidArg6)
+	case r.MaxRecvDTOs < 0 || r.MaxRecvDTOs > d.MaxQPWR, r.MaxRequestDTOs < 0 || r.MaxRequestDTOs*r.MaxRDMAReadIOV > d.MaxQPWR,
+		r.MaxRecvIOV < 0 || r.MaxRecvIOV > d.MaxSGE, r.MaxRequestIOV < 0 || r.MaxRequestIOV > d.MaxSGE,
+		r.MaxRDMAReadIn < 0 || r.MaxRDMAReadIn > d.MaxIRD, r.MaxRDMAReadOut < 0 || r.MaxRDMAReadOut > d.MaxORD,
+		r.MaxRDMAReadIOV < 0 || r.MaxRDMAReadIOV > d.MaxSGE, r.MaxRDMAWriteIOV < 0 || r.MaxRDMAWriteIOV > d.MaxSGE,
+		r.MaxMessageSize > maxMessage, r.MaxRDMASize > maxMessage,
+		r.RecvCompletionFlags&^recvModels != 0, r.RequestCompletionFlags&^reqModels != 0:
+		return r, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg6)
+	}
+	return r, nil
+}
+
+// CreateEP creates an EP in UNCONNECTED (ep_create). pz may be nil only
+// for provider-created EPs; nil EVDs mean "not interested".
+func CreateEP(ia *IA, pz *PZ, recv, req, conn *EVD, attr *dat.EPAttr) (*EP, error) {
+	const op = "ep_create"
+	if err := ia.live(op); err != nil {
+		return nil, err
+	}
+	if err := pz.live(op); err != nil {
+		return nil, err
+	}
+	a, err := ia.epAttr(op, attr)
+	if err != nil {
+		return nil, err
+	}
+	ep := newEP(ia)
+	if err := ep.configure(op, pz, recv, req, conn, a); err != nil {
+		return nil, err
+	}
+	if err := ia.adopt(op, &ep.Object, rankEP, ep.destroy); err != nil {
+		ep.unconfigure()
+		return nil, err
+	}
+	return ep, nil
+}
+
+func newEP(ia *IA) *EP {
+	ep := &EP{ia: ia, stop: make(chan struct{})}
+	ep.init(dat.HandleTypeEP)
+	return ep
+}
+
+// checkEVD validates an EVD for a role: it must be live, of this IA and
+// accept the role's stream.
+func (ia *IA) checkEVD(op string, e *EVD, need dat.EVDFlags, sub dat.Subtype) error {
+	if e == nil {
+		return nil
+	}
+	if e.freed.Load() || e.ia != ia || e.flags&need == 0 {
+		return dat.NewError(op, dat.InvalidHandle, sub)
+	}
+	return nil
+}
+
+// configure gives the EP its PZ, EVDs and attributes and creates its QP
+// and cookie tables. The EP must have none yet.
+func (ep *EP) configure(op string, pz *PZ, recv, req, conn *EVD, a dat.EPAttr) error {
+	ia := ep.ia
+	if pz != nil && pz.ia != ia {
+		return dat.NewError(op, dat.InvalidHandle, dat.InvalidHandlePZ)
+	}
+	if err := ia.checkEVD(op, recv, dat.EVDDTO, dat.InvalidHandleEVDRecv); err != nil {
+		return err
+	}
+	if err := ia.checkEVD(op, req, dat.EVDDTO|dat.EVDRMRBind, dat.InvalidHandleEVDRequest); err != nil {
+		return err
+	}
+	if err := ia.checkEVD(op, conn, dat.EVDConnection, dat.InvalidHandleEVDConn); err != nil {
+		return err
+	}
+	sendDepth := a.MaxRequestDTOs * a.MaxRDMAReadIOV
+	var qp verbs.QP
+	if pz != nil {
+		sendCQ, recvCQ, err := ep.cqs(req, recv)
+		if err != nil {
+			return dat.Wrap(op, dat.InsufficientResources, dat.ResourceTEVD, err)
+		}
+		qp, err = pz.pd.CreateQP(verbs.QPInitAttr{
+			SendCQ: sendCQ, RecvCQ: recvCQ, SignalAll: true,
+			Caps: verbs.QPCaps{MaxSendWR: max(sendDepth, 1), MaxRecvWR: max(a.MaxRecvDTOs, 1), MaxSendSGE: max(a.MaxRequestIOV, 1), MaxRecvSGE: max(a.MaxRecvIOV, 1)},
+		})
+		if err != nil {
+			return dat.Wrap(op, dat.InsufficientResources, dat.ResourceTEP, err)
+		}
+		if err := qp.Modify(verbs.QPStateInit); err != nil {
+			qp.Destroy()
+			return dat.Wrap(op, dat.InternalError, dat.NoSubtype, err)
+		}
+	}
+	own := &owner{ep: ep}
+	own.req.init(max(sendDepth, 1))
+	own.recv.init(max(a.MaxRecvDTOs, 1))
+	if err := ia.addOwner(own); err != nil {
+		if qp != nil {
+			qp.Destroy()
+		}
+		return err
+	}
+	attached := make([]func(), 0, 3)
+	undo := func() {
+		for _, f := range attached {
+			f()
+		}
+		ia.removeOwner(own)
+		if qp != nil {
+			qp.Destroy()
+		}
+	}
+	attach := func(e *EVD, capacity int, model dat.CompletionFlags, recvSide bool) error {
+		if e == nil {
+			return nil
+		}
+		if err := e.Attach(op, capacity, model, recvSide); err != nil {
+			return err
+		}
+		attached = append(attached, func() { e.Detach(capacity, model, recvSide) })
+		return nil
+	}
+	if err := attach(recv, a.MaxRecvDTOs, a.RecvCompletionFlags, true); err != nil {
+		undo()
+		return err
+	}
+	if err := attach(req, sendDepth, a.RequestCompletionFlags, false); err != nil {
+		undo()
+		return err
+	}
+	if err := attach(conn, 0, 0, false); err != nil {
+		undo()
+		return err
+	}
+	ep.mu.Lock()
+	ep.pz, ep.recvEVD, ep.reqEVD, ep.connEVD, ep.attr, ep.qp, ep.own = pz, recv, req, conn, a, qp, own
+	ep.mu.Unlock()
+	if pz != nil {
+		pz.Use()
+	}
+	if qp != nil {
+		ia.ownMu.Lock()
+		ia.byQPN[qp.QPN()] = ep
+		ia.ownMu.Unlock()
+		ia.hook(qp, ep.onAsync)
+	}
+	return nil
+}
+
+// cqs returns the CQs of the EP's queues: an EVD's, or the IA's null CQ.
+func (ep *EP) cqs(req, recv *EVD) (verbs.CQ, verbs.CQ, error) {
+	var sendCQ, recvCQ verbs.CQ
+	if req != nil {
+		sendCQ = req.cq
+	}
+	if recv != nil {
+		recvCQ = recv.cq
+	}
+	if sendCQ == nil || recvCQ == nil {
+		null, err := ep.ia.NullCQ()
+		if err != nil {
+			return nil, nil, err
+		}
+		if sendCQ == nil {
+			sendCQ = null
+		}
+		if recvCQ == nil {
+			recvCQ = null
+		}
+	}
+	return sendCQ, recvCQ, nil
+}
+
+// unconfigure undoes configure: destroys the QP (flushing into CQs whose
+// completions are then dropped, the owner being gone), detaches the EVDs
+// and drops the EP's queued events.
+func (ep *EP) unconfigure() {
+	ep.mu.Lock()
+	pz, recv, req, conn, a, qp, own := ep.pz, ep.recvEVD, ep.reqEVD, ep.connEVD, ep.attr, ep.qp, ep.own
+	ep.pz, ep.recvEVD, ep.reqEVD, ep.connEVD, ep.qp, ep.own = nil, nil, nil, nil, nil, nil
+	ep.mu.Unlock()
+	ia := ep.ia
+	if own != nil {
+		ia.removeOwner(own)
+	}
+	if qp != nil {
+		ia.hook(qp, nil)
+		ia.ownMu.Lock()
+		if ia.byQPN[qp.QPN()] == ep {
+			delete(ia.byQPN, qp.QPN())
+		}
+		ia.ownMu.Unlock()
+		qp.Destroy()
+	}
+	for _, e := range []*EVD{recv, req, conn} {
+		if e != nil {
+			e.Purge(ep)
+		}
+	}
+	if recv != nil {
+		recv.Detach(a.MaxRecvDTOs, a.RecvCompletionFlags, true)
+	}
+	if req != nil {
+		req.Detach(a.MaxRequestDTOs*a.MaxRDMAReadIOV, a.RequestCompletionFlags, false)
+	}
+	if conn != nil {
+		conn.Detach(0, 0, false)
+	}
+	if pz != nil {
+		pz.Unuse()
+	}
+}
+
+func (ep *EP) live(op string) error {
+	if ep == nil {
+		return InvalidHandle(op, dat.HandleTypeEP)
+	}
+	return ep.Live(op)
+}
+
+// LiveEP returns DAT_INVALID_HANDLE for a nil or freed EP.
+func (ep *EP) LiveEP(op string) error { return ep.live(op) }
+
+// IA returns the EP's IA.
+func (ep *EP) IA() *IA { return ep.ia }
+
+// Query reports the EP (ep_query).
+func (ep *EP) Query() (EPParam, error) {
+	if err := ep.live("ep_query"); err != nil {
+		return EPParam{}, err
+	}
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return EPParam{
+		State: ep.State(), Local: ep.local, Remote: ep.remote, PZ: ep.pz,
+		RecvEVD: ep.recvEVD, RequestEVD: ep.reqEVD, ConnectEVD: ep.connEVD, Attr: ep.attr,
+	}, nil
+}
+
+// PeerPrivateData returns the private data the peer sent with its accept
+// (active side) or request (passive side), valid until free or reset.
+func (ep *EP) PeerPrivateData() []byte {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.peerPData
+}
+
+// Status reports the state and whether each direction is idle
+// (ep_get_status): no DTO posted whose completion was not yet dequeued.
+func (ep *EP) Status() (st dat.EPState, recvIdle, reqIdle bool, err error) {
+	if err := ep.live("ep_get_status"); err != nil {
+		return 0, false, false, err
+	}
+	ep.mu.Lock()
+	own := ep.own
+	ep.mu.Unlock()
+	recvIdle, reqIdle = true, true
+	if own != nil {
+		recvIdle, reqIdle = own.recv.idle(), own.req.idle()
+	}
+	return ep.State(), recvIdle, reqIdle, nil
+}
+
+// Modify changes the EP's PZ, EVDs or attributes (ep_modify). The PZ may
+// change in UNCONNECTED and TENTATIVE_CONNECTION_PENDING, the rest also in
+// RESERVED and PASSIVE_CONNECTION_PENDING; the EP's queues must be idle,
+// because the QP is rebuilt.
+func (ep *EP) Modify(pz *PZ, recv, req, conn *EVD, attr *dat.EPAttr) error {
+	const op = "ep_modify"
+	if err := ep.live(op); err != nil {
+		return err
+	}
+	ep.mu.Lock()
+	oldPZ := ep.pz
+	ep.mu.Unlock()
+	allowed := canModifyConfig
+	if pz != oldPZ {
+		allowed = canModifyPZ
+	}
+	if err := ep.require(op, allowed); err != nil {
+		return err
+	}
+	if pz != nil {
+		if err := pz.live(op); err != nil {
+			return err
+		}
+	}
+	a, err := ep.ia.epAttr(op, attr)
+	if err != nil {
+		return err
+	}
+	if _, rIdle, qIdle, _ := ep.Status(); !rIdle || !qIdle {
+		return dat.NewError(op, dat.InvalidState, dat.InvalidStateEPNotReady)
+	}
+	ep.unconfigure()
+	if err := ep.configure(op, pz, recv, req, conn, a); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Reset returns a DISCONNECTED EP to UNCONNECTED (ep_reset); in
+// UNCONNECTED it does nothing.
+func (ep *EP) Reset() error {
+	const op = "ep_reset"
+	if err := ep.live(op); err != nil {
+		return err
+	}
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if err := ep.require(op, canReset); err != nil {
+		return err
+	}
+	if ep.State() == dat.EPStateUnconnected {
+		return nil
+	}
+	if ep.qp != nil {
+		if err := ep.qp.Modify(verbs.QPStateReset); err != nil {
+			return dat.Wrap(op, dat.InternalError, dat.NoSubtype, err)
+		}
+		if err := ep.qp.Modify(verbs.QPStateInit); err != nil {
+			return dat.Wrap(op, dat.InternalError, dat.NoSubtype, err)
+		}
+	}
+	ep.conn, ep.peerPData, ep.localDisc = nil, nil, false
+	ep.remote, ep.local = netip.AddrPort{}, netip.AddrPort{}
+	ep.setState(dat.EPStateUnconnected)
+	return nil
+}
+
+// Free frees the EP (ep_free): not while RESERVED or with a connection
+// request pending on it. A connection or a connect in progress is torn
+// down abruptly; posted DTOs and queued events of the EP vanish.
+func (ep *EP) Free() error {
+	const op = "ep_free"
+	if err := ep.live(op); err != nil {
+		return err
+	}
+	if err := ep.require(op, canFree); err != nil {
+		return err
+	}
+	if !ep.destroyEP() {
+		return InvalidHandle(op, dat.HandleTypeEP)
+	}
+	ep.ia.release(&ep.Object)
+	return nil
+}
+
+func (ep *EP) destroy() { ep.destroyEP() }
+
+// destroyEP tears the EP down; false if it was already freed.
+func (ep *EP) destroyEP() bool {
+	if !ep.freed.CompareAndSwap(false, true) {
+		return false
+	}
+	close(ep.stop)
+	ep.mu.Lock()
+	if ep.cancel != nil {
+		ep.cancel()
+	}
+	conn := ep.conn
+	ep.conn = nil
+	if rsp := ep.rsp; rsp != nil {
+		ep.rsp = nil
+		ep.mu.Unlock()
+		rsp.destroy()
+		ep.mu.Lock()
+	}
+	ep.mu.Unlock()
+	ep.unconfigure() // destroying the QP ends the connection
+	if conn != nil {
+		<-conn.Done()
+	}
+	ep.wg.Wait()
+	return true
+}
+
+// onAsync handles the device's events about the EP's QP.
+func (ep *EP) onAsync(ev verbs.AsyncEvent) {
+	switch ev.Type {
+	case verbs.EventQPFatal, verbs.EventQPAccessErr, verbs.EventQPReqErr:
+		ep.ia.PostAsync(dat.Event{Number: dat.AsyncErrorEPBroken, Async: dat.AsyncErrorData{Handle: ep.handle, Reason: dat.ReasonEPTransferToErr, Err: ev.Err}})
+	}
+}

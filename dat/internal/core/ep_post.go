@@ -1,0 +1,369 @@
+package core
+
+import (
+	"errors"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/verbs"
+)
+
+// Preallocated errors of the post paths that a polling consumer may hit
+// in a loop, so that they cost no allocation.
+var (
+	errPostFreed = InvalidHandle("ep_post", dat.HandleTypeEP)
+	errPostFull  = dat.NewError("ep_post", dat.InsufficientResources, dat.ResourceTEP)
+)
+
+// postErr maps a synchronous verbs error of a post.
+func postErr(op string, err error) error {
+	switch {
+	case errors.Is(err, verbs.ErrQueueFull):
+		return dat.Wrap(op, dat.InsufficientResources, dat.ResourceTEP, err)
+	case errors.Is(err, verbs.ErrInvalidState), errors.Is(err, verbs.ErrNotConnected), errors.Is(err, verbs.ErrClosed):
+		return dat.Wrap(op, dat.InvalidState, dat.InvalidStateEPNotReady, err)
+	case errors.Is(err, verbs.ErrTooManySGE):
+		return dat.Wrap(op, dat.InvalidParameter, dat.InvalidArg2, err)
+	case errors.Is(err, verbs.ErrInvalidKey), errors.Is(err, verbs.ErrProtection):
+		return dat.Wrap(op, dat.ProtectionViolation, dat.NoSubtype, err)
+	}
+	return dat.Wrap(op, dat.InvalidParameter, dat.NoSubtype, err)
+}
+
+// request is one DTO for the send queue.
+type request struct {
+	op     string
+	dop    dat.DTOOp
+	iov    []dat.LMRTriplet
+	cookie dat.DTOCookie
+	flags  dat.CompletionFlags
+	remote dat.RMRTriplet
+	inv    dat.RMRContext // send with invalidate
+	hasInv bool
+	sink   *dat.RMRTriplet // read to RMR
+}
+
+const validFlags = dat.CompletionSuppress | dat.CompletionSolicitedWait | dat.CompletionUnsignalled | dat.CompletionBarrierFence
+
+// PostSend posts a Send (ep_post_send); inv, if hasInv, is the peer's RMR
+// context to invalidate (ep_post_send_with_invalidate).
+func (ep *EP) PostSend(op string, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags, inv dat.RMRContext, hasInv bool) error {
+	return ep.postRequest(&request{op: op, dop: dat.DTOSend, iov: iov, cookie: cookie, flags: flags, inv: inv, hasInv: hasInv})
+}
+
+// PostRDMA posts an RDMA Read or Write (ep_post_rdma_read/write).
+func (ep *EP) PostRDMA(op string, dop dat.DTOOp, iov []dat.LMRTriplet, cookie dat.DTOCookie, remote dat.RMRTriplet, flags dat.CompletionFlags) error {
+	return ep.postRequest(&request{op: op, dop: dop, iov: iov, cookie: cookie, flags: flags, remote: remote})
+}
+
+// PostRDMAReadToRMR reads the peer's memory into memory named by a local
+// RMR triplet (ep_post_rdma_read_to_rmr).
+func (ep *EP) PostRDMAReadToRMR(local dat.RMRTriplet, cookie dat.DTOCookie, remote dat.RMRTriplet, flags dat.CompletionFlags) error {
+	return ep.postRequest(&request{op: "ep_post_rdma_read_to_rmr", dop: dat.DTORDMARead, cookie: cookie, flags: flags, remote: remote, sink: &local})
+}
+
+func (ep *EP) postRequest(r *request) error {
+	if ep == nil || ep.freed.Load() {
+		return errPostFreed
+	}
+	if err := ep.require(r.op, canPostRequest); err != nil {
+		return err
+	}
+	if r.flags&^validFlags != 0 || (r.flags&dat.CompletionSolicitedWait != 0 && r.dop != dat.DTOSend) {
+		return dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg5)
+	}
+	ep.mu.Lock()
+	qp, own, pz, attr := ep.qp, ep.own, ep.pz, &ep.attr
+	unsigOK := attr.RequestCompletionFlags&dat.CompletionUnsignalled != 0
+	maxIOV, maxReadIOV := attr.MaxRequestIOV, attr.MaxRDMAReadIOV
+	ep.mu.Unlock()
+	if qp == nil {
+		return dat.NewError(r.op, dat.InvalidState, dat.InvalidStateEPPZ)
+	}
+	if r.flags&dat.CompletionUnsignalled != 0 && !unsigOK {
+		return dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg5)
+	}
+	limit := maxIOV
+	if r.dop == dat.DTORDMARead {
+		limit = maxReadIOV
+	}
+	if len(r.iov) > limit {
+		return dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg2)
+	}
+	need := dat.MemPrivLocalRead
+	if r.dop == dat.DTORDMARead {
+		need = dat.MemPrivLocalWrite
+	}
+
+	ep.sendMu.Lock()
+	defer ep.sendMu.Unlock()
+	// Resolve the local side into SGEs; zero-length segments name nothing.
+	k := 0
+	var total uint64
+	if r.sink != nil {
+		if err := ep.ia.rmrSink(r.op, pz, r.sink, &ep.ssgl[0]); err != nil {
+			return err
+		}
+		k, total = 1, uint64(r.sink.SegmentLength)
+	} else {
+		for i := range r.iov {
+			if r.iov[i].SegmentLength == 0 {
+				continue
+			}
+			if err := ep.ia.CheckLocal(r.op, pz, &r.iov[i], need, &ep.ssgl[k]); err != nil {
+				return err
+			}
+			total += uint64(r.iov[i].SegmentLength)
+			k++
+		}
+	}
+	if total > maxMessage {
+		return dat.NewError(r.op, dat.LengthError, dat.NoSubtype)
+	}
+	if (r.dop == dat.DTORDMARead || r.dop == dat.DTORDMAWrite) && total > uint64(r.remote.SegmentLength) {
+		return dat.NewError(r.op, dat.LengthError, dat.NoSubtype)
+	}
+	if r.dop == dat.DTORDMARead && k > 1 {
+		return ep.postSplitRead(r, qp, own, k, total)
+	}
+	slot, ok := own.req.get(cookieSlot{cookie: r.cookie, op: r.dop, flags: r.flags, length: uint32(total)})
+	if !ok {
+		return errPostFull
+	}
+	w := &ep.swr[0]
+	*w = verbs.SendWR{ID: own.id | uint64(slot), SGL: ep.ssgl[:k]}
+	ep.fill(w, r)
+	if r.dop == dat.DTORDMARead && k == 0 {
+		// A zero-length Read still needs its single (empty) sink element.
+		w.SGL = ep.ssgl[:1]
+		ep.ssgl[0] = verbs.SGE{}
+		if len(r.iov) > 0 {
+			ep.ssgl[0].LKey = uint32(r.iov[0].LMRContext)
+		}
+	}
+	_, err := qp.PostSend(ep.swr[:])
+	w.SGL = nil
+	if err != nil {
+		own.req.put(slot)
+		return postErr(r.op, err)
+	}
+	return nil
+}
+
+// fill sets the opcode, flags and remote fields of w from r.
+func (ep *EP) fill(w *verbs.SendWR, r *request) {
+	if r.flags&dat.CompletionBarrierFence != 0 {
+		w.Flags |= verbs.SendFence
+	}
+	switch r.dop {
+	case dat.DTOSend:
+		w.Opcode = verbs.OpSend
+		if r.hasInv {
+			w.Opcode = verbs.OpSendWithInv
+			w.InvalidateRKey = uint32(r.inv)
+		}
+		if r.flags&dat.CompletionSolicitedWait != 0 {
+			w.Flags |= verbs.SendSolicited
+		}
+	case dat.DTORDMAWrite:
+		w.Opcode = verbs.OpRDMAWrite
+		w.RemoteAddr, w.RKey = uint64(r.remote.VirtualAddress), uint32(r.remote.RMRContext)
+	case dat.DTORDMARead:
+		w.Opcode = verbs.OpRDMARead
+		w.RemoteAddr, w.RKey = uint64(r.remote.VirtualAddress), uint32(r.remote.RMRContext)
+	}
+}
+
+// postSplitRead posts an RDMA Read with several local segments as one
+// verbs Read per segment (iWARP reads into one sink STag): consecutive
+// pieces of the remote range, in order. Only the last piece carries the
+// DAT cookie; the others are internal and produce no event.
+func (ep *EP) postSplitRead(r *request, qp verbs.QP, own *owner, k int, total uint64) error {
+	slots := make([]uint32, 0, verbs.MaxSGE) // a multi-segment read is off the hot path
+	for i := 0; i < k; i++ {
+		s := cookieSlot{op: dat.DTORDMARead, flags: dat.CompletionSuppress | dat.CompletionUnsignalled}
+		if i == k-1 {
+			s = cookieSlot{cookie: r.cookie, op: dat.DTORDMARead, flags: r.flags, length: uint32(total)}
+		}
+		slot, ok := own.req.get(s)
+		if !ok {
+			for _, sl := range slots {
+				own.req.put(sl)
+			}
+			return errPostFull
+		}
+		slots = append(slots, slot)
+	}
+	sgl := ep.ssgl
+	wrs := make([]verbs.SendWR, k)
+	off := uint64(0)
+	for i := 0; i < k; i++ {
+		wrs[i] = verbs.SendWR{ID: own.id | uint64(slots[i]), Opcode: verbs.OpRDMARead, SGL: sgl[i : i+1],
+			RemoteAddr: uint64(r.remote.VirtualAddress) + off, RKey: uint32(r.remote.RMRContext)}
+		if i == 0 && r.flags&dat.CompletionBarrierFence != 0 {
+			wrs[i].Flags |= verbs.SendFence
+		}
+		off += uint64(sgl[i].Length)
+	}
+	n, err := qp.PostSend(wrs)
+	if err != nil {
+		for _, sl := range slots[n:] {
+			own.req.put(sl)
+		}
+		return postErr(r.op, err)
+	}
+	return nil
+}
+
+// PostRecv posts a receive (ep_post_recv). It is legal in every state; in
+// DISCONNECTED it is flushed at once.
+func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
+	const op = "ep_post_recv"
+	if ep == nil || ep.freed.Load() {
+		return errPostFreed
+	}
+	if flags&^(dat.CompletionSuppress|dat.CompletionUnsignalled) != 0 {
+		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
+	}
+	ep.mu.Lock()
+	qp, own, pz := ep.qp, ep.own, ep.pz
+	unsigOK := ep.attr.RecvCompletionFlags&dat.CompletionUnsignalled != 0
+	maxIOV := ep.attr.MaxRecvIOV
+	ep.mu.Unlock()
+	if qp == nil {
+		return dat.NewError(op, dat.InvalidState, dat.InvalidStateEPPZ)
+	}
+	if flags&dat.CompletionUnsignalled != 0 && !unsigOK {
+		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
+	}
+	if len(iov) > maxIOV {
+		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
+	}
+	ep.recvMu.Lock()
+	defer ep.recvMu.Unlock()
+	k := 0
+	for i := range iov {
+		if iov[i].SegmentLength == 0 {
+			continue
+		}
+		if err := ep.ia.CheckLocal(op, pz, &iov[i], dat.MemPrivLocalWrite, &ep.rsgl[k]); err != nil {
+			return err
+		}
+		k++
+	}
+	slot, ok := own.recv.get(cookieSlot{cookie: cookie, op: dat.DTOReceive, flags: flags})
+	if !ok {
+		return errPostFull
+	}
+	w := &ep.rwr[0]
+	*w = verbs.RecvWR{ID: own.id | wrRecvBit | uint64(slot), SGL: ep.rsgl[:k]}
+	_, err := qp.PostRecv(ep.rwr[:])
+	w.SGL = nil
+	if err != nil {
+		own.recv.put(slot)
+		return postErr(op, err)
+	}
+	return nil
+}
+
+// BindRMR binds rmr to the LMR range t with privileges priv, or unbinds
+// it when t is empty (rmr_bind). The bind is posted on the EP's request
+// queue and completes with an RMR-bind event there; it fences later
+// requests, and its new context is valid for them at once.
+func (ep *EP) BindRMR(rmr *RMR, lmr *LMR, t dat.LMRTriplet, priv dat.MemPriv, cookie dat.DTOCookie, flags dat.CompletionFlags) (dat.RMRContext, error) {
+	const op = "rmr_bind"
+	if err := rmr.live(op); err != nil {
+		return 0, err
+	}
+	if err := ep.live(op); err != nil {
+		return 0, err
+	}
+	if err := ep.require(op, canPostRequest); err != nil {
+		return 0, err
+	}
+	if flags&^(dat.CompletionSuppress|dat.CompletionUnsignalled) != 0 {
+		return 0, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg8)
+	}
+	if priv&^(dat.MemPrivRemoteRead|dat.MemPrivRemoteWrite) != 0 {
+		return 0, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
+	}
+	ep.mu.Lock()
+	qp, own, pz := ep.qp, ep.own, ep.pz
+	unsigOK := ep.attr.RequestCompletionFlags&dat.CompletionUnsignalled != 0
+	ep.mu.Unlock()
+	if qp == nil {
+		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEPPZ)
+	}
+	if flags&dat.CompletionUnsignalled != 0 && !unsigOK {
+		return 0, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg8)
+	}
+	if rmr.pz != pz {
+		return 0, dat.NewError(op, dat.ProtectionViolation, dat.NoSubtype)
+	}
+	unbind := t.SegmentLength == 0
+	var bind verbs.MWBind
+	if !unbind {
+		if err := lmr.live(op); err != nil {
+			return 0, err
+		}
+		if lmr.pz != rmr.pz {
+			return 0, dat.NewError(op, dat.ProtectionViolation, dat.NoSubtype)
+		}
+		if priv&dat.MemPrivRemoteRead != 0 && lmr.priv&dat.MemPrivLocalRead == 0 {
+			return 0, dat.NewError(op, dat.PrivilegesViolation, dat.PrivilegesRDMARead)
+		}
+		if priv&dat.MemPrivRemoteWrite != 0 && lmr.priv&dat.MemPrivLocalWrite == 0 {
+			return 0, dat.NewError(op, dat.PrivilegesViolation, dat.PrivilegesRDMAWrite)
+		}
+		if t.LMRContext != lmr.ctx {
+			return 0, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg3)
+		}
+		base := uint64(lmr.mr.Addr())
+		va, end := uint64(t.VirtualAddress), uint64(t.VirtualAddress)+uint64(t.SegmentLength)
+		if va < base || end < va || end > base+uint64(len(lmr.buf)) {
+			return 0, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg3)
+		}
+		var acc verbs.Access
+		if priv&dat.MemPrivRemoteRead != 0 {
+			acc |= verbs.AccessRemoteRead
+		}
+		if priv&dat.MemPrivRemoteWrite != 0 {
+			acc |= verbs.AccessRemoteWrite | verbs.AccessLocalWrite
+		}
+		bind = verbs.MWBind{MW: rmr.mw, MR: lmr.mr, Addr: va, Length: uint64(t.SegmentLength), Access: acc}
+	}
+
+	rmr.mu.Lock()
+	defer rmr.mu.Unlock()
+	ep.sendMu.Lock()
+	defer ep.sendMu.Unlock()
+	slot, ok := own.req.get(cookieSlot{cookie: cookie, op: dat.DTOBindMW, flags: flags, rmr: rmr})
+	if !ok {
+		return 0, errPostFull
+	}
+	old := rmr.ctx
+	w := &ep.swr[0]
+	if unbind && old == 0 {
+		// Unbinding an unbound RMR changes nothing; it still completes.
+		own.req.put(slot)
+		ep.mu.Lock()
+		req := ep.reqEVD
+		ep.mu.Unlock()
+		if req != nil && flags&dat.CompletionSuppress == 0 {
+			req.Push(dat.Event{Number: dat.RMRBindCompletionEvent, RMRBind: dat.RMRBindCompletion{RMR: rmr.handle, Cookie: cookie, Status: dat.DTOSuccess}})
+		}
+		return 0, nil
+	}
+	if unbind {
+		*w = verbs.SendWR{ID: own.id | uint64(slot), Opcode: verbs.OpLocalInv, InvalidateRKey: uint32(old)}
+	} else {
+		*w = verbs.SendWR{ID: own.id | uint64(slot), Opcode: verbs.OpBindMW, Bind: bind}
+	}
+	_, err := qp.PostSend(ep.swr[:])
+	*w = verbs.SendWR{}
+	if err != nil {
+		own.req.put(slot)
+		return 0, postErr(op, err)
+	}
+	rmr.setBinding(lmr, t, priv, unbind)
+	return rmr.ctx, nil
+}

@@ -1,0 +1,665 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/verbs"
+)
+
+// ringEntry is a queued event. DTO and RMR-bind events keep their cookie
+// slot until they are handed out, so that the number of such events an EVD
+// holds never exceeds the queue sizes of the EPs attached to it.
+type ringEntry struct {
+	ev    dat.Event
+	tbl   *cookieTable
+	slot  uint32
+	quiet bool // UNSIGNALLED: queued, but wakes neither waiter nor CNO
+}
+
+// EVD is an event dispatcher.
+//
+// DTO and RMR-bind completions arrive on a verbs CQ that the EVD owns;
+// connection, CR, async and software events are pushed by the provider's
+// goroutines. Both meet in one ring, in arrival order: every push and
+// every dequeue first drains the CQ into the ring, so a DISCONNECTED
+// event never overtakes the flushed completions that preceded it.
+//
+// Sizes: the consumer's qlen bounds the events the EVD holds for the
+// purpose of overflow (a connection or CR event that finds qlen events
+// queued is lost and reported as DAT_ASYNC_ERROR_EVD_OVERFLOW; a software
+// event gets DAT_QUEUE_FULL). The CQ is qlen deep plus the sizes of the
+// EP queues attached to it, and every EP queue has a cookie slot per
+// outstanding DTO, so the CQ cannot overflow: the EVD is "larger than
+// requested" exactly by what its EPs can have in flight, as DAT allows.
+//
+// Blocking: a waiter sleeps on wake. CQ arrivals reach it through
+// routineCQWatch, which blocks in CQ.Wait only while a waiter or a CNO has
+// armed it, and is the EVD's only goroutine.
+type EVD struct {
+	Object
+	ia    *IA
+	flags dat.EVDFlags
+	cq    verbs.CQ // nil without DTO or RMR-bind streams
+
+	mu       sync.Mutex
+	qlen     int          // +checklocks:mu
+	ring     []ringEntry  // +checklocks:mu
+	head, n  int          // +checklocks:mu
+	loud     int          // entries not quiet +checklocks:mu
+	wcs      [16]verbs.WC // drain scratch +checklocks:mu
+	waiter   bool         // +checklocks:mu
+	enabled  bool         // +checklocks:mu
+	unwait   bool         // +checklocks:mu
+	cno      *CNO         // +checklocks:mu
+	users    int          // EPs, PSPs, RSPs feeding it +checklocks:mu
+	capDTO   int          // sizes of attached EP queues +checklocks:mu
+	nSolicit int          // attached recv queues with SOLICITED_WAIT +checklocks:mu
+	nUnsig   int          // attached queues with UNSIGNALLED +checklocks:mu
+	cqErr    error        // the CQ failed (closed, overflowed) +checklocks:mu
+
+	wake      chan struct{} // capacity 1
+	arm       chan struct{} // capacity 1
+	stopCtx   context.Context
+	stop      context.CancelFunc
+	watchDone chan struct{}
+}
+
+// CreateEVD creates an EVD (evd_create).
+func CreateEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags) (*EVD, error) {
+	const op = "evd_create"
+	if err := ia.live(op); err != nil {
+		return nil, err
+	}
+	if qlen <= 0 || qlen > ia.dattr.MaxCQE {
+		return nil, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
+	}
+	if !flags.Valid() {
+		return nil, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
+	}
+	if cno != nil {
+		if err := cno.live(op); err != nil {
+			return nil, err
+		}
+	}
+	return newEVD(ia, qlen, cno, flags, true)
+}
+
+func newEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags, adopt bool) (*EVD, error) {
+	e := &EVD{ia: ia, flags: flags, qlen: qlen, enabled: true, wake: make(chan struct{}, 1), arm: make(chan struct{}, 1)}
+	e.init(dat.HandleTypeEVD)
+	depth := qlen
+	if flags&(dat.EVDDTO|dat.EVDRMRBind) != 0 {
+		cq, err := ia.dev.CreateCQ(verbs.CQAttr{Depth: qlen})
+		if err != nil {
+			return nil, dat.Wrap("evd_create", dat.InsufficientResources, dat.ResourceTEVD, err)
+		}
+		e.cq = cq
+		depth += qlen
+	}
+	e.ring = make([]ringEntry, depth)
+	if adopt {
+		if err := ia.adopt("evd_create", &e.Object, rankEVD, e.destroy); err != nil {
+			if e.cq != nil {
+				e.cq.Destroy()
+			}
+			return nil, err
+		}
+	}
+	if e.cq != nil {
+		e.stopCtx, e.stop = context.WithCancel(context.Background())
+		e.watchDone = make(chan struct{})
+		ia.hook(e.cq, e.onAsync)
+		go e.routineCQWatch()
+	}
+	if cno != nil {
+		cno.attach(e)
+		e.cno = cno
+	}
+	return e, nil
+}
+
+func (e *EVD) live(op string) error {
+	if e == nil {
+		return InvalidHandle(op, dat.HandleTypeEVD)
+	}
+	return e.Live(op)
+}
+
+// LiveEVD returns DAT_INVALID_HANDLE for a nil or freed EVD.
+func (e *EVD) LiveEVD(op string) error { return e.live(op) }
+
+// IA returns the EVD's IA.
+func (e *EVD) IA() *IA { return e.ia }
+
+// Flags returns the streams the EVD accepts.
+func (e *EVD) Flags() dat.EVDFlags { return e.flags }
+
+// onAsync handles the device's events about the CQ: an overflow, which
+// the sizing above rules out unless the provider misbehaves, is reported
+// as DAT says.
+func (e *EVD) onAsync(ev verbs.AsyncEvent) {
+	if ev.Type == verbs.EventCQErr {
+		e.ia.PostAsync(dat.Event{Number: dat.AsyncErrorEVDOverflow, Async: dat.AsyncErrorData{Handle: e.handle, Reason: dat.ReasonEVDOverflow, Err: ev.Err}})
+	}
+}
+
+// routineCQWatch blocks in CQ.Wait on behalf of a waiter or CNO that armed
+// it and signals them when the CQ has something. It ends when the EVD is
+// destroyed.
+func (e *EVD) routineCQWatch() {
+	defer close(e.watchDone)
+	for {
+		select {
+		case <-e.arm:
+		case <-e.stopCtx.Done():
+			return
+		}
+		e.mu.Lock()
+		solicited := e.nSolicit > 0
+		e.mu.Unlock()
+		err := e.cq.Wait(e.stopCtx, solicited)
+		if e.stopCtx.Err() != nil {
+			return
+		}
+		if err != nil {
+			e.mu.Lock()
+			e.cqErr = err
+			e.mu.Unlock()
+		}
+		e.signal(true)
+	}
+}
+
+// signal wakes a waiter, or the CNO when no waiter owns the EVD.
+func (e *EVD) signal(loud bool) {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	if !loud {
+		return
+	}
+	e.mu.Lock()
+	cno := e.cno
+	trigger := cno != nil && e.enabled && !e.waiter
+	e.mu.Unlock()
+	if trigger {
+		cno.trigger(e)
+	}
+}
+
+// armWatch asks routineCQWatch to block on the CQ.
+func (e *EVD) armWatch() {
+	if e.cq == nil {
+		return
+	}
+	select {
+	case e.arm <- struct{}{}:
+	default:
+	}
+}
+
+// drainLocked moves completions from the CQ into the ring while there is
+// room.
+func (e *EVD) drainLocked() {
+	if e.cq == nil {
+		return
+	}
+	for {
+		room := len(e.ring) - e.n
+		if room == 0 {
+			return
+		}
+		k := e.cq.Poll(e.wcs[:min(room, len(e.wcs))])
+		for i := 0; i < k; i++ {
+			ent := &e.ring[(e.head+e.n)%len(e.ring)]
+			if e.ia.translate(&e.wcs[i], ent) {
+				ent.ev.EVD = nil
+				e.n++
+				if !ent.quiet {
+					e.loud++
+				}
+			}
+		}
+		if k < len(e.wcs) {
+			return
+		}
+	}
+}
+
+// popLocked removes the oldest event into ev and frees its cookie slot.
+func (e *EVD) popLocked(ev *dat.Event) {
+	ent := &e.ring[e.head]
+	*ev = ent.ev
+	if ent.tbl != nil {
+		ent.tbl.put(ent.slot)
+	}
+	if !ent.quiet {
+		e.loud--
+	}
+	*ent = ringEntry{}
+	e.head = (e.head + 1) % len(e.ring)
+	e.n--
+}
+
+func (e *EVD) countLocked() int {
+	n := e.n
+	if e.cq != nil {
+		n += e.cq.Len()
+	}
+	return n
+}
+
+var errOverflow = errors.New("dat: event queue full")
+
+// pushSoft queues a non-DTO event. software events that find the EVD full
+// fail with DAT_QUEUE_FULL; DAT stream events are lost and reported to the
+// IA's async EVD as an overflow.
+func (e *EVD) pushSoft(ev *dat.Event, software bool) error {
+	e.mu.Lock()
+	if e.freed.Load() {
+		e.mu.Unlock()
+		return errOverflow
+	}
+	e.drainLocked()
+	if e.countLocked() >= e.qlen || e.n == len(e.ring) {
+		e.mu.Unlock()
+		if !software && e != e.ia.async {
+			e.ia.PostAsync(dat.Event{Number: dat.AsyncErrorEVDOverflow, Async: dat.AsyncErrorData{Handle: e.handle, Reason: dat.ReasonEVDOverflow}})
+		}
+		return errOverflow
+	}
+	ent := &e.ring[(e.head+e.n)%len(e.ring)]
+	*ent = ringEntry{ev: *ev}
+	e.n++
+	e.loud++
+	e.mu.Unlock()
+	e.signal(true)
+	return nil
+}
+
+// Push queues a connection, CR or async event from the provider.
+func (e *EVD) Push(ev dat.Event) bool { return e.pushSoft(&ev, false) == nil }
+
+// Dequeue removes the oldest event (evd_dequeue). It never blocks and
+// never allocates; an empty EVD returns dat.ErrQueueEmpty itself.
+func (e *EVD) Dequeue(ev *dat.Event) error {
+	const op = "evd_dequeue"
+	if e == nil || e.freed.Load() {
+		return InvalidHandle(op, dat.HandleTypeEVD)
+	}
+	e.mu.Lock()
+	if e.waiter {
+		e.mu.Unlock()
+		return errDequeueWaiter
+	}
+	e.drainLocked()
+	if e.n == 0 {
+		e.mu.Unlock()
+		return errDequeueEmpty
+	}
+	e.popLocked(ev)
+	e.mu.Unlock()
+	return nil
+}
+
+var (
+	errDequeueEmpty  = &dat.Error{Op: "evd_dequeue", Code: dat.QueueEmpty}
+	errDequeueWaiter = &dat.Error{Op: "evd_dequeue", Code: dat.InvalidState, Sub: dat.InvalidStateEVDWaiter}
+)
+
+// Wait blocks until at least threshold events are queued and removes the
+// oldest (evd_wait). It returns the number of events left. ctx bounds the
+// wait: its deadline gives DAT_TIMEOUT_EXPIRED, its cancellation
+// DAT_INTERRUPTED_CALL, both with nothing dequeued.
+func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
+	const op = "evd_wait"
+	if e == nil || e.freed.Load() {
+		return 0, InvalidHandle(op, dat.HandleTypeEVD)
+	}
+	e.mu.Lock()
+	switch {
+	case threshold <= 0 || threshold > e.qlen:
+		e.mu.Unlock()
+		return 0, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg3)
+	case threshold != 1 && e.nSolicit+e.nUnsig > 0:
+		e.mu.Unlock()
+		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDConfigThreshold)
+	case e.unwait:
+		e.mu.Unlock()
+		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDUnwaitable)
+	case e.waiter:
+		e.mu.Unlock()
+		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDWaiter)
+	}
+	e.waiter = true
+	blocked := false
+	for {
+		e.drainLocked()
+		if e.n >= threshold && (!blocked || e.loud > 0) {
+			e.popLocked(ev)
+			e.waiter = false
+			nmore := e.countLocked()
+			e.mu.Unlock()
+			return nmore, nil
+		}
+		var err error
+		switch {
+		case e.freed.Load():
+			err = dat.NewError(op, dat.Abort, dat.NoSubtype)
+		case e.unwait:
+			err = dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDUnwaitable)
+		case e.cqErr != nil && e.n < threshold:
+			err = dat.Wrap(op, dat.Abort, dat.NoSubtype, e.cqErr)
+		}
+		if err != nil {
+			e.waiter = false
+			e.mu.Unlock()
+			return 0, err
+		}
+		e.mu.Unlock()
+		e.armWatch()
+		select {
+		case <-e.wake:
+		case <-ctx.Done():
+			e.mu.Lock()
+			e.waiter = false
+			nmore := e.countLocked()
+			e.mu.Unlock()
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nmore, dat.Wrap(op, dat.TimeoutExpired, dat.NoSubtype, ctx.Err())
+			}
+			return nmore, dat.Wrap(op, dat.InterruptedCall, dat.SubInterrupted, ctx.Err())
+		}
+		blocked = true
+		e.mu.Lock()
+	}
+}
+
+// PostSE queues a software event (evd_post_se).
+func (e *EVD) PostSE(data any) error {
+	const op = "evd_post_se"
+	if err := e.live(op); err != nil {
+		return err
+	}
+	if e.flags&dat.EVDSoftware == 0 {
+		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
+	}
+	if e.pushSoft(&dat.Event{Number: dat.SoftwareEvent, Software: data}, true) != nil {
+		return dat.NewError(op, dat.QueueFull, dat.NoSubtype)
+	}
+	return nil
+}
+
+// EVDParam is what evd_query reports.
+type EVDParam struct {
+	QLen  int
+	State dat.EVDState
+	CNO   *CNO
+	Flags dat.EVDFlags
+}
+
+// Query reports the EVD (evd_query).
+func (e *EVD) Query() (EVDParam, error) {
+	if err := e.live("evd_query"); err != nil {
+		return EVDParam{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := dat.EVDStateEnabled
+	if !e.enabled {
+		st = dat.EVDStateDisabled
+	}
+	if e.unwait {
+		st |= dat.EVDStateUnwaitable
+	} else {
+		st |= dat.EVDStateWaitable
+	}
+	switch {
+	case e.nSolicit > 0:
+		st |= dat.EVDStateConfigSolicited
+	default:
+		st |= dat.EVDStateConfigNotify
+	}
+	return EVDParam{QLen: e.qlen, State: st, CNO: e.cno, Flags: e.flags}, nil
+}
+
+// Len returns the number of queued events.
+func (e *EVD) Len() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.countLocked()
+}
+
+// Resize changes qlen (evd_resize); it fails with DAT_INVALID_STATE when
+// more events are queued than the new length.
+func (e *EVD) Resize(qlen int) error {
+	const op = "evd_resize"
+	if err := e.live(op); err != nil {
+		return err
+	}
+	if qlen <= 0 || qlen > e.ia.dattr.MaxCQE {
+		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.drainLocked()
+	if e.countLocked() > qlen {
+		return dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDInUse)
+	}
+	if err := e.resizeLocked(qlen, e.capDTO); err != nil {
+		return dat.Wrap(op, dat.InsufficientResources, dat.ResourceTEVD, err)
+	}
+	return nil
+}
+
+// resizeLocked sets qlen and the DTO capacity, resizing CQ and ring.
+func (e *EVD) resizeLocked(qlen, capDTO int) error {
+	depth := qlen
+	if e.cq != nil {
+		cqDepth := qlen + capDTO
+		if cqDepth != e.cq.Depth() {
+			if err := e.cq.Resize(cqDepth); err != nil {
+				return err
+			}
+		}
+		depth += cqDepth
+	}
+	if depth != len(e.ring) && depth >= e.n {
+		ring := make([]ringEntry, depth)
+		for i := 0; i < e.n; i++ {
+			ring[i] = e.ring[(e.head+i)%len(e.ring)]
+		}
+		e.ring, e.head = ring, 0
+	}
+	e.qlen, e.capDTO = qlen, capDTO
+	return nil
+}
+
+// Attach accounts for an EP queue (or SP) feeding the EVD: capacity DTOs
+// and the queue's notification model. It fails on a freed EVD or when the
+// CQ cannot grow.
+func (e *EVD) Attach(op string, capacity int, model dat.CompletionFlags, recv bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.freed.Load() {
+		return InvalidHandle(op, dat.HandleTypeEVD)
+	}
+	if capacity > 0 {
+		if e.cq == nil {
+			return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
+		}
+		if err := e.resizeLocked(e.qlen, e.capDTO+capacity); err != nil {
+			return dat.Wrap(op, dat.InsufficientResources, dat.ResourceTEVD, err)
+		}
+	}
+	e.users++
+	if recv && model&dat.CompletionSolicitedWait != 0 {
+		e.nSolicit++
+	}
+	if model&dat.CompletionUnsignalled != 0 {
+		e.nUnsig++
+	}
+	return nil
+}
+
+// Detach undoes Attach; the CQ keeps its size if it cannot shrink.
+func (e *EVD) Detach(capacity int, model dat.CompletionFlags, recv bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.users--
+	if recv && model&dat.CompletionSolicitedWait != 0 {
+		e.nSolicit--
+	}
+	if model&dat.CompletionUnsignalled != 0 {
+		e.nUnsig--
+	}
+	if capacity > 0 && !e.freed.Load() {
+		if e.resizeLocked(e.qlen, e.capDTO-capacity) != nil {
+			e.capDTO -= capacity
+		}
+	}
+}
+
+// Purge drops queued events of ep (ep_free destroys its event streams).
+func (e *EVD) Purge(ep *EP) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.drainLocked()
+	h := ep.handle
+	k := 0
+	for i := 0; i < e.n; i++ {
+		ent := e.ring[(e.head+i)%len(e.ring)]
+		if h != nil && (ent.ev.DTO.EP == h || ent.ev.Conn.EP == h) {
+			if ent.tbl != nil {
+				ent.tbl.put(ent.slot)
+			}
+			if !ent.quiet {
+				e.loud--
+			}
+			continue
+		}
+		e.ring[(e.head+k)%len(e.ring)] = ent
+		k++
+	}
+	for i := k; i < e.n; i++ {
+		e.ring[(e.head+i)%len(e.ring)] = ringEntry{}
+	}
+	e.n = k
+}
+
+// SetEnabled enables or disables CNO triggering (evd_enable/evd_disable).
+func (e *EVD) SetEnabled(op string, on bool) error {
+	if err := e.live(op); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.enabled = on
+	e.mu.Unlock()
+	if on {
+		e.signal(true)
+	}
+	return nil
+}
+
+// SetUnwaitable sets or clears the unwaitable state; setting it wakes a
+// blocked waiter, which returns DAT_INVALID_STATE.
+func (e *EVD) SetUnwaitable(op string, on bool) error {
+	if err := e.live(op); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.unwait = on
+	e.mu.Unlock()
+	if on {
+		e.signal(false)
+	}
+	return nil
+}
+
+// ModifyCNO attaches the EVD to cno, or detaches it for nil.
+func (e *EVD) ModifyCNO(cno *CNO) error {
+	const op = "evd_modify_cno"
+	if err := e.live(op); err != nil {
+		return err
+	}
+	if cno != nil {
+		if err := cno.live(op); err != nil {
+			return err
+		}
+	}
+	e.mu.Lock()
+	old := e.cno
+	e.cno = cno
+	e.mu.Unlock()
+	if old != nil {
+		old.detach(e)
+	}
+	if cno != nil {
+		cno.attach(e)
+		e.signal(true)
+	}
+	return nil
+}
+
+// Free frees the EVD (evd_free): DAT_INVALID_STATE while EPs or service
+// points feed it or a waiter blocks on it.
+func (e *EVD) Free() error {
+	const op = "evd_free"
+	if err := e.live(op); err != nil {
+		return err
+	}
+	if e == e.ia.async {
+		return dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDAsync)
+	}
+	e.mu.Lock()
+	if e.users > 0 || e.waiter {
+		e.mu.Unlock()
+		return dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDInUse)
+	}
+	e.mu.Unlock()
+	e.ia.release(&e.Object)
+	e.destroy()
+	return nil
+}
+
+// destroy frees the EVD's resources; waiters return DAT_ABORT.
+func (e *EVD) destroy() {
+	if !e.freed.CompareAndSwap(false, true) {
+		return
+	}
+	if e.cq != nil {
+		e.stop()
+		<-e.watchDone
+		e.ia.hook(e.cq, nil)
+	}
+	e.mu.Lock()
+	cno := e.cno
+	e.cno = nil
+	for e.n > 0 {
+		var ev dat.Event
+		e.popLocked(&ev)
+	}
+	e.mu.Unlock()
+	if cno != nil {
+		cno.detach(e)
+	}
+	if e.cq != nil {
+		e.cq.Destroy() // fails only if QPs still use it, and then the device close frees it
+	}
+	e.signal(false)
+}
+
+// ready reports whether the EVD has an event that may trigger its CNO.
+func (e *EVD) ready() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.freed.Load() || !e.enabled || e.waiter {
+		return false
+	}
+	e.drainLocked()
+	return e.loud > 0
+}
