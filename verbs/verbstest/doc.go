@@ -10,6 +10,23 @@
 // the Linux siw driver that research/iwarp-wire.md section 5 describes — with
 // assertions that fail on a provider that gets it wrong.
 //
+// A provider's test runs it like this:
+//
+//	func TestConformance(t *testing.T) {
+//		verbstest.Run(t, verbstest.Harness{
+//			NewPair: func(t *testing.T) (verbs.Device, verbs.Device, string) {
+//				p := mem.New()
+//				a, _ := p.Open(mem.DeviceName)
+//				b, _ := p.Open(mem.DeviceName)
+//				return a, b, "10.0.0.1:0"
+//			},
+//		})
+//	}
+//
+// Where the API leaves a choice open, the suite takes the behaviour of
+// libibverbs and the Linux siw driver; the comments of the sub-tests say
+// so where it matters.
+//
 // The helpers (ConnectPair, PollOne, NewBuf, CheckLeaks, WaitAsyncEvent, ...)
 // are exported so that providers and the layers above can write their own
 // tests in the same terms. The files are ordinary Go files, not _test.go
