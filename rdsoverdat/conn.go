@@ -449,3 +449,12 @@ func (p *Path) SendProbe() {
 	c.node.stats.sendPing.Add(1)
 	p.sendControl(wire.ProbePort, wire.PingPort, true)
 }
+
+// Reset drops every path's transport connection, as a transport error
+// would; unacknowledged messages are retransmitted once the paths are up
+// again (the kernel's rds_conn_drop; UEK's RDS_CONN_RESET).
+func (c *Conn) Reset() {
+	for _, p := range c.allPaths() {
+		c.nt.Reset(p)
+	}
+}

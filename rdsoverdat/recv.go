@@ -101,6 +101,7 @@ func (p *Path) Receive(m *Message) {
 		return
 	}
 	m.from = netip.AddrPortFrom(c.faddr, uint16(sport))
+	l := len(m.buf) // m belongs to the socket once delivered
 	if !s.deliver(m) {
 		c.stats.dropped.Add(1)
 		node.stats.recvDropDeadSock.Add(1)
@@ -108,7 +109,7 @@ func (p *Path) Receive(m *Message) {
 		return
 	}
 	node.stats.recvDelivered.Add(1)
-	node.stats.recvBytes.Add(uint64(len(m.buf)))
+	node.stats.recvBytes.Add(uint64(l))
 }
 
 // handshake reads NPATHS and GEN_NUM from a probe or its pong.

@@ -1,0 +1,213 @@
+package rdsoverdat
+
+import (
+	"errors"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Connection management of the tcp transport (tcp_connect.c, threads.c):
+// per path at most one TCP connection (tcpConn) and at most one connect
+// worker. The active (smaller-address) side dials with randomized
+// exponential backoff until the path is up; the passive side only makes
+// trigger connections while it has messages waiting.
+
+// tcpPath is the tcp transport's state of one Path.
+type tcpPath struct {
+	tn   *tcpNode
+	p    *Path
+	kick chan struct{} // wakes the current connection's writer
+
+	mu         sync.Mutex
+	cur        *tcpConn      // nil while down
+	connecting bool          // routineConnect runs
+	rxDone     chan struct{} // closed when the last connection's reader ended
+}
+
+// connect starts the connect worker unless the path is up or one runs.
+// Only path 0 is ever triggered by the passive side.
+func (tp *tcpPath) connect() {
+	passive := !tp.tn.isActive(tp.p.conn.faddr)
+	if passive && tp.p.index > 0 {
+		return
+	}
+	tp.mu.Lock()
+	if tp.cur != nil || tp.connecting || tp.tn.closing() {
+		tp.mu.Unlock()
+		return
+	}
+	tp.connecting = true
+	tp.tn.wg.Add(1)
+	tp.mu.Unlock()
+	go tp.routineConnect(passive)
+}
+
+// routineConnect dials the peer's port 16385 from the node's address.
+// Active: until a connection is attached. Passive: trigger connections
+// (closed at once; the peer connects back) while messages wait and the
+// path is down.
+func (tp *tcpPath) routineConnect(passive bool) {
+	defer tp.tn.wg.Done()
+	tn := tp.tn
+	d := net.Dialer{
+		LocalAddr:       &net.TCPAddr{IP: tn.node.addr.AsSlice()},
+		KeepAliveConfig: *tn.cfg.KeepAlive,
+		Timeout:         5 * time.Second,
+	}
+	raddr := net.TCPAddr{IP: tp.p.conn.faddr.AsSlice(), Port: tn.cfg.Port}
+	backoff := time.Duration(0)
+	for {
+		if backoff > 0 {
+			t := time.NewTimer(rand.N(backoff) + 1)
+			select {
+			case <-t.C:
+			case <-tn.ctx.Done():
+				t.Stop()
+			}
+		}
+		if !tp.keepConnecting(passive) {
+			return
+		}
+		nc, err := d.DialContext(tn.ctx, "tcp4", raddr.String())
+		switch {
+		case err == nil && passive:
+			// Trigger: the smaller side resets this and connects to us.
+			nc.(*net.TCPConn).SetLinger(0)
+			nc.Close()
+		case err == nil:
+			tp.attach(nc.(*net.TCPConn))
+			tp.mu.Lock()
+			tp.connecting = false
+			tp.mu.Unlock()
+			return
+		}
+		backoff = min(max(2*backoff, tn.cfg.ReconnectMin), tn.cfg.ReconnectMax)
+	}
+}
+
+// keepConnecting decides under mu whether the worker goes on, clearing
+// connecting when it stops so that a later connect starts a new one.
+func (tp *tcpPath) keepConnecting(passive bool) bool {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	ok := !tp.tn.closing() && tp.cur == nil
+	if ok && passive {
+		ok = tp.p.HasWork()
+	}
+	if !ok {
+		tp.connecting = false
+	}
+	return ok
+}
+
+var errReplaced = errors.New("rds: connection replaced by a newer one")
+
+// attach makes nc the path's connection: an older one is shut down first
+// (a duelling or restarted peer), the new reader starts only once the old
+// one has drained, and the path goes up.
+func (tp *tcpPath) attach(nc *net.TCPConn) {
+	nc.SetNoDelay(true)
+	tp.mu.Lock()
+	old := tp.cur
+	tp.mu.Unlock()
+	if old != nil {
+		old.shutdown(errReplaced, true)
+		<-old.wdone
+	}
+	raw, err := nc.SyscallConn()
+	tp.mu.Lock()
+	if err != nil || tp.cur != nil || tp.tn.closing() {
+		tp.mu.Unlock()
+		nc.SetLinger(0)
+		nc.Close()
+		return
+	}
+	c := &tcpConn{tp: tp, nc: nc, raw: raw, stop: make(chan struct{}),
+		wdone: make(chan struct{}), rdone: make(chan struct{}), prevRx: tp.rxDone}
+	c.outqFn = c.readOutq
+	c.refs.Store(2)
+	tp.cur, tp.rxDone = c, c.rdone
+	tp.tn.wg.Add(2)
+	tp.mu.Unlock()
+	go c.routineRecv()
+	go c.routineSend()
+	tp.p.Up()
+	if tp.p.index == 0 {
+		tp.p.SendProbe()
+	}
+}
+
+// tcpConn is one TCP connection carrying a path, with its reader and
+// writer goroutines. The writer owns the transmit state (bw, written,
+// acks) and, when it ends, takes the path down; the reader owns
+// reassembly. The last of the two to end closes the socket.
+type tcpConn struct {
+	tp     *tcpPath
+	nc     *net.TCPConn
+	raw    syscall.RawConn
+	stop   chan struct{} // closed by shutdown
+	wdone  chan struct{} // writer ended and the path is down
+	rdone  chan struct{} // reader ended
+	prevRx chan struct{} // previous connection's rdone
+	refs   atomic.Int32
+	once   sync.Once
+	err    error // why the connection ended; set in shutdown
+	drain  bool  // graceful: half-close and read what the peer sent
+
+	// Writer-owned.
+	written   uint64 // bytes handed to bw
+	lastAcked uint64
+	outq      int
+	outqErr   error
+	outqFn    func(fd uintptr)
+}
+
+// shutdown ends the connection. Graceful: the writer stops, the path
+// goes down, our side half-closes and the reader keeps delivering what
+// the peer sent until its FIN (or DrainTimeout): bytes TCP has
+// acknowledged are never discarded. Otherwise everything stops now.
+func (c *tcpConn) shutdown(err error, graceful bool) {
+	c.once.Do(func() {
+		c.err, c.drain = err, graceful
+		close(c.stop)
+		c.nc.SetWriteDeadline(time.Now())
+		if !graceful {
+			c.nc.SetLinger(0)
+			c.nc.SetReadDeadline(time.Now())
+		}
+	})
+}
+
+// release drops the reader's or writer's hold; the last closes the socket.
+func (c *tcpConn) release() {
+	if c.refs.Add(-1) == 0 {
+		c.nc.Close()
+	}
+}
+
+// writerExit runs when the writer ends: final ack check, path down,
+// half-close, then reconnect (active side) or trigger (passive side with
+// work).
+func (c *tcpConn) writerExit(err error) {
+	c.shutdown(err, true)
+	tp := c.tp
+	tp.mu.Lock()
+	if tp.cur == c {
+		tp.cur = nil
+	}
+	tp.mu.Unlock()
+	tp.p.Down(c.err)
+	if c.drain {
+		c.nc.CloseWrite()
+		c.nc.SetReadDeadline(time.Now().Add(tp.tn.cfg.DrainTimeout))
+	}
+	close(c.wdone)
+	c.release()
+	if !tp.tn.closing() && (tp.tn.isActive(tp.p.conn.faddr) || tp.p.HasWork()) {
+		tp.connect()
+	}
+}
