@@ -12,6 +12,7 @@ var sendTests = []testCase{
 	{"Unsignaled", testSendUnsignaled},
 	{"SignalAll", testSendSignalAll},
 	{"Inline", testSendInline},
+	{"InlineReuse", testSendInlineReuse},
 	{"WithInvalidate", testSendWithInvalidate},
 	{"Ordering", testSendOrdering},
 }
@@ -147,26 +148,50 @@ func testSendSignalAll(t *testing.T, e *env) {
 	PollN(t, sa.CQ, 3, e.timeout)
 }
 
-func testSendInline(t *testing.T, e *env) {
+// inlinePair connects a pair whose sender may send inline, or skips.
+func inlinePair(t *testing.T, e *env) (sa, sb *Side, n int) {
+	t.Helper()
 	maxInline := e.b.Query().MaxInline
 	if maxInline == 0 {
 		t.Skip("the device reports MaxInline 0")
 	}
-	n := min(64, maxInline)
-	sa, sb := ConnectPair(t, e.a, e.b, e.addr, PairAttr{Caps: verbs.QPCaps{MaxInlineData: n}})
+	n = min(64, maxInline)
+	sa, sb = ConnectPair(t, e.a, e.b, e.addr, PairAttr{Caps: verbs.QPCaps{MaxInlineData: n}})
 	if got := sb.QP.Query().Caps.MaxInlineData; got < n {
 		t.Fatalf("QP created with MaxInlineData %d reports %d", n, got)
 	}
-	// Inline data need not be registered and may be reused at once.
-	plain := Pattern(n, 11)
-	want := append([]byte(nil), plain...)
+	return sa, sb, n
+}
+
+// sendInline sends the n bytes at sge inline, clobbers src right after
+// the post, and checks that the receiver got want.
+func sendInline(t *testing.T, e *env, sa, sb *Side, sge verbs.SGE, src []byte) {
+	t.Helper()
+	n := len(src)
+	want := append([]byte(nil), src...)
 	MustPostRecv(t, sa.QP, verbs.RecvWR{ID: 1, SGL: []verbs.SGE{sa.Buf.SGE(0, n)}})
-	MustPostSend(t, sb.QP, verbs.SendWR{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled | verbs.SendInline,
-		SGL: []verbs.SGE{{Addr: verbs.AddrOf(plain), Length: uint32(n)}}})
-	clear(plain)
+	MustPostSend(t, sb.QP, verbs.SendWR{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled | verbs.SendInline, SGL: []verbs.SGE{sge}})
+	clear(src) // the data was copied at post time
 	ExpectWC(t, PollOne(t, sb.CQ, e.timeout), 2, verbs.WCSuccess, verbs.WCSend)
 	ExpectWC(t, PollOne(t, sa.CQ, e.timeout), 1, verbs.WCSuccess, verbs.WCRecv)
 	expectBytes(t, "inline message", sa.Buf.B[:n], want)
+}
+
+// testSendInline sends from memory that is not registered: with
+// SendInline the SGE's LKey is ignored, as in libibverbs, and Addr is the
+// address of the bytes (verbs.AddrOf).
+func testSendInline(t *testing.T, e *env) {
+	sa, sb, n := inlinePair(t, e)
+	plain := Pattern(n, 11)
+	sendInline(t, e, sa, sb, verbs.SGE{Addr: verbs.AddrOf(plain), Length: uint32(n)}, plain)
+}
+
+// testSendInlineReuse sends registered memory inline and overwrites it as
+// soon as the post returns.
+func testSendInlineReuse(t *testing.T, e *env) {
+	sa, sb, n := inlinePair(t, e)
+	Fill(sb.Buf.B[:n], 12)
+	sendInline(t, e, sa, sb, sb.Buf.SGE(0, n), sb.Buf.B[:n])
 }
 
 func testSendWithInvalidate(t *testing.T, e *env) {
