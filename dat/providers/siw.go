@@ -1,14 +1,9 @@
 package providers
 
-import "github.com/godapl/godapl/verbs"
+import (
+	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/verbs/siw"
+)
 
-// siwProvider returns the soft-iWARP provider. Until verbs/siw builds it
-// is an absent provider: every siw-* IA fails to open with
-// DAT_PROVIDER_NOT_FOUND.
-func siwProvider() verbs.Provider { return absent("siw") }
-
-type absent string
-
-func (a absent) Name() string                           { return string(a) }
-func (a absent) Devices() ([]string, error)             { return nil, nil }
-func (a absent) Open(name string) (verbs.Device, error) { return nil, verbs.ErrNoDevice }
+// siwProvider returns the soft-iWARP provider with its default options.
+func siwProvider() verbs.Provider { return siw.New(siw.Options{}) }

@@ -227,12 +227,7 @@ func (ia *IA) translate(wc *verbs.WC, e *ringEntry) bool {
 				d.Op = dat.DTOReceiveWithInvalidate
 				d.RMRContext = dat.RMRContext(wc.InvalidatedRKey)
 			}
-		case dat.DTORDMARead:
-			d.Length = wc.ByteLen
-			if d.Length == 0 {
-				d.Length = s.length
-			}
-		default:
+		default: // sends and RDMA report what was posted (a split Read's total)
 			d.Length = s.length
 		}
 	}

@@ -1,0 +1,91 @@
+package dattest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/ia"
+	"github.com/godapl/godapl/verbs/verbstest"
+)
+
+// DefaultTimeout bounds every wait of the suite. It is generous because
+// -race on two cores is slow.
+const DefaultTimeout = 10 * time.Second
+
+// Harness says how to get IAs of the provider under test.
+type Harness struct {
+	// Open opens a fresh pair of IAs that can connect to each other; the
+	// suite closes them when the sub-test ends.
+	Open func(t *testing.T) (a, b *ia.IA)
+	// Registry, if set, is used by the registry tests (unknown names).
+	Registry *dat.Registry
+	// NoListenerEvent is the connection event a connect to a qualifier
+	// nobody listens on produces. DAT says NON_PEER_REJECTED; the mem
+	// provider cannot tell that from a peer's reject without private data.
+	NoListenerEvent dat.EventNumber
+	// Short shrinks the stress tests (storms, transactions).
+	Short bool
+	// Skip maps sub-test names ("Group/Test") to why they are skipped.
+	Skip map[string]string
+}
+
+// env is what a sub-test gets.
+type env struct {
+	h    *Harness
+	a, b *ia.IA
+}
+
+type testCase struct {
+	name string
+	fn   func(t *testing.T, e *env)
+}
+
+func suite() []struct {
+	name  string
+	tests []testCase
+} {
+	return []struct {
+		name  string
+		tests []testCase
+	}{
+		{"Handles", handleTests},
+		{"EVD", evdTests},
+		{"Memory", memTests},
+		{"EPState", stateTests},
+		{"Connect", connectTests},
+		{"DTO", dtoTests},
+		{"RMR", rmrTests},
+		{"Limits", limitTests},
+		{"Stress", stressTests},
+	}
+}
+
+// Run runs the suite.
+func Run(t *testing.T, h Harness) {
+	if h.Open == nil {
+		t.Fatal("dattest: Harness.Open is nil")
+	}
+	if h.NoListenerEvent == 0 {
+		h.NoListenerEvent = dat.ConnectionEventNonPeerRejected
+	}
+	for _, g := range suite() {
+		t.Run(g.name, func(t *testing.T) {
+			for _, tc := range g.tests {
+				t.Run(tc.name, func(t *testing.T) {
+					if why, ok := h.Skip[g.name+"/"+tc.name]; ok && strings.TrimSpace(why) != "" {
+						t.Skip(why)
+					}
+					verbstest.CheckLeaks(t)
+					a, b := h.Open(t)
+					t.Cleanup(func() {
+						a.Close(dat.CloseAbrupt)
+						b.Close(dat.CloseAbrupt)
+					})
+					tc.fn(t, &env{h: &h, a: a, b: b})
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,182 @@
+package dattest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/ep"
+	"github.com/godapl/godapl/dat/evd"
+	"github.com/godapl/godapl/dat/ia"
+	"github.com/godapl/godapl/dat/lmr"
+)
+
+// Side is one end of a test: an IA with a PZ, one EVD taking every
+// stream, and a registered buffer.
+type Side struct {
+	IA  *ia.IA
+	PZ  *ia.PZ
+	EVD *evd.EVD
+	Buf *lmr.LMR
+}
+
+// NewSide creates the objects of a Side on i with a buffer of size bytes
+// and all privileges.
+func NewSide(t testing.TB, i *ia.IA, size int) *Side {
+	t.Helper()
+	s := &Side{IA: i}
+	var err error
+	if s.PZ, err = i.CreatePZ(); err != nil {
+		t.Fatalf("pz_create: %v", err)
+	}
+	if s.EVD, err = evd.Create(i, 256, nil, dat.EVDDefault|dat.EVDSoftware); err != nil {
+		t.Fatalf("evd_create: %v", err)
+	}
+	if size > 0 {
+		if s.Buf, err = lmr.Create(i, s.PZ, make([]byte, size), dat.MemPrivAll, dat.VATypeVA); err != nil {
+			t.Fatalf("lmr_create: %v", err)
+		}
+	}
+	return s
+}
+
+// NewEP creates an EP of s with attr (nil: defaults) on s's EVD.
+func (s *Side) NewEP(t testing.TB, attr *dat.EPAttr) *ep.EP {
+	t.Helper()
+	e, err := ep.Create(s.IA, s.PZ, s.EVD, s.EVD, s.EVD, attr)
+	if err != nil {
+		t.Fatalf("ep_create: %v", err)
+	}
+	return e
+}
+
+// Next waits for the next event on e.
+func Next(t testing.TB, e *evd.EVD) dat.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
+	defer cancel()
+	ev, _, err := e.Wait(ctx, 1)
+	if err != nil {
+		t.Fatalf("evd_wait: %v", err)
+	}
+	return ev
+}
+
+// Expect waits for the next event on e and fails unless it is want (and,
+// for DTOs, successful).
+func Expect(t testing.TB, e *evd.EVD, want dat.EventNumber) dat.Event {
+	t.Helper()
+	ev := Next(t, e)
+	if ev.Number != want {
+		t.Fatalf("event %v (%+v), want %v", ev.Number, ev, want)
+	}
+	if want == dat.DTOCompletionEvent && ev.DTO.Status != dat.DTOSuccess {
+		t.Fatalf("DTO cookie %d op %v failed: %v", ev.DTO.Cookie, ev.DTO.Op, ev.DTO.Status)
+	}
+	return ev
+}
+
+// ExpectDTO waits for a DTO completion with the given cookie and status.
+func ExpectDTO(t testing.TB, e *evd.EVD, cookie dat.DTOCookie, status dat.DTOStatus) dat.DTOCompletion {
+	t.Helper()
+	ev := Next(t, e)
+	if ev.Number != dat.DTOCompletionEvent || ev.DTO.Cookie != cookie || ev.DTO.Status != status {
+		t.Fatalf("got %v cookie %d status %v, want DTO cookie %d status %v", ev.Number, ev.DTO.Cookie, ev.DTO.Status, cookie, status)
+	}
+	return ev.DTO
+}
+
+// ExpectEmpty fails if e holds an event.
+func ExpectEmpty(t testing.TB, e *evd.EVD) {
+	t.Helper()
+	if ev, err := e.Dequeue(); !errors.Is(err, dat.ErrQueueEmpty) {
+		t.Fatalf("EVD not empty: %v %+v", err, ev)
+	}
+}
+
+// WantErr fails unless err is a *dat.Error with code and, if sub is not
+// NoSubtype, that subtype.
+func WantErr(t testing.TB, err error, code dat.Code, sub dat.Subtype) {
+	t.Helper()
+	var de *dat.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("error %v, want %v/%v", err, code, sub)
+	}
+	if de.Code != code || (sub != dat.NoSubtype && de.Sub != sub) {
+		t.Fatalf("error %v, want %v/%v", err, code, sub)
+	}
+}
+
+// Connect connects a new EP of cli to a new EP of srv through a PSP on
+// srv, with private data both ways, and returns (server EP, client EP).
+func Connect(t testing.TB, srv, cli *Side, attr *dat.EPAttr) (*ep.EP, *ep.EP) {
+	t.Helper()
+	psp, qual, err := ep.CreatePSPAny(srv.IA, srv.EVD, dat.PSPConsumer)
+	if err != nil {
+		t.Fatalf("psp_create_any: %v", err)
+	}
+	defer psp.Free()
+	sep, cep := srv.NewEP(t, attr), cli.NewEP(t, attr)
+	ConnectEPs(t, srv, cli, sep, cep, qual)
+	return sep, cep
+}
+
+// ConnectEPs connects cep to sep through the PSP of srv on qual.
+func ConnectEPs(t testing.TB, srv, cli *Side, sep, cep *ep.EP, qual dat.ConnQual) {
+	t.Helper()
+	if err := cep.Connect(srv.IA.Addr(), qual, DefaultTimeout, []byte("DAPL and RDMA rule! Test 4321."), dat.QoSBestEffort, dat.ConnectDefault); err != nil {
+		t.Fatalf("ep_connect: %v", err)
+	}
+	ev := Expect(t, srv.EVD, dat.ConnectionRequestEvent)
+	cr := ev.CR.CR.(*ep.CR)
+	p, err := cr.Query()
+	if err != nil || string(p.PrivateData) != "DAPL and RDMA rule! Test 4321." {
+		t.Fatalf("cr_query: %v %q", err, p.PrivateData)
+	}
+	if err := cr.Accept(sep, []byte("accepted")); err != nil {
+		t.Fatalf("cr_accept: %v", err)
+	}
+	if ev := Expect(t, srv.EVD, dat.ConnectionEventEstablished); ev.Conn.EP != dat.Handle(sep) {
+		t.Fatal("ESTABLISHED for another EP")
+	}
+	ev = Expect(t, cli.EVD, dat.ConnectionEventEstablished)
+	if ev.Conn.EP != dat.Handle(cep) || string(ev.Conn.PrivateData) != "accepted" {
+		t.Fatalf("client ESTABLISHED %+v", ev.Conn)
+	}
+}
+
+// Disconnect disconnects cep gracefully and waits for both DISCONNECTED
+// events.
+func Disconnect(t testing.TB, srv, cli *Side, sep, cep *ep.EP) {
+	t.Helper()
+	if err := cep.Disconnect(dat.CloseGraceful); err != nil {
+		t.Fatalf("ep_disconnect: %v", err)
+	}
+	waitConn(t, cli.EVD, dat.ConnectionEventDisconnected)
+	waitConn(t, srv.EVD, dat.ConnectionEventDisconnected)
+}
+
+// waitConn waits for a connection event, skipping DTO completions
+// (flushes) that come first.
+func waitConn(t testing.TB, e *evd.EVD, want dat.EventNumber) dat.Event {
+	t.Helper()
+	for {
+		ev := Next(t, e)
+		if ev.Number == dat.DTOCompletionEvent {
+			continue
+		}
+		if ev.Number != want {
+			t.Fatalf("event %v, want %v", ev.Number, want)
+		}
+		return ev
+	}
+}
+
+// deadline returns a context bounded by DefaultTimeout.
+func deadline() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), DefaultTimeout)
+}
+
+var _ = time.Second

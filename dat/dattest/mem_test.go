@@ -1,0 +1,32 @@
+package dattest
+
+import (
+	"testing"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/ia"
+	"github.com/godapl/godapl/dat/providers"
+)
+
+// memHarness opens two IAs on one fresh mem fabric per sub-test.
+func memHarness() Harness {
+	return Harness{
+		Open: func(t *testing.T) (*ia.IA, *ia.IA) {
+			reg, _ := providers.New(providers.Options{})
+			a, err := ia.OpenIn(reg, "mem", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := ia.OpenIn(reg, "mem", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a, b
+		},
+		// mem refuses a connection to nobody with a bare reject.
+		NoListenerEvent: dat.ConnectionEventPeerRejected,
+		Short:           testing.Short(),
+	}
+}
+
+func TestMem(t *testing.T) { Run(t, memHarness()) }
