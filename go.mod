@@ -15,4 +15,5 @@ require (
 	github.com/rs/zerolog v1.35.1 // indirect
 	golang.org/x/net v0.23.0 // indirect
 	golang.org/x/sync v0.1.0 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
 )
