@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -55,6 +56,7 @@ type stream struct {
 
 	kick      chan struct{} // capacity 1: the send queue or the read queue has work
 	ready     chan struct{} // closed once tx may send (startup rule)
+	txOpen    atomic.Bool   // the tx goroutine has passed the gate; the direct path may run
 	readyOnce sync.Once
 
 	irq inboundReads  // RDMA Read Requests to answer: rx -> tx
@@ -131,8 +133,8 @@ func newStream(d *Device, qp *soft.QP, nc *net.TCPConn, p streamParams) *stream 
 	return s
 }
 
-// Kick implements soft.Link: the send queue may have work.
-func (s *stream) Kick() {
+// signalTx wakes the tx goroutine.
+func (s *stream) signalTx() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
@@ -210,6 +212,10 @@ func (s *stream) finish() {
 	cause, term, aborted := s.ending()
 	s.rx.abandon(s)
 	<-s.txDone
+	// A poster may be running the direct transmit path; let it finish
+	// completing what it wrote. Later ones see the stream stopped.
+	s.tx.mu.Lock()
+	s.tx.mu.Unlock()
 	if !aborted {
 		s.qp.Fail(cause)
 	}

@@ -96,7 +96,7 @@ func (s *stream) runRx() {
 			// has been processed: the responder may send now.
 			rx.started = true
 			s.openGate()
-			s.Kick()
+			s.signalTx()
 		}
 	}
 }
@@ -295,7 +295,7 @@ func (s *stream) rxReadRequest(h iwarp.Header) bool {
 		return false
 	}
 	rx.readMSN++
-	s.Kick()
+	s.signalTx()
 	return true
 }
 

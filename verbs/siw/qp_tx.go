@@ -1,6 +1,8 @@
 package siw
 
 import (
+	"sync"
+
 	"github.com/godapl/godapl/verbs"
 	"github.com/godapl/godapl/verbs/internal/soft"
 	"github.com/godapl/godapl/verbs/siw/internal/iwarp"
@@ -40,9 +42,17 @@ const (
 	rtrSTag = 1
 )
 
-// txState is owned by the tx goroutine.
+// txState is the transmit side's state. Whoever holds mu owns it: the tx
+// goroutine while it pumps, or a poster running the direct path (see
+// qp_txdirect.go).
 type txState struct {
-	fw      *iwarp.FrameWriter
+	mu       sync.Mutex
+	fw       *iwarp.FrameWriter // writes to the socket, blocking (tx goroutine)
+	fwDirect *iwarp.FrameWriter // writes without blocking (direct path)
+	w        *iwarp.FrameWriter // the one in use
+	backlog  []byte             // bytes the direct path could not write; the tx goroutine writes them first
+	direct   directWriter
+
 	sendMSN iwarp.MSN // MSN of the last Send message sent (QN 0)
 	readMSN iwarp.MSN // MSN of the last Read Request sent (QN 1)
 
@@ -71,6 +81,9 @@ type txState struct {
 
 func (tx *txState) init(s *stream) {
 	tx.fw = iwarp.NewFrameWriter(s.nc, iwarp.WriterOptions{CRC: s.crc, CopyThreshold: gatherMax})
+	tx.direct.init(s)
+	tx.fwDirect = iwarp.NewFrameWriter(&tx.direct, iwarp.WriterOptions{CRC: s.crc, BufferSize: directBufferSize, CopyThreshold: directBufferSize})
+	tx.w = tx.fw
 	tx.slices = make([][]byte, 0, verbs.MaxSGE+1)
 	tx.done = make([]uint64, 0, maxBatchCompletions)
 }
@@ -84,26 +97,30 @@ func (s *stream) runTx() {
 	case <-s.stop:
 		return
 	}
+	tx := &s.tx
+	tx.mu.Lock()
+	var err error
 	if s.rtr != rtrNone {
-		if err := s.queueRTR(); err != nil {
-			s.end(verbs.ErrDisconnected, nil, false)
-			return
-		}
+		err = s.queueRTR()
 	}
-	for {
-		if err := s.pump(); err != nil {
-			if !s.stopped() {
-				s.log.Debug().Err(err).Msg("siw: transmit failed")
-			}
-			s.end(verbs.ErrDisconnected, nil, false)
-			return
+	s.txOpen.Store(true)
+	for err == nil {
+		err = s.pump()
+		tx.mu.Unlock()
+		if err != nil {
+			break
 		}
 		select {
 		case <-s.kick:
 		case <-s.stop:
 			return
 		}
+		tx.mu.Lock()
 	}
+	if err != nil && !s.stopped() {
+		s.log.Debug().Err(err).Msg("siw: transmit failed")
+	}
+	s.end(verbs.ErrDisconnected, nil, false)
 }
 
 // pump sends everything there is to send now: it alternates between the
@@ -111,6 +128,9 @@ func (s *stream) runTx() {
 // whenever the batch is large, and once at the end.
 func (s *stream) pump() error {
 	tx := &s.tx
+	if err := s.flushDirect(); err != nil {
+		return err
+	}
 	for !s.stopped() {
 		n, err := s.txSendQueue(sqBurst)
 		if err != nil {
@@ -123,7 +143,7 @@ func (s *stream) pump() error {
 		if n+m == 0 {
 			break
 		}
-		if tx.fw.Buffered() >= flushBytes || len(tx.done) >= maxBatchCompletions-sqBurst {
+		if tx.w.Buffered() >= flushBytes || len(tx.done) >= maxBatchCompletions-sqBurst {
 			if err := s.flush(); err != nil {
 				return err
 			}
@@ -135,11 +155,11 @@ func (s *stream) pump() error {
 // flush writes the batch and completes the sends it finished.
 func (s *stream) flush() error {
 	tx := &s.tx
-	if tx.fw.Buffered() == 0 && len(tx.done) == 0 {
+	if tx.w.Buffered() == 0 && len(tx.done) == 0 {
 		return nil
 	}
 	raceReleaseIO()
-	if err := tx.fw.Flush(); err != nil {
+	if err := tx.w.Flush(); err != nil {
 		return err
 	}
 	s.dev.Counters.BytesSent.Add(tx.bytes)
@@ -164,20 +184,22 @@ func (s *stream) txSendQueue(budget int) (int, error) {
 			if !s.startSend() {
 				return n, nil // the stream is terminating
 			}
-			if tx.cur.Opcode == verbs.OpRDMARead {
-				if err := s.txReadRequest(); err != nil {
-					return n, err
-				}
-				n++
-				continue
-			}
 		}
-		if err := s.txSegment(); err != nil {
+		if err := s.txNext(); err != nil {
 			return n, err
 		}
 		n++
 	}
 	return n, nil
+}
+
+// txNext queues the next FPDU of tx.cur: its Read Request, or its next
+// segment.
+func (s *stream) txNext() error {
+	if s.tx.cur.Opcode == verbs.OpRDMARead {
+		return s.txReadRequest()
+	}
+	return s.txSegment()
 }
 
 // startSend prepares tx.cur for segmentation. A local buffer that is no
@@ -382,6 +404,11 @@ func (s *stream) txFinish() {
 		return
 	}
 	tx := &s.tx
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if err := s.flushDirect(); err != nil {
+		return
+	}
 	tx.term = term.Append(tx.term[:0])
 	err := tx.frame(iwarp.Header(tx.term[:iwarp.TerminateHeaderLen]), tx.term[iwarp.TerminateHeaderLen:])
 	if err == nil {
@@ -399,5 +426,5 @@ func (s *stream) txFinish() {
 // batch to make room, so the race annotation comes first.
 func (tx *txState) frame(hdr iwarp.Header, payload []byte) error {
 	raceReleaseIO()
-	return tx.fw.Frame(hdr, payload)
+	return tx.w.Frame(hdr, payload)
 }

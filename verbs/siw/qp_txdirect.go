@@ -1,0 +1,169 @@
+package siw
+
+import (
+	"errors"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/godapl/godapl/verbs"
+)
+
+// The direct transmit path. Handing every post to the tx goroutine costs a
+// goroutine wakeup, and on an otherwise idle machine that wakeup (another
+// thread woken from its futex) is most of a small message's latency. So
+// when a poster kicks a stream whose tx goroutine is idle, the poster
+// transmits the work itself: it frames what the send queue holds, as the
+// tx goroutine would, and writes it with one non-blocking write. Posting
+// must never block, so nothing here waits: the transmit lock is only
+// tried, the socket is written without waiting for room (bytes that do
+// not fit go to a backlog the tx goroutine writes first), and large
+// messages, inbound Read Responses and anything left over are handed to
+// the tx goroutine.
+
+// Tunables of the direct path.
+const (
+	// directMaxMessages bounds the messages one post transmits itself. A
+	// poster that finds more queued leaves what it framed to the tx
+	// goroutine, which then batches it with the rest: bulk posting keeps
+	// its large writes, and the poster and the tx goroutine keep running
+	// on separate cores.
+	directMaxMessages = 4
+	// directMaxMessage is the largest message the direct path takes;
+	// larger ones are the tx goroutine's, which writes them from
+	// registered memory instead of copying.
+	directMaxMessage = 4 << 10
+	// directBufferSize is the direct frame writer's buffer; every payload
+	// is copied into it so that one write covers the batch.
+	directBufferSize = 64 << 10
+)
+
+// Kick implements soft.Link: the send queue may have work. The engine
+// calls it after every post, in the poster's goroutine.
+func (s *stream) Kick() {
+	tx := &s.tx
+	if s.txOpen.Load() && tx.mu.TryLock() {
+		more := s.pumpDirect()
+		tx.mu.Unlock()
+		if !more {
+			return
+		}
+	}
+	s.signalTx()
+}
+
+// pumpDirect frames up to directMaxMessages small messages of the send
+// queue. If that empties the queue it writes them without blocking;
+// otherwise it leaves them, framed, to the tx goroutine. It reports
+// whether the tx goroutine has work. The caller holds tx.mu.
+func (s *stream) pumpDirect() bool {
+	tx := &s.tx
+	if s.stopped() {
+		return false
+	}
+	if tx.fwDirect.Buffered() > 0 || len(tx.backlog) > 0 || s.irq.len() > 0 {
+		return true
+	}
+	tx.w = tx.fwDirect
+	defer func() { tx.w = tx.fw }()
+	for msgs := 0; ; msgs++ {
+		if !tx.curOn {
+			if !s.qp.NextSend(&tx.cur) {
+				break
+			}
+			if !s.startSend() {
+				return false
+			}
+		}
+		if msgs == directMaxMessages || tx.cur.Len > directMaxMessage {
+			return true
+		}
+		for tx.curOn {
+			if err := s.txNext(); err != nil {
+				s.end(verbs.ErrDisconnected, nil, false)
+				return false
+			}
+		}
+	}
+	if err := s.flush(); err != nil {
+		s.end(verbs.ErrDisconnected, nil, false)
+		return false
+	}
+	return len(tx.backlog) > 0
+}
+
+// flushDirect writes what the direct path left: FPDUs it framed, then
+// bytes the socket did not take. It runs on the tx goroutine, which may
+// block. The caller holds tx.mu.
+func (s *stream) flushDirect() error {
+	tx := &s.tx
+	if tx.fwDirect.Buffered() > 0 {
+		tx.w = tx.fwDirect
+		err := s.flush()
+		tx.w = tx.fw
+		if err != nil {
+			return err
+		}
+	}
+	if len(tx.backlog) > 0 {
+		_, err := s.nc.Write(tx.backlog)
+		tx.backlog = tx.backlog[:0]
+		return err
+	}
+	return nil
+}
+
+// directWriter is the direct frame writer's io.Writer: one non-blocking
+// write attempt, the rest into the backlog. It keeps its callback and
+// arguments in fields so that a write allocates nothing.
+type directWriter struct {
+	s   *stream
+	rc  syscall.RawConn
+	fn  func(fd uintptr) bool
+	p   []byte
+	n   int
+	err error
+}
+
+func (w *directWriter) init(s *stream) {
+	w.s = s
+	w.rc, _ = s.nc.SyscallConn()
+	w.fn = w.writeFD
+}
+
+func (w *directWriter) writeFD(fd uintptr) bool {
+	for {
+		w.n, w.err = unix.Write(int(fd), w.p)
+		if w.err != unix.EINTR {
+			return true // never wait for room
+		}
+	}
+}
+
+// Write implements io.Writer. It always consumes all of p: what the
+// socket does not take now is kept, in order, for the tx goroutine.
+func (w *directWriter) Write(p []byte) (int, error) {
+	tx := &w.s.tx
+	if len(tx.backlog) > 0 || w.rc == nil {
+		tx.backlog = append(tx.backlog, p...)
+		return len(p), nil
+	}
+	w.p, w.n, w.err = p, 0, nil
+	if err := w.rc.Write(w.fn); err != nil {
+		w.p = nil
+		return 0, err
+	}
+	w.p = nil
+	n, err := w.n, w.err
+	if errors.Is(err, unix.EAGAIN) {
+		n, err = 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n = max(n, 0)
+	if n < len(p) {
+		tx.backlog = append(tx.backlog, p[n:]...)
+	}
+	return len(p), nil
+}
