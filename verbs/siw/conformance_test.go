@@ -46,9 +46,5 @@ func TestConformance(t *testing.T) {
 			a, b := openPair(t, testOptions())
 			return a, b, "127.0.0.1:0"
 		},
-		Skip: map[string]string{
-			"Send/Inline": "the engine (soft.QP.PostSend) resolves inline SGEs as registered memory, as the verbs.SendInline doc requires, " +
-				"while the test posts unregistered memory; verbs/mem fails it the same way",
-		},
 	})
 }

@@ -2,6 +2,7 @@ package verbstest
 
 import (
 	"encoding/binary"
+	"errors"
 	"testing"
 
 	"github.com/godapl/godapl/verbs"
@@ -177,13 +178,21 @@ func sendInline(t *testing.T, e *env, sa, sb *Side, sge verbs.SGE, src []byte) {
 	expectBytes(t, "inline message", sa.Buf.B[:n], want)
 }
 
-// testSendInline sends from memory that is not registered: with
-// SendInline the SGE's LKey is ignored, as in libibverbs, and Addr is the
-// address of the bytes (verbs.AddrOf).
+// testSendInline checks that inline data must still be registered
+// (verbs.SendInline: Go offers no safe way to read an address that names
+// no registration): an unregistered SGE is refused at post time and the
+// connection keeps working.
 func testSendInline(t *testing.T, e *env) {
 	sa, sb, n := inlinePair(t, e)
 	plain := Pattern(n, 11)
-	sendInline(t, e, sa, sb, verbs.SGE{Addr: verbs.AddrOf(plain), Length: uint32(n)}, plain)
+	wr := verbs.SendWR{ID: 3, Opcode: verbs.OpSend, Flags: verbs.SendSignaled | verbs.SendInline,
+		SGL: []verbs.SGE{{Addr: verbs.AddrOf(plain), Length: uint32(n)}}}
+	got, err := sb.QP.PostSend([]verbs.SendWR{wr})
+	if got != 0 || !errors.Is(err, verbs.ErrInvalidKey) {
+		t.Fatalf("inline send of unregistered memory: PostSend = %d, %v; want 0, ErrInvalidKey", got, err)
+	}
+	Fill(sb.Buf.B[:n], 11)
+	sendInline(t, e, sa, sb, sb.Buf.SGE(0, n), sb.Buf.B[:n])
 }
 
 // testSendInlineReuse sends registered memory inline and overwrites it as
