@@ -10,7 +10,7 @@ func TestPing(t *testing.T) {
 	transports(t, func(t *testing.T, st *Stack) {
 		as := testAddrs(2)
 		a := mustBind(t, st, ap(as[0], 0))
-		mustBind(t, st, ap(as[1], 0)) // a node answers pings once it exists
+		mustBind(t, st, ap(as[1], 0))     // a node answers pings once it exists
 		for _, dst := range []int{1, 0} { // the peer node and our own
 			for range 3 {
 				if _, err := a.SendTo(nil, ap(as[dst], 0), 0); err != nil {

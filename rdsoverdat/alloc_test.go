@@ -1,0 +1,45 @@
+package rdsoverdat
+
+import (
+	"testing"
+	"time"
+)
+
+// Sending and receiving a message in steady state allocates nothing:
+// messages and payload buffers come from the pool, the wake-ups are
+// preallocated channels, and RecvMsg fills a caller-owned Msg.
+func TestSendRecvAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool is randomized under -race")
+	}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{{"loop", Config{}}, {"tcp", Config{Transports: []Transport{TCP(TCPConfig{})}}}} {
+		t.Run(c.name, func(t *testing.T) {
+			leakCheck(t)
+			st := newTestStack(t, c.cfg)
+			as := testAddrs(2)
+			a := mustBind(t, st, ap(as[0], 0))
+			b := mustBind(t, st, ap(as[1], 0))
+			dst := b.BoundAddr()
+			msg := make([]byte, 64)
+			m := Msg{Data: make([]byte, 64)}
+			round := func() {
+				if _, err := a.SendTo(msg, dst, 0); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := b.RecvMsg(&m, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 200 { // warm the pools and bring the connection up
+				round()
+			}
+			eventually(t, 5*time.Second, "acks", func() bool { s, _ := a.Buffered(); return s == 0 })
+			if n := testing.AllocsPerRun(500, round); n > 0.05 {
+				t.Errorf("%.2f allocs per send+recv", n)
+			}
+		})
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package rdsoverdat
+
+const raceEnabled = false
