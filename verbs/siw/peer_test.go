@@ -137,7 +137,7 @@ func (p *rawPeer) readFPDU() []byte {
 	p.t.Helper()
 	h := p.read(2)
 	n := int(binary.BigEndian.Uint16(h))
-	rest := p.read(n + (-(2+n))&3 + 4)
+	rest := p.read(n + (-(2 + n))&3 + 4)
 	return append(h, rest...)
 }
 
