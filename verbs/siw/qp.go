@@ -145,7 +145,11 @@ func (s *stream) signalTx() {
 // states (Modify to ERROR or RESET, Destroy, device close). The stream is
 // torn down at once, without a Terminate; Close does not wait for it.
 func (s *stream) Close() {
-	s.end(nil, nil, true)
+	if !s.end(nil, nil, true) {
+		// Already ending, perhaps lingering for the peer to read a
+		// Terminate: an abort does not wait for that either.
+		s.nc.Close()
+	}
 }
 
 // openGate lets tx start sending: at once on the initiator, on the

@@ -58,7 +58,7 @@ type rxState struct {
 }
 
 func (rx *rxState) init(s *stream) {
-	rx.fr = iwarp.NewFrameReader(s.nc, iwarp.ReaderOptions{CRC: s.crc})
+	rx.fr = iwarp.NewFrameReader(s.nc, iwarp.ReaderOptions{CRC: s.crc, BufferSize: rxBufferSize})
 	rx.sendMSN, rx.readMSN = 1, 1
 }
 
@@ -417,3 +417,9 @@ func (rx *rxState) drain(s *stream) {
 		}
 	}
 }
+
+// rxBufferSize is the frame reader's buffer. Small FPDUs are parsed out
+// of it many per read; the payload of a large FPDU mostly bypasses it and
+// goes from the socket straight into its destination, so a buffer much
+// larger than this would only make large payloads be copied twice.
+const rxBufferSize = 16 << 10
