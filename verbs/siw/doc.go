@@ -19,6 +19,7 @@
 //	conn.go      verbs.Conn
 //	qp.go        the stream of a connected QP: goroutines, teardown
 //	qp_tx.go     transmit: segmentation into FPDUs, batching, Read Responses
+//	qp_txdirect.go transmit from the posting goroutine when the link is idle
 //	qp_rx.go     receive: validation and direct placement, Terminates
 //	qp_read.go   the inbound and outbound RDMA Read queues
 //	terminate.go which Terminate each fault sends
@@ -37,13 +38,22 @@
 // request carries no IRD/ORD; the ConnRequest then reports 0/0, like siw,
 // and the accepting QP takes the application's values (0 meaning 1).
 //
+// Peer-to-peer mode is what lets a Go responder start sending without
+// waiting for application data from the initiator. The kernel's siw
+// responder implements it (it echoes P2P, picks the Write RTR and waits
+// for it), but mainline siw initiators never request it; should a kernel
+// peer ever mishandle the request, Options.NoPeerToPeer turns it off and
+// the Go initiator then sends exactly what a siw initiator sends.
+//
 // # Data path
 //
 // Each connected QP has a transmit goroutine (runTx) and a receive
-// goroutine (runRx), owned by the Device. runTx drains the send queue
-// when kicked, segments messages into FPDUs of at most Options.MaxULPDU
-// bytes, and writes many FPDUs per writev, referencing large payloads in
-// registered memory instead of copying them; Sends and Writes complete
+// goroutine (runRx), owned by the Device. A post that finds the link
+// idle transmits a few small messages itself with one non-blocking write
+// (saving a goroutine wakeup per message); otherwise runTx drains the
+// send queue when kicked, segments messages into FPDUs of at most
+// Options.MaxULPDU bytes, and writes many FPDUs per writev, referencing
+// large payloads in registered memory instead of copying them; Sends and Writes complete
 // when handed to TCP, as in siw. runRx reads FPDUs through a buffered
 // frame reader that lets large payloads go straight from the socket into
 // their destination, checks everything siw checks, and ends the stream
