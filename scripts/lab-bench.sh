@@ -1,0 +1,53 @@
+#!/bin/bash
+# Side-by-side RDMA Write bandwidth of the kernel's siw and of godapl's soft-iWARP, measured inside
+# one boot of the lab VM (both emulated alike under TCG), interleaved kernel/godapl REPS times.
+# Prints "RESULT <name> <value> <unit>" lines that the lab's summarize.py turns into a table.
+#
+# Run from the host:  make lab-bench       (builds bin/rdma-perf, boots the VM with the repo shared)
+# or inside the VM:   scripts/lab-bench.sh (with bin/rdma-perf built beforehand)
+#
+# The kernel figure uses the lab's method (bench.sh): perftest under TCG cannot calibrate its
+# clock, so bandwidth is (N2 - N1) x size over the wall-clock difference of two runs with N1 and N2
+# iterations, which cancels process start and connection setup. godapl's figure is rdma-perf's own
+# measurement: 16 writes of 64 KiB in flight for -d seconds, ended by an RDMA Read that proves every
+# byte was placed. Both run on siw0's address, so both go through the VM's loopback.
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd -P)
+REPS=${REPS:-3}
+ADDR=${ADDR:-192.168.77.2}
+DEV=${DEV:-siw0}
+SECS=${SECS:-5}
+PERF=$REPO/bin/rdma-perf
+[ -x "$PERF" ] || { echo "lab-bench.sh: build $PERF first (make lab-bench does)" >&2; exit 1; }
+
+res() { echo "RESULT $*"; }
+waitport() { for _ in $(seq 150); do ss -ltn | grep -q ":$1 " && return 0; sleep 0.2; done; return 1; }
+timed() { local a b; a=$(date +%s.%N); "$@" >/tmp/lab-bench.out 2>&1; b=$(date +%s.%N); python3 -c "print($b-$a)"; }
+
+kernel_write_bw() { # one kernel figure: ib_write_bw -R, 64 KiB, wall-clock difference
+  local sz=65536 n1=200 n2=1200 t=()
+  for n in $n1 $n2; do
+    ib_write_bw -R -d "$DEV" -s $sz -n $n -F >/tmp/lab-bench-srv.out 2>&1 &
+    local srv=$!
+    waitport 18515 || sleep 2
+    t+=($(timed timeout 300 ib_write_bw -R -d "$DEV" -s $sz -n $n -F "$ADDR"))
+    wait $srv
+    echo "  ib_write_bw -n $n: ${t[-1]} s" >&2
+  done
+  python3 - "${t[0]}" "${t[1]}" "$sz" "$n1" "$n2" <<'P'
+import sys
+t1, t2, sz, n1, n2 = map(float, sys.argv[1:])
+print("%.1f" % ((n2 - n1) * sz / (t2 - t1) / 1e6))
+P
+}
+
+godapl_write_bw() { # one godapl figure: rdma-perf write64k over siw on $ADDR
+  "$PERF" -a "$ADDR" -t write64k -d "${SECS}s" -notcp -json >/tmp/lab-bench-godapl.json
+  echo "  rdma-perf: $(tr -d ' \n' </tmp/lab-bench-godapl.json)" >&2
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print("%.1f" % r["rdma"])' /tmp/lab-bench-godapl.json
+}
+
+for r in $(seq "$REPS"); do
+  res siw_kernel_ib_write_bw_64k "$(kernel_write_bw)" MB/s
+  res siw_godapl_write_bw_64k "$(godapl_write_bw)" MB/s
+done
