@@ -24,19 +24,17 @@ type Conn struct {
 	paths    [wire.MPathWorkers]*Path
 	// npaths is the negotiated path count, 0 until the handshake
 	// completes (or forever for a single-path transport, which uses 1).
-	npaths atomic.Int32
-	// fanoutSeq is path 0's last sequence number queued before fan-out:
-	// paths above 0 wait until path 0 has it acknowledged, so that a
-	// socket moving from path 0 to its hashed path keeps its order.
-	fanoutSeq  atomic.Uint64
-	fanoutDone atomic.Bool
-	peerGen    atomic.Uint32
-	mapQueued  atomic.Bool // local congestion map to (re)send
-	pinged     atomic.Bool // a handshake probe is outstanding
-	fcong      *congMap
-	stats      connCounters
-	hsWait     chan struct{} // closed and replaced when npaths becomes known
-	hsMu       sync.Mutex
+	npaths    atomic.Int32
+	peerGen   atomic.Uint32
+	mapQueued atomic.Bool // local congestion map to (re)send
+	pinged    atomic.Bool // a handshake probe is outstanding
+	// peerSportIdx: the peer announced RDS_EXTHDR_SPORT_IDX, so the TCP
+	// source port of its path i connection is i modulo wire.MPathWorkers.
+	peerSportIdx atomic.Bool
+	fcong        *congMap
+	stats        connCounters
+	hsWait       chan struct{} // closed and replaced when npaths becomes known
+	hsMu         sync.Mutex
 }
 
 func newConn(n *Node, faddr netip.Addr, t TransportType, nt NodeTransport) *Conn {
@@ -83,6 +81,18 @@ func (c *Conn) MaxPaths() int { return c.maxPaths }
 // NPaths is the negotiated path count (0 while unknown).
 func (c *Conn) NPaths() int { return int(c.npaths.Load()) }
 
+// handshakeDone returns a channel closed once the path count is known.
+func (c *Conn) handshakeDone() <-chan struct{} {
+	c.hsMu.Lock()
+	defer c.hsMu.Unlock()
+	if c.npaths.Load() != 0 {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return c.hsWait
+}
+
 // Stats returns a snapshot of the connection's counters.
 func (c *Conn) Stats() ConnStats { return c.stats.snapshot() }
 
@@ -92,7 +102,11 @@ func (c *Conn) PeerGenNum() uint32 { return c.peerGen.Load() }
 func (c *Conn) allPaths() []*Path { return c.paths[:c.maxPaths] }
 
 // pathFor picks the path for a socket's messages: its hash over the
-// negotiated paths, path 0 while the count is unknown.
+// negotiated paths, path 0 while the count is unknown. Sockets keep the
+// path of their first message to a connection (Socket.lanes): a socket
+// that started on path 0 before the handshake stays there, because TCP
+// acknowledging path 0's messages does not mean the receiver has read
+// them, so moving to another lane could overtake them.
 func (c *Conn) pathFor(s *Socket) *Path {
 	n := c.npaths.Load()
 	if n <= 1 {
@@ -122,11 +136,11 @@ func (c *Conn) setNPaths(peer int, present bool) {
 	old := c.npaths.Swap(int32(n))
 	c.pinged.Store(false)
 	if old == 0 && n > 1 {
-		p0 := c.paths[0]
-		p0.mu.Lock()
-		c.fanoutSeq.Store(uint64(p0.nextTxSeq - 1))
-		p0.mu.Unlock()
-		p0.checkFanout()
+		// rds_start_mprds: bring up the other lanes (the transport
+		// connects only from the smaller address).
+		for _, q := range c.paths[1:n] {
+			c.nt.Connect(q)
+		}
 	}
 	if old == 0 {
 		c.hsMu.Lock()
@@ -268,13 +282,9 @@ func (p *Path) Down(err error) {
 // NextTx returns the next message to transmit, or nil when there is none
 // or the path is down. A pending congestion map goes first. The message
 // moves to the retransmit list (except a map) and the caller holds a
-// reference until TxDone. Paths above 0 hold back until path 0 has the
-// messages queued before fan-out acknowledged.
+// reference until TxDone.
 func (p *Path) NextTx() *Message {
 	c := p.conn
-	if p.index > 0 && !c.fanoutDone.Load() {
-		return nil
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state != pathUp {
@@ -313,46 +323,12 @@ func (p *Path) DropAcked(key uint64) int {
 		p.complete(m)
 		n++
 	}
-	fanout := p.index == 0 && !p.conn.fanoutDone.Load()
 	p.mu.Unlock()
 	if n > 0 {
 		p.conn.stats.acked.Add(uint64(n))
 		p.conn.node.stats.sendDropAcked.Add(uint64(n))
 	}
-	if fanout {
-		p.checkFanout()
-	}
 	return n
-}
-
-// checkFanout opens paths above 0 once path 0 holds nothing queued
-// before the fan-out.
-func (p *Path) checkFanout() {
-	c := p.conn
-	if c.npaths.Load() <= 1 || c.fanoutDone.Load() {
-		return
-	}
-	barrier := wire.Seq(c.fanoutSeq.Load())
-	p.mu.Lock()
-	pending := false
-	for _, l := range []*msgList{&p.retrans, &p.sendQ} {
-		for m := l.head; m != nil; m = m.next {
-			if !m.congMap && m.sequence <= barrier {
-				pending = true
-				break
-			}
-		}
-	}
-	p.mu.Unlock()
-	if pending {
-		return
-	}
-	if c.fanoutDone.CompareAndSwap(false, true) {
-		for _, q := range c.allPaths()[1:] {
-			c.nt.Connect(q)
-			c.nt.Kick(q)
-		}
-	}
 }
 
 // complete ends a sent message's life on the send side: its payload no
@@ -433,6 +409,9 @@ func (p *Path) sendControl(sport, dport wire.Port, probe bool) {
 		c := p.conn
 		_ = h.AddExt(wire.NPathsExt(uint16(c.maxPaths)))
 		_ = h.AddExt(wire.GenNumExt(c.node.stack.genNum))
+		if c.maxPaths > 1 {
+			_ = h.AddExt(wire.SportIdxExt())
+		}
 	}
 	p.enqueue(m)
 }

@@ -21,17 +21,21 @@ func TestPropertyReliableOrdered(t *testing.T) {
 	}
 	leakCheck(t)
 	rapid.Check(t, func(rt *rapid.T) {
-		st := NewStack(Config{Transports: []Transport{TCP(TCPConfig{ReconnectMax: 20 * time.Millisecond})}})
+		paths := rapid.SampledFrom([]int{1, 4}).Draw(rt, "paths") // single path and mprds
+		st := NewStack(Config{Transports: []Transport{TCP(TCPConfig{Paths: paths, ReconnectMax: 20 * time.Millisecond})}})
 		defer st.Close()
 		as := testAddrs(3)
 		var snd, rcv []*Socket
-		for i := range 3 {
+		for i := range 6 {
 			s := st.Socket()
 			s.SetOption(SendTimeout(10 * time.Second))
-			if err := s.Bind(ap(as[i], 0)); err != nil {
+			if err := s.Bind(ap(as[i%3], 0)); err != nil {
 				rt.Fatal(err)
 			}
 			snd = append(snd, s)
+			if i >= 3 {
+				continue
+			}
 			r := st.Socket()
 			r.SetOption(RecvBuffer(4 << 20))
 			if err := r.Bind(ap(as[i], 0)); err != nil {
@@ -50,7 +54,7 @@ func TestPropertyReliableOrdered(t *testing.T) {
 				}
 				continue
 			}
-			i, j := rapid.IntRange(0, 2).Draw(rt, "from"), rapid.IntRange(0, 2).Draw(rt, "to")
+			i, j := rapid.IntRange(0, len(snd)-1).Draw(rt, "from"), rapid.IntRange(0, 2).Draw(rt, "to")
 			size := rapid.IntRange(8, 3000).Draw(rt, "size")
 			buf := make([]byte, size)
 			binary.BigEndian.PutUint32(buf, uint32(i))
@@ -64,7 +68,7 @@ func TestPropertyReliableOrdered(t *testing.T) {
 		buf := make([]byte, 4096)
 		for j, r := range rcv {
 			total := 0
-			for i := range 3 {
+			for i := range snd {
 				total += sent[key{i, j}]
 			}
 			for range total {

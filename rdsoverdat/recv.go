@@ -124,6 +124,9 @@ func (p *Path) handshake(h wire.Header) {
 		if g, ok := e.GenNum(); ok {
 			gen = g
 		}
+		if e.Type == wire.ExtSportIdx {
+			p.conn.peerSportIdx.Store(true)
+		}
 	}
 	c := p.conn
 	c.peerGenUpdate(gen)

@@ -167,7 +167,7 @@ func (s *Socket) queue(conn *Conn, p []byte, dport wire.Port, ackReq bool) (int,
 	sport := wire.Port(s.bound.Port())
 	s.mu.Unlock()
 	m.Header().Encode(&wire.Fields{Len: uint32(len(p)), Sport: sport, Dport: dport})
-	path := conn.pathFor(s)
+	path := s.lane(conn)
 	if !path.enqueue(m) {
 		m.release()
 		s.sendDone(len(p))
@@ -186,4 +186,22 @@ func (s *Socket) sendDone(n int) {
 	s.mu.Unlock()
 	signal(s.txSig)
 	signal(s.pollSig)
+}
+
+// lane returns the socket's path on conn, fixed by its first message.
+func (s *Socket) lane(conn *Conn) *Path {
+	if conn.maxPaths == 1 {
+		return conn.paths[0]
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.lanes[conn]
+	if p == nil {
+		p = conn.pathFor(s)
+		if s.lanes == nil {
+			s.lanes = make(map[*Conn]*Path)
+		}
+		s.lanes[conn] = p
+	}
+	return p
 }

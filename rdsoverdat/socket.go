@@ -50,6 +50,7 @@ type Socket struct {
 	wdeadline   time.Time
 	recvErr     bool
 	pathHash    uint32
+	lanes       map[*Conn]*Path // multipath: each connection's lane for this socket
 }
 
 // Socket returns a new unbound socket.

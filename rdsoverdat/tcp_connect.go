@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
 // Connection management of the tcp transport (tcp_connect.c, threads.c):
@@ -71,6 +73,11 @@ func (tp *tcpPath) routineConnect(passive bool) {
 		}
 		if !tp.keepConnecting(passive) {
 			return
+		}
+		if !passive && tn.cfg.Paths > 1 {
+			// Multipath: source port = path index modulo 8, so the
+			// acceptor can put the connection on the same lane.
+			d.LocalAddr = &net.TCPAddr{IP: tn.node.addr.AsSlice(), Port: lanePort(tp.p.index)}
 		}
 		nc, err := d.DialContext(tn.ctx, "tcp4", raddr.String())
 		switch {
@@ -210,4 +217,13 @@ func (c *tcpConn) writerExit(err error) {
 	if !tp.tn.closing() && (tp.tn.isActive(tp.p.conn.faddr) || tp.p.HasWork()) {
 		tp.connect()
 	}
+}
+
+// lanePort picks a port from the usual ephemeral range whose value
+// modulo wire.MPathWorkers is the path index (mainline rds_tcp's source
+// port encoding); a port in use makes the dial fail and the next attempt
+// draws another.
+func lanePort(index int) int {
+	const lo, hi = 32768, 60999
+	return lo + rand.N((hi-lo)/wire.MPathWorkers)*wire.MPathWorkers + index
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"time"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
 // The tcp listener (tcp_listen.c): one per node, on its address and port
@@ -48,8 +50,24 @@ func (tn *tcpNode) accept(nc *net.TCPConn) {
 		tn.Connect(conn.Path(0))
 		return
 	}
+	// A connection for a path above 0 may overtake the handshake message
+	// that tells us the path count: wait for it while path 0 is busy.
+	if conn.NPaths() == 0 && tn.busy(conn.Path(0)) {
+		select {
+		case <-conn.handshakeDone():
+		case <-time.After(2 * time.Second):
+		case <-tn.ctx.Done():
+		}
+	}
 	n := max(conn.NPaths(), 1)
 	var target *tcpPath
+	if n > 1 && conn.peerSportIdx.Load() {
+		// The peer encodes the path index in its source port (mainline
+		// rds_tcp): that lane, replacing a stale connection if need be.
+		target = tn.tpath(conn.Path(int(ra.Port) % wire.MPathWorkers % n))
+		target.attach(nc)
+		return
+	}
 	for i := range n {
 		tp := tn.tpath(conn.Path(i))
 		tp.mu.Lock()
@@ -69,4 +87,12 @@ func (tn *tcpNode) accept(nc *net.TCPConn) {
 		target = tn.tpath(conn.Path(0))
 	}
 	target.attach(nc)
+}
+
+// busy reports whether p has a connection.
+func (tn *tcpNode) busy(p *Path) bool {
+	tp := tn.tpath(p)
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.cur != nil
 }
