@@ -67,10 +67,11 @@ type endpoint struct {
 	rdmaWR [1]verbs.SendWR
 	wc     [1]verbs.WC
 
-	conn    verbs.Conn
-	ctx     context.Context // ends with the connection (cause ErrDisconnected) or the caller's ctx
-	cancel  context.CancelCauseFunc
-	watcher sync.WaitGroup
+	conn      verbs.Conn
+	announced bool            // the DISCONNECT EVENT line is printed
+	ctx       context.Context // ends with the connection (cause ErrDisconnected) or the caller's ctx
+	cancel    context.CancelCauseFunc
+	watcher   sync.WaitGroup
 }
 
 // rdmaAccess is what rping grants its start and rdma buffers.
@@ -234,7 +235,7 @@ func (e *endpoint) awaitEnd() error {
 	case <-t.C:
 		return errors.New("work flushed but the connection did not end")
 	}
-	e.o.err.printf("%s DISCONNECT EVENT...\n", e.side)
+	e.announceEnd()
 	if err := e.conn.Err(); err != nil && !errors.Is(err, verbs.ErrDisconnected) {
 		return err
 	}
@@ -242,6 +243,16 @@ func (e *endpoint) awaitEnd() error {
 		return err
 	}
 	return ErrDisconnected
+}
+
+// announceEnd prints rping's "<side> DISCONNECT EVENT..." line, once per
+// connection: rping prints it for every DISCONNECTED event, which both
+// sides get, whoever disconnected.
+func (e *endpoint) announceEnd() {
+	if !e.announced {
+		e.announced = true
+		e.o.err.printf("%s DISCONNECT EVENT...\n", e.side)
+	}
 }
 
 // post posts one send work request, naming the operation in the error.
@@ -260,6 +271,7 @@ func (e *endpoint) close() {
 			e.qp.Modify(verbs.QPStateError)
 		}
 		e.conn.Disconnect()
+		e.announceEnd()
 		e.cancel(nil)
 		e.watcher.Wait()
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // fabrics lists the providers the engine is tested over.
-func fabrics() []fabric { return []fabric{memFabric()} }
+func fabrics() []fabric { return []fabric{memFabric(), siwFabric()} }
 
 // runPair runs one server and one client with cfg and returns their
 // errors and outputs.
@@ -67,8 +67,8 @@ func TestPing(t *testing.T) {
 				}
 				wantPings(t, cout, "ping data: ", cfg.Count, size)
 				wantPings(t, sout, "server ping data: ", cfg.Count, size)
-				if !strings.Contains(sout, "server DISCONNECT EVENT...\n") {
-					t.Errorf("server output lacks the DISCONNECT EVENT line:\n%s", clip(sout))
+				if strings.Count(sout, "server DISCONNECT EVENT...\n") != 1 || strings.Count(cout, "client DISCONNECT EVENT...\n") != 1 {
+					t.Errorf("want one DISCONNECT EVENT line on each side; server:\n%s\nclient:\n%s", clip(sout), clip(cout))
 				}
 			})
 		}
