@@ -307,3 +307,24 @@ func expectTerminate(t *testing.T, conn verbs.Conn, layer verbs.TermLayer, etype
 		t.Fatalf("Conn.Err() = %v, want Terminate layer %v etype %d code %#x remote %v", err, layer, etype, code, remote)
 	}
 }
+
+// TestResponderGatedBind: while the startup rule holds the responder's
+// FPDUs, a memory window bind at the head of its send queue still
+// completes, and a Send behind it waits for the gate.
+func TestResponderGatedBind(t *testing.T) {
+	s := siwConnected(t, testOptions(), verbstest.PairAttr{})
+	mw, err := s.side.PD.AllocMW()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := verbstest.NewBuf(t, s.side.PD, 8192, verbstest.DefaultAccess|verbs.AccessMWBind)
+	verbstest.MustPostSend(t, s.side.QP,
+		verbs.SendWR{ID: 1, Opcode: verbs.OpBindMW, Flags: verbs.SendSignaled,
+			Bind: verbs.MWBind{MW: mw, MR: mr.MR, Addr: mr.Addr(0), Length: 4096, Access: verbs.AccessRemoteRead}},
+		verbs.SendWR{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{s.side.Buf.SGE(0, 8)}})
+	verbstest.ExpectWC(t, verbstest.PollOne(t, s.side.CQ, peerTimeout), 1, verbs.WCSuccess, verbs.WCBindMW)
+	s.peer.expectSilence("Send behind the bind, before the first FPDU", 100*time.Millisecond)
+	s.peer.write(rtrWriteFPDU)
+	s.peer.expectFPDU("the held Send", fpdu(sendULPDU(3, true, 0, 0, 1, 0, s.side.Buf.B[:8]), false))
+	verbstest.ExpectWC(t, verbstest.PollOne(t, s.side.CQ, peerTimeout), 2, verbs.WCSuccess, verbs.WCSend)
+}

@@ -48,3 +48,19 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestConformanceCRCNoP2P runs the suite again with CRC on every FPDU and
+// the connection setup of a kernel siw initiator (no peer-to-peer mode).
+// Without an RTR the responder would hold its FPDUs until the initiator's
+// first one, and several cases have the passive side send first, so the
+// responder sends at once (SendImmediately, meant for Go peers).
+func TestConformanceCRCNoP2P(t *testing.T) {
+	verbstest.Run(t, verbstest.Harness{
+		NewPair: func(t *testing.T) (verbs.Device, verbs.Device, string) {
+			o := testOptions()
+			o.CRC, o.NoPeerToPeer, o.SendImmediately = true, true, true
+			a, b := openPair(t, o)
+			return a, b, "127.0.0.1:0"
+		},
+	})
+}

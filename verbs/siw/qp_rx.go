@@ -24,6 +24,7 @@ const termBufLen = iwarp.TerminateHeaderLen + iwarp.ReadRequestHeaderLen
 
 // rxState is owned by the rx goroutine.
 type rxState struct {
+	sock    sockReader
 	fr      *iwarp.FrameReader
 	started bool      // an FPDU has arrived (opens the responder's gate)
 	sendMSN iwarp.MSN // MSN the next Send message must carry (QN 0)
@@ -58,7 +59,8 @@ type rxState struct {
 }
 
 func (rx *rxState) init(s *stream) {
-	rx.fr = iwarp.NewFrameReader(s.nc, iwarp.ReaderOptions{CRC: s.crc, BufferSize: rxBufferSize})
+	rx.sock.init(s.nc)
+	rx.fr = iwarp.NewFrameReader(&rx.sock, iwarp.ReaderOptions{CRC: s.crc, BufferSize: rxBufferSize})
 	rx.sendMSN, rx.readMSN = 1, 1
 }
 

@@ -92,12 +92,17 @@ func (tx *txState) init(s *stream) {
 func (s *stream) runTx() {
 	defer close(s.txDone)
 	defer s.txFinish()
-	select {
-	case <-s.ready:
-	case <-s.stop:
-		return
-	}
 	tx := &s.tx
+	for gated := true; gated; {
+		select {
+		case <-s.ready:
+			gated = false
+		case <-s.kick:
+			s.takeGated()
+		case <-s.stop:
+			return
+		}
+	}
 	tx.mu.Lock()
 	var err error
 	if s.rtr != rtrNone {
@@ -121,6 +126,19 @@ func (s *stream) runTx() {
 		s.log.Debug().Err(err).Msg("siw: transmit failed")
 	}
 	s.end(verbs.ErrDisconnected, nil, false)
+}
+
+// takeGated runs while the startup rule holds the responder's FPDUs back:
+// it lets the engine complete the binds and local invalidations at the
+// head of the send queue, which involve no FPDU, and holds the first
+// request that does, unframed, until the gate opens.
+func (s *stream) takeGated() {
+	tx := &s.tx
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if !tx.curOn && s.qp.NextSend(&tx.cur) {
+		s.startSend()
+	}
 }
 
 // pump sends everything there is to send now: it alternates between the
