@@ -81,18 +81,6 @@ func (c *Conn) MaxPaths() int { return c.maxPaths }
 // NPaths is the negotiated path count (0 while unknown).
 func (c *Conn) NPaths() int { return int(c.npaths.Load()) }
 
-// handshakeDone returns a channel closed once the path count is known.
-func (c *Conn) handshakeDone() <-chan struct{} {
-	c.hsMu.Lock()
-	defer c.hsMu.Unlock()
-	if c.npaths.Load() != 0 {
-		ch := make(chan struct{})
-		close(ch)
-		return ch
-	}
-	return c.hsWait
-}
-
 // Stats returns a snapshot of the connection's counters.
 func (c *Conn) Stats() ConnStats { return c.stats.snapshot() }
 

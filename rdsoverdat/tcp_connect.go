@@ -140,9 +140,9 @@ func (tp *tcpPath) attach(nc *net.TCPConn) {
 	tp.cur, tp.rxDone = c, c.rdone
 	tp.tn.wg.Add(2)
 	tp.mu.Unlock()
+	tp.p.Up() // before the writer can fail and take the path down
 	go c.routineRecv()
 	go c.routineSend()
-	tp.p.Up()
 	if tp.p.index == 0 {
 		tp.p.SendProbe()
 	}
@@ -202,12 +202,15 @@ func (c *tcpConn) release() {
 func (c *tcpConn) writerExit(err error) {
 	c.shutdown(err, true)
 	tp := c.tp
+	// Down before giving up the slot: a new connection attaches only
+	// once the old one's unacknowledged messages are back in front of
+	// the send queue, or it could send later messages ahead of them.
+	tp.p.Down(c.err)
 	tp.mu.Lock()
 	if tp.cur == c {
 		tp.cur = nil
 	}
 	tp.mu.Unlock()
-	tp.p.Down(c.err)
 	if c.drain {
 		c.nc.CloseWrite()
 		c.nc.SetReadDeadline(time.Now().Add(tp.tn.cfg.DrainTimeout))

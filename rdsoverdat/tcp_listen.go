@@ -50,24 +50,20 @@ func (tn *tcpNode) accept(nc *net.TCPConn) {
 		tn.Connect(conn.Path(0))
 		return
 	}
-	// A connection for a path above 0 may overtake the handshake message
-	// that tells us the path count: wait for it while path 0 is busy.
-	if conn.NPaths() == 0 && tn.busy(conn.Path(0)) {
-		select {
-		case <-conn.handshakeDone():
-		case <-time.After(2 * time.Second):
-		case <-tn.ctx.Done():
+	// Multipath: the peer encodes the lane in its source port (Go nodes,
+	// mainline rds_tcp with SPORT_IDX). Trusting the port even before the
+	// handshake matters: after a reset, lane connections can arrive
+	// before we know the path count, and a lane on the wrong slot would
+	// mix two sequence spaces. A 6.1 kernel connects from ephemeral ports
+	// and cannot be kept lane-exact; talk to it with Paths 1 (default).
+	if conn.maxPaths > 1 && conn.NPaths() != 1 {
+		if slot := int(ra.Port) % wire.MPathWorkers; slot < conn.maxPaths {
+			tn.tpath(conn.Path(slot)).attach(nc)
+			return
 		}
 	}
 	n := max(conn.NPaths(), 1)
 	var target *tcpPath
-	if n > 1 && conn.peerSportIdx.Load() {
-		// The peer encodes the path index in its source port (mainline
-		// rds_tcp): that lane, replacing a stale connection if need be.
-		target = tn.tpath(conn.Path(int(ra.Port) % wire.MPathWorkers % n))
-		target.attach(nc)
-		return
-	}
 	for i := range n {
 		tp := tn.tpath(conn.Path(i))
 		tp.mu.Lock()
@@ -87,12 +83,4 @@ func (tn *tcpNode) accept(nc *net.TCPConn) {
 		target = tn.tpath(conn.Path(0))
 	}
 	target.attach(nc)
-}
-
-// busy reports whether p has a connection.
-func (tn *tcpNode) busy(p *Path) bool {
-	tp := tn.tpath(p)
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	return tp.cur != nil
 }
