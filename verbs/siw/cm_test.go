@@ -46,7 +46,7 @@ func TestInitiatorRequestBytes(t *testing.T) {
 // TestInitiatorP2PWriteRTR: after a Reply that accepts peer-to-peer mode
 // with the Write RTR, the first FPDU is the RTR, then the data.
 func TestInitiatorP2PWriteRTR(t *testing.T) {
-	s, peer := connectInitiator(t, siw.Options{}, verbs.ConnParam{PrivateData: []byte{1, 2}})
+	s, peer := connectInitiator(t, siw.Options{NoStartupNudge: true}, verbs.ConnParam{PrivateData: []byte{1, 2}})
 	peer.read(26)
 	peer.write(mpaFrame(true, 0x10, 2, cat(irdord(0x8001, 0x8001), []byte("ok"))))
 	conn, err := s.result(t)
@@ -62,11 +62,60 @@ func TestInitiatorP2PWriteRTR(t *testing.T) {
 	peer.expectFPDU("first Send", fpdu(sendULPDU(3, true, 0, 0, 1, 0, []byte("abcd")), false))
 }
 
+// TestInitiatorStartupNudges: after the RTR an initiator sends its
+// startup nudges — zero-length RDMA Writes to STag 1, the work-around for
+// the Linux siw responder's accept race — and then falls silent. Data
+// posted meanwhile goes out at once, between them, not after them.
+func TestInitiatorStartupNudges(t *testing.T) {
+	for _, p2p := range []bool{true, false} {
+		t.Run(map[bool]string{true: "p2p", false: "no-p2p"}[p2p], func(t *testing.T) {
+			s, peer := connectInitiator(t, siw.Options{NoPeerToPeer: !p2p}, verbs.ConnParam{})
+			block := irdord(1, 1)
+			if p2p {
+				block = irdord(0x8001, 0x8001) // P2P accepted, Write RTR chosen
+			}
+			peer.read(24)
+			peer.write(mpaFrame(true, 0x10, 2, block))
+			if _, err := s.result(t); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if p2p {
+				peer.expectFPDU("RTR", rtrWriteFPDU)
+			}
+			copy(s.side.Buf.B, "abcd")
+			verbstest.MustPostSend(t, s.side.QP, verbs.SendWR{ID: 1, Opcode: verbs.OpSend, SGL: []verbs.SGE{s.side.Buf.SGE(0, 4)}})
+			send := fpdu(sendULPDU(3, true, 0, 0, 1, 0, []byte("abcd")), false)
+			sawSend, nudges := false, 0
+			for nudges < 4 {
+				switch got := peer.readFPDU(); string(got) {
+				case string(rtrWriteFPDU):
+					nudges++
+				case string(send):
+					if sawSend {
+						t.Fatal("the Send went out twice")
+					}
+					sawSend = true
+				default:
+					t.Fatalf("unexpected FPDU % x", got)
+				}
+			}
+			if el := time.Since(start); el < 150*time.Millisecond {
+				t.Errorf("four nudges within %v: they should spread over about 200 ms", el)
+			}
+			if !sawSend {
+				peer.expectFPDU("first Send", send)
+			}
+			peer.expectSilence("after the nudges", 300*time.Millisecond)
+		})
+	}
+}
+
 // TestInitiatorP2PReadRTR: a responder that picks the Read RTR gets a
 // zero-length Read Request and answers with a zero-length Read Response,
 // which the initiator absorbs.
 func TestInitiatorP2PReadRTR(t *testing.T) {
-	s, peer := connectInitiator(t, siw.Options{}, verbs.ConnParam{})
+	s, peer := connectInitiator(t, siw.Options{NoStartupNudge: true}, verbs.ConnParam{})
 	peer.read(24)
 	peer.write(mpaFrame(true, 0x10, 2, irdord(0x8001, 0x4001)))
 	if _, err := s.result(t); err != nil {

@@ -49,6 +49,17 @@ type Options struct {
 	// initiator, which fails on bytes that follow the Reply too early).
 	// Only for peers known to be this provider.
 	SendImmediately bool
+	// NoStartupNudge stops an initiator from sending its startup nudges:
+	// zero-length RDMA Writes (STag 1, which RFC 5040 lets a data sink
+	// accept without validation) a few milliseconds after the MPA Reply.
+	// They work around a race in the Linux siw responder: siw_accept sends
+	// the Reply before it installs the socket callback that reads FPDUs,
+	// and bytes that arrive in between sit unread until another segment
+	// arrives, so an initiator that sends its first message at once and
+	// then waits for an answer deadlocks with it (seen in 10-20 % of rping
+	// runs in the lab VM). A later nudge makes siw read everything queued.
+	// They cost a few 20-byte frames per connection and no latency.
+	NoStartupNudge bool
 	// MaxULPDU caps the ULPDU_Length of outbound FPDUs (0: DefaultMaxULPDU).
 	MaxULPDU int
 	// MPAReplyTimeout and MPARequestTimeout override the defaults above.

@@ -2,6 +2,7 @@ package siw
 
 import (
 	"sync"
+	"time"
 
 	"github.com/godapl/godapl/verbs"
 	"github.com/godapl/godapl/verbs/internal/soft"
@@ -38,9 +39,14 @@ const (
 	gatherMax = iwarp.DefaultCopyThreshold
 	// rtrSTag is the STag of the zero-length RTR Write and the source of
 	// the zero-length RTR Read (siw avoids STag 0, which some hardware
-	// treats specially).
+	// treats specially); the startup nudges use it too.
 	rtrSTag = 1
 )
+
+// nudgeAfter are the delays, from the start of an initiator's stream, of
+// its startup nudges (see Options.NoStartupNudge). The Linux siw window
+// they cover lasted up to about 10 ms under the lab's emulation.
+var nudgeAfter = [...]time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 60 * time.Millisecond, 200 * time.Millisecond}
 
 // txState is the transmit side's state. Whoever holds mu owns it: the tx
 // goroutine while it pumps, or a poster running the direct path (see
@@ -109,6 +115,14 @@ func (s *stream) runTx() {
 		err = s.queueRTR()
 	}
 	s.txOpen.Store(true)
+	var nudge *time.Timer
+	var nudgeC <-chan time.Time
+	nudges := 0
+	if s.initiator && !s.dev.opts.NoStartupNudge {
+		nudge = time.NewTimer(nudgeAfter[0])
+		defer nudge.Stop()
+		nudgeC = nudge.C
+	}
 	for err == nil {
 		err = s.pump()
 		tx.mu.Unlock()
@@ -117,8 +131,28 @@ func (s *stream) runTx() {
 		}
 		select {
 		case <-s.kick:
+		case <-nudgeC:
+			// What the direct path left (possibly half an FPDU) goes first.
+			tx.mu.Lock()
+			if err = s.flushDirect(); err == nil {
+				if err = s.frameZeroWrite(); err == nil {
+					err = s.flush()
+				}
+			}
+			tx.mu.Unlock()
+			if err != nil {
+				break
+			}
+			if nudges++; nudges < len(nudgeAfter) {
+				nudge.Reset(nudgeAfter[nudges] - nudgeAfter[nudges-1])
+			} else {
+				nudgeC = nil
+			}
 		case <-s.stop:
 			return
+		}
+		if err != nil {
+			break
 		}
 		tx.mu.Lock()
 	}
@@ -362,6 +396,13 @@ func (s *stream) queueRTR() error {
 		iwarp.ReadRequestHeader(hdr).Encode(&iwarp.ReadRequestFields{MSN: tx.readMSN, SrcSTag: rtrSTag})
 		return tx.frame(hdr, nil)
 	}
+	return s.frameZeroWrite()
+}
+
+// frameZeroWrite frames a zero-length RDMA Write to rtrSTag: the Write
+// RTR, and the startup nudge. The caller holds tx.mu.
+func (s *stream) frameZeroWrite() error {
+	tx := &s.tx
 	hdr := tx.hdr[:iwarp.TaggedHeaderLen]
 	iwarp.TaggedHeader(hdr).Encode(&iwarp.TaggedFields{Opcode: iwarp.OpRDMAWrite, Last: true, STag: rtrSTag})
 	return tx.frame(hdr, nil)
