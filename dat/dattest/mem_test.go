@@ -3,7 +3,6 @@ package dattest
 import (
 	"testing"
 
-	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/ia"
 	"github.com/godapl/godapl/dat/providers"
 )
@@ -23,9 +22,7 @@ func memHarness() Harness {
 			}
 			return a, b
 		},
-		// mem refuses a connection to nobody with a bare reject.
-		NoListenerEvent: dat.ConnectionEventPeerRejected,
-		Short:           testing.Short(),
+		Short: testing.Short(),
 	}
 }
 

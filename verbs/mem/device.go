@@ -2,7 +2,10 @@ package mem
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
+	"syscall"
 
 	"github.com/godapl/godapl/verbs"
 	"github.com/godapl/godapl/verbs/internal/soft"
@@ -91,9 +94,11 @@ func (d *Device) Connect(ctx context.Context, qp verbs.QP, addr string, p verbs.
 	l := d.fabric.lookup(host, port)
 	if l == nil || !l.enqueue(req) {
 		// Nobody listens, or the backlog is full: the fabric refuses the
-		// connection like a TCP reset, which rdma_cm reports as REJECTED.
+		// connection as TCP would (ECONNREFUSED), which rdma_cm reports as
+		// REJECTED. The reject is wrapped, so that it stays apart from a
+		// peer's own reject (a bare *RejectError).
 		d.Counters.ConnsRejected.Add(1)
-		return nil, &verbs.RejectError{}
+		return nil, fmt.Errorf("mem: connect %s: %w", addr, errors.Join(&verbs.RejectError{}, syscall.ECONNREFUSED))
 	}
 	select {
 	case r := <-req.reply:
