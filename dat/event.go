@@ -26,6 +26,13 @@ const (
 	AsyncErrorTimedOut              EventNumber = 0x08004
 	AsyncErrorProviderInternalError EventNumber = 0x08005
 	SoftwareEvent                   EventNumber = 0x10001
+
+	// DAT reserves reason codes for the SRQ low watermark and the EP soft
+	// high watermark (ReasonSRQWatermark) but no event numbers. godapl
+	// puts both in the async-error range right after DAT's own, so that
+	// Stream reports them as async events, and keeps these values stable.
+	AsyncSRQLowWatermark     EventNumber = 0x08006 // SRQ: fewer buffers posted than its low watermark
+	AsyncEPSoftHighWatermark EventNumber = 0x08007 // EP: more SRQ buffers held than its soft high watermark
 )
 
 var eventNames = map[EventNumber]string{
@@ -37,7 +44,8 @@ var eventNames = map[EventNumber]string{
 	ConnectionEventUnreachable: "DAT_CONNECTION_EVENT_UNREACHABLE", AsyncErrorEVDOverflow: "DAT_ASYNC_ERROR_EVD_OVERFLOW",
 	AsyncErrorIACatastrophic: "DAT_ASYNC_ERROR_IA_CATASTROPHIC", AsyncErrorEPBroken: "DAT_ASYNC_ERROR_EP_BROKEN",
 	AsyncErrorTimedOut: "DAT_ASYNC_ERROR_TIMED_OUT", AsyncErrorProviderInternalError: "DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR",
-	SoftwareEvent: "DAT_SOFTWARE_EVENT",
+	SoftwareEvent: "DAT_SOFTWARE_EVENT", AsyncSRQLowWatermark: "DAT_ASYNC_SRQ_LOW_WATERMARK",
+	AsyncEPSoftHighWatermark: "DAT_ASYNC_EP_SOFT_HIGH_WATERMARK",
 }
 
 func (n EventNumber) String() string {

@@ -367,6 +367,27 @@ const (
 	EVDStateConfigThreshold EVDState = 0x30
 )
 
+// SRQState is a shared receive queue's state (DAT_SRQ_STATE).
+type SRQState uint8
+
+const (
+	SRQStateError       SRQState = 0
+	SRQStateOperational SRQState = 1
+	SRQStateShutdown    SRQState = 2
+)
+
+func (s SRQState) String() string {
+	switch s {
+	case SRQStateError:
+		return "DAT_SRQ_STATE_ERROR"
+	case SRQStateOperational:
+		return "DAT_SRQ_STATE_OPERATIONAL"
+	case SRQStateShutdown:
+		return "DAT_SRQ_STATE_SHUTDOWN"
+	}
+	return fmt.Sprintf("SRQState(%d)", uint8(s))
+}
+
 // PSPFlags say who creates the EP for a request on a PSP (DAT_PSP_FLAGS).
 type PSPFlags uint8
 

@@ -59,6 +59,7 @@ func suite() []struct {
 		{"RMR", rmrTests},
 		{"Limits", limitTests},
 		{"Stress", stressTests},
+		{"SRQ", srqTests},
 	}
 }
 

@@ -35,10 +35,15 @@ type cookieSlot struct {
 // and whose completion has not been handed to the consumer yet. Bounding
 // that number by the queue's size is also what keeps the EVD's CQ from
 // ever overflowing (see EVD).
+//
+// An SRQ's table can be resized: it grows by reallocating (resize is off
+// the hot path) and shrinks only logically, by lowering limit, so that
+// slot numbers held by outstanding completions stay valid.
 type cookieTable struct {
 	mu    sync.Mutex
 	slots []cookieSlot // +checklocks:mu
 	free  []uint32     // stack of free slot numbers +checklocks:mu
+	limit int          // slots that may be in use at once, <= len(slots) +checklocks:mu
 }
 
 func (t *cookieTable) init(n int) {
@@ -47,13 +52,14 @@ func (t *cookieTable) init(n int) {
 	for i := range t.free {
 		t.free[i] = uint32(n - 1 - i)
 	}
+	t.limit = n
 }
 
-// get takes a slot; false when all are in use.
+// get takes a slot; false when limit slots are in use.
 func (t *cookieTable) get(s cookieSlot) (uint32, bool) {
 	t.mu.Lock()
 	n := len(t.free)
-	if n == 0 {
+	if n == 0 || len(t.slots)-n >= t.limit {
 		t.mu.Unlock()
 		return 0, false
 	}
@@ -72,12 +78,58 @@ func (t *cookieTable) put(i uint32) {
 	t.mu.Unlock()
 }
 
-// peek copies slot i.
-func (t *cookieTable) peek(i uint32) cookieSlot {
+// peek copies slot i; false if there is no such slot.
+func (t *cookieTable) peek(i uint32) (cookieSlot, bool) {
 	t.mu.Lock()
-	s := t.slots[i]
-	t.mu.Unlock()
-	return s
+	defer t.mu.Unlock()
+	if int(i) >= len(t.slots) {
+		return cookieSlot{}, false
+	}
+	return t.slots[i], true
+}
+
+// inUse returns the number of slots taken.
+func (t *cookieTable) inUse() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.slots) - len(t.free)
+}
+
+// setLimit makes n slots usable at once, growing the table if needed; it
+// fails (false) when more than n are in use.
+func (t *cookieTable) setLimit(n int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	used := len(t.slots) - len(t.free)
+	if n < used {
+		return false
+	}
+	if old := len(t.slots); n > old {
+		slots := make([]cookieSlot, n)
+		copy(slots, t.slots)
+		free := make([]uint32, len(t.free), n)
+		copy(free, t.free)
+		for i := n - 1; i >= old; i-- {
+			free = append(free, uint32(i))
+		}
+		t.slots, t.free = slots, free
+	}
+	t.limit = n
+	return true
+}
+
+// limitNow returns the limit.
+func (t *cookieTable) limitNow() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.limit
+}
+
+// size returns the number of slots (the most that can ever be in use).
+func (t *cookieTable) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.slots)
 }
 
 // idle reports whether no slot is in use.
@@ -87,16 +139,22 @@ func (t *cookieTable) idle() bool {
 	return len(t.free) == len(t.slots)
 }
 
-// owner is an entry of the IA's owner table: the cookie tables of one EP.
+// owner is an entry of the IA's owner table: the cookie tables of one EP,
+// or the receive table of one SRQ.
 type owner struct {
 	id   uint64 // index<<wrOwnerShift | gen<<wrGenShift
 	ep   *EP
+	srq  *SRQ
 	req  cookieTable
 	recv cookieTable
 }
 
 // addOwner installs o and sets its id.
 func (ia *IA) addOwner(o *owner) error {
+	return ia.addOwnerOp("ep_create", o)
+}
+
+func (ia *IA) addOwnerOp(op string, o *owner) error {
 	ia.ownMu.Lock()
 	defer ia.ownMu.Unlock()
 	var idx uint32
@@ -104,7 +162,7 @@ func (ia *IA) addOwner(o *owner) error {
 		idx, ia.free = ia.free[n-1], ia.free[:n-1]
 	} else {
 		if len(ia.owners) >= maxOwners {
-			return dat.NewError("ep_create", dat.InsufficientResources, dat.ResourceTEP)
+			return dat.NewError(op, dat.InsufficientResources, dat.ResourceTEP)
 		}
 		idx = uint32(len(ia.owners))
 		ia.owners = append(ia.owners, nil)
@@ -141,7 +199,7 @@ func (ia *IA) lookupOwner(id uint64) *owner {
 		o = ia.owners[idx]
 	}
 	ia.ownMu.RUnlock()
-	if o == nil || o.ep == nil || o.id != id&^(1<<wrGenShift-1) {
+	if o == nil || (o.ep == nil && o.srq == nil) || o.id != id&^(1<<wrGenShift-1) {
 		return nil
 	}
 	return o
@@ -189,10 +247,23 @@ func (ia *IA) translate(wc *verbs.WC, e *ringEntry) bool {
 		tbl = &o.recv
 	}
 	slot := uint32(wc.ID & wrSlotMask)
-	if int(slot) >= len(tbl.slots) {
+	s, ok := tbl.peek(slot)
+	if !ok {
 		return false
 	}
-	s := tbl.peek(slot)
+	epHandle := dat.Handle(nil)
+	if o.srq != nil {
+		// The EP is the one whose QP consumed the buffer; a freed EP's
+		// late completion (its buffers vanish with it) frees the slot.
+		ep := ia.epByQPN(wc.QPN)
+		if ep == nil {
+			tbl.put(slot)
+			return false
+		}
+		epHandle = ep.handle
+	} else if o.ep != nil {
+		epHandle = o.ep.handle
+	}
 	status := wcStatus(wc.Status)
 	if status == dat.DTOSuccess && s.flags&dat.CompletionSuppress != 0 {
 		tbl.put(slot)
@@ -218,7 +289,7 @@ func (ia *IA) translate(wc *verbs.WC, e *ringEntry) bool {
 	}
 	ev.Number = dat.DTOCompletionEvent
 	d := &ev.DTO
-	d.EP, d.Cookie, d.Status, d.Op = o.ep.handle, s.cookie, status, s.op
+	d.EP, d.Cookie, d.Status, d.Op = epHandle, s.cookie, status, s.op
 	if status == dat.DTOSuccess {
 		switch s.op {
 		case dat.DTOReceive:

@@ -42,6 +42,12 @@ type EP struct {
 	rsp       *SP                // RSP holding the EP in RESERVED +checklocks:mu
 	cr        *CR                // CR the EP waits on (PASSIVE/TENTATIVE) +checklocks:mu
 
+	// srq is the SRQ the EP was created with: set before the EP is
+	// visible and never changed (DAT has no way to detach it).
+	srq *SRQ
+	// hw are the soft and hard high watermarks (ep_set_watermark).
+	hw epWatermarks
+
 	stop chan struct{} // closed by free: goroutines of the EP end
 	wg   sync.WaitGroup
 
@@ -182,10 +188,14 @@ func (ep *EP) configure(op string, pz *PZ, recv, req, conn *EVD, a dat.EPAttr) e
 		if err != nil {
 			return dat.Wrap(op, dat.InsufficientResources, dat.ResourceTEVD, err)
 		}
-		qp, err = pz.pd.CreateQP(verbs.QPInitAttr{
+		init := verbs.QPInitAttr{
 			SendCQ: sendCQ, RecvCQ: recvCQ, SignalAll: true,
 			Caps: verbs.QPCaps{MaxSendWR: max(sendDepth, 1), MaxRecvWR: max(a.MaxRecvDTOs, 1), MaxSendSGE: max(a.MaxRequestIOV, 1), MaxRecvSGE: max(a.MaxRecvIOV, 1)},
-		})
+		}
+		if ep.srq != nil {
+			init.SRQ = ep.srq.vsrq
+		}
+		qp, err = pz.pd.CreateQP(init)
 		if err != nil {
 			return dat.Wrap(op, dat.InsufficientResources, dat.ResourceTEP, err)
 		}
@@ -223,9 +233,17 @@ func (ep *EP) configure(op string, pz *PZ, recv, req, conn *EVD, a dat.EPAttr) e
 		attached = append(attached, func() { e.Detach(capacity, model, recvSide) })
 		return nil
 	}
-	if err := attach(recv, a.MaxRecvDTOs, a.RecvCompletionFlags, true); err != nil {
+	recvCap, recvModel := ep.recvAccount(a)
+	if err := attach(recv, recvCap, recvModel, true); err != nil {
 		undo()
 		return err
+	}
+	if ep.srq != nil && recv != nil {
+		if err := ep.srq.feed(op, recv); err != nil {
+			undo()
+			return err
+		}
+		attached = append(attached, func() { ep.srq.unfeed(recv) })
 	}
 	if err := attach(req, sendDepth, a.RequestCompletionFlags, false); err != nil {
 		undo()
@@ -301,7 +319,11 @@ func (ep *EP) unconfigure() {
 		}
 	}
 	if recv != nil {
-		recv.Detach(a.MaxRecvDTOs, a.RecvCompletionFlags, true)
+		if ep.srq != nil {
+			ep.srq.unfeed(recv)
+		}
+		recvCap, recvModel := ep.recvAccount(a)
+		recv.Detach(recvCap, recvModel, true)
 	}
 	if req != nil {
 		req.Detach(a.MaxRequestDTOs*a.MaxRDMAReadIOV, a.RequestCompletionFlags, false)
@@ -475,6 +497,9 @@ func (ep *EP) destroyEP() bool {
 		<-conn.Done()
 	}
 	ep.wg.Wait()
+	if ep.srq != nil {
+		ep.srq.detachEP(ep)
+	}
 	return true
 }
 

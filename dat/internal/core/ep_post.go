@@ -12,6 +12,8 @@ import (
 var (
 	errPostFreed = InvalidHandle("ep_post", dat.HandleTypeEP)
 	errPostFull  = dat.NewError("ep_post", dat.InsufficientResources, dat.ResourceTEP)
+	// An EP on an SRQ has no receive queue of its own.
+	errPostSRQ = dat.NewError("ep_post_recv", dat.InvalidState, dat.InvalidStateSRQInUse)
 )
 
 // postErr maps a synchronous verbs error of a post.
@@ -221,6 +223,9 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	if ep == nil || ep.freed.Load() {
 		return errPostFreed
 	}
+	if ep.srq != nil {
+		return errPostSRQ
+	}
 	if flags&^(dat.CompletionSuppress|dat.CompletionUnsignalled) != 0 {
 		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
 	}
@@ -238,6 +243,17 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	if len(iov) > maxIOV {
 		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
 	}
+	if err := ep.postRecv(op, qp, own, pz, iov, cookie, flags); err != nil {
+		return err
+	}
+	if ep.hw.active.Load() {
+		ep.checkWatermarks()
+	}
+	return nil
+}
+
+// postRecv is PostRecv's part under recvMu.
+func (ep *EP) postRecv(op string, qp verbs.QP, own *owner, pz *PZ, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
 	ep.recvMu.Lock()
 	defer ep.recvMu.Unlock()
 	k := 0

@@ -663,3 +663,43 @@ func (e *EVD) ready() bool {
 	e.drainLocked()
 	return e.loud > 0
 }
+
+// Grow adds delta to the DTO capacity the EVD's CQ is sized for: an SRQ
+// adds its size once for every recv EVD its EPs complete to, and grows
+// it with the SRQ. A negative delta shrinks at best effort.
+func (e *EVD) Grow(op string, delta int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.freed.Load() {
+		return InvalidHandle(op, dat.HandleTypeEVD)
+	}
+	if e.cq == nil {
+		return dat.NewError(op, dat.InvalidParameter, dat.NoSubtype)
+	}
+	if err := e.resizeLocked(e.qlen, e.capDTO+delta); err != nil {
+		if delta < 0 {
+			e.capDTO += delta
+			return nil
+		}
+		return dat.Wrap(op, dat.InsufficientResources, dat.ResourceTEVD, err)
+	}
+	return nil
+}
+
+// countTable drains the CQ and counts the queued events holding a slot
+// of t and, among them, those of the EP with handle h.
+func (e *EVD) countTable(t *cookieTable, h dat.Handle) (all, mine int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.drainLocked()
+	for i := 0; i < e.n; i++ {
+		ent := &e.ring[(e.head+i)%len(e.ring)]
+		if ent.tbl == t {
+			all++
+			if h != nil && ent.ev.DTO.EP == h {
+				mine++
+			}
+		}
+	}
+	return all, mine
+}
