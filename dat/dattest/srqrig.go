@@ -30,7 +30,7 @@ type SRQRig struct {
 	// sends produce events there.
 	CliReq *evd.EVD
 	qual   dat.ConnQual
-	psp      *ep.PSP
+	psp    *ep.PSP
 }
 
 // SRQConn is one connection of an SRQRig.
