@@ -105,6 +105,26 @@ func (r *SRQRig) Connect(t testing.TB, attr *dat.EPAttr) int {
 	return i
 }
 
+// ConnectPlain adds a connection whose server EP has its own receive
+// queue (attr's MaxRecvDTOs deep) but the same EVDs as an SRQ EP would:
+// the baseline the SRQ benchmarks compare with.
+func (r *SRQRig) ConnectPlain(t testing.TB, attr *dat.EPAttr) int {
+	t.Helper()
+	i := len(r.Conns)
+	recv := r.RecvEVDs[i%len(r.RecvEVDs)]
+	sep, err := ep.Create(r.Srv.IA, r.Srv.PZ, recv, r.Srv.EVD, r.Srv.EVD, attr)
+	if err != nil {
+		t.Fatalf("ep_create: %v", err)
+	}
+	cep, err := ep.Create(r.Cli.IA, r.Cli.PZ, r.Cli.EVD, r.CliReq, r.Cli.EVD, &dat.EPAttr{MaxRequestDTOs: 256})
+	if err != nil {
+		t.Fatalf("ep_create: %v", err)
+	}
+	ConnectEPs(t, r.Srv, r.Cli, sep, cep, r.qual)
+	r.Conns = append(r.Conns, SRQConn{Srv: sep, Cli: cep, RecvEVD: recv})
+	return i
+}
+
 // Send posts a suppressed Send of n bytes at offset off of the client's
 // buffer on connection i.
 func (r *SRQRig) Send(t testing.TB, i, off, n int) {
