@@ -1,11 +1,12 @@
 package interop
 
 // The harness around the QEMU lab (../shared/lab, README.md there): it finds
-// the lab and its cache, boots one VM for the whole package, and wraps
-// vm.sh so that every test runs kernel peers in the VM (vmExec) and Go peers
-// on the host inside netns ratlab (nsExec). Interop tests must not call
-// t.Parallel: `vm.sh killjobs`, run after each test, stops every job in the
-// VM, including another test's.
+// the lab and its cache, boots each VM the tests ask for once (mainVM for
+// siw and rping, rdsVM for RDS), and wraps vm.sh so that every test runs
+// kernel peers in a VM (vmExec, rdsVM.exec) and Go peers on the host inside
+// netns ratlab (nsExec). Interop tests must not call t.Parallel: `vm.sh
+// killjobs`, run after each test, stops every job in that VM, including
+// another test's.
 
 import (
 	"bytes"
@@ -60,25 +61,13 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	lab.skip = discoverLab()
-	if lab.skip != "" {
-		return m.Run()
-	}
-	started, err := bootVM()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "interop:", err)
-		return 1
-	}
 	code := m.Run()
-	switch {
-	case !started:
-		fmt.Fprintf(os.Stderr, "interop: VM %q was already running before the tests; left running\n", vmName)
-	case os.Getenv(envKeep) == "1":
-		fmt.Fprintf(os.Stderr, "interop: %s=1: VM %q left running (stop: LAB_CACHE=%s %s/vm.sh stop)\n",
-			envKeep, vmName, lab.cache, lab.dir)
-	default:
-		if err := stopVM(); err != nil {
-			fmt.Fprintln(os.Stderr, "interop:", err)
-			return 1
+	if lab.skip == "" {
+		for _, v := range []*labVM{mainVM, rdsVM} {
+			if err := v.finish(); err != nil {
+				fmt.Fprintln(os.Stderr, "interop:", err)
+				code = 1
+			}
 		}
 	}
 	return code
@@ -141,32 +130,67 @@ func findRepoRoot(dir string) (string, error) {
 	}
 }
 
-// requireLab skips the test unless TestMain booted (or found) the VM.
+// labVM is one lab VM (vm.sh --name/--ip). Each is booted by the first
+// test that needs it and stopped at the end of the run if this process
+// booted it, so that a run that only needs one VM never touches another
+// (another checkout's tests may be using it). mainVM carries the siw and
+// rping tests; rdsVM the RDS ones, so that the two groups can run at the
+// same time from two `go test` processes without `vm.sh killjobs` of one
+// stopping the other's kernel peers.
+type labVM struct {
+	name, ip string
+	opts     []string // extra vm.sh start options
+
+	once    sync.Once
+	tried   bool // once ran: some test asked for this VM
+	err     error
+	started bool
+}
+
+var (
+	mainVM = &labVM{name: vmName, ip: vmIP}
+	rdsVM  = &labVM{name: "rds", ip: "192.168.77.3", opts: []string{"--rdma", "", "--mem", "2048"}}
+)
+
+// requireLab skips the test unless the lab is enabled and found, and
+// boots (or finds) the main VM.
 func requireLab(t *testing.T) {
+	t.Helper()
+	requireVM(t, mainVM)
+}
+
+// requireVM skips the test unless the lab is enabled and found, and boots
+// (or finds) VM v; a failed boot fails the test.
+func requireVM(t *testing.T, v *labVM) {
 	t.Helper()
 	if lab.skip != "" {
 		t.Skip(lab.skip)
 	}
+	v.once.Do(func() { v.tried = true; v.started, v.err = v.boot() })
+	if v.err != nil {
+		t.Fatal(v.err)
+	}
 }
 
-// bootVM starts the lab VM with the repository shared, unless it already
-// runs. A running VM is reused only when it shares the repository:
-// otherwise binaries in <repo>/bin could look stale inside it (README,
-// pitfall 14). started reports whether this process booted it.
-func bootVM() (started bool, err error) {
+// boot starts the VM with the repository shared, unless it already runs.
+// A running VM is reused only when it shares the repository: otherwise
+// binaries in <repo>/bin could look stale inside it (README, pitfall 14).
+// started reports whether this process booted it.
+func (v *labVM) boot() (started bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
 	defer cancel()
-	if labCmd(ctx, "status").Run() == nil {
-		if err := checkShared(); err != nil {
+	if labCmd(ctx, "status", "--name", v.name).Run() == nil {
+		if err := v.checkShared(); err != nil {
 			return false, err
 		}
 		return false, nil
 	}
 	t0 := time.Now()
-	out, err := labCmd(ctx, "start", "--share", lab.repo).CombinedOutput()
+	args := append([]string{"start", "--name", v.name, "--ip", v.ip, "--share", lab.repo}, v.opts...)
+	out, err := labCmd(ctx, args...).CombinedOutput()
 	if err != nil {
-		return false, fmt.Errorf("vm.sh start --share %s: %v\n%s(console: %s)", lab.repo, err, out,
-			filepath.Join(lab.cache, "run", vmName, "console.log"))
+		return false, fmt.Errorf("vm.sh %s: %v\n%s(console: %s)", strings.Join(args, " "), err, out,
+			filepath.Join(lab.cache, "run", v.name, "console.log"))
 	}
 	fmt.Fprintf(os.Stderr, "interop: %s (vm.sh start took %.1fs)\n",
 		strings.TrimSpace(string(out)), time.Since(t0).Seconds())
@@ -175,8 +199,8 @@ func bootVM() (started bool, err error) {
 
 // checkShared verifies from QEMU's command line that the running VM was
 // started with --share <repo>.
-func checkShared() error {
-	pidFile := filepath.Join(lab.cache, "run", vmName, "qemu.pid")
+func (v *labVM) checkShared() error {
+	pidFile := filepath.Join(lab.cache, "run", v.name, "qemu.pid")
 	pid, err := os.ReadFile(pidFile)
 	if err != nil {
 		return err
@@ -187,17 +211,30 @@ func checkShared() error {
 	}
 	if !bytes.Contains(cmdline, []byte(" lab.share="+lab.repo+" ")) &&
 		!bytes.Contains(cmdline, []byte(" lab.share="+lab.repo+"\x00")) {
-		return fmt.Errorf("VM %q already runs without --share %s; stop it (LAB_CACHE=%s %s/vm.sh stop) and rerun",
-			vmName, lab.repo, lab.cache, lab.dir)
+		return fmt.Errorf("VM %q already runs without --share %s; stop it (LAB_CACHE=%s %s/vm.sh stop --name %s) and rerun",
+			v.name, lab.repo, lab.cache, lab.dir, v.name)
 	}
 	return nil
 }
 
-func stopVM() error {
+// finish stops the VM at the end of the run if this process booted it
+// (and GODAPL_LAB_KEEP is not set).
+func (v *labVM) finish() error {
+	switch {
+	case !v.tried || v.err != nil:
+		return nil
+	case !v.started:
+		fmt.Fprintf(os.Stderr, "interop: VM %q was already running before the tests; left running\n", v.name)
+		return nil
+	case os.Getenv(envKeep) == "1":
+		fmt.Fprintf(os.Stderr, "interop: %s=1: VM %q left running (stop: LAB_CACHE=%s %s/vm.sh stop --name %s)\n",
+			envKeep, v.name, lab.cache, lab.dir, v.name)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if out, err := labCmd(ctx, "stop").CombinedOutput(); err != nil {
-		return fmt.Errorf("vm.sh stop: %v\n%s", err, out)
+	if out, err := labCmd(ctx, "stop", "--name", v.name).CombinedOutput(); err != nil {
+		return fmt.Errorf("vm.sh stop --name %s: %v\n%s", v.name, err, out)
 	}
 	return nil
 }
@@ -213,14 +250,20 @@ func labCmd(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// vmExec returns a command running args as root inside the VM, in the
-// caller's working directory. The kernel utilities (rping, ib_*, ss) run
-// there. It arranges `vm.sh killjobs` at the end of the test, so that no
-// server outlives it.
+// vmExec returns a command running args as root inside the main VM, in
+// the caller's working directory. The kernel utilities (rping, ib_*, ss)
+// run there. It arranges `vm.sh killjobs` at the end of the test, so that
+// no server outlives it.
 func vmExec(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
-	registerKilljobs(t)
-	return labCmd(ctx, append([]string{"exec", "--"}, args...)...)
+	return mainVM.exec(ctx, t, args...)
+}
+
+// exec is vmExec for VM v.
+func (v *labVM) exec(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	v.registerKilljobs(t)
+	return labCmd(ctx, append([]string{"exec", "--name", v.name, "--"}, args...)...)
 }
 
 // nsExec returns a command running args natively on the host inside netns
@@ -231,26 +274,33 @@ func nsExec(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
 	return labCmd(ctx, append([]string{"nsexec", "--"}, args...)...)
 }
 
-// killjobsFor holds the tests that have a killjobs cleanup registered.
-var killjobsFor sync.Map // *testing.T -> struct{}
+// killjobsFor holds the (test, VM) pairs that have a killjobs cleanup
+// registered.
+var killjobsFor sync.Map // killjobsKey -> struct{}
 
-func registerKilljobs(t *testing.T) {
-	if _, loaded := killjobsFor.LoadOrStore(t, struct{}{}); loaded {
+type killjobsKey struct {
+	t *testing.T
+	v *labVM
+}
+
+func (v *labVM) registerKilljobs(t *testing.T) {
+	k := killjobsKey{t, v}
+	if _, loaded := killjobsFor.LoadOrStore(k, struct{}{}); loaded {
 		return
 	}
 	t.Cleanup(func() {
-		killjobsFor.Delete(t)
-		killjobs(t)
+		killjobsFor.Delete(k)
+		v.killjobs(t)
 	})
 }
 
 // killjobs stops every job still running in the VM.
-func killjobs(t *testing.T) {
+func (v *labVM) killjobs(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if out, err := labCmd(ctx, "killjobs").CombinedOutput(); err != nil {
-		t.Errorf("vm.sh killjobs: %v\n%s", err, out)
+	if out, err := labCmd(ctx, "killjobs", "--name", v.name).CombinedOutput(); err != nil {
+		t.Errorf("vm.sh killjobs --name %s: %v\n%s", v.name, err, out)
 	}
 }
 

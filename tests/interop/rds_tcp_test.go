@@ -1,96 +1,264 @@
 package interop
 
-// RDS/TCP interoperability (issue 8): rdsoverdat's tcp transport in
-// cmd/rds-cat at 192.168.77.1 (netns ratlab) against the VM kernel's
-// rds_tcp at 192.168.77.2, in both directions. The Go side has the
-// smaller address, so it is the connecting side of every path; when the
-// kernel sends first, its trigger connection is reset and Go connects
-// back (rds-wire.md §2.2). RDS ports used here: 4010-4017, 18005 (the
-// lab's rds_smoke.py).
+// RDS/TCP interoperability (issue 8): rdsoverdat's tcp transport at
+// 192.168.77.1 (netns ratlab; cmd/rds-cat and internal/rdspeer) against
+// the rds_tcp of the kernel in rdsVM (192.168.77.3, its own VM so that the
+// siw/rping tests' `vm.sh killjobs` never stops an RDS peer), driven by
+// testdata/rds_kernel_peer.py. The Go side has the smaller address, so it
+// is the connecting side of every path; when the kernel sends first, its
+// trigger connection is reset and Go connects back (rds-wire.md §2.2).
+//
+// RDS ports: 4010-4099 one or two per test (below), 4100-4131 and
+// 4200-4231 for the many-ports tests, 18005 (the lab's rds_smoke.py).
+//
+// Only one process at a time may run these tests: the Go node listens on
+// 192.168.77.1:16385, which exists once in netns ratlab. lockRDS
+// serializes them across `go test` processes.
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
 
+// kernelPeer is the kernel-side script's path (the repository is shared
+// with the VM, so it is current there).
+func kernelPeer() string {
+	return filepath.Join(lab.repo, "tests", "interop", "testdata", "rds_kernel_peer.py")
+}
+
+// rdsTest prepares an RDS interop test: the VM, the cross-process lock,
+// a context and the two binaries.
+func rdsTest(t *testing.T, timeout time.Duration) (ctx context.Context, rdsCat, rdsPeer string) {
+	t.Helper()
+	requireVM(t, rdsVM)
+	lockRDS(t)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	return ctx, buildBinary(t, "./cmd/rds-cat"), buildBinary(t, "./tests/interop/internal/rdspeer")
+}
+
+// lockRDS holds an exclusive flock on $LAB_CACHE/run/rds-interop.lock
+// until the test ends.
+func lockRDS(t *testing.T) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(lab.cache, "run", "rds-interop.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+}
+
+// kernelJob starts rds_kernel_peer.py in rdsVM and waits for "kernel ready".
+func kernelJob(ctx context.Context, t *testing.T, args ...string) *job {
+	t.Helper()
+	j := startJob(t, rdsVM.exec(ctx, t, append([]string{"python3", kernelPeer()}, args...)...))
+	waitJobOutput(ctx, t, j, "kernel ready")
+	return j
+}
+
+// finish waits for both sides and fails the test unless both succeeded
+// and printed every wanted line.
+func finish(ctx context.Context, t *testing.T, goSide, kernel *job, goWant, kernelWant []string) {
+	t.Helper()
+	gerr, kerr := goSide.wait(ctx), kernel.wait(ctx)
+	gout, kout := goSide.out.String(), kernel.out.String()
+	t.Logf("Go side:\n%s\nkernel:\n%s", gout, kout)
+	if gerr != nil || kerr != nil {
+		t.Fatalf("Go side: %v, kernel: %v", gerr, kerr)
+	}
+	for _, w := range goWant {
+		if !strings.Contains(gout, w) {
+			t.Errorf("Go side lacks %q", w)
+		}
+	}
+	for _, w := range kernelWant {
+		if !strings.Contains(kout, w) {
+			t.Errorf("kernel lacks %q", w)
+		}
+	}
+}
+
+func hostAddr(port int) string { return hostIP + ":" + strconv.Itoa(port) }
+func kernAddr(port int) string { return rdsVM.ip + ":" + strconv.Itoa(port) }
+
 // TestRDSTCPKernelSendsToGo: the kernel sends first (rds_smoke.py --peer);
 // the Go node echoes; the kernel socket receives the echo.
 func TestRDSTCPKernelSendsToGo(t *testing.T) {
-	requireLab(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	bin := buildBinary(t, "./cmd/rds-cat")
-	goSide := startJob(t, nsExec(ctx, t, bin, "-bind", hostIP+":4010", "-echo", "-timeout", "20s"))
+	ctx, bin, _ := rdsTest(t, 2*time.Minute)
+	goSide := startJob(t, nsExec(ctx, t, bin, "-bind", hostAddr(4010), "-echo", "-timeout", "20s"))
 	time.Sleep(time.Second) // the Go node listens on 16385 once bound
-	out, err := vmExec(ctx, t, "python3", filepath.Join(lab.dir, "rds_smoke.py"), "--no-local",
-		"--peer", hostIP+":4010").CombinedOutput()
+	out, err := rdsVM.exec(ctx, t, "python3", filepath.Join(lab.dir, "rds_smoke.py"), "--no-local",
+		"--addr", rdsVM.ip, "--peer", hostAddr(4010)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("rds_smoke.py: %v\n%s\nGo side:\n%s", err, out, goSide.out.String())
 	}
-	want := "reply from " + hostIP + ":4010: b'echo: hello from the VM kernel RDS/TCP'"
+	want := "reply from " + hostAddr(4010) + ": b'echo: hello from the VM kernel RDS/TCP'"
 	if !strings.Contains(string(out), want) {
 		t.Fatalf("kernel output lacks %q:\n%s\nGo side:\n%s", want, out, goSide.out.String())
 	}
 	if err := goSide.wait(ctx); err != nil {
 		t.Fatalf("rds-cat: %v\n%s", err, goSide.out.String())
 	}
-	if !strings.Contains(goSide.out.String(), "recv from "+vmIP+":18005 len 32") {
+	if !strings.Contains(goSide.out.String(), "recv from "+kernAddr(18005)+" len 32") {
 		t.Errorf("Go side output:\n%s", goSide.out.String())
 	}
-	t.Logf("Go side:\n%s", goSide.out.String())
 }
 
-// TestRDSTCPGoSendsToKernel: Go sends 0 B, 100 B, 4 KiB and 64 KiB
-// messages to a kernel AF_RDS socket, which answers each.
-func TestRDSTCPGoSendsToKernel(t *testing.T) {
-	requireLab(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	bin := buildBinary(t, "./cmd/rds-cat")
-	script := filepath.Join(lab.repo, "tests", "interop", "testdata", "rds_kernel_echo.py")
-	kernel := startJob(t, vmExec(ctx, t, "python3", script, vmIP, "4012", "4", "30"))
-	waitJobOutput(ctx, t, kernel, "kernel listening")
-	out, err := nsExec(ctx, t, bin, "-bind", hostIP+":4011", "-send", vmIP+":4012", "-count", "4",
-		"-sizes", "0,100,4096,65536", "-timeout", "30s").CombinedOutput()
-	if err != nil {
-		t.Fatalf("rds-cat: %v\n%s\nkernel:\n%s", err, out, kernel.out.String())
+// TestRDSTCPSizes: Go sends 0 B to 1 MiB (RDS_MAX_MSG_SIZE) messages, the
+// kernel echoes each whole (kernel -> Go carries the same sizes), and
+// 1 MiB + 1 fails locally with EMSGSIZE. The kernel side needs
+// SO_SNDBUFFORCE: it refuses messages above sk_sndbuf/2.
+func TestRDSTCPSizes(t *testing.T) {
+	ctx, _, peer := rdsTest(t, 3*time.Minute)
+	sizes := []string{"0", "1", "47", "48", "100", "1500", "4095", "4096", "4097", "8192", "65535",
+		"65536", "131072", "1048575", "1048576"}
+	kernel := kernelJob(ctx, t, "echo", rdsVM.ip, "4012", strconv.Itoa(len(sizes)))
+	goSide := startJob(t, nsExec(ctx, t, peer, "sizes", "-bind", hostAddr(4011), "-to", kernAddr(4012),
+		"-sizes", strings.Join(sizes, ",")))
+	var goWant, kWant []string
+	for _, n := range sizes {
+		goWant = append(goWant, "size "+n+" echoed intact\n")
+		kWant = append(kWant, "kernel recv "+n+" from "+hostAddr(4011)+"\n")
 	}
-	if err := kernel.wait(ctx); err != nil {
-		t.Fatalf("kernel echo: %v\n%s", err, kernel.out.String())
-	}
-	for _, n := range []string{"0", "100", "4096", "65536"} {
-		if !strings.Contains(kernel.out.String(), "kernel recv "+n+" from "+hostIP+":4011") {
-			t.Errorf("kernel did not receive %s bytes:\n%s", n, kernel.out.String())
-		}
-	}
-	if c := strings.Count(string(out), "reply from "+vmIP+":4012"); c != 4 {
-		t.Errorf("%d replies:\n%s", c, out)
-	}
-	t.Logf("Go side:\n%s", out)
+	finish(ctx, t, goSide, kernel, append(goWant, "size 1048577 EMSGSIZE", "OK"), kWant)
 }
 
 // TestRDSTCPPing: rds-ping's protocol both ways (messages to port 0 are
 // answered with 0-byte pongs from port 0).
 func TestRDSTCPPing(t *testing.T) {
-	requireLab(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	bin := buildBinary(t, "./cmd/rds-cat")
-	out, err := nsExec(ctx, t, bin, "-bind", hostIP+":4013", "-ping", vmIP, "-count", "3", "-timeout", "20s").CombinedOutput()
-	if err != nil || strings.Count(string(out), "from "+vmIP+":0 len 0") != 3 {
+	ctx, bin, _ := rdsTest(t, 2*time.Minute)
+	out, err := nsExec(ctx, t, bin, "-bind", hostAddr(4013), "-ping", rdsVM.ip, "-count", "3", "-timeout", "20s").CombinedOutput()
+	if err != nil || strings.Count(string(out), "from "+kernAddr(0)+" len 0") != 3 {
 		t.Fatalf("Go pinging the kernel: %v\n%s", err, out)
 	}
-	goSide := startJob(t, nsExec(ctx, t, bin, "-bind", hostIP+":4014", "-echo", "-timeout", "15s"))
+	goSide := startJob(t, nsExec(ctx, t, bin, "-bind", hostAddr(4014), "-echo", "-timeout", "15s"))
 	time.Sleep(time.Second)
-	script := filepath.Join(lab.repo, "tests", "interop", "testdata", "rds_kernel_echo.py")
-	kout, err := vmExec(ctx, t, "python3", script, "ping", vmIP, hostIP, "3", "10").CombinedOutput()
-	if err != nil || strings.Count(string(kout), "kernel pong 0 from "+hostIP+":0") != 3 {
+	kout, err := rdsVM.exec(ctx, t, "python3", kernelPeer(), "--timeout", "10", "ping", rdsVM.ip, hostIP, "3").CombinedOutput()
+	if err != nil || strings.Count(string(kout), "kernel pong 0 from "+hostAddr(0)) != 3 {
 		t.Fatalf("kernel pinging Go: %v\n%s\nGo side:\n%s", err, kout, goSide.out.String())
 	}
 	goSide.wait(ctx)
+}
+
+// TestRDSTCPManyPorts: 32 Go sockets each talk to their own kernel socket
+// over the one connection; every reply names both ports.
+func TestRDSTCPManyPorts(t *testing.T) {
+	ctx, _, peer := rdsTest(t, 2*time.Minute)
+	kernel := kernelJob(ctx, t, "ports", rdsVM.ip, "4200", "32")
+	goSide := startJob(t, nsExec(ctx, t, peer, "ports", "-addr", hostIP, "-base", "4100", "-n", "32",
+		"-to", rdsVM.ip, "-tbase", "4200"))
+	finish(ctx, t, goSide, kernel, []string{"ports ok 32", "npaths 1", "OK"}, []string{"kernel ports ok 32"})
+}
+
+// TestRDSTCPStreamBothWays: 3000 numbered messages each way at once,
+// checked for order and exactly-once on both sides.
+func TestRDSTCPStreamBothWays(t *testing.T) {
+	ctx, _, peer := rdsTest(t, 3*time.Minute)
+	sink := kernelJob(ctx, t, "sink", rdsVM.ip, "4016", "3000")
+	goSide := startJob(t, nsExec(ctx, t, peer, "stream", "-bind", hostAddr(4015), "-to", kernAddr(4016),
+		"-n", "3000", "-size", "1024", "-recv", "3000", "-timeout", "150s"))
+	source := kernelJob(ctx, t, "source", rdsVM.ip, "4017", hostAddr(4015), "3000", "1024")
+	finish(ctx, t, goSide, sink, []string{"sent 3000\n", "received 3000 in order", "all acknowledged", "OK"},
+		[]string{"kernel sink ok 3000 in order"})
+	if err := source.wait(ctx); err != nil {
+		t.Fatalf("kernel source: %v\n%s", err, source.out.String())
+	}
+}
+
+// TestRDSTCPResetMidStream: like TestRDSTCPStreamBothWays, but after 1000
+// messages the kernel's TCP socket of the connection is aborted (ss -K in
+// the VM: an RST to Go). Both sides reconnect and retransmit what TCP had
+// not acknowledged, flagged RETRANSMITTED; receivers drop what they had
+// already. Nothing may be lost or duplicated in either direction.
+func TestRDSTCPResetMidStream(t *testing.T) {
+	ctx, _, peer := rdsTest(t, 4*time.Minute)
+	const n = "4000"
+	sink := kernelJob(ctx, t, "--timeout", "120", "sink", rdsVM.ip, "4019", "0")
+	reset := fmt.Sprintf("%s exec --name %s -- ss -K -tn dst %s sport = :16385", filepath.Join(lab.dir, "vm.sh"), rdsVM.name, hostIP)
+	goSide := startJob(t, nsExec(ctx, t, peer, "stream", "-bind", hostAddr(4018), "-to", kernAddr(4019),
+		"-n", "2000", "-size", "2048", "-pace", "1ms", "-recv", n, "-reset-after", "500", "-reset-cmd", reset, "-timeout", "200s"))
+	source := kernelJob(ctx, t, "--timeout", "120", "source", rdsVM.ip, "4020", hostAddr(4018), n, "2048")
+	finish(ctx, t, goSide, sink, []string{"reset after 500: <nil>", "reset done at message", "received " + n + " in order",
+		"all acknowledged", "OK"}, []string{"kernel sink ok"})
+	if err := source.wait(ctx); err != nil {
+		t.Fatalf("kernel source: %v\n%s", err, source.out.String())
+	}
+	gout := goSide.out.String()
+	sent := regexp.MustCompile(`(?m)^sent (\d+)$`).FindStringSubmatch(gout)
+	if sent == nil || !strings.Contains(sink.out.String(), "kernel sink ok "+sent[1]+" in order") {
+		t.Errorf("Go sent %v, the kernel's count differs", sent)
+	}
+	if m := regexp.MustCompile(`Resets:(\d+)`).FindStringSubmatch(gout); m == nil || m[1] == "0" {
+		t.Errorf("the Go side saw no reset: %v", m)
+	}
+}
+
+// TestRDSTCPCongestion: the kernel socket (SO_RCVBUF 64 KiB) does not
+// read, so the kernel marks its port congested and sends its map; the
+// Go sender gets ENOBUFS, tells the kernel to drain, waits for the
+// RDS_CMSG_CONG_UPDATE the kernel's next map produces, and resumes for
+// 2000 more messages. All arrive in order.
+func TestRDSTCPCongestion(t *testing.T) {
+	ctx, _, peer := rdsTest(t, 3*time.Minute)
+	kernel := kernelJob(ctx, t, "--timeout", "120", "sink", rdsVM.ip, "4022", "0", "--ctl", "4023", "--rcvbuf", "65536")
+	goSide := startJob(t, nsExec(ctx, t, peer, "congest", "-bind", hostAddr(4021), "-to", kernAddr(4022),
+		"-ctl", kernAddr(4023), "-n", "2000", "-size", "1024", "-timeout", "150s"))
+	finish(ctx, t, goSide, kernel, []string{"ENOBUFS at message", "cong update", "OK"},
+		[]string{"draining", "kernel sink ok", "kernel ctl b'enobufs"})
+	// The kernel got exactly what Go sent, in order.
+	sent := regexp.MustCompile(`sent (\d+) enobufs`).FindStringSubmatch(goSide.out.String())
+	if sent == nil || !strings.Contains(kernel.out.String(), "kernel sink ok "+sent[1]+" in order") {
+		t.Errorf("Go sent %v, the kernel's count differs", sent)
+	}
+}
+
+// TestRDSTCPCancelSentTo: between messages to port B, Go queues 16 MiB
+// to port A and cancels them at once with RDS_CANCEL_SENT_TO. The kernel
+// must see on A a gap-free prefix of them followed by the END marker
+// sent after the cancel, and every message to B.
+func TestRDSTCPCancelSentTo(t *testing.T) {
+	ctx, _, peer := rdsTest(t, 3*time.Minute)
+	kernel := kernelJob(ctx, t, "cancelsink", rdsVM.ip, "4025", "4026", "20")
+	goSide := startJob(t, nsExec(ctx, t, peer, "cancel", "-bind", hostAddr(4024), "-to", kernAddr(4025),
+		"-to2", kernAddr(4026), "-n", "256", "-size", "65536", "-n2", "20"))
+	finish(ctx, t, goSide, kernel, []string{"cancelled:", "all acknowledged", "OK"},
+		[]string{"then END", "kernel cancelsink ok 20"})
+	m := regexp.MustCompile(`prefix (\d+) then END`).FindStringSubmatch(kernel.out.String())
+	if m == nil || m[1] == "256" {
+		t.Errorf("the cancel dropped nothing (kernel got %v of 256): nothing was tested", m)
+	}
+}
+
+// TestRDSTCPMultipath: the Go node announces NPATHS 8, the 6.1 kernel
+// answers 8, and Go (the smaller address) opens the other seven paths;
+// 32 sockets spread over them. The kernel lists 8 TCP sockets to Go.
+func TestRDSTCPMultipath(t *testing.T) {
+	ctx, _, peer := rdsTest(t, 2*time.Minute)
+	kernel := kernelJob(ctx, t, "ports", rdsVM.ip, "4200", "32")
+	goSide := startJob(t, nsExec(ctx, t, peer, "ports", "-paths", "8", "-addr", hostIP, "-base", "4100",
+		"-n", "32", "-to", rdsVM.ip, "-tbase", "4200", "-timeout", "60s", "-linger", "8s"))
+	_ = kernel.wait(ctx)
+	info, err := rdsVM.exec(ctx, t, "python3", kernelPeer(), "info", rdsVM.ip).CombinedOutput()
+	if err != nil {
+		t.Fatalf("info: %v\n%s", err, info)
+	}
+	finish(ctx, t, goSide, kernel, []string{"ports ok 32", "npaths 8", "OK"}, []string{"kernel ports ok 32"})
+	t.Logf("kernel info:\n%s", info)
+	if c := strings.Count(string(info), "-> "+hostIP+":"); c != 8 {
+		t.Errorf("kernel has %d TCP sockets to Go, want 8", c)
+	}
 }
 
 // waitJobOutput waits until a job has printed s.

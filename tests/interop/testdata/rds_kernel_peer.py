@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Kernel-side RDS peer for the rdsoverdat interop tests (runs in the lab VM).
+
+Every socket is AF_RDS/SOCK_SEQPACKET with SO_RDS_TRANSPORT = RDS_TRANS_TCP and
+8 MiB SO_SNDBUFFORCE/SO_RCVBUFFORCE (rds_sendmsg refuses a message above
+sk_sndbuf/2 with EMSGSIZE) unless --rcvbuf says otherwise. Each command prints
+"kernel ready" once its sockets are bound, one line per event, and exits 0 on
+success, 1 on a failed check or timeout.
+
+  echo ADDR PORT COUNT         receive COUNT messages, send each back whole
+  ports ADDR BASE N            N sockets on BASE..BASE+N-1; each echoes one message
+  sink ADDR PORT COUNT [--ctl CTLPORT] [--rcvbuf BYTES]
+                               receive COUNT numbered messages (8-byte big-endian
+                               index first; COUNT 0: until one that is b"END") and
+                               check they arrive in order, exactly once; with --ctl the data socket is not read until a
+                               message arrives on CTLPORT (so its queue congests)
+  source ADDR PORT DST COUNT SIZE
+                               send COUNT numbered messages of SIZE bytes to DST
+                               (ip:port), retrying on ENOBUFS/EAGAIN
+  cancelsink ADDR PORT_A PORT_B COUNT_B
+                               on PORT_A receive numbered messages until one whose
+                               payload is b"END" and check they are a gap-free
+                               prefix; on PORT_B receive COUNT_B numbered messages
+  ping ADDR PEER COUNT         COUNT rds-ping style 0-byte messages to PEER port 0
+  info ADDR                    print the RDS/TCP sockets and connections of ADDR
+
+Options: --timeout SECONDS (default 60) for every blocking wait.
+"""
+import argparse, ctypes, errno, os, select, socket, struct, sys, time
+
+AF_RDS, SOL_RDS, SO_RDS_TRANSPORT, RDS_TRANS_TCP = 21, 276, 8, 2
+SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33
+RDS_INFO_CONNECTIONS, RDS_INFO_TCP_SOCKETS = 10001, 10007
+
+
+def rds_socket(addr, port, sndbuf=8 << 20, rcvbuf=8 << 20):
+    s = socket.socket(AF_RDS, socket.SOCK_SEQPACKET, 0)
+    s.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, sndbuf)
+    s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
+    s.setsockopt(SOL_RDS, SO_RDS_TRANSPORT, RDS_TRANS_TCP)
+    s.bind((addr, port))
+    return s
+
+
+def say(*a):
+    print(*a, flush=True)
+
+
+def fail(msg):
+    say("kernel FAIL", msg)
+    sys.exit(1)
+
+
+def recv(s, timeout, n=(1 << 20) + 1):
+    r, _, _ = select.select([s], [], [], timeout)
+    if not r:
+        fail("timeout on port %d" % s.getsockname()[1])
+    return s.recvfrom(n)
+
+
+def send_retry(s, data, dst, deadline):
+    while True:
+        try:
+            return s.sendto(data, dst)
+        except OSError as e:
+            if e.errno not in (errno.ENOBUFS, errno.EAGAIN) or time.time() > deadline:
+                raise
+            time.sleep(0.001)
+
+
+def parse_dst(d):
+    ip, port = d.rsplit(":", 1)
+    return ip, int(port)
+
+
+def cmd_echo(o):
+    s = rds_socket(o.addr, o.port)
+    say("kernel ready")
+    for _ in range(o.count):
+        data, src = recv(s, o.timeout)
+        say("kernel recv %d from %s:%d" % (len(data), src[0], src[1]))
+        send_retry(s, data, src, time.time() + o.timeout)
+
+
+def cmd_ports(o):
+    socks = [rds_socket(o.addr, o.base + i) for i in range(o.n)]
+    say("kernel ready")
+    left, deadline = set(socks), time.time() + o.timeout
+    while left:
+        r, _, _ = select.select(list(left), [], [], max(0, deadline - time.time()))
+        if not r:
+            fail("%d ports got nothing" % len(left))
+        for s in r:
+            data, src = s.recvfrom(1 << 16)
+            port = s.getsockname()[1]
+            s.sendto(b"%d<-%d:" % (port, src[1]) + data, src)
+            left.discard(s)
+    say("kernel ports ok %d" % o.n)
+
+
+def check_seq(data, want, port):
+    if len(data) < 8:
+        fail("port %d: short message %r" % (port, data[:16]))
+    got = struct.unpack(">Q", data[:8])[0]
+    if got != want:
+        fail("port %d: message %d where %d was due (lost, duplicated or reordered)" % (port, got, want))
+
+
+def cmd_sink(o):
+    s = rds_socket(o.addr, o.port, rcvbuf=o.rcvbuf or (8 << 20))
+    ctl = rds_socket(o.addr, o.ctl) if o.ctl else None
+    say("kernel ready")
+    if ctl:
+        data, src = recv(ctl, o.timeout)
+        say("kernel ctl %r from %s:%d: draining" % (data, src[0], src[1]))
+    i = 0
+    while o.count == 0 or i < o.count:
+        data, src = recv(s, o.timeout)
+        if o.count == 0 and data == b"END":
+            break
+        check_seq(data, i, o.port)
+        if i % 500 == 0 or i == o.count - 1:
+            say("kernel sink %d from %s:%d len %d" % (i, src[0], src[1], len(data)))
+        i += 1
+    say("kernel sink ok %d in order" % i)
+    if ctl:
+        # the Go side reports how many ENOBUFS it saw on the control port
+        data, src = recv(ctl, o.timeout)
+        say("kernel ctl %r" % data)
+
+
+def cmd_source(o):
+    s = rds_socket(o.addr, o.port)
+    dst = parse_dst(o.dst)
+    say("kernel ready")
+    deadline = time.time() + o.timeout
+    pad = b"k" * max(0, o.size - 8)
+    for i in range(o.count):
+        send_retry(s, struct.pack(">Q", i) + pad, dst, deadline)
+        if i % 500 == 0:
+            say("kernel sent %d" % i)
+    say("kernel source sent %d" % o.count)
+    time.sleep(o.linger)
+
+
+def cmd_cancelsink(o):
+    a, b = rds_socket(o.addr, o.port_a), rds_socket(o.addr, o.port_b)
+    say("kernel ready")
+    k = 0
+    while True:
+        data, src = recv(a, o.timeout)
+        if data == b"END":
+            break
+        check_seq(data, k, o.port_a)
+        k += 1
+    say("kernel cancelsink prefix %d then END" % k)
+    for i in range(o.count_b):
+        data, src = recv(b, o.timeout)
+        check_seq(data, i, o.port_b)
+    say("kernel cancelsink ok %d on port %d" % (o.count_b, o.port_b))
+
+
+def cmd_ping(o):
+    s = rds_socket(o.addr, 0)
+    say("kernel ready")
+    for _ in range(o.count):
+        s.sendto(b"", (o.peer, 0))
+        data, src = recv(s, o.timeout, 64)
+        say("kernel pong %d from %s:%d" % (len(data), src[0], src[1]))
+
+
+def info(s, opt):
+    # CPython caps getsockopt's buffer at 1024 bytes; call libc directly.
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(1 << 16)
+    ln = ctypes.c_uint32(len(buf))
+    size = libc.getsockopt(s.fileno(), SOL_RDS, opt, buf, ctypes.byref(ln))
+    if size < 0:
+        fail("getsockopt %d: %s" % (opt, os.strerror(ctypes.get_errno())))
+    b = buf.raw[:ln.value]
+    return [b[i:i + size] for i in range(0, len(b) - size + 1, size)] if size else []
+
+
+def cmd_info(o):
+    s = rds_socket(o.addr, 0)
+    for r in info(s, RDS_INFO_TCP_SOCKETS):
+        la, lp, pa, pp = struct.unpack("<4sH4sH", r[:12])
+        say("kernel tcp %s:%d -> %s:%d" % (socket.inet_ntoa(la), socket.ntohs(lp),
+                                            socket.inet_ntoa(pa), socket.ntohs(pp)))
+    for r in info(s, RDS_INFO_CONNECTIONS):
+        tx, rx, la, fa, tr = struct.unpack("<QQ4s4s16s", r[:40])
+        say("kernel conn %s -> %s %s next_tx %d next_rx %d" % (
+            socket.inet_ntoa(la), socket.inet_ntoa(fa), tr.split(b"\0")[0].decode(), tx, rx))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--timeout", type=float, default=60)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("echo"); c.add_argument("addr"); c.add_argument("port", type=int); c.add_argument("count", type=int)
+    c = sub.add_parser("ports"); c.add_argument("addr"); c.add_argument("base", type=int); c.add_argument("n", type=int)
+    c = sub.add_parser("sink"); c.add_argument("addr"); c.add_argument("port", type=int); c.add_argument("count", type=int)
+    c.add_argument("--ctl", type=int, default=0); c.add_argument("--rcvbuf", type=int, default=0)
+    c = sub.add_parser("source"); c.add_argument("addr"); c.add_argument("port", type=int); c.add_argument("dst")
+    c.add_argument("count", type=int); c.add_argument("size", type=int); c.add_argument("--linger", type=float, default=1)
+    c = sub.add_parser("cancelsink"); c.add_argument("addr"); c.add_argument("port_a", type=int)
+    c.add_argument("port_b", type=int); c.add_argument("count_b", type=int)
+    c = sub.add_parser("ping"); c.add_argument("addr"); c.add_argument("peer"); c.add_argument("count", type=int)
+    c = sub.add_parser("info"); c.add_argument("addr")
+    o = p.parse_args()
+    globals()["cmd_" + o.cmd](o)
+
+
+main()
