@@ -395,6 +395,40 @@ var srqTests = []testCase{
 			t.Fatalf("state %v", sep.State())
 		}
 	}},
+	{"SolicitedWait", func(t *testing.T, e *env) {
+		// An SRQ EP with SOLICITED_WAIT: its completions queue, but only a
+		// solicited Send wakes a waiter.
+		r := NewSRQRig(t, e.a, e.b, SRQRigAttr{SRQ: srq.Attr{MaxRecvDTOs: 4}})
+		r.Connect(t, &dat.EPAttr{RecvCompletionFlags: dat.CompletionSolicitedWait})
+		for i := 0; i < 3; i++ {
+			r.SRQ.PostRecv(nil, dat.DTOCookie(i))
+		}
+		waiter := func(d time.Duration) <-chan error {
+			done := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				defer cancel()
+				_, _, err := r.RecvEVDs[0].Wait(ctx, 1)
+				done <- err
+			}()
+			return done
+		}
+		// Blocked first, then an unsolicited Send: the waiter times out.
+		w := waiter(100 * time.Millisecond)
+		waitWaiter(t, r.RecvEVDs[0])
+		r.Send(t, 0, 0, 0)
+		r.WaitAvailable(t, 2)
+		WantErr(t, <-w, dat.TimeoutExpired, dat.NoSubtype)
+		Expect(t, r.RecvEVDs[0], dat.DTOCompletionEvent) // it was queued all along
+		w = waiter(DefaultTimeout)
+		waitWaiter(t, r.RecvEVDs[0])
+		if err := r.Conns[0].Cli.PostSend(nil, 0, dat.CompletionSuppress|dat.CompletionSolicitedWait); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-w; err != nil {
+			t.Fatalf("solicited Send did not wake the waiter: %v", err)
+		}
+	}},
 	{"ConcurrentPost", func(t *testing.T, e *env) {
 		s := NewSide(t, e.a, 4096)
 		const g, per = 8, 40

@@ -172,6 +172,11 @@ func (ep *EP) configure(op string, pz *PZ, recv, req, conn *EVD, a dat.EPAttr) e
 	if pz != nil && pz.ia != ia {
 		return dat.NewError(op, dat.InvalidHandle, dat.InvalidHandlePZ)
 	}
+	if ep.srq != nil && pz != ep.srq.pz {
+		// Receive buffers are checked against the SRQ's PZ, everything
+		// else against the EP's: godapl keeps them the same.
+		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
+	}
 	if err := ia.checkEVD(op, recv, dat.EVDDTO, dat.InvalidHandleEVDRecv); err != nil {
 		return err
 	}
