@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -60,7 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, open open
 	o.cfg.Stdout, o.cfg.Stderr = stdout, stderr
 	dev, err := open(o, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "rping: open device: %v\n", err)
+		fmt.Fprintf(stderr, "rping: open device: %s\n", oneLine(err))
 		return exitFailed
 	}
 	defer dev.Close()
@@ -83,8 +84,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, open open
 		fmt.Fprintf(stderr, "rping %s interrupted\n", side)
 		return exitFailed
 	}
-	fmt.Fprintf(stderr, "rping %s failed: %v\n", side, err)
+	fmt.Fprintf(stderr, "rping %s failed: %s\n", side, oneLine(err))
 	return exitFailed
+}
+
+// oneLine renders err on one line: joined errors (errors.Join) print one
+// per line, and a failure should be a single line, as rping's are.
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
 
 // serve listens as rping_bind_server does and runs the server.

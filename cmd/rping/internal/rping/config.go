@@ -19,6 +19,9 @@ const (
 	// disconnectGrace bounds how long a side that saw its work flushed
 	// waits for the connection to report its end.
 	disconnectGrace = 5 * time.Second
+	// wcErrorGrace is how long a failed completion waits to see whether
+	// the connection is ending anyway (see failedWC).
+	wcErrorGrace = time.Second
 )
 
 // Config is what rping's options set, plus where output goes.

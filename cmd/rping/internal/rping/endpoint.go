@@ -199,7 +199,7 @@ func (e *endpoint) handle(wc *verbs.WC) (event, error) {
 		return 0, e.awaitEnd()
 	}
 	if wc.Status != verbs.WCSuccess {
-		return 0, fmt.Errorf("cq completion failed status %d (%s, %s)", wc.Status, wc.Opcode, wc.Status)
+		return 0, e.failedWC(fmt.Errorf("cq completion failed status %d (%s, %s)", wc.Status, wc.Opcode, wc.Status))
 	}
 	switch wc.Opcode {
 	case verbs.WCSend:
@@ -242,6 +242,29 @@ func (e *endpoint) awaitEnd() error {
 	if err := context.Cause(e.ctx); err != nil && !errors.Is(err, ErrDisconnected) {
 		return err
 	}
+	return ErrDisconnected
+}
+
+// failedWC decides what an error completion means. A request can fail on
+// its way while the peer disconnects (verbs/mem reports a Send that meets
+// the peer's flushed receive queue as a remote operation error, where a
+// socket would have taken it): when the connection then ends without a
+// Terminate, the end is the news, as rping learns it from rdma_cm. A
+// completion error that comes with a Terminate, or without the connection
+// ending, stands.
+func (e *endpoint) failedWC(werr error) error {
+	t := time.NewTimer(wcErrorGrace)
+	defer t.Stop()
+	select {
+	case <-e.conn.Done():
+	case <-t.C:
+		return werr
+	}
+	var te *verbs.TerminateError
+	if errors.As(e.conn.Err(), &te) {
+		return fmt.Errorf("%w: %w", werr, te)
+	}
+	e.announceEnd()
 	return ErrDisconnected
 }
 
