@@ -45,4 +45,13 @@
 // that succeeds, CompletionSolicitedWait sends with a solicited event,
 // CompletionBarrierFence waits for earlier RDMA Reads (verbs SendFence),
 // CompletionUnsignalled queues the event without triggering the CNO.
+//
+// Shared receive queues: CreateWithSRQ makes an EP that takes its receive
+// buffers from a dat/srq SRQ while CONNECTED or DISCONNECT_PENDING. Such
+// an EP has no receive queue of its own (PostRecv: DAT_INVALID_STATE /
+// SRQ_IN_USE); the buffers it takes complete to its recv EVD, signalled,
+// following its recv completion flags, and the ones it holds when it
+// disconnects are flushed there. RecvQuery and SetWatermark report and
+// bound the buffers an EP holds (see the srq package doc for the event
+// numbers).
 package ep
