@@ -429,6 +429,27 @@ var srqTests = []testCase{
 			t.Fatalf("solicited Send did not wake the waiter: %v", err)
 		}
 	}},
+	{"TooLongAndEmpty", func(t *testing.T, e *env) {
+		// A message longer than the buffer it takes completes with
+		// LOCAL_LENGTH; a message that finds the SRQ empty ends the
+		// connection (iWARP has no receiver-not-ready retry). Either way
+		// the other connection and the SRQ carry on.
+		r := NewSRQRig(t, e.a, e.b, SRQRigAttr{SRQ: srq.Attr{MaxRecvDTOs: 4}, Conns: 3})
+		r.SRQ.PostRecv([]dat.LMRTriplet{r.Srv.Buf.Triplet(0, 8)}, 1)
+		r.Send(t, 0, 0, 16)
+		d := ExpectDTO(t, r.RecvEVDs[0], 1, dat.DTOErrLocalLength)
+		if d.EP != dat.Handle(r.Conns[0].Srv) {
+			t.Fatal("LOCAL_LENGTH on another EP")
+		}
+		wantCounts(t, r.SRQ, 0, 0)
+		r.Send(t, 1, 0, 4) // nothing posted
+		waitConnEvent(t, r.Srv.EVD, r.Conns[1].Srv)
+		r.SRQ.PostRecv([]dat.LMRTriplet{r.Srv.Buf.Triplet(0, 8)}, 2)
+		r.Send(t, 2, 0, 4)
+		if d := ExpectDTO(t, r.RecvEVDs[0], 2, dat.DTOSuccess); d.EP != dat.Handle(r.Conns[2].Srv) || d.Length != 4 {
+			t.Fatalf("completion %+v", d)
+		}
+	}},
 	{"ConcurrentPost", func(t *testing.T, e *env) {
 		s := NewSide(t, e.a, 4096)
 		const g, per = 8, 40
@@ -459,6 +480,18 @@ var srqTests = []testCase{
 		wantCounts(t, q, ok, ok)
 		q.Free()
 	}},
+}
+
+// waitConnEvent waits until ep's connection ends (DISCONNECTED or
+// BROKEN), skipping other EPs' connection events.
+func waitConnEvent(t testing.TB, e *evd.EVD, x *ep.EP) {
+	t.Helper()
+	for {
+		ev := Next(t, e)
+		if ev.Conn.EP == dat.Handle(x) && (ev.Number == dat.ConnectionEventDisconnected || ev.Number == dat.ConnectionEventBroken) {
+			return
+		}
+	}
 }
 
 func wantCounts(t testing.TB, q *srq.SRQ, avail, outstanding int) {
