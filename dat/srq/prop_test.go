@@ -78,9 +78,9 @@ func TestPropertyMem(t *testing.T) {
 }
 
 func TestPropertySiw(t *testing.T) {
-	n := checks(4)
+	n := checks(15)
 	if testing.Short() && os.Getenv("GODAPL_SRQ_LONG") == "" {
-		n = 2
+		n = 4
 	}
 	runProperty(t, "siw-lo", n)
 }
