@@ -189,6 +189,8 @@ func (e *endpoint) runSendRate(ctx context.Context, p Params) (*Result, error) {
 		if n == 0 {
 			room := 2*sendBatch - int(sent-retired)
 			switch {
+			case !sending && credits == p.Depth:
+				continue // every credit is back: the loop ends
 			case sending && credits > 0 && room > 0:
 				continue
 			case sending && credits > 0:

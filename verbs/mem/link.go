@@ -110,6 +110,13 @@ func (l *link) send(w *soft.SendWQE, peer *conn) {
 	qp := l.c.qp
 	r := &l.rwqe
 	if !peer.qp.TakeRecv(r) {
+		if st := peer.qp.State(); st != verbs.QPStateRTS && st != verbs.QPStateRTR && st != verbs.QPStateSQD {
+			// The peer left the connected states and is tearing the
+			// connection down; its close reaches this side in a moment. On
+			// a stream the Send would die with the connection: flush it.
+			qp.CompleteSend(w.Seq, verbs.WCWRFlushErr, 0)
+			return
+		}
 		qp.CompleteSend(w.Seq, verbs.WCRemOpErr, 0)
 		peer.terminate(soft.NoBuffer())
 		return
