@@ -28,6 +28,11 @@ type Conn struct {
 	peerGen   atomic.Uint32
 	mapQueued atomic.Bool // local congestion map to (re)send
 	pinged    atomic.Bool // a handshake probe is outstanding
+	// ponged: the peer answered our handshake probe, so it knows our
+	// path count. Only then may lanes > 0 connect: a 6.1 kernel that
+	// has not yet read our NPATHS accepts only path 0 and resets the
+	// others (rds_tcp_accept_one_path over max(1, c_npaths) slots).
+	ponged atomic.Bool
 	// peerSportIdx: the peer announced RDS_EXTHDR_SPORT_IDX, so the TCP
 	// source port of its path i connection is i modulo wire.MPathWorkers.
 	peerSportIdx atomic.Bool
@@ -114,6 +119,16 @@ func (c *Conn) kickAny() {
 	c.nt.Connect(c.paths[0])
 }
 
+// startLanes connects lanes 1..npaths-1 once the peer has answered our
+// probe (rds_start_mprds; the transport connects only from the smaller
+// address).
+func (c *Conn) startLanes() {
+	c.ponged.Store(true)
+	for _, q := range c.paths[1:max(c.NPaths(), 1)] {
+		c.nt.Connect(q)
+	}
+}
+
 // setNPaths records the negotiated path count (rds_recv_hs_exthdrs).
 func (c *Conn) setNPaths(peer int, present bool) {
 	n := int(c.npaths.Load())
@@ -123,13 +138,6 @@ func (c *Conn) setNPaths(peer int, present bool) {
 	n = max(n, 1)
 	old := c.npaths.Swap(int32(n))
 	c.pinged.Store(false)
-	if old == 0 && n > 1 {
-		// rds_start_mprds: bring up the other lanes (the transport
-		// connects only from the smaller address).
-		for _, q := range c.paths[1:n] {
-			c.nt.Connect(q)
-		}
-	}
 	if old == 0 {
 		c.hsMu.Lock()
 		close(c.hsWait)

@@ -81,6 +81,9 @@ func (s *Socket) setOption(o Option) error {
 	if s.closed.Load() {
 		return errClosed
 	}
+	if s.k != nil {
+		return s.k.setOption(o)
+	}
 	switch v := o.(type) {
 	case SendBuffer:
 		if v <= 0 {
@@ -168,6 +171,12 @@ func (s *Socket) setTransport(t TransportType) error {
 func (s *Socket) Option(o Option) error {
 	if s.closed.Load() {
 		return opErr("getsockopt", netip.AddrPort{}, netip.AddrPort{}, errClosed)
+	}
+	if s.k != nil {
+		if err := s.k.option(o); err != nil {
+			return opErr("getsockopt", netip.AddrPort{}, netip.AddrPort{}, err)
+		}
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

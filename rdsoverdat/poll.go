@@ -25,6 +25,9 @@ const (
 //   - PollOut|PollWrNorm while SO_SNDBUF has room. A send may still fail
 //     with ENOBUFS: POLLOUT knows nothing of the destination.
 func (s *Socket) Poll() Events {
+	if s.k != nil {
+		return s.k.poll()
+	}
 	gen := s.stack.congGen.Load()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -46,6 +49,9 @@ func (s *Socket) Poll() Events {
 // closes (net.ErrClosed) or ctx ends, and returns Poll's result. One
 // goroutine at a time should Wait on a socket, as with one poll loop.
 func (s *Socket) Wait(ctx context.Context, want Events) (Events, error) {
+	if s.k != nil {
+		return s.k.wait(ctx, want)
+	}
 	for {
 		if ev := s.Poll(); ev&want != 0 {
 			return ev, nil

@@ -87,6 +87,7 @@ func (p *Path) Receive(m *Message) {
 	case wire.IsHandshakePong(sport, dport):
 		node.stats.recvHSProbe.Add(1)
 		p.handshake(h)
+		c.startLanes()
 		m.release()
 		return
 	}
@@ -191,6 +192,12 @@ func (s *Socket) ReadFrom(p []byte) (int, net.Addr, error) {
 }
 
 func (s *Socket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
+	if s.k != nil {
+		if s.closed.Load() {
+			return 0, errClosed
+		}
+		return s.k.recvmsg(m, flags)
+	}
 	m.Flags = 0
 	m.Control = m.Control[:0]
 	if flags&MsgOOB != 0 {

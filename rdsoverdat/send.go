@@ -68,6 +68,9 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 	if s.closed.Load() {
 		return 0, errClosed
 	}
+	if s.k != nil {
+		return s.k.sendmsg(p, dst, cm, flags)
+	}
 	if len(cm) > 0 {
 		return 0, eINVAL // no sendable control messages without RDMA
 	}

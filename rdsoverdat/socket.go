@@ -51,6 +51,8 @@ type Socket struct {
 	recvErr     bool
 	pathHash    uint32
 	lanes       map[*Conn]*Path // multipath: each connection's lane for this socket
+
+	k *kernelSocket // non-nil: a socket of the host kernel (Config.Kernel)
 }
 
 // Socket returns a new unbound socket.
@@ -72,6 +74,19 @@ func (st *Stack) Socket() *Socket {
 		st.sockets[s] = struct{}{}
 	}
 	st.mu.Unlock()
+	if st.cfg.Kernel {
+		s.k = newKernelSocket()
+		if s.closed.Load() && s.k.f != nil {
+			s.k.close()
+		}
+		// Only explicit settings: the kernel's own defaults otherwise.
+		if st.cfg.userSendBuffer {
+			s.k.setOption(SendBuffer(st.cfg.SendBuffer))
+		}
+		if st.cfg.userRecvBuffer {
+			s.k.setOption(RecvBuffer(st.cfg.RecvBuffer))
+		}
+	}
 	return s
 }
 
@@ -101,6 +116,9 @@ func (s *Socket) Bind(a netip.AddrPort) error {
 func (s *Socket) bind(a netip.AddrPort) error {
 	if s.closed.Load() {
 		return errClosed
+	}
+	if s.k != nil {
+		return s.k.bind(a)
 	}
 	ip := a.Addr().Unmap()
 	switch {
@@ -151,6 +169,9 @@ func pathHash(p wire.Port) uint32 {
 
 // LocalAddr returns the bound address as an Addr (zero if unbound).
 func (s *Socket) LocalAddr() net.Addr {
+	if s.k != nil {
+		return Addr(s.k.boundAddr())
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Addr(s.bound)
@@ -158,6 +179,9 @@ func (s *Socket) LocalAddr() net.Addr {
 
 // BoundAddr returns the bound address and port (invalid if unbound).
 func (s *Socket) BoundAddr() netip.AddrPort {
+	if s.k != nil {
+		return s.k.boundAddr()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.bound
@@ -171,7 +195,8 @@ func (s *Socket) Node() *Node {
 }
 
 // Buffered returns the payload bytes counted against SO_SNDBUF (queued
-// or unacknowledged) and SO_RCVBUF (received, not yet read).
+// or unacknowledged) and SO_RCVBUF (received, not yet read); 0, 0 on a
+// kernel socket, which does not report them.
 func (s *Socket) Buffered() (send, recv int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -188,6 +213,15 @@ func (s *Socket) Close() error {
 		return opErr("close", netip.AddrPort{}, netip.AddrPort{}, errClosed)
 	}
 	close(s.done)
+	s.stack.mu.Lock()
+	delete(s.stack.sockets, s)
+	s.stack.mu.Unlock()
+	if s.k != nil {
+		if err := s.k.close(); err != nil {
+			return opErr("close", netip.AddrPort{}, netip.AddrPort{}, err)
+		}
+		return nil
+	}
 	s.mu.Lock()
 	n, bound, congested := s.node, s.bound, s.congested
 	var rx rxQueue
@@ -204,9 +238,6 @@ func (s *Socket) Close() error {
 		}
 		n.cancel(s, netip.AddrPort{})
 	}
-	s.stack.mu.Lock()
-	delete(s.stack.sockets, s)
-	s.stack.mu.Unlock()
 	return nil
 }
 
@@ -218,6 +249,9 @@ func (s *Socket) SetDeadline(t time.Time) error {
 
 // SetReadDeadline bounds blocked and future receives.
 func (s *Socket) SetReadDeadline(t time.Time) error {
+	if s.k != nil {
+		return s.k.setDeadline(t, true)
+	}
 	s.mu.Lock()
 	s.rdeadline = t
 	s.mu.Unlock()
@@ -227,6 +261,9 @@ func (s *Socket) SetReadDeadline(t time.Time) error {
 
 // SetWriteDeadline bounds blocked and future sends.
 func (s *Socket) SetWriteDeadline(t time.Time) error {
+	if s.k != nil {
+		return s.k.setDeadline(t, false)
+	}
 	s.mu.Lock()
 	s.wdeadline = t
 	s.mu.Unlock()

@@ -26,6 +26,16 @@ type Config struct {
 	IsLocal func(netip.Addr) (bool, error)
 	// Logger receives connection events; nil is silent.
 	Logger *zerolog.Logger
+	// Kernel makes every socket of the Stack a socket of the host
+	// kernel's AF_RDS (kernel.go) instead of rdsoverdat's: the same API
+	// over in-kernel RDS, so that a program switches between the two by
+	// this field alone. Transports and IsLocal are then unused (select
+	// the kernel's transport with SO_RDS_TRANSPORT as usual);
+	// SendBuffer and RecvBuffer still set each new socket's buffers.
+	// KernelAvailable tells whether the host has the rds module.
+	Kernel bool
+
+	userSendBuffer, userRecvBuffer bool // set explicitly (the kernel keeps its defaults otherwise)
 }
 
 // Default buffer sizes: net.core.wmem_default/rmem_default (212992) as
@@ -56,6 +66,7 @@ type Stack struct {
 
 // NewStack returns a Stack with the given configuration.
 func NewStack(cfg Config) *Stack {
+	cfg.userSendBuffer, cfg.userRecvBuffer = cfg.SendBuffer > 0, cfg.RecvBuffer > 0
 	if cfg.SendBuffer <= 0 {
 		cfg.SendBuffer = DefaultSendBuffer
 	}
@@ -99,8 +110,12 @@ func (st *Stack) defaultTransport() Transport {
 	return st.loop
 }
 
+// Kernel reports whether the stack's sockets are the host kernel's
+// (Config.Kernel).
+func (st *Stack) Kernel() bool { return st.cfg.Kernel }
+
 // Node returns the node of a local address, or nil if no socket has bound
-// to it yet.
+// to it yet (always nil for a kernel stack).
 func (st *Stack) Node(addr netip.Addr) *Node {
 	st.mu.RLock()
 	defer st.mu.RUnlock()

@@ -34,8 +34,8 @@ type tcpPath struct {
 // Only path 0 is ever triggered by the passive side.
 func (tp *tcpPath) connect() {
 	passive := !tp.tn.isActive(tp.p.conn.faddr)
-	if passive && tp.p.index > 0 {
-		return
+	if tp.p.index > 0 && (passive || !tp.p.conn.ponged.Load()) {
+		return // lanes wait for the peer's pong (Conn.ponged); Conn.startLanes
 	}
 	tp.mu.Lock()
 	if tp.cur != nil || tp.connecting || tp.tn.closing() {

@@ -22,7 +22,8 @@ success, 1 on a failed check or timeout.
                                payload is b"END" and check they are a gap-free
                                prefix; on PORT_B receive COUNT_B numbered messages
   ping ADDR PEER COUNT         COUNT rds-ping style 0-byte messages to PEER port 0
-  info ADDR                    print the RDS/TCP sockets and connections of ADDR
+  info ADDR [--counters]       print the RDS/TCP sockets and connections of ADDR (and the
+                               non-zero RDS counters and queued messages)
 
 Options: --timeout SECONDS (default 60) for every blocking wait.
 """
@@ -30,7 +31,8 @@ import argparse, ctypes, errno, os, select, socket, struct, sys, time
 
 AF_RDS, SOL_RDS, SO_RDS_TRANSPORT, RDS_TRANS_TCP = 21, 276, 8, 2
 SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33
-RDS_INFO_CONNECTIONS, RDS_INFO_TCP_SOCKETS = 10001, 10007
+RDS_INFO_COUNTERS, RDS_INFO_CONNECTIONS, RDS_INFO_TCP_SOCKETS = 10000, 10001, 10007
+RDS_INFO_SEND_MESSAGES, RDS_INFO_RETRANS_MESSAGES = 10003, 10004
 
 
 def rds_socket(addr, port, sndbuf=8 << 20, rcvbuf=8 << 20):
@@ -183,6 +185,15 @@ def info(s, opt):
 
 def cmd_info(o):
     s = rds_socket(o.addr, 0)
+    if o.counters:
+        for r in info(s, RDS_INFO_COUNTERS):
+            name, v = r[:32].split(b"\0")[0].decode(), struct.unpack("<Q", r[32:40])[0]
+            if v:
+                say("kernel counter %s %d" % (name, v))
+        for opt, what in ((RDS_INFO_SEND_MESSAGES, "send"), (RDS_INFO_RETRANS_MESSAGES, "retrans")):
+            for r in info(s, opt):
+                seq, ln, la, fa, lp, fp = struct.unpack("<QI4s4sHH", r[:24])
+                say("kernel %s queue seq %d len %d %d -> %d" % (what, seq, ln, socket.ntohs(lp), socket.ntohs(fp)))
     for r in info(s, RDS_INFO_TCP_SOCKETS):
         la, lp, pa, pp = struct.unpack("<4sH4sH", r[:12])
         say("kernel tcp %s:%d -> %s:%d" % (socket.inet_ntoa(la), socket.ntohs(lp),
@@ -206,7 +217,7 @@ def main():
     c = sub.add_parser("cancelsink"); c.add_argument("addr"); c.add_argument("port_a", type=int)
     c.add_argument("port_b", type=int); c.add_argument("count_b", type=int)
     c = sub.add_parser("ping"); c.add_argument("addr"); c.add_argument("peer"); c.add_argument("count", type=int)
-    c = sub.add_parser("info"); c.add_argument("addr")
+    c = sub.add_parser("info"); c.add_argument("addr"); c.add_argument("--counters", action="store_true")
     o = p.parse_args()
     globals()["cmd_" + o.cmd](o)
 
