@@ -56,7 +56,11 @@
 // large payloads in registered memory instead of copying them; Sends and Writes complete
 // when handed to TCP, as in siw. runRx reads FPDUs through a buffered
 // frame reader that lets large payloads go straight from the socket into
-// their destination, checks everything siw checks, and ends the stream
-// with a Terminate (and a *verbs.TerminateError on the QP and Conn) on any
-// protocol or protection violation. Nothing on the path allocates.
+// their destination (once a stream has carried a large payload, each read
+// also brings up to 256 KiB of the FPDUs behind it, placed after their
+// headers are checked: a syscall per several FPDUs, no speculation),
+// checks everything siw checks, and ends the stream with a Terminate (and
+// a *verbs.TerminateError on the QP and Conn) on any protocol or
+// protection violation. Nothing on the path allocates, that read-ahead
+// buffer (once per stream) aside.
 package siw
