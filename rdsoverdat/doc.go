@@ -21,6 +21,17 @@
 // The wire format (headers, extension headers, congestion maps) lives in
 // rdsoverdat/wire and is shared by all transports.
 //
+// Backends. NewStack(Config{Kernel: true}) returns a Stack whose Sockets
+// are the host kernel's own AF_RDS sockets (kernel.go) behind the same
+// API, so a program moves between in-kernel RDS and rdsoverdat by its
+// Config alone; KernelAvailable says whether the host has the rds module.
+//
+// Multipath with a Linux 6.1 kernel: the kernel has no SPORT_IDX, so it
+// puts each incoming lane on its first free slot, not on the lane this
+// side meant; TCPConfig.Paths 1 (the default) keeps a kernel peer
+// single-path, which is exact. Between Go nodes lanes are matched by
+// source port.
+//
 // Errors carry the errno the kernel returns in the same case
 // (errors.Is(err, syscall.ENOBUFS)); see errors.go.
 package rdsoverdat

@@ -1,0 +1,69 @@
+#!/bin/bash
+# RDS/TCP side by side inside one boot of the lab VM: the kernel's rds_tcp against rdsoverdat's
+# tcp transport, with the same workload (the lab's rdsbench: 64 B message rate, 64 KiB
+# throughput, 64 B round trip), interleaved kernel / Go REPS times. Both ends of every run live in
+# two network namespaces of the VM joined by a veth pair (rdsA 192.168.77.101, rdsB .102), as in
+# the lab's bench.sh rdsnetns section, so both are emulated alike under TCG.
+# Prints "RESULT <name> <value> <unit>" lines for the lab's summarize.py.
+#
+# Run from the host:  make rds-lab-bench   (builds bin/rds-bench, boots a VM with the repo shared)
+# or inside the VM:   scripts/rds-lab-bench.sh (with bin/rds-bench built beforehand)
+#
+# Three implementations per workload:
+#   rds_kernel_*   the lab's rdsbench (C, AF_RDS; fork + setns), the reference
+#   rds_kapi_*     cmd/rds-bench -backend kernel: the kernel again, through rdsoverdat's kernel
+#                  backend (Go socket API over AF_RDS): the cost of the Go API on the same kernel
+#   rds_go_*       cmd/rds-bench -backend tcp: rdsoverdat's tcp transport, one process per netns,
+#                  TCP port 16386 (rds_tcp holds 16385 in every namespace)
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd -P)
+CACHE=${LAB_CACHE:?LAB_CACHE must point at the lab cache}
+REPS=${REPS:-3}
+SECS=${SECS:-3}
+ITERS=${ITERS:-2000}
+RB=$CACHE/rdsbench
+GB=$REPO/bin/rds-bench
+[ -x "$RB" ] || { echo "rds-lab-bench.sh: no $RB (run the lab's setup.sh)" >&2; exit 1; }
+[ -x "$GB" ] || { echo "rds-lab-bench.sh: build $GB first (make rds-lab-bench does)" >&2; exit 1; }
+A=192.168.77.101 B=192.168.77.102
+
+res() { echo "RESULT $*"; }
+field() { sed -n "s|.*$1=\([0-9.]*\).*|\1|p" <<<"$2"; }
+
+ip netns add rdsA; ip netns add rdsB
+trap 'ip netns del rdsA 2>/dev/null; ip netns del rdsB 2>/dev/null' EXIT
+ip link add vA netns rdsA type veth peer name vB netns rdsB
+ip -n rdsA addr add $A/24 dev vA; ip -n rdsB addr add $B/24 dev vB
+for n in rdsA rdsB; do ip -n $n link set lo up; done
+ip -n rdsA link set vA up; ip -n rdsB link set vB up
+NS="$B $A /var/run/netns/rdsB /var/run/netns/rdsA"
+$RB pingpong 64 10 $NS >/dev/null   # bring the kernel's RDS/TCP connection up first
+
+gobench() { # BACKEND MODE SIZE: one rds-bench pair; prints the line with the figures
+  local be=$1 mode=$2 sz=$3 out
+  out=$(mktemp)
+  ip netns exec rdsB "$GB" -backend "$be" rx -bind $B:19011 -mode "$mode" -size "$sz" >"$out" 2>&1 &
+  local rx=$!
+  sleep 0.5   # the receiver binds (and the tcp backend listens) first
+  if [ "$mode" = tput ]; then
+    ip netns exec rdsA "$GB" -backend "$be" tx -bind $A:19012 -to $B:19011 -mode tput -size "$sz" -secs "$SECS"
+    wait $rx; cat "$out"
+  else
+    ip netns exec rdsA "$GB" -backend "$be" tx -bind $A:19012 -to $B:19011 -mode pingpong -size "$sz" -iters "$ITERS"
+    wait $rx
+  fi
+  rm -f "$out"
+}
+
+for r in $(seq "$REPS"); do
+  echo "== round $r" >&2
+  o=$($RB tput 64 "$SECS" $NS); echo "$o" >&2;           res rds_kernel_rate_64 "$(field msgs/s "$o")" msg/s
+  o=$(gobench kernel tput 64); echo "$o" >&2;             res rds_kapi_rate_64 "$(field msgs/s "$o")" msg/s
+  o=$(gobench tcp tput 64); echo "$o" >&2;                res rds_go_rate_64 "$(field msgs/s "$o")" msg/s
+  o=$($RB tput 65536 "$SECS" $NS); echo "$o" >&2;        res rds_kernel_tput_65536 "$(field MB/s "$o")" MB/s
+  o=$(gobench kernel tput 65536); echo "$o" >&2;          res rds_kapi_tput_65536 "$(field MB/s "$o")" MB/s
+  o=$(gobench tcp tput 65536); echo "$o" >&2;             res rds_go_tput_65536 "$(field MB/s "$o")" MB/s
+  o=$($RB pingpong 64 "$ITERS" $NS); echo "$o" >&2;      res rds_kernel_rtt_64 "$(field p50 "$o")" us_p50
+  o=$(gobench kernel pingpong 64); echo "$o" >&2;         res rds_kapi_rtt_64 "$(field p50 "$o")" us_p50
+  o=$(gobench tcp pingpong 64); echo "$o" >&2;            res rds_go_rtt_64 "$(field p50 "$o")" us_p50
+done
