@@ -26,26 +26,25 @@ type inboundRead struct {
 	hdr [iwarp.ReadRequestHeaderLen]byte
 }
 
-// inboundReads is the IRD queue: at most ird requests (plus a Read RTR)
-// are outstanding, counting the one tx is answering, which stays queued
-// until its last response segment is written.
-type inboundReads struct {
+// readQueue is a bounded FIFO with its own lock: the form of both Read
+// queues, each shared by the two goroutines of a stream.
+type readQueue[T any] struct {
 	mu      sync.Mutex
-	ring    []inboundRead // +checklocks:mu
-	head, n int           // +checklocks:mu
+	ring    []T // +checklocks:mu
+	head, n int // +checklocks:mu
 }
 
-func (q *inboundReads) init(capacity int) { q.ring = make([]inboundRead, capacity) }
+func (q *readQueue[T]) init(capacity int) { q.ring = make([]T, capacity) }
 
-// len returns the requests accepted and not yet fully answered.
-func (q *inboundReads) len() int {
+// len returns the entries queued.
+func (q *readQueue[T]) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.n
 }
 
-// push queues r; false if the queue is full.
-func (q *inboundReads) push(r *inboundRead) bool {
+// push queues a copy of r; false if the queue is full.
+func (q *readQueue[T]) push(r *T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.n == len(q.ring) {
@@ -56,8 +55,8 @@ func (q *inboundReads) push(r *inboundRead) bool {
 	return true
 }
 
-// front copies the oldest request into r; false if none.
-func (q *inboundReads) front(r *inboundRead) bool {
+// front copies the oldest entry into r; false if none.
+func (q *readQueue[T]) front(r *T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.n == 0 {
@@ -67,8 +66,8 @@ func (q *inboundReads) front(r *inboundRead) bool {
 	return true
 }
 
-// pop drops the oldest request, fully answered.
-func (q *inboundReads) pop() {
+// pop drops the oldest entry.
+func (q *readQueue[T]) pop() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.n > 0 {
@@ -76,6 +75,11 @@ func (q *inboundReads) pop() {
 		q.n--
 	}
 }
+
+// inboundReads is the IRD queue: at most ird requests (plus a Read RTR)
+// are outstanding, counting the one tx is answering, which stays queued
+// (front, then pop) until its last response segment is written.
+type inboundReads struct{ readQueue[inboundRead] }
 
 // outboundRead is an RDMA Read of ours whose request has been (or is
 // about to be) sent and whose response is awaited.
@@ -89,48 +93,10 @@ type outboundRead struct {
 }
 
 // outboundReads is the ORD queue, in request order, which is the order
-// the responses come back in.
-type outboundReads struct {
-	mu      sync.Mutex
-	ring    []outboundRead // +checklocks:mu
-	head, n int            // +checklocks:mu
-}
-
-func (q *outboundReads) init(capacity int) { q.ring = make([]outboundRead, capacity) }
-
-// push queues r; the engine never hands out more Reads than the ORD, so
-// it fails only on a bookkeeping bug, which the caller treats as fatal.
-func (q *outboundReads) push(r *outboundRead) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.n == len(q.ring) {
-		return false
-	}
-	q.ring[(q.head+q.n)%len(q.ring)] = *r
-	q.n++
-	return true
-}
-
-// front copies the oldest Read into r; false if none is outstanding.
-func (q *outboundReads) front(r *outboundRead) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.n == 0 {
-		return false
-	}
-	*r = q.ring[q.head]
-	return true
-}
-
-// pop drops the oldest Read, completed.
-func (q *outboundReads) pop() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.n > 0 {
-		q.head = (q.head + 1) % len(q.ring)
-		q.n--
-	}
-}
+// the responses come back in. The engine never hands out more Reads than
+// the ORD, so push fails only on a bookkeeping bug, which the caller
+// treats as fatal.
+type outboundReads struct{ readQueue[outboundRead] }
 
 // find returns the outstanding Read whose sink is stag/to, or the oldest
 // when none matches; false if none is outstanding.
