@@ -42,31 +42,13 @@ func (p *Provider) Open(name string) (verbs.Device, error) {
 	return newDevice(p), nil
 }
 
-// attr are the limits of a mem device: those of the Linux siw, so that code
-// tested on mem meets the same limits on siw, plus memory windows.
-var attr = verbs.DeviceAttr{
-	Name:        DeviceName,
-	Provider:    "mem",
-	Transport:   verbs.TransportMemory,
-	FWVersion:   "1.0",
-	MaxMRSize:   1 << 40,
-	MaxQP:       102400,
-	MaxQPWR:     32768,
-	MaxSGE:      verbs.MaxSGE,
-	MaxSGERead:  1,
-	MaxCQ:       102400,
-	MaxCQE:      3276800,
-	MaxMR:       1 << 20,
-	MaxMW:       1 << 20,
-	MaxPD:       102400,
-	MaxSRQ:      102400,
-	MaxSRQWR:    327680,
-	MaxSRQSGE:   verbs.MaxSGE,
-	MaxIRD:      128,
-	MaxORD:      128,
-	MaxInline:   soft.MaxInline,
-	MaxPrivData: verbs.MaxPrivateData,
-}
+// attr are the limits of a mem device: the engine's, which are the Linux
+// siw's, so that code tested on mem meets the same limits on siw.
+var attr = func() verbs.DeviceAttr {
+	a := soft.Limits()
+	a.Name, a.Provider, a.Transport = DeviceName, "mem", verbs.TransportMemory
+	return a
+}()
 
 // bind registers l under host:port, picking a port when port is 0.
 func (p *Provider) bind(l *listener, host string, port int) error {

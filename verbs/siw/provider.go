@@ -172,35 +172,14 @@ func ipv4Interfaces() ([]netInterface, error) {
 	return out, nil
 }
 
-// deviceAttr are the limits of a siw device: those of the Linux siw
-// (iwarp-wire.md section 6), except that memory windows exist because the
-// engine implements them in software.
+// deviceAttr are the limits of a siw device: the engine's (those of the
+// Linux siw, plus software memory windows) under siw's identity.
 func deviceAttr(name string) verbs.DeviceAttr {
-	return verbs.DeviceAttr{
-		Name:        name,
-		Provider:    "siw",
-		Transport:   verbs.TransportIWARP,
-		FWVersion:   "1.0",
-		VendorID:    0x626d74, // "bmt", the Linux siw's vendor ID
-		MaxMRSize:   1 << 40,
-		MaxQP:       102400,
-		MaxQPWR:     32768,
-		MaxSGE:      verbs.MaxSGE,
-		MaxSGERead:  1,
-		MaxCQ:       102400,
-		MaxCQE:      3276800,
-		MaxMR:       1 << 20,
-		MaxMW:       1 << 20,
-		MaxPD:       102400,
-		MaxSRQ:      102400,
-		MaxSRQWR:    327680,
-		MaxSRQSGE:   verbs.MaxSGE,
-		MaxIRD:      maxIRDORD,
-		MaxORD:      maxIRDORD,
-		MaxInline:   soft.MaxInline,
-		MaxPrivData: verbs.MaxPrivateData,
-	}
+	a := soft.Limits()
+	a.Name, a.Provider, a.Transport = name, "siw", verbs.TransportIWARP
+	a.VendorID = 0x626d74 // "bmt", the Linux siw's vendor ID
+	return a
 }
 
 // maxIRDORD is siw's limit on inbound and outbound RDMA Reads per QP.
-const maxIRDORD = 128
+const maxIRDORD = soft.MaxIRDORD
