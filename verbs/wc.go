@@ -105,8 +105,10 @@ type WC struct {
 	ByteLen         uint32 // bytes received (receives) or transferred (RDMA Read)
 	QPN             uint32 // the QP the request belonged to (for SRQ receives: the QP that consumed it)
 	InvalidatedRKey uint32
-	// VendorErr holds provider detail for failed requests; siw puts the
-	// Terminate layer, etype and code there as layer<<16 | etype<<8 | code.
+	// VendorErr is reserved for provider detail on failed requests, as in
+	// libibverbs. godapl's providers leave it 0: why a stream died is
+	// reported once, as the *TerminateError of Conn.Err and of the QP's
+	// async event.
 	VendorErr uint32
 }
 

@@ -48,8 +48,3 @@ func Remote(t *verbs.TerminateError) *verbs.TerminateError {
 	c.Remote = true
 	return &c
 }
-
-// VendorErr packs a Terminate into WC.VendorErr.
-func VendorErr(t *verbs.TerminateError) uint32 {
-	return uint32(t.Layer)<<16 | uint32(t.EType)<<8 | uint32(t.Code)
-}

@@ -114,12 +114,9 @@ func (pd *PD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
 	return qp, nil
 }
 
-func (qp *QP) QPN() uint32        { return qp.qpn }
-func (qp *QP) PD() verbs.PD       { return qp.pd }
-func (qp *QP) Device() *Device    { return qp.dev }
-func (qp *QP) PDImpl() *PD        { return qp.pd }
-func (qp *QP) HasSRQ() bool       { return qp.srq != nil }
-func (qp *QP) Caps() verbs.QPCaps { return qp.caps }
+func (qp *QP) QPN() uint32     { return qp.qpn }
+func (qp *QP) PD() verbs.PD    { return qp.pd }
+func (qp *QP) Device() *Device { return qp.dev }
 
 // State implements verbs.QP.
 func (qp *QP) State() verbs.QPState {
@@ -133,13 +130,6 @@ func (qp *QP) Query() verbs.QPAttr {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
 	return verbs.QPAttr{State: qp.state, Caps: qp.caps, IRD: qp.ird, ORD: qp.ord, SignalAll: qp.signalAll}
-}
-
-// IRDORD returns the negotiated inbound and outbound RDMA Read depths.
-func (qp *QP) IRDORD() (ird, ord int) {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	return qp.ird, qp.ord
 }
 
 // Modify implements verbs.QP.

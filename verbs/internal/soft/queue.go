@@ -32,9 +32,6 @@ type SendWQE struct {
 // SGEs returns the scatter/gather list.
 func (w *SendWQE) SGEs() []verbs.SGE { return w.SGL[:w.NumSGE] }
 
-// IsInline reports whether the data travels in Inline rather than the SGL.
-func (w *SendWQE) IsInline() bool { return w.isInline }
-
 // RecvWQE is a posted receive.
 type RecvWQE struct {
 	ID     uint64
