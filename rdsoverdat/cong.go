@@ -92,11 +92,21 @@ func (n *Node) congChanged(uncongested uint64) {
 // blocked on congestion re-test; pollers without monitoring see POLLIN
 // once; monitoring sockets whose mask overlaps the uncongested ports get a
 // notification for their next recvmsg.
+//
+// The socket set is copied and st.mu released before any socket lock is
+// taken: bind holds its socket's lock while it takes st.mu, so holding
+// st.mu here while locking sockets deadlocks against a concurrent bind.
+// Map changes are rare (a port crossing its limit), so the copy costs
+// nothing on the data path.
 func (st *Stack) congUpdated(uncongested uint64) {
 	st.congGen.Add(1)
 	st.mu.RLock()
-	defer st.mu.RUnlock()
+	socks := make([]*Socket, 0, len(st.sockets))
 	for s := range st.sockets {
+		socks = append(socks, s)
+	}
+	st.mu.RUnlock()
+	for _, s := range socks {
 		s.congUpdate(uncongested)
 	}
 }
