@@ -301,6 +301,10 @@ func (p *Path) NextTx() *Message {
 		return nil
 	}
 	p.retrans.pushBack(m)
+	// Not acknowledged by anything until the transport sets the key: a
+	// transport that takes acks on another goroutine (dat) must not see
+	// the key of the message's previous transmission, or none.
+	m.ackKey = ^uint64(0)
 	m.refs.Add(1)
 	c.stats.sent.Add(1)
 	return m
@@ -318,6 +322,28 @@ func (p *Path) DropAcked(key uint64) int {
 		p.retrans.remove(m)
 		p.complete(m)
 		n++
+	}
+	p.mu.Unlock()
+	if n > 0 {
+		p.conn.stats.acked.Add(uint64(n))
+		p.conn.node.stats.sendDropAcked.Add(uint64(n))
+	}
+	return n
+}
+
+// DropAckedSeq frees the messages, transmitted or requeued for
+// retransmission, whose sequence number is at most seq: what the peer
+// says it received when a connection comes up (the ack_seq of rds_ib's
+// connection private data), so that they are not sent again.
+func (p *Path) DropAckedSeq(seq wire.Seq) int {
+	p.mu.Lock()
+	n := 0
+	for _, l := range []*msgList{&p.retrans, &p.sendQ} {
+		for m := l.head; m != nil && m.sequence <= seq && (l == &p.retrans || m.flags&msgRetransmitted != 0); m = l.head {
+			l.remove(m)
+			p.complete(m)
+			n++
+		}
 	}
 	p.mu.Unlock()
 	if n > 0 {

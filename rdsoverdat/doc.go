@@ -16,7 +16,11 @@
 //   - loop (loop.go): nodes of the same Stack, no network (net/rds/loop.c);
 //   - tcp (tcp*.go): byte-compatible with the Linux kernel's rds_tcp, so a
 //     Go node and a kernel exchange datagrams;
-//   - dat (later): RDS over the DAT API (../dat), modelled on rds_ib.
+//   - dat (dat*.go): RDS over the DAT API (../dat), modelled on rds_ib:
+//     one EP per node pair receiving through one SRQ per node, fragments
+//     of 4 KiB, credits, acks by sequence number; soft-iWARP by default,
+//     any verbs provider (the in-memory one in tests). It answers to
+//     TransIB, the kernel's RDMA transport number.
 //
 // The wire format (headers, extension headers, congestion maps) lives in
 // rdsoverdat/wire and is shared by all transports.

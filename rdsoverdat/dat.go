@@ -1,0 +1,329 @@
+package rdsoverdat
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/ep"
+	"github.com/godapl/godapl/dat/evd"
+	"github.com/godapl/godapl/dat/ia"
+	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/dat/srq"
+	"github.com/godapl/godapl/rdsoverdat/wire"
+	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/verbs/mem"
+	"github.com/godapl/godapl/verbs/siw"
+)
+
+// The dat transport carries RDS over the DAT API (../dat), modelled on
+// the kernel's rds_ib (net/rds/ib*.c; ../shared/research/rds-wire.md §6):
+//
+//   - Per node: one IA on the node's address, one PZ, one SRQ whose
+//     receive buffers (48-byte header slot + 4096-byte fragment each) come
+//     from one preregistered LMR and are reposted as soon as their
+//     completion is consumed, one PSP on conn_qual 18634 (RDS_PORT, the
+//     historical RDS-over-IB port), and one EVD that takes every stream:
+//     receive and send completions, connection requests and connection
+//     events. One goroutine (dat_event.go) owns that EVD.
+//   - Per connection (one path: like rds_ib the transport is not
+//     multipath): one DAT EP created with the node's SRQ. Either side may
+//     connect; when both do at once the smaller address's connection wins
+//     (the larger side accepts the smaller's request and drops its own,
+//     the smaller side rejects the larger's). The private data is
+//     rds_ib_connect_private (dat_private.go).
+//   - Messages travel as max(1, ceil(len/4096)) Sends of a header copy
+//     plus one fragment, the last one solicited, headers checksummed
+//     (dat_send.go); the receiver reassembles one message at a time per
+//     connection (dat_recv.go).
+//   - Credits (dat_credit.go) stop a sender from overrunning the peer's
+//     posted receives, which iWARP, having no RNR retry, would punish by
+//     terminating the connection.
+//   - Acks by RDS sequence number: h_ack piggybacked on every message,
+//     ack-only frames (at most one in flight) for ACK_REQUIRED and for
+//     credit advertisements.
+//
+// Type is TransIB: the kernel's RDMA transport number, which covers
+// iWARP as well as InfiniBand (RDS_TRANS_IWARP is a deprecated alias of
+// nothing that exists any more), so an application that asks for the
+// kernel's RDMA transport with SO_RDS_TRANSPORT gets this one. Its name
+// in listings is "dat".
+
+// DATConfig configures the dat transport. The zero value is usable: the
+// soft-iWARP provider on each node's own address.
+type DATConfig struct {
+	// Provider is the verbs provider the IAs are opened on (default
+	// soft-iWARP, siw.New). Nodes of one transport value share it, so
+	// with the in-memory provider (mem.New) they share one fabric.
+	Provider verbs.Provider
+	// Device is the provider's device (default: siw's address-agnostic
+	// "siw" device, mem's "mem0", otherwise the provider's first).
+	Device string
+	// Port is the PSP's connection qualifier (default wire.RDMAPort,
+	// 18634); both ends must agree.
+	Port int
+	// RecvDepth is the number of receive buffers posted on each node's
+	// SRQ (default 1024, RDS_IB_DEFAULT_RECV_WR).
+	RecvDepth int
+	// ConnCredits is the share of the SRQ one connection may grant its
+	// peer (default RecvDepth/4, at least 2). A connection gets this
+	// many buffers or what is left, and none below 2 (it then retries).
+	ConnCredits int
+	// SendDepth is the number of fragments a connection may have posted
+	// and not completed (default 256, RDS_IB_DEFAULT_SEND_WR).
+	SendDepth int
+	// ConnectTimeout bounds one connection attempt (default 5 s).
+	ConnectTimeout time.Duration
+	// ReconnectMin and ReconnectMax bound the randomized exponential
+	// reconnect backoff (defaults 1 ms and 1 s, as for tcp).
+	ReconnectMin, ReconnectMax time.Duration
+}
+
+// DAT returns the dat transport.
+func DAT(cfg DATConfig) Transport {
+	if cfg.Provider == nil {
+		cfg.Provider = siw.New(siw.Options{})
+	}
+	if cfg.Device == "" {
+		switch cfg.Provider.Name() {
+		case "siw":
+			cfg.Device = siw.DeviceName
+		case "mem":
+			cfg.Device = mem.DeviceName
+		default:
+			if ds, err := cfg.Provider.Devices(); err == nil && len(ds) > 0 {
+				cfg.Device = ds[0]
+			}
+		}
+	}
+	if cfg.Port == 0 {
+		cfg.Port = wire.RDMAPort
+	}
+	if cfg.RecvDepth <= 0 {
+		cfg.RecvDepth = 1024
+	}
+	cfg.RecvDepth = max(cfg.RecvDepth, 2)
+	if cfg.ConnCredits <= 0 {
+		cfg.ConnCredits = cfg.RecvDepth / 4
+	}
+	cfg.ConnCredits = min(max(cfg.ConnCredits, 2), cfg.RecvDepth, datMaxCredits)
+	if cfg.SendDepth <= 0 {
+		cfg.SendDepth = 256
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 5 * time.Second
+	}
+	if cfg.ReconnectMin <= 0 {
+		cfg.ReconnectMin = time.Millisecond
+	}
+	if cfg.ReconnectMax <= 0 {
+		cfg.ReconnectMax = time.Second
+	}
+	return &datTransport{cfg: cfg}
+}
+
+type datTransport struct{ cfg DATConfig }
+
+func (*datTransport) Type() TransportType { return TransIB }
+func (*datTransport) Name() string        { return "dat" }
+
+// Sizes of the buffers: a fragment slot is a header and one fragment.
+const (
+	datSlot = wire.HeaderLen + wire.FragSize
+	// datSignalEvery: an unsuppressed send completion at least every
+	// this many fragments (rds_ib's max_unsignaled_wr is 16).
+	datSignalEvery = 16
+	// datEVDSpare is EVD room for connection and software events beyond
+	// the completions every buffer and send slot may have queued.
+	datEVDSpare = 256
+)
+
+// datNode is the dat transport on one node.
+type datNode struct {
+	cfg  DATConfig
+	node *Node
+	ia   *ia.IA
+	pz   *ia.PZ
+	evd  *evd.EVD
+	srq  *srq.SRQ
+	rx   *lmr.LMR // the SRQ's buffers, RecvDepth slots
+	psp  *ep.PSP
+
+	ctx     context.Context // cancelled by Close
+	cancel  context.CancelFunc
+	closing atomic.Bool
+	wg      sync.WaitGroup // the event goroutine and reconnect timers
+	xmits   atomic.Int32   // transmissions running in callers' goroutines
+
+	// Event-goroutine state.
+	rxIOV  [1]dat.LMRTriplet
+	wakes  []*datEP // EPs to ack or restart after the current batch
+	evdLen int
+
+	mu       sync.Mutex
+	paths    []*datPath
+	eps      map[*datEP]struct{} // every EP not yet retired
+	reserved int                 // SRQ buffers granted to live EPs
+}
+
+// Attach opens the node's IA on its address, posts the SRQ and listens.
+func (t *datTransport) Attach(n *Node) (NodeTransport, error) {
+	name := "rds-dat-" + n.addr.String()
+	reg, err := dat.NewRegistry([]verbs.Provider{t.cfg.Provider},
+		[]dat.Entry{{Name: name, Provider: t.cfg.Provider.Name(), Device: t.cfg.Device, Addr: n.addr}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	a, err := ia.OpenIn(reg, name, 0)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	dn := &datNode{cfg: t.cfg, node: n, ia: a, ctx: ctx, cancel: cancel, eps: make(map[*datEP]struct{})}
+	if err := dn.setup(); err != nil {
+		cancel()
+		a.Close(dat.CloseAbrupt)
+		return nil, fmt.Errorf("rds dat transport on %v: %w", n.addr, err)
+	}
+	dn.wg.Add(1)
+	go dn.routineEvents()
+	return dn, nil
+}
+
+// setup creates the node's DAT objects and posts every receive buffer.
+func (dn *datNode) setup() error {
+	var err error
+	if dn.pz, err = dn.ia.CreatePZ(); err != nil {
+		return err
+	}
+	d := dn.cfg.RecvDepth
+	dn.evdLen = d + datEVDSpare
+	if dn.evd, err = evd.Create(dn.ia, dn.evdLen, nil, dat.EVDDTO|dat.EVDCR|dat.EVDConnection|dat.EVDSoftware); err != nil {
+		return err
+	}
+	if dn.srq, err = srq.Create(dn.ia, dn.pz, srq.Attr{MaxRecvDTOs: d}); err != nil {
+		return err
+	}
+	if dn.rx, err = lmr.Alloc(dn.ia, dn.pz, d*datSlot, dat.MemPrivLocalWrite); err != nil {
+		return err
+	}
+	for i := range d {
+		if err := dn.repost(i); err != nil {
+			return err
+		}
+	}
+	dn.psp, err = ep.CreatePSP(dn.ia, dat.ConnQual(dn.cfg.Port), dn.evd, dat.PSPConsumer)
+	return err
+}
+
+// repost gives receive buffer i back to the SRQ.
+func (dn *datNode) repost(i int) error {
+	dn.rxIOV[0] = dn.rx.Triplet(i*datSlot, datSlot)
+	return dn.srq.PostRecv(dn.rxIOV[:], dat.DTOCookie(i))
+}
+
+// rxBuf returns receive buffer i.
+func (dn *datNode) rxBuf(i int) []byte {
+	return dn.rx.Bytes()[i*datSlot : (i+1)*datSlot]
+}
+
+// reserve takes a connection's share of the SRQ: ConnCredits buffers or
+// what is left, nothing if fewer than 2 are left (one credit is always
+// kept back for advertisements, so a single one would be useless).
+func (dn *datNode) reserve() int {
+	dn.mu.Lock()
+	defer dn.mu.Unlock()
+	g := min(dn.cfg.ConnCredits, dn.cfg.RecvDepth-dn.reserved)
+	if g < 2 {
+		return 0
+	}
+	dn.reserved += g
+	return g
+}
+
+func (dn *datNode) unreserve(g int) {
+	dn.mu.Lock()
+	dn.reserved -= g
+	dn.mu.Unlock()
+}
+
+// dpath returns (creating) the transport state of p.
+func (dn *datNode) dpath(p *Path) *datPath {
+	if dp, ok := p.TransportData.Load().(*datPath); ok {
+		return dp
+	}
+	dn.mu.Lock()
+	defer dn.mu.Unlock()
+	if dp, ok := p.TransportData.Load().(*datPath); ok {
+		return dp
+	}
+	dp := &datPath{dn: dn, p: p}
+	p.TransportData.Store(dp)
+	dn.paths = append(dn.paths, dp)
+	return dp
+}
+
+// AcksBySequence marks the transport as acknowledging by h_ack.
+func (dn *datNode) AcksBySequence() {}
+
+func (dn *datNode) Connect(p *Path) { dn.dpath(p).connect(false) }
+
+func (dn *datNode) Kick(p *Path) {
+	dp := dn.dpath(p)
+	if e := dp.up.Load(); e != nil {
+		e.kick()
+		return
+	}
+	dp.connect(false)
+}
+
+func (dn *datNode) Reset(p *Path) {
+	dp := dn.dpath(p)
+	dp.mu.Lock()
+	e := dp.ep
+	dp.mu.Unlock()
+	if e != nil {
+		e.ep.Disconnect(dat.CloseAbrupt)
+	}
+}
+
+// Close stops the event goroutine and the timers, waits for transmissions
+// running in other goroutines, and closes the IA, which frees every EP,
+// the PSP, the SRQ and the memory.
+func (dn *datNode) Close() error {
+	if !dn.closing.CompareAndSwap(false, true) {
+		return nil
+	}
+	dn.cancel()
+	dn.mu.Lock()
+	paths := dn.paths
+	dn.mu.Unlock()
+	for _, dp := range paths {
+		dp.mu.Lock()
+		if dp.timer != nil && dp.timer.Stop() {
+			dn.wg.Done()
+		}
+		dp.timer = nil
+		dp.mu.Unlock()
+	}
+	dn.wg.Wait()
+	for dn.xmits.Load() > 0 {
+		time.Sleep(50 * time.Microsecond)
+	}
+	dn.mu.Lock()
+	eps := dn.eps
+	dn.eps = nil
+	dn.mu.Unlock()
+	for e := range eps {
+		e.retireTx()
+	}
+	return dn.ia.Close(dat.CloseAbrupt)
+}
+
+var (
+	_ AckBySequence = (*datNode)(nil)
+	_ NodeTransport = (*datNode)(nil)
+)

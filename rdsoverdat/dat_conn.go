@@ -1,0 +1,342 @@
+package rdsoverdat
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/ep"
+	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// Connection management of the dat transport (rds_ib's ib_cm.c): per path
+// at most one EP being set up or carrying messages (datPath.ep). Connect
+// starts an active EP unless there is one or a reconnect is pending. A
+// connection request from the peer is accepted unless our own request is
+// outstanding and our address is the smaller one; an established EP that
+// a new request finds is dropped first (the peer lost it before us). Lost
+// connections are retried with randomized exponential backoff by the
+// smaller address always, by the larger one while it has messages.
+
+// datPath is the dat transport's state of one Path.
+type datPath struct {
+	dn *datNode
+	p  *Path
+	up atomic.Pointer[datEP] // the EP carrying the path while it is up
+	// ackNext is the sequence of the last message received on the path,
+	// what h_ack and the private data's ack_seq announce.
+	ackNext atomic.Uint64
+
+	mu      sync.Mutex
+	ep      *datEP      // the EP being set up or carrying the path
+	timer   *time.Timer // pending reconnect
+	backoff time.Duration
+}
+
+type datEPState uint8
+
+const (
+	datConnecting datEPState = iota // active: request sent
+	datAccepted                     // passive: accepted, ESTABLISHED not seen
+	datUp                           // established, carrying the path
+	datDead                         // disconnected or abandoned; waiting to be retired
+)
+
+var (
+	errDatNoCredits = errors.New("rds dat: no receive buffers left to grant a connection")
+	errDatLost      = errors.New("rds dat: connection lost")
+	errDatProtocol  = errors.New("rds dat: protocol error")
+)
+
+// isActive reports whether our connection wins a simultaneous connect.
+func (dp *datPath) isActive() bool { return dp.dn.node.addr.Less(dp.p.conn.faddr) }
+
+// connect starts an active connection if the path has none and no
+// reconnect is pending; retry is the backoff timer firing.
+func (dp *datPath) connect(retry bool) {
+	dn := dp.dn
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	if retry {
+		dp.timer = nil
+		if !dp.isActive() && !dp.p.HasWork() {
+			return
+		}
+	}
+	if dp.ep != nil || dp.timer != nil || dn.closing.Load() {
+		return
+	}
+	e, err := dn.newEP(dp, true)
+	if err == nil {
+		var pd [datPrivateLen]byte
+		encodeDatPrivate(pd[:], dn.node.addr, dp.p.conn.faddr, wire.Seq(dp.ackNext.Load()), uint32(e.grant))
+		err = e.ep.Connect(dp.p.conn.faddr, dat.ConnQual(dn.cfg.Port), dn.cfg.ConnectTimeout, pd[:], dat.QoSBestEffort, dat.ConnectDefault)
+		if err != nil {
+			e.state = datDead
+			dn.retire(e)
+		}
+	}
+	if err != nil {
+		dp.scheduleLocked()
+		return
+	}
+	dp.ep = e
+}
+
+// scheduleLocked arms the reconnect timer. dp.mu is held.
+func (dp *datPath) scheduleLocked() {
+	dn := dp.dn
+	if dp.timer != nil || dn.closing.Load() {
+		return
+	}
+	dp.backoff = min(max(2*dp.backoff, dn.cfg.ReconnectMin), dn.cfg.ReconnectMax)
+	dn.wg.Add(1)
+	dp.timer = time.AfterFunc(rand.N(dp.backoff)+1, func() {
+		defer dn.wg.Done()
+		if !dn.closing.Load() {
+			dn.evd.PostSE(dp) // the event goroutine calls connect(true)
+		}
+	})
+}
+
+// newEP creates an EP on the node's SRQ with its send slots and grant.
+func (dn *datNode) newEP(dp *datPath, active bool) (*datEP, error) {
+	g := dn.reserve()
+	if g == 0 {
+		return nil, errDatNoCredits
+	}
+	e := &datEP{dn: dn, dp: dp, active: active, grant: g}
+	e.ackEvery = uint32(min(datSignalEvery, max(1, g/2)))
+	s := dn.cfg.SendDepth
+	var err error
+	if e.tx, err = lmr.Alloc(dn.ia, dn.pz, s*datSlot+wire.HeaderLen, dat.MemPrivLocalRead); err != nil {
+		dn.unreserve(g)
+		return nil, err
+	}
+	e.ep, err = ep.CreateWithSRQ(dn.ia, dn.pz, dn.evd, dn.evd, dn.evd, dn.srq,
+		&dat.EPAttr{MaxRequestDTOs: s + 1, MaxRequestIOV: 1})
+	if err == nil {
+		err = e.ep.SetConsumerContext(e)
+	}
+	if err != nil {
+		if e.ep != nil {
+			e.ep.Free()
+		}
+		e.tx.Free()
+		dn.unreserve(g)
+		return nil, err
+	}
+	e.ackIOV[0] = e.tx.Triplet(s*datSlot, wire.HeaderLen)
+	dn.mu.Lock()
+	dn.eps[e] = struct{}{}
+	want := dn.cfg.RecvDepth + datEVDSpare + len(dn.eps)*(s+1)
+	if want > dn.evdLen && dn.evd.Resize(want) == nil {
+		dn.evdLen = want
+	}
+	dn.mu.Unlock()
+	return e, nil
+}
+
+// onRequest handles a connection request arriving at the PSP.
+func (dn *datNode) onRequest(ev *dat.Event) {
+	cr, ok := ev.CR.CR.(*ep.CR)
+	if !ok {
+		return
+	}
+	q, err := cr.Query()
+	if err != nil {
+		cr.Reject(nil)
+		return
+	}
+	peer, err := parseDatPrivate(q.PrivateData)
+	if err != nil || peer.Daddr() != dn.node.addr || peer.Saddr() == dn.node.addr {
+		cr.Reject(nil)
+		return
+	}
+	conn := dn.node.Conn(peer.Saddr(), TransIB)
+	if conn == nil {
+		cr.Reject(nil)
+		return
+	}
+	dp := dn.dpath(conn.Path(0))
+	dp.mu.Lock()
+	old := dp.ep
+	if old != nil && old.state == datConnecting && dp.isActive() {
+		dp.mu.Unlock()
+		cr.Reject(nil) // ours wins; the peer drops its request
+		return
+	}
+	var wasUp bool
+	if old != nil {
+		wasUp = old.state == datUp
+		dp.dropLocked(old)
+	}
+	e, err := dn.newEP(dp, false)
+	if err != nil {
+		dp.ep = nil
+		dp.mu.Unlock()
+		cr.Reject(nil)
+		if wasUp {
+			dp.p.Down(errDatLost)
+		}
+		return
+	}
+	copy(e.peer[:], peer)
+	e.state = datAccepted
+	dp.ep = e
+	if dp.timer != nil && dp.timer.Stop() {
+		dn.wg.Done()
+	}
+	dp.timer = nil
+	dp.mu.Unlock()
+	if wasUp {
+		dp.p.Down(errDatLost)
+	}
+	var pd [datPrivateLen]byte
+	encodeDatPrivate(pd[:], dn.node.addr, peer.Saddr(), wire.Seq(dp.ackNext.Load()), uint32(e.grant))
+	if err := cr.Accept(e.ep, pd[:]); err != nil {
+		e.ep.Disconnect(dat.CloseAbrupt) // its failure event retires it
+	}
+}
+
+// dropLocked takes e off the path: the caller reports Down if e was up.
+// dp.mu is held.
+func (dp *datPath) dropLocked(e *datEP) {
+	if dp.ep == e {
+		dp.ep = nil
+	}
+	dp.up.CompareAndSwap(e, nil)
+	if e.state != datDead {
+		e.state = datDead
+		e.dead.Store(true)
+		e.ep.Disconnect(dat.CloseAbrupt)
+	}
+}
+
+// onConnEvent handles a connection event of one of the node's EPs.
+func (dn *datNode) onConnEvent(ev *dat.Event) {
+	e := datEPOf(ev.Conn.EP)
+	if e == nil {
+		return
+	}
+	dp := e.dp
+	if ev.Number == dat.ConnectionEventEstablished {
+		dn.onEstablished(e, ev.Conn.PrivateData)
+		return
+	}
+	// Rejected, unreachable, timed out, disconnected or broken: e is
+	// done. Retire it once its completions are off the EVD.
+	dp.mu.Lock()
+	wasUp := e.state == datUp
+	current := dp.ep == e
+	if e.state != datDead {
+		dp.dropLocked(e)
+	}
+	if current {
+		if wasUp {
+			dp.backoff = 0
+		}
+		if dp.isActive() || dp.p.HasWork() {
+			dp.scheduleLocked()
+		}
+	}
+	dp.mu.Unlock()
+	if wasUp {
+		dp.p.Down(errDatLost)
+	}
+	dn.retire(e)
+}
+
+// onEstablished brings the path up on e: the peer's grant becomes our
+// send credits, and whatever the peer says it has received leaves the
+// retransmit queue before anything is resent (rds_ib_cm_connect_complete).
+func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
+	dp := e.dp
+	dp.mu.Lock()
+	if e.state != datConnecting && e.state != datAccepted || dp.ep != e {
+		dp.mu.Unlock()
+		return
+	}
+	if e.active {
+		if len(pdata) > datPrivateLen {
+			pdata = pdata[:datPrivateLen]
+		}
+		copy(e.peer[:], pdata)
+	}
+	peer, err := parseDatPrivate(e.peer[:])
+	if err != nil || (e.active && (peer.Saddr() != dp.p.conn.faddr || peer.Daddr() != dn.node.addr)) {
+		dn.node.stats.recvDropBadHeader.Add(1)
+		dp.dropLocked(e)
+		dp.scheduleLocked()
+		dp.mu.Unlock()
+		return
+	}
+	e.credits.addSend(min(peer.Credit(), datMaxCredits))
+	e.state = datUp
+	dp.backoff = 0
+	dp.up.Store(e)
+	dp.mu.Unlock()
+	dp.p.DropAckedSeq(peer.AckSeq())
+	dp.p.Up()
+	dp.p.SendProbe()
+}
+
+// retire ends e's life once every completion it may have queued has been
+// taken: a software event posted now comes after them on the node's EVD,
+// and its handler (retired) returns the SRQ share.
+func (dn *datNode) retire(e *datEP) {
+	if dn.closing.Load() || dn.evd.PostSE(e) != nil {
+		return // Close retires what is left
+	}
+}
+
+// retired runs on the event goroutine when e's retire event comes up.
+func (dn *datNode) retired(e *datEP) {
+	e.ep.Free()
+	e.retireTx()
+	if e.rxm != nil {
+		e.rxm.release()
+		e.rxm = nil
+	}
+	dn.mu.Lock()
+	_, live := dn.eps[e]
+	delete(dn.eps, e)
+	if live {
+		dn.reserved -= e.grant
+	}
+	dn.mu.Unlock()
+	if live {
+		e.tx.Free()
+	}
+}
+
+// retireTx stops transmission on e for good and hands back the message it
+// was sending (the path's Down has requeued it already).
+func (e *datEP) retireTx() {
+	e.dead.Store(true)
+	for !e.inXmit.CompareAndSwap(false, true) {
+		time.Sleep(10 * time.Microsecond)
+	}
+	if e.txm != nil {
+		e.dp.p.TxDone(e.txm)
+		e.txm = nil
+	}
+}
+
+// datEPOf returns the transport EP behind a DAT EP handle.
+func datEPOf(h dat.Handle) *datEP {
+	x, ok := h.(*ep.EP)
+	if !ok || x == nil {
+		return nil
+	}
+	c, err := x.ConsumerContext()
+	if err != nil {
+		return nil
+	}
+	e, _ := c.(*datEP)
+	return e
+}

@@ -1,0 +1,89 @@
+package rdsoverdat
+
+import (
+	"github.com/godapl/godapl/dat"
+)
+
+// The node's event goroutine: the one consumer of the node's EVD, which
+// carries every stream of every EP of the node (receive completions from
+// the SRQ, send completions, connection requests, connection events) and
+// the transport's own software events (reconnect timers, EP retirement).
+// One EVD keeps them in arrival order: a DISCONNECTED event never
+// overtakes the completions before it, and an EP's retire event, posted
+// after its connection ended, comes after all of them, which is what
+// makes returning its SRQ share safe.
+//
+// Events are taken in batches (wait for one, then dequeue what is there);
+// acks and restarts of stalled senders are done once per batch, so that a
+// burst of fragments is acknowledged by one frame.
+
+func (dn *datNode) routineEvents() {
+	defer dn.wg.Done()
+	for {
+		ev, _, err := dn.evd.Wait(dn.ctx, 1)
+		if err != nil {
+			if dn.ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		dn.handle(&ev)
+		for {
+			if ev, err = dn.evd.Dequeue(); err != nil {
+				break
+			}
+			dn.handle(&ev)
+		}
+		dn.flushWakes()
+	}
+}
+
+func (dn *datNode) handle(ev *dat.Event) {
+	switch ev.Number {
+	case dat.DTOCompletionEvent:
+		if ev.DTO.Op == dat.DTOReceive {
+			dn.onRecv(&ev.DTO)
+			return
+		}
+		if e := datEPOf(ev.DTO.EP); e != nil {
+			e.onSendDone(&ev.DTO)
+		}
+	case dat.ConnectionRequestEvent:
+		dn.onRequest(ev)
+	case dat.SoftwareEvent:
+		switch x := ev.Software.(type) {
+		case *datPath:
+			x.connect(true)
+		case *datEP:
+			dn.retired(x)
+		}
+	default:
+		if ev.Number&^0xff == dat.ConnectionEventEstablished&^0xff {
+			dn.onConnEvent(ev)
+		}
+	}
+}
+
+// wake puts e on the list of EPs to ack or restart after this batch.
+func (dn *datNode) wake(e *datEP) {
+	if !e.queued {
+		e.queued = true
+		dn.wakes = append(dn.wakes, e)
+	}
+}
+
+// flushWakes restarts stalled senders (whose messages carry acks and
+// credits too), then sends the ack-only frames still wanted.
+func (dn *datNode) flushWakes() {
+	for _, e := range dn.wakes {
+		if e.stalled.Load() && !e.dead.Load() {
+			e.kick()
+		}
+	}
+	for i, e := range dn.wakes {
+		e.queued = false
+		e.sendAck()
+		dn.wakes[i] = nil
+	}
+	dn.wakes = dn.wakes[:0]
+}

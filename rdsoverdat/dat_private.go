@@ -1,0 +1,79 @@
+package rdsoverdat
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/netip"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// datPrivate is the connection private data of the dat transport in the
+// layout of the kernel's struct rds_ib_connect_private for IPv4 (ib.h):
+// both addresses, then rds_ib_conn_priv_cmn. Its be64 member makes the C
+// struct 8-byte aligned, hence 4 bytes of tail padding (32 bytes in all).
+// The connecting side sends it with the request, the accepting side with
+// the accept.
+type datPrivate []byte
+
+const (
+	privSaddrOffset     = 0  // be32 dp_saddr: the sender's address
+	privDaddrOffset     = 4  // be32 dp_daddr: the receiver's address
+	privMajorOffset     = 8  // u8 ricpc_protocol_major
+	privMinorOffset     = 9  // u8 ricpc_protocol_minor
+	privMinorMaskOffset = 10 // be16 ricpc_protocol_minor_mask
+	privToSOffset       = 12 // u8 ricpc_dp_toss
+	privAckSeqOffset    = 16 // be64 ricpc_ack_seq: last sequence received
+	privCreditOffset    = 24 // be32 ricpc_credit: receives granted (non-zero: flow control on)
+	datPrivateLen       = 32
+
+	// datMinorMask is RDS_IB_SUPPORTED_PROTOCOLS: 3.0 and 3.1.
+	datMinorMask = 0x0003
+)
+
+var (
+	errPrivShort   = errors.New("rds dat: connection private data shorter than rds_ib_connect_private")
+	errPrivVersion = errors.New("rds dat: peer speaks no RDS protocol version 3.0 or 3.1")
+	errPrivCredit  = errors.New("rds dat: peer grants fewer than 2 receive credits")
+)
+
+// encodeDatPrivate fills b (datPrivateLen bytes) for a connection from
+// saddr to daddr.
+func encodeDatPrivate(b []byte, saddr, daddr netip.Addr, ack wire.Seq, credit uint32) datPrivate {
+	p := datPrivate(b[:datPrivateLen])
+	clear(p)
+	s, d := saddr.As4(), daddr.As4()
+	copy(p[privSaddrOffset:], s[:])
+	copy(p[privDaddrOffset:], d[:])
+	p[privMajorOffset] = wire.ProtocolVersion >> 8
+	p[privMinorOffset] = wire.ProtocolVersion & 0xff
+	binary.BigEndian.PutUint16(p[privMinorMaskOffset:], datMinorMask)
+	binary.BigEndian.PutUint64(p[privAckSeqOffset:], uint64(ack))
+	binary.BigEndian.PutUint32(p[privCreditOffset:], credit)
+	return p
+}
+
+// parseDatPrivate checks the private data a peer sent: long enough,
+// protocol major 3 with a minor version both sides support, and flow
+// control on (this transport has no RNR retry to fall back on).
+func parseDatPrivate(b []byte) (datPrivate, error) {
+	if len(b) < privCreditOffset+4 {
+		return nil, errPrivShort
+	}
+	p := datPrivate(b)
+	if p.Major() != wire.ProtocolVersion>>8 || p.MinorMask()&datMinorMask == 0 {
+		return nil, errPrivVersion
+	}
+	if p.Credit() < 2 {
+		return nil, errPrivCredit
+	}
+	return p, nil
+}
+
+func (p datPrivate) Saddr() netip.Addr { return netip.AddrFrom4([4]byte(p[privSaddrOffset:])) }
+func (p datPrivate) Daddr() netip.Addr { return netip.AddrFrom4([4]byte(p[privDaddrOffset:])) }
+func (p datPrivate) Major() uint8      { return p[privMajorOffset] }
+func (p datPrivate) Minor() uint8      { return p[privMinorOffset] }
+func (p datPrivate) MinorMask() uint16 { return binary.BigEndian.Uint16(p[privMinorMaskOffset:]) }
+func (p datPrivate) AckSeq() wire.Seq  { return wire.Seq(binary.BigEndian.Uint64(p[privAckSeqOffset:])) }
+func (p datPrivate) Credit() uint32    { return binary.BigEndian.Uint32(p[privCreditOffset:]) }

@@ -1,0 +1,182 @@
+package rdsoverdat
+
+import (
+	"errors"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// The dat receive side (rds_ib_process_recv, ib_recv.c). Each SRQ buffer
+// holds one Send: a 48-byte header and at most 4096 payload bytes. The
+// header's checksum is verified; its h_ack frees acknowledged messages
+// and its h_credit adds send credits, on every fragment. An ack-only frame
+// (ports and length 0) ends there. Otherwise the fragment starts or
+// continues the one message in reassembly on that connection; a fragment
+// that does not fit (other sequence, length or ports, wrong size) is a
+// protocol error that resets this connection only. A complete message
+// goes to the core, then its sequence number becomes the connection's
+// ack, requested promptly if the sender asked with ACK_REQUIRED. The
+// buffer is reposted at once and counted as a posted credit of the
+// connection it came from.
+
+var (
+	errDatShort    = errors.New("rds dat: receive shorter than an RDS header")
+	errDatLong     = errors.New("rds dat: fragment longer than RDS_FRAG_SIZE")
+	errDatChecksum = errors.New("rds dat: header checksum mismatch")
+	errDatFrag     = errors.New("rds dat: fragment does not continue the message in reassembly")
+)
+
+// parseDatFrag splits one received Send into its header and fragment.
+func parseDatFrag(b []byte) (wire.Header, []byte, error) {
+	if len(b) < wire.HeaderLen {
+		return nil, nil, errDatShort
+	}
+	if len(b) > datSlot {
+		return nil, nil, errDatLong
+	}
+	h := wire.Header(b[:wire.HeaderLen])
+	if !h.ChecksumOK() {
+		return nil, nil, errDatChecksum
+	}
+	return h, b[wire.HeaderLen:], nil
+}
+
+// isDatAck reports whether h is an ack-only frame (rds_ib_process_recv:
+// no payload, ports 0; a congestion map has ports 0 but a length).
+func isDatAck(h wire.Header, frag []byte) bool {
+	return len(frag) == 0 && h.Len() == 0 && h.Sport() == 0 && h.Dport() == 0
+}
+
+// datReasm is the reassembly state of one connection: the first
+// fragment's header and how much of the payload has arrived.
+type datReasm struct {
+	hdr    [wire.HeaderLen]byte
+	active bool
+	off    int
+	total  int
+}
+
+// next accepts a fragment of n payload bytes with header h. first: it
+// starts a message (the caller makes one for h); done: it completes one.
+// Every fragment but the last carries exactly 4096 bytes.
+func (r *datReasm) next(h wire.Header, n int) (first, done bool, err error) {
+	if !r.active {
+		l := int(h.Len())
+		if l > wire.MaxMsgSize {
+			return false, false, ErrMsgTooBig
+		}
+		if n != min(l, wire.FragSize) {
+			return false, false, errDatFrag
+		}
+		copy(r.hdr[:], h)
+		r.total, r.off = l, n
+		r.active = n < l
+		return true, !r.active, nil
+	}
+	rh := wire.Header(r.hdr[:])
+	if h.Sequence() != rh.Sequence() || h.Len() != rh.Len() || h.Sport() != rh.Sport() ||
+		h.Dport() != rh.Dport() || n != min(wire.FragSize, r.total-r.off) {
+		return false, false, errDatFrag
+	}
+	r.off += n
+	r.active = r.off < r.total
+	return false, !r.active, nil
+}
+
+// onRecv handles a receive completion of SRQ buffer c.Cookie.
+func (dn *datNode) onRecv(c *dat.DTOCompletion) {
+	i := int(c.Cookie)
+	if c.Cookie >= dat.DTOCookie(dn.cfg.RecvDepth) {
+		return
+	}
+	e := datEPOf(c.EP)
+	if e != nil && e.dead.Load() {
+		e = nil
+	}
+	if e != nil && c.Status == dat.DTOSuccess {
+		e.recv(dn.rxBuf(i)[:min(int(c.Length), datSlot)])
+	}
+	if dn.repost(i) != nil {
+		return // the IA is closing
+	}
+	if e != nil && !e.dead.Load() {
+		if e.credits.addPosted(1) >= e.ackEvery {
+			dn.wake(e)
+		}
+	}
+}
+
+// recv processes one received Send on e (event goroutine).
+func (e *datEP) recv(b []byte) {
+	node, p := e.dn.node, e.dp.p
+	h, frag, err := parseDatFrag(b)
+	if err != nil {
+		if err == errDatChecksum {
+			node.stats.recvDropBadChecksum.Add(1)
+		} else {
+			node.stats.recvDropBadHeader.Add(1)
+		}
+		e.protocolError()
+		return
+	}
+	if a := h.Ack(); a > e.lastAck {
+		e.lastAck = a
+		p.DropAcked(uint64(a))
+	}
+	if c := h.Credit(); c > 0 {
+		e.credits.addSend(uint32(c))
+		if e.stalled.Load() || e.ackRequested.Load() {
+			e.dn.wake(e)
+		}
+	}
+	if isDatAck(h, frag) {
+		node.stats.ackReceived.Add(1)
+		return
+	}
+	first, done, err := e.rx.next(h, len(frag))
+	if err != nil {
+		if err != ErrMsgTooBig {
+			node.stats.recvDropBadHeader.Add(1)
+		}
+		e.protocolError()
+		return
+	}
+	if first {
+		if e.rxm, err = p.NewRxMessage(h); err != nil {
+			e.protocolError()
+			return
+		}
+	}
+	m := e.rxm
+	copy(m.buf[e.rx.off-len(frag):], frag)
+	if !done {
+		return
+	}
+	e.rxm = nil
+	seq, cong := h.Sequence(), h.IsCongMap()
+	ackReq := !cong && h.Flags()&wire.FlagAckRequired != 0
+	p.Receive(m)
+	if cong {
+		return
+	}
+	if uint64(seq) > e.dp.ackNext.Load() {
+		e.dp.ackNext.Store(uint64(seq))
+	}
+	if ackReq {
+		e.ackRequested.Store(true)
+		e.dn.wake(e)
+	}
+}
+
+// protocolError resets e's connection after malformed input: nothing more
+// it received is processed, and the path reconnects and retransmits.
+func (e *datEP) protocolError() {
+	e.dead.Store(true)
+	if e.rxm != nil {
+		e.rxm.release()
+		e.rxm = nil
+	}
+	e.rx.active = false
+	e.ep.Disconnect(dat.CloseAbrupt)
+}

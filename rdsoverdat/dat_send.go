@@ -1,0 +1,243 @@
+package rdsoverdat
+
+import (
+	"sync/atomic"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/ep"
+	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// The dat transmit side (rds_ib_xmit, ib_send.c). Transmission runs in
+// whichever goroutine kicks the path, as the kernel's rds_send_xmit does:
+// the first to find the EP idle (inXmit) sends until the path's queue is
+// empty or it runs out of credits or send slots; everybody else only
+// leaves a wake-up (want). A stalled sender is restarted by the event
+// goroutine when credits arrive or send slots complete.
+//
+// Each fragment is copied into a send slot of the EP's LMR: the 48-byte
+// header, with this fragment's h_credit and checksum, then up to 4096
+// payload bytes, posted as one Send. Send completions are suppressed
+// except on every 16th slot and on a message's last fragment when the
+// path's queue is empty; completions arrive in order, so one completion
+// frees every slot before it too.
+//
+// ACK_REQUIRED goes on a message the core marked (SO_SNDBUF half full, a
+// retransmission), on every 8th message or after 16 MiB (rds_send_xmit's
+// max_unacked_packets and max_unacked_bytes), and on the last message
+// before the queue runs dry, so that an idle connection's retransmit
+// queue always empties and SO_SNDBUF accounting returns to zero.
+
+const (
+	datMaxUnackedPackets = 8
+	datMaxUnackedBytes   = 16 << 20
+	// datAckCookie marks the ack-only frame's send completion.
+	datAckCookie = dat.DTOCookie(1 << 63)
+)
+
+// datEP is one DAT EP of a path: a connection incarnation with its own
+// credits, send slots and reassembly state.
+type datEP struct {
+	dn     *datNode
+	dp     *datPath
+	ep     *ep.EP
+	tx     *lmr.LMR // SendDepth slots, then the ack-only frame's header
+	active bool
+	grant  int                 // SRQ buffers granted to the peer
+	peer   [datPrivateLen]byte // the peer's private data
+	state  datEPState          // guarded by dp.mu
+	dead   atomic.Bool
+
+	credits datCredits
+
+	// Transmit state, owned by whoever holds inXmit.
+	inXmit     atomic.Bool
+	want       atomic.Bool
+	stalled    atomic.Bool // waiting for credits or send slots
+	txm        *Message    // message being fragmented
+	txOff      int         // payload bytes of txm already posted
+	txPosted   uint64      // fragments posted
+	sinceAck   int         // messages since the last ACK_REQUIRED
+	sinceBytes int
+	iov        [1]dat.LMRTriplet
+	txDone     atomic.Uint64 // fragments completed (set by the event goroutine)
+
+	// Ack state: ackRequested by the receive side, cleared by a
+	// piggybacked ack; the rest is the event goroutine's.
+	ackRequested atomic.Bool
+	ackInFlight  bool
+	ackIOV       [1]dat.LMRTriplet
+	ackEvery     uint32 // posted credits that ask for an advertisement
+	queued       bool   // on dn.wakes
+	lastAck      wire.Seq
+
+	// Reassembly, the event goroutine's.
+	rx  datReasm
+	rxm *Message
+}
+
+// kick transmits what the path has queued, unless another goroutine is at
+// it (it will see want).
+func (e *datEP) kick() {
+	e.want.Store(true)
+	for e.want.Load() {
+		if !e.inXmit.CompareAndSwap(false, true) {
+			return
+		}
+		e.want.Store(false)
+		if !e.dead.Load() {
+			e.dn.xmits.Add(1)
+			if !e.dn.closing.Load() {
+				e.xmit()
+			}
+			e.dn.xmits.Add(-1)
+		}
+		e.inXmit.Store(false)
+	}
+}
+
+// xmit sends messages until the queue is empty or a stall. inXmit held.
+func (e *datEP) xmit() {
+	p := e.dp.p
+	depth := uint64(e.dn.cfg.SendDepth)
+	for {
+		m := e.txm
+		if m == nil {
+			if m = p.NextTx(); m == nil {
+				return
+			}
+			e.txm, e.txOff = m, 0
+			e.prepare(m)
+		}
+		total := len(m.buf)
+		for {
+			if e.txPosted-e.txDone.Load() >= depth {
+				e.stall(false)
+				if e.txPosted-e.txDone.Load() >= depth {
+					return
+				}
+				e.stalled.Store(false)
+			}
+			got, adv := e.credits.grab(1)
+			if got == 0 {
+				e.stall(true)
+				if got, adv = e.credits.grab(1); got == 0 {
+					return
+				}
+				e.stalled.Store(false)
+			}
+			n := min(wire.FragSize, total-e.txOff)
+			last := e.txOff+n == total
+			off := int(e.txPosted%depth) * datSlot
+			slot := e.tx.Bytes()[off : off+wire.HeaderLen+n]
+			copy(slot, m.hdr[:])
+			if adv > 0 {
+				h := wire.Header(slot[:wire.HeaderLen])
+				h.SetCredit(uint8(adv))
+				h.SetChecksum()
+			}
+			copy(slot[wire.HeaderLen:], m.buf[e.txOff:e.txOff+n])
+			flags := dat.CompletionSuppress
+			if e.txPosted%datSignalEvery == datSignalEvery-1 {
+				flags = dat.CompletionDefault
+			}
+			if last {
+				flags |= dat.CompletionSolicitedWait
+				if q, _ := p.Pending(); q == 0 {
+					flags &^= dat.CompletionSuppress
+				}
+			}
+			e.iov[0] = e.tx.Triplet(off, wire.HeaderLen+n)
+			if err := e.ep.PostSend(e.iov[:], dat.DTOCookie(e.txPosted), flags); err != nil {
+				e.credits.unGrab(got, adv)
+				return // the connection is going down; its event follows
+			}
+			e.txPosted++
+			e.txOff += n
+			if last {
+				break
+			}
+		}
+		p.TxDone(m)
+		e.txm = nil
+	}
+}
+
+// stall records that the sender waits; credit says for credits (counted
+// as a credit stall) rather than send slots. The caller tries once more
+// after setting the flag, so that a wake-up racing with it is not lost.
+func (e *datEP) stall(credit bool) {
+	if !e.stalled.Swap(true) && credit {
+		e.dp.p.conn.stats.creditStalls.Add(1)
+		e.dn.node.stats.creditStall.Add(1)
+	}
+}
+
+// prepare finalizes m's header once for all its fragments: flags, the
+// piggybacked ack, h_credit 0 and the checksum.
+func (e *datEP) prepare(m *Message) {
+	h := m.Header()
+	f := m.WireFlags()
+	if !m.IsCongMap() {
+		m.SetAckKey(uint64(h.Sequence()))
+		e.sinceAck++
+		e.sinceBytes += len(m.buf)
+		q, _ := e.dp.p.Pending()
+		if m.AckRequired() || q == 0 || e.sinceAck >= datMaxUnackedPackets || e.sinceBytes >= datMaxUnackedBytes {
+			f |= wire.FlagAckRequired
+			e.sinceAck, e.sinceBytes = 0, 0
+		}
+	}
+	h.SetFlags(f)
+	h.SetCredit(0)
+	e.ackRequested.Store(false) // rds_ib_piggyb_ack
+	h.SetAck(wire.Seq(e.dp.ackNext.Load()))
+	h.SetChecksum()
+}
+
+// sendAck posts an ack-only frame if one is wanted and none is in flight
+// (rds_ib_attempt_ack): sequence, ports and length 0, h_ack the last
+// sequence received, h_credit the posted credits. Event goroutine only.
+func (e *datEP) sendAck() {
+	if e.ackInFlight || e.dead.Load() || (!e.ackRequested.Load() && e.credits.posted() < e.ackEvery) {
+		return
+	}
+	got, adv := e.credits.grab(1)
+	if got == 0 {
+		e.stalled.Store(true) // retried when credits arrive
+		return
+	}
+	e.ackRequested.Store(false)
+	s := e.dn.cfg.SendDepth
+	h := wire.Header(e.tx.Bytes()[s*datSlot : s*datSlot+wire.HeaderLen])
+	h.Encode(&wire.Fields{Ack: wire.Seq(e.dp.ackNext.Load()), Credit: uint8(adv)})
+	h.SetChecksum()
+	if err := e.ep.PostSend(e.ackIOV[:], datAckCookie, dat.CompletionSolicitedWait); err != nil {
+		e.credits.unGrab(got, adv)
+		return
+	}
+	e.ackInFlight = true
+	e.dp.p.conn.stats.acksSent.Add(1)
+	e.dn.node.stats.ackSent.Add(1)
+}
+
+// onSendDone handles a send completion (event goroutine).
+func (e *datEP) onSendDone(c *dat.DTOCompletion) {
+	if c.Cookie == datAckCookie {
+		e.ackInFlight = false
+		if c.Status == dat.DTOSuccess {
+			e.dn.wake(e)
+		}
+		return
+	}
+	if c.Status != dat.DTOSuccess {
+		return // flushed: the connection is going down
+	}
+	if done := uint64(c.Cookie) + 1; done > e.txDone.Load() {
+		e.txDone.Store(done)
+		if e.stalled.Load() {
+			e.dn.wake(e)
+		}
+	}
+}
