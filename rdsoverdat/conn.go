@@ -40,6 +40,7 @@ type Conn struct {
 	stats        connCounters
 	hsWait       chan struct{} // closed and replaced when npaths becomes known
 	hsMu         sync.Mutex
+	rdmaAddrs    rdmaAddrCache // where the peer's mappings start (rdma_mr.go)
 }
 
 func newConn(n *Node, faddr netip.Addr, t TransportType, nt NodeTransport) *Conn {
@@ -253,6 +254,14 @@ func (p *Path) Down(err error) {
 	for m := p.retrans.popFront(); m != nil; m = p.retrans.popFront() {
 		if m.flags&msgFlush != 0 {
 			c.node.stats.sendFlushed.Add(1)
+			m.rdma.dropped()
+			p.complete(m)
+			continue
+		}
+		if m.rdma != nil {
+			// RDMA ops are never retransmitted: the op may have run,
+			// the peer may have its message or not (rds_send_xmit).
+			m.rdma.dropped()
 			p.complete(m)
 			continue
 		}
@@ -394,6 +403,9 @@ func (p *Path) cancel(s *Socket, dst netip.AddrPort) {
 			if m.sock == s && (!dst.IsValid() || m.dport == wire.Port(dst.Port())) {
 				l.remove(m)
 				m.flags |= msgCanceled
+				if m.rdma != nil {
+					m.rdma.Complete(RDMACanceled)
+				}
 				p.complete(m)
 				n++
 			}

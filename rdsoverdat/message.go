@@ -34,10 +34,13 @@ type Message struct {
 	congMap  bool // payload is a congestion map snapshot; unsequenced
 	probe    bool // handshake probe or pong: carries extension headers
 	sequence wire.Seq
+	rdma     *RDMAOp // an RDMA op to post before the message (rdma.go)
 
 	// Receive side, protected by the receiving socket's mu.
-	from   netip.AddrPort
-	rxNext *Message
+	from      netip.AddrPort
+	rxNext    *Message
+	cookie    Cookie // RDMA_DEST extension, delivered as RDMADest
+	hasCookie bool
 }
 
 type msgFlag uint8

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
@@ -23,6 +24,7 @@ type Node struct {
 	conns    map[connKey]*Conn
 	connList []*Conn // copy-on-write snapshot of conns for lock-free walks
 	trans    map[TransportType]NodeTransport
+	rdmaMRs  atomic.Int64 // RDMA mappings held by the node's sockets
 }
 
 type connKey struct {

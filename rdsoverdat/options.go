@@ -81,6 +81,9 @@ func (s *Socket) setOption(o Option) error {
 	if s.closed.Load() {
 		return errClosed
 	}
+	if handled, err := s.setRDMAOption(o); handled {
+		return err
+	}
 	if s.k != nil {
 		return s.k.setOption(o)
 	}

@@ -32,7 +32,7 @@ func (s *Socket) Poll() Events {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ev Events
-	if s.rxq.n > 0 || s.congNotify != 0 {
+	if s.rxq.n > 0 || s.congNotify != 0 || len(s.rdma.notes) > 0 {
 		ev |= PollIn | PollRdNorm
 	}
 	if !s.congMonitor && gen != s.congTrack {

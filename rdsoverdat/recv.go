@@ -102,6 +102,7 @@ func (p *Path) Receive(m *Message) {
 		return
 	}
 	m.from = netip.AddrPortFrom(c.faddr, uint16(sport))
+	p.rdmaIncoming(m, s)
 	l := len(m.buf) // m belongs to the socket once delivered
 	if !s.deliver(m) {
 		c.stats.dropped.Add(1)
@@ -212,6 +213,10 @@ func (s *Socket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			s.mu.Unlock()
 			return 0, errClosed
 		}
+		if s.takeNotes(m) {
+			s.mu.Unlock()
+			return 0, nil
+		}
 		if s.congNotify != 0 {
 			m.Control = append(m.Control, CongUpdate(s.congNotify))
 			s.congNotify = 0
@@ -227,6 +232,9 @@ func (s *Socket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 				n = len(in.buf)
 			}
 			m.Addr = in.from
+			if in.hasCookie {
+				m.Control = append(m.Control, RDMADest(in.cookie))
+			}
 			if flags&MsgPeek != 0 {
 				s.mu.Unlock()
 				signal(s.rxSig) // still there for the next reader

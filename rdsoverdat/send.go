@@ -71,8 +71,12 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 	if s.k != nil {
 		return s.k.sendmsg(p, dst, cm, flags)
 	}
+	var rcm rdmaCmsgs
 	if len(cm) > 0 {
-		return 0, eINVAL // no sendable control messages without RDMA
+		var err error
+		if rcm, err = parseRDMACmsgs(cm); err != nil {
+			return 0, err
+		}
 	}
 	ip := dst.Addr().Unmap()
 	if !ip.Is4() || ip.IsUnspecified() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
@@ -93,6 +97,13 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 	conn := node.connFor(ip, tr.Type())
 	if conn == nil {
 		return 0, eNOTCONN
+	}
+	var ra *rdmaAttach
+	if len(cm) > 0 {
+		var err error
+		if ra, err = s.rdmaPrepare(&rcm, conn, len(p)); err != nil {
+			return 0, err
+		}
 	}
 	until := opEnd(timeo)
 
@@ -119,7 +130,7 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 			if room {
 				signal(s.txSig)
 			}
-			return s.queue(conn, p, dport, half)
+			return s.queue(conn, p, dport, half, ra)
 		}
 		s.mu.Unlock()
 		node.stats.sendQueueFull.Add(1)
@@ -159,7 +170,7 @@ func (s *Socket) congWait(conn *Conn, dport wire.Port, nonblock bool, until time
 }
 
 // queue builds the message and puts it on the socket's path.
-func (s *Socket) queue(conn *Conn, p []byte, dport wire.Port, ackReq bool) (int, error) {
+func (s *Socket) queue(conn *Conn, p []byte, dport wire.Port, ackReq bool, ra *rdmaAttach) (int, error) {
 	m := newMessage(len(p))
 	copy(m.buf, p)
 	m.sock, m.dport = s, dport
@@ -170,6 +181,9 @@ func (s *Socket) queue(conn *Conn, p []byte, dport wire.Port, ackReq bool) (int,
 	sport := wire.Port(s.bound.Port())
 	s.mu.Unlock()
 	m.Header().Encode(&wire.Fields{Len: uint32(len(p)), Sport: sport, Dport: dport})
+	if ra != nil {
+		ra.attach(m)
+	}
 	path := s.lane(conn)
 	if !path.enqueue(m) {
 		m.release()

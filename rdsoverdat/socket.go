@@ -51,6 +51,7 @@ type Socket struct {
 	recvErr     bool
 	pathHash    uint32
 	lanes       map[*Conn]*Path // multipath: each connection's lane for this socket
+	rdma        sockRDMA        // RDMA mappings and notifications (rdma_mr.go)
 
 	k *kernelSocket // non-nil: a socket of the host kernel (Config.Kernel)
 }
@@ -238,6 +239,7 @@ func (s *Socket) Close() error {
 		}
 		n.cancel(s, netip.AddrPort{})
 	}
+	s.rdmaClose()
 	return nil
 }
 

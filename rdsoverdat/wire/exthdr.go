@@ -25,6 +25,16 @@ const (
 	ExtSportIdx  ExtType = 8 // u8 0: TCP source port encodes the path index
 	_            ExtType = 9 // UEK RDS_EXTHDR_CSUM
 
+	// ExtRDMAAddr is rdsoverdat's own: the be48 address of the first byte
+	// of the MR named by the RDMA_DEST extension before it. Kernel MRs
+	// are zero based, so a cookie's offset is all a peer needs; DAT LMRs
+	// are addressed by virtual address, which the 32-bit offset of a
+	// cookie cannot hold, so a node sending a cookie tells the peer node
+	// where that MR starts. Body: 6 bytes, enough for user-space
+	// addresses (47 bits on amd64 and arm64 with 4-level tables). The
+	// last type below ExtMax, far from the kernel's growing list.
+	ExtRDMAAddr ExtType = 15
+
 	// ExtMax is __RDS_EXTHDR_MAX: types at or above it end parsing.
 	ExtMax = 16
 )
@@ -45,6 +55,7 @@ var extSize = [ExtMax]uint8{
 	ExtNPaths:    2,
 	ExtGenNum:    4,
 	ExtSportIdx:  1,
+	ExtRDMAAddr:  6,
 }
 
 // ExtBodyLen returns the body length of type t, 0 if t is undefined.
@@ -137,6 +148,26 @@ func RDMABytesExt(n uint32, dir uint8) Ext {
 	binary.BigEndian.PutUint32(e.body[:], n)
 	e.body[4] = dir
 	return e
+}
+
+// MaxRDMAAddr is the largest address an RDMA_ADDR extension carries.
+const MaxRDMAAddr = 1<<48 - 1
+
+// RDMAAddrExt announces the address of an MR's first byte (at most
+// MaxRDMAAddr; higher bits are dropped).
+func RDMAAddrExt(addr uint64) Ext {
+	e := Ext{Type: ExtRDMAAddr}
+	binary.BigEndian.PutUint16(e.body[:], uint16(addr>>32))
+	binary.BigEndian.PutUint32(e.body[2:], uint32(addr))
+	return e
+}
+
+// RDMAAddr returns the address of an RDMA_ADDR extension.
+func (e Ext) RDMAAddr() (addr uint64, ok bool) {
+	if e.Type != ExtRDMAAddr {
+		return 0, false
+	}
+	return uint64(binary.BigEndian.Uint16(e.body[:]))<<32 | uint64(binary.BigEndian.Uint32(e.body[2:])), true
 }
 
 // NPaths returns the NPATHS body; ok is false for other types.

@@ -21,6 +21,12 @@ func FuzzHeader(f *testing.F) {
 	_ = seed2.AddExt(RDMAExt(3))
 	seed2.SetChecksum()
 	f.Add([]byte(seed2))
+	seed3 := make(Header, HeaderLen)
+	seed3.Encode(&Fields{Sequence: 10, Len: 0, Sport: 4000, Dport: 5000})
+	_ = seed3.AddExt(RDMADestExt(4, 0))
+	_ = seed3.AddExt(RDMAAddrExt(0xc000123456))
+	seed3.SetChecksum()
+	f.Add([]byte(seed3))
 	f.Add([]byte{1, 2, 3})
 
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -183,6 +183,17 @@ func TestExtensions(t *testing.T) {
 	if o, _ := e.Offset(); o != 0x05060708 {
 		t.Errorf("offset %#x", o)
 	}
+	e, _, _ = ParseExt(RDMAAddrExt(0x7ffe_1234_5678).Append(nil))
+	if a, ok := e.RDMAAddr(); !ok || a != 0x7ffe_1234_5678 || e.Len() != 7 {
+		t.Errorf("rdma addr %#x %v len %d", a, ok, e.Len())
+	}
+	var ah Header = make([]byte, HeaderLen)
+	if err := ah.AddExt(RDMADestExt(7, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ah.AddExt(RDMAAddrExt(MaxRDMAAddr)); err != nil {
+		t.Fatalf("RDMA_DEST and RDMA_ADDR must fill the 16 bytes exactly: %v", err)
+	}
 	e, _, _ = ParseExt(RDMABytesExt(65536, RDMAWriteBytes).Append(nil))
 	if nb, dir, ok := e.RDMABytes(); !ok || nb != 65536 || dir != RDMAWriteBytes {
 		t.Errorf("rdma bytes %d %d %v", nb, dir, ok)

@@ -1,0 +1,217 @@
+package rdsoverdat
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// The RDMA zerocopy interface (rds-rdma(7)). A client registers part of
+// its memory and gets a cookie (GetMR, or an RDMAMap control message on
+// the request it sends); the cookie reaches the server as an RDMADest
+// control message. The server's reply (the "RDMA ACK") carries an
+// RDMAArgs control message: the transport moves the bytes between the
+// server's local buffers and the client's registered memory with an RDMA
+// READ or WRITE posted before the reply's SENDs on the same reliable
+// connection, so the client receives the reply only after the transfer
+// (atomicity). The op's outcome comes back to the server as an
+// RDMANotify control message (NOTIFY_ME, or any failure with
+// RDS_RECVERR).
+//
+// This file holds the types shared by the core and the transports; the
+// MR table is in rdma_mr.go, control messages and the send side in
+// rdma_send.go, notifications and the receive side in rdma_recv.go.
+// Only transports implementing RDMACapable carry RDMA (the dat
+// transport), like the kernel, where rds_tcp has none: elsewhere the
+// calls fail with EOPNOTSUPP.
+
+// RDMAFlags are the flags of struct rds_get_mr_args, rds_free_mr_args
+// and rds_rdma_args (RDS_RDMA_*).
+type RDMAFlags uint64
+
+const (
+	// RDMAReadWrite: on a mapping, the peer may write the memory (not
+	// only read it); on an op, RDMA WRITE from the server's memory to
+	// the client's instead of RDMA READ.
+	RDMAReadWrite RDMAFlags = wire.RDS_RDMA_READWRITE
+	// RDMAFence: the message's SENDs wait until the op completed (an RDMA
+	// READ otherwise may finish after the client got the reply).
+	RDMAFence RDMAFlags = wire.RDS_RDMA_FENCE
+	// RDMAInvalidate: revoke the mapping at once when it is released.
+	// This implementation always does; the flag is accepted.
+	RDMAInvalidate RDMAFlags = wire.RDS_RDMA_INVALIDATE
+	// RDMAUseOnce: release the mapping when the RDMA ACK arrives.
+	RDMAUseOnce RDMAFlags = wire.RDS_RDMA_USE_ONCE
+	// RDMADontWait: do not sleep for mapping resources (registration
+	// never sleeps here; accepted).
+	RDMADontWait RDMAFlags = wire.RDS_RDMA_DONTWAIT
+	// RDMANotifyMe: report the op's outcome, success included.
+	RDMANotifyMe RDMAFlags = wire.RDS_RDMA_NOTIFY_ME
+	// RDMASilent: with no payload and no cookie, only the RDMA op goes
+	// out, no RDS header; the client is not told.
+	RDMASilent RDMAFlags = wire.RDS_RDMA_SILENT
+
+	mapFlags = RDMAReadWrite | RDMAInvalidate | RDMAUseOnce | RDMADontWait
+	opFlags  = RDMAReadWrite | RDMAFence | RDMANotifyMe | RDMASilent | RDMADontWait
+)
+
+// Cookie is rds_rdma_cookie_t: the R_Key of a mapping in the low 32 bits
+// and an offset into it in the high 32 bits. To applications it is
+// opaque; a server passes it back unchanged in RDMAArgs.
+type Cookie uint64
+
+// MakeCookie is rds_rdma_make_cookie.
+func MakeCookie(rkey, offset uint32) Cookie { return Cookie(rkey) | Cookie(offset)<<32 }
+
+// RKey is rds_rdma_cookie_key: the R_Key (the DAT rmr_context).
+func (c Cookie) RKey() uint32 { return uint32(c) }
+
+// Offset is rds_rdma_cookie_offset.
+func (c Cookie) Offset() uint32 { return uint32(c >> 32) }
+
+// RDMAStatus is the status of an RDMANotify (RDS_RDMA_*).
+type RDMAStatus int32
+
+const (
+	RDMASuccess     RDMAStatus = wire.RDS_RDMA_SUCCESS
+	RDMARemoteError RDMAStatus = wire.RDS_RDMA_REMOTE_ERROR // bad R_Key, range or rights at the client
+	RDMACanceled    RDMAStatus = wire.RDS_RDMA_CANCELED     // RDS_CANCEL_SENT_TO or close
+	RDMADropped     RDMAStatus = wire.RDS_RDMA_DROPPED      // the connection broke; never retried
+	RDMAOtherError  RDMAStatus = wire.RDS_RDMA_OTHER_ERROR
+)
+
+var rdmaStatusNames = [...]string{"SUCCESS", "REMOTE_ERROR", "CANCELED", "DROPPED", "OTHER_ERROR"}
+
+func (s RDMAStatus) String() string {
+	if s >= 0 && int(s) < len(rdmaStatusNames) {
+		return "RDS_RDMA_" + rdmaStatusNames[s]
+	}
+	return fmt.Sprintf("RDMAStatus(%d)", int32(s))
+}
+
+// RDMALimits are the RDMA tunables of a transport, the kernel's rds_rdma
+// module parameters.
+type RDMALimits struct {
+	// MaxBytes is the largest mapping and the largest op
+	// (fmr_message_size; default 1 MiB).
+	MaxBytes int
+	// MaxMRs is how many mappings a node may hold at once
+	// (fmr_pool_size; default 2048).
+	MaxMRs int
+}
+
+// Defaults of RDMALimits, from rds-rdma(7).
+const (
+	DefaultRDMAMaxBytes = 1 << 20
+	DefaultRDMAMaxMRs   = 2048
+)
+
+// WithDefaults fills zero fields with the defaults.
+func (l RDMALimits) WithDefaults() RDMALimits {
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultRDMAMaxBytes
+	}
+	if l.MaxMRs <= 0 {
+		l.MaxMRs = DefaultRDMAMaxMRs
+	}
+	return l
+}
+
+// RDMACapable is the optional NodeTransport ability to carry RDMA. Such
+// a transport registers memory for peers (RegisterMR) and, for every
+// message whose RDMA method returns an op, posts the op before the
+// message's SENDs on the same connection, then reports the outcome
+// exactly once with (*RDMAOp).Complete. It must not transmit the message
+// when the op failed before being posted. The core drops (never resends)
+// a message with an op when its path goes down.
+type RDMACapable interface {
+	RDMALimits() RDMALimits
+	// RegisterMR makes mem readable by peers of the node, and writable
+	// if write, until the MR is freed; nothing outside mem is reachable
+	// through it. mem stays referenced until then.
+	RegisterMR(mem []byte, write bool) (RDMAMR, error)
+}
+
+// RDMAMR is a registration made by RDMACapable.RegisterMR.
+type RDMAMR interface {
+	// RKey names the MR in a peer's RDMA op (the rmr_context).
+	RKey() uint32
+	// Addr is the address peers name the MR's first byte with (0 for a
+	// zero-based MR). It travels with the cookie (wire.ExtRDMAAddr).
+	Addr() uint64
+	// Free revokes the MR: once it returns, no peer access succeeds.
+	Free() error
+}
+
+// RDMAOp is an RDMA operation tied to a message (the kernel's
+// rm_rdma_op), built by the core from an RDMAArgs control message and
+// executed by the transport.
+type RDMAOp struct {
+	write  bool
+	fence  bool
+	silent bool
+	rkey   uint32
+	raddr  uint64
+	n      int
+	local  [][]byte
+
+	sock   *Socket
+	token  uint64
+	notify bool // NOTIFY_ME: report success too
+	recver bool // RDS_RECVERR when the op was sent: report failures
+	// outcome is 0 while pending, else the RDMAStatus plus one.
+	outcome atomic.Int32
+}
+
+// Write reports an RDMA WRITE (local buffers to the peer's memory);
+// otherwise the op is an RDMA READ (the peer's memory into them).
+func (o *RDMAOp) Write() bool { return o.write }
+
+// Fence asks that the message's SENDs start only after the op completed.
+func (o *RDMAOp) Fence() bool { return o.fence }
+
+// Silent reports that the message carries nothing for the peer: the
+// transport posts the op and no SEND.
+func (o *RDMAOp) Silent() bool { return o.silent }
+
+// RKey and RemoteAddr name the peer's memory: the MR's R_Key and the
+// address of the first byte to move.
+func (o *RDMAOp) RKey() uint32       { return o.rkey }
+func (o *RDMAOp) RemoteAddr() uint64 { return o.raddr }
+
+// Len is the number of bytes to move, the total of Local.
+func (o *RDMAOp) Len() int { return o.n }
+
+// Local returns the server's buffers, in order (the local iovecs).
+func (o *RDMAOp) Local() [][]byte { return o.local }
+
+// Complete records the op's outcome; only the first call counts. The
+// transport calls it once the op (and, on success, the message's SENDs)
+// completed; the core calls it with RDMADropped or RDMACanceled when it
+// drops the message. It queues the sender's notification if asked for.
+func (o *RDMAOp) Complete(st RDMAStatus) {
+	if !o.outcome.CompareAndSwap(0, int32(st)+1) {
+		return
+	}
+	if o.sock != nil && (o.notify || (st != RDMASuccess && o.recver)) {
+		o.sock.rdmaNotify(RDMANotify{UserToken: o.token, Status: st})
+	}
+}
+
+// dropped completes an op whose message the core dropped; nil is none.
+func (o *RDMAOp) dropped() {
+	if o != nil {
+		o.Complete(RDMADropped)
+	}
+}
+
+// Status returns the recorded outcome and whether there is one yet.
+func (o *RDMAOp) Status() (RDMAStatus, bool) {
+	v := o.outcome.Load()
+	return RDMAStatus(v - 1), v != 0
+}
+
+// RDMA returns the RDMA op the transport must post before the message's
+// SENDs, or nil.
+func (m *Message) RDMA() *RDMAOp { return m.rdma }

@@ -1,0 +1,208 @@
+package rdsoverdat
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// memRDMA is a test transport: the loop transport's delivery between the
+// nodes of one Stack, plus RDMA ops done as checked copies against a
+// registry of MRs, with the rules of an RDMA device: an op names an MR by
+// R_Key and a zero-based range that must lie inside it, a WRITE needs a
+// writable MR, a freed MR is gone, and a failed op breaks the connection
+// (its message is not delivered). It tests the core's RDMA logic apart
+// from DAT; zerocopy_test.go runs the same cases over the dat transport.
+//
+// hold parks transmitted messages (taken by NextTx, neither delivered
+// nor acknowledged) so that a test can reset a path with an op in flight.
+type memRDMA struct {
+	lim     RDMALimits
+	mu      sync.Mutex
+	mrs     map[uint32]*memMR
+	nextKey uint32
+	hold    atomic.Bool
+	failReg atomic.Bool // RegisterMR fails (EBUSY)
+}
+
+func newMemRDMA(lim RDMALimits) *memRDMA {
+	return &memRDMA{lim: lim, mrs: map[uint32]*memMR{}, nextKey: 0x1000}
+}
+
+func (*memRDMA) Type() TransportType { return TransIB }
+func (*memRDMA) Name() string        { return "memrdma" }
+
+func (t *memRDMA) Attach(n *Node) (NodeTransport, error) { return &memNode{t: t, node: n}, nil }
+
+type memMR struct {
+	t     *memRDMA
+	key   uint32
+	mem   []byte
+	write bool
+}
+
+func (r *memMR) RKey() uint32 { return r.key }
+func (r *memMR) Addr() uint64 { return 0 } // zero based, like the kernel's MRs
+
+func (r *memMR) Free() error {
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
+	if r.t.mrs[r.key] != r {
+		return errors.New("memrdma: MR freed twice")
+	}
+	delete(r.t.mrs, r.key)
+	return nil
+}
+
+// exec runs op against the registry; the registry lock makes a Free
+// that returned exclude any later access.
+func (t *memRDMA) exec(op *RDMAOp) RDMAStatus {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	mr := t.mrs[op.RKey()]
+	a, n := op.RemoteAddr(), uint64(op.Len())
+	if mr == nil || (op.Write() && !mr.write) || a > uint64(len(mr.mem)) || n > uint64(len(mr.mem))-a {
+		return RDMARemoteError
+	}
+	remote := mr.mem[a : a+n]
+	for _, b := range op.Local() {
+		if op.Write() {
+			copy(remote, b)
+		} else {
+			copy(b, remote)
+		}
+		remote = remote[len(b):]
+	}
+	return RDMASuccess
+}
+
+type memNode struct {
+	t    *memRDMA
+	node *Node
+}
+
+type memPath struct {
+	inXmit atomic.Bool
+	mu     sync.Mutex
+	parked []*Message
+}
+
+func (l *memNode) RDMALimits() RDMALimits { return l.t.lim }
+
+func (l *memNode) RegisterMR(mem []byte, write bool) (RDMAMR, error) {
+	if l.t.failReg.Load() {
+		return nil, errors.New("memrdma: registration refused")
+	}
+	t := l.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.nextKey++
+	r := &memMR{t: t, key: t.nextKey, mem: mem, write: write}
+	t.mrs[r.key] = r
+	return r, nil
+}
+
+func (l *memNode) Connect(p *Path) {
+	if p.TransportData.Load() == nil {
+		p.TransportData.CompareAndSwap(nil, &memPath{})
+	}
+	if !p.IsUp() {
+		p.Up()
+	}
+}
+
+func (l *memNode) Kick(p *Path) {
+	mp, _ := p.TransportData.Load().(*memPath)
+	if mp == nil {
+		l.Connect(p)
+		return
+	}
+	for {
+		if !mp.inXmit.CompareAndSwap(false, true) {
+			return
+		}
+		for m := p.NextTx(); m != nil; m = p.NextTx() {
+			if l.t.hold.Load() && !m.IsCongMap() {
+				mp.mu.Lock()
+				mp.parked = append(mp.parked, m)
+				mp.mu.Unlock()
+				continue
+			}
+			l.xmit(p, m)
+		}
+		mp.inXmit.Store(false)
+		if q, _ := p.Pending(); q == 0 || !p.IsUp() {
+			return
+		}
+	}
+}
+
+// xmit posts m's op, then its SEND: a failed op breaks the connection.
+func (l *memNode) xmit(p *Path, m *Message) {
+	if op := m.RDMA(); op != nil {
+		if st := l.t.exec(op); st != RDMASuccess {
+			op.Complete(st)
+			p.TxDone(m)
+			p.Down(errors.New("memrdma: remote access error"))
+			p.Up()
+			return
+		}
+		if !op.Silent() {
+			l.deliver(p, m)
+		}
+		op.Complete(RDMASuccess)
+	} else if !m.IsCongMap() {
+		l.deliver(p, m)
+	}
+	p.TxDone(m)
+	p.DropAcked(^uint64(0))
+}
+
+func (l *memNode) deliver(p *Path, m *Message) {
+	dst := l.node.stack.Node(p.conn.faddr)
+	if dst == nil {
+		return
+	}
+	back := dst.Conn(l.node.addr, TransIB)
+	if back == nil {
+		return
+	}
+	rp := back.paths[0]
+	in, err := rp.NewRxMessage(m.Header())
+	if err != nil {
+		return
+	}
+	in.Header().SetFlags(m.WireFlags())
+	copy(in.buf, m.buf)
+	rp.Receive(in)
+}
+
+// Reset drops the path with the parked messages unacknowledged, as a
+// broken connection would, and brings it back up.
+func (l *memNode) Reset(p *Path) {
+	mp, _ := p.TransportData.Load().(*memPath)
+	if mp != nil {
+		mp.mu.Lock()
+		parked := mp.parked
+		mp.parked = nil
+		mp.mu.Unlock()
+		for _, m := range parked {
+			p.TxDone(m)
+		}
+	}
+	p.Down(errors.New("memrdma: reset"))
+	p.Up()
+}
+
+func (l *memNode) Close() error { return nil }
+
+// parked reports how many messages path p holds.
+func (l *memNode) parkedOn(p *Path) int {
+	mp, _ := p.TransportData.Load().(*memPath)
+	if mp == nil {
+		return 0
+	}
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	return len(mp.parked)
+}

@@ -1,0 +1,72 @@
+package rdsoverdat
+
+import "github.com/godapl/godapl/rdsoverdat/wire"
+
+// The receive side of RDMA: the extension headers of incoming data
+// messages, and the notification queue RecvMsg drains first.
+
+// rdmaIncoming reads the RDMA extensions of a data message for socket s
+// before it is delivered (rds_recv_incoming_exthdrs): an RDMA ACK
+// releases a use-once mapping, an RDMA_DEST cookie is kept for RecvMsg
+// and the address announced with it is remembered for ops on it.
+func (p *Path) rdmaIncoming(m *Message, s *Socket) {
+	h := m.Header()
+	if h.ExtArea()[0] == byte(wire.ExtNone) {
+		return
+	}
+	var addr uint64
+	hasAddr := false
+	for it := h.Exts(); it.Next(); {
+		e := it.Ext()
+		switch e.Type {
+		case wire.ExtRDMA:
+			rkey, _ := e.RKey()
+			s.rdmaUnuse(rkey)
+		case wire.ExtRDMADest:
+			rkey, _ := e.RKey()
+			off, _ := e.Offset()
+			m.cookie, m.hasCookie = MakeCookie(rkey, off), true
+		case wire.ExtRDMAAddr:
+			addr, hasAddr = e.RDMAAddr()
+		}
+	}
+	if m.hasCookie && hasAddr {
+		p.conn.rdmaAddrs.put(m.cookie.RKey(), addr)
+	}
+}
+
+// rdmaNotify queues a notification for RecvMsg (rds_rdma_send_complete);
+// a closed socket drops it.
+func (s *Socket) rdmaNotify(n RDMANotify) {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return
+	}
+	s.rdma.notes = append(s.rdma.notes, n)
+	s.mu.Unlock()
+	signal(s.rxSig)
+	signal(s.pollSig)
+}
+
+// takeNotes moves pending notifications into m.Control (s.mu held) and
+// reports whether there were any (rds_notify_queue_get).
+func (s *Socket) takeNotes(m *Msg) bool {
+	if len(s.rdma.notes) == 0 {
+		return false
+	}
+	for _, n := range s.rdma.notes {
+		m.Control = append(m.Control, n)
+	}
+	clear(s.rdma.notes)
+	s.rdma.notes = s.rdma.notes[:0]
+	return true
+}
+
+// rdmaClose releases the socket's mappings and notifications on close.
+func (s *Socket) rdmaClose() {
+	s.mu.Lock()
+	s.rdma.notes = nil
+	s.mu.Unlock()
+	s.dropMRs()
+}

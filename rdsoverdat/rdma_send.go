@@ -1,0 +1,194 @@
+package rdsoverdat
+
+import (
+	"math"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// RDMA control messages on SendMsg (rds_rm_size, rds_cmsg_send): at most
+// one RDMAArgs, at most one of RDMAMap and RDMADest, and never RDMAArgs
+// with either of them (EINVAL). They need an RDMA-capable transport
+// (EOPNOTSUPP).
+
+// RDMAMap is RDS_CMSG_RDMA_MAP (send): register Mem as GetMR does, store
+// the cookie in *CookieAddr (if not nil) and send it with the message,
+// which the server receives with an RDMADest control message.
+type RDMAMap struct {
+	Mem        []byte
+	CookieAddr *Cookie
+	Flags      RDMAFlags // RDMAReadWrite, RDMAUseOnce, RDMAInvalidate
+}
+
+// RDMADest is RDS_CMSG_RDMA_DEST: on SendMsg, a cookie (from GetMR) to
+// send with the message; on RecvMsg, the cookie the sender attached.
+type RDMADest Cookie
+
+// RDMAArgs is RDS_CMSG_RDMA_ARGS (send): an RDMA op on the peer's memory
+// named by Cookie, done before the message is delivered to the peer.
+// The remote range is RemoteAddr (an offset from the cookie) and
+// RemoteBytes; Local are the sender's buffers, which must total
+// RemoteBytes (EINVAL) and stay untouched until the op completes.
+type RDMAArgs struct {
+	Cookie      Cookie
+	RemoteAddr  uint64 // remote_vec.addr
+	RemoteBytes uint64 // remote_vec.bytes
+	Local       [][]byte
+	Flags       RDMAFlags // RDMAReadWrite, RDMAFence, RDMANotifyMe, RDMASilent
+	UserToken   uint64
+}
+
+// RDMANotify is RDS_CMSG_RDMA_STATUS (struct rds_rdma_notify, receive):
+// the outcome of the op sent with UserToken. RecvMsg returns pending
+// notifications first, alone, with no data.
+type RDMANotify struct {
+	UserToken uint64
+	Status    RDMAStatus
+}
+
+func (RDMAMap) CmsgType() int    { return wire.RDS_CMSG_RDMA_MAP }
+func (RDMADest) CmsgType() int   { return wire.RDS_CMSG_RDMA_DEST }
+func (RDMAArgs) CmsgType() int   { return wire.RDS_CMSG_RDMA_ARGS }
+func (RDMANotify) CmsgType() int { return wire.RDS_CMSG_RDMA_STATUS }
+
+// rdmaCmsgs are the RDMA control messages of one SendMsg.
+type rdmaCmsgs struct {
+	args    *RDMAArgs
+	mapArg  *RDMAMap
+	dest    Cookie
+	hasDest bool
+}
+
+// parseRDMACmsgs sorts the control messages of a send; anything but the
+// RDMA ones, and conflicting ones, are EINVAL.
+func parseRDMACmsgs(cm []ControlMessage) (rdmaCmsgs, error) {
+	var r rdmaCmsgs
+	n := 0 // RDMAMap and RDMADest
+	for _, c := range cm {
+		switch v := c.(type) {
+		case RDMAArgs:
+			if r.args != nil {
+				return r, eINVAL
+			}
+			r.args = &v
+		case *RDMAArgs:
+			if r.args != nil || v == nil {
+				return r, eINVAL
+			}
+			r.args = v
+		case RDMAMap:
+			r.mapArg = &v
+			n++
+		case *RDMAMap:
+			if v == nil {
+				return r, eINVAL
+			}
+			r.mapArg = v
+			n++
+		case RDMADest:
+			r.dest, r.hasDest = Cookie(v), true
+			n++
+		default:
+			return r, eINVAL
+		}
+	}
+	if n > 1 || (n == 1 && r.args != nil) {
+		return r, eINVAL
+	}
+	return r, nil
+}
+
+// rdmaAttach is what a send's RDMA control messages add to its message:
+// extension headers and an op.
+type rdmaAttach struct {
+	op    *RDMAOp
+	exts  [2]wire.Ext
+	nexts int
+}
+
+func (a *rdmaAttach) addExt(e wire.Ext) { a.exts[a.nexts] = e; a.nexts++ }
+
+// rdmaPrepare turns the RDMA control messages of a send on conn into
+// what the message carries: it registers an RDMAMap's memory and builds
+// an RDMAArgs' op (rds_cmsg_rdma_map, rds_cmsg_rdma_dest,
+// rds_cmsg_rdma_args).
+func (s *Socket) rdmaPrepare(r *rdmaCmsgs, conn *Conn, payload int) (*rdmaAttach, error) {
+	rc, ok := conn.nt.(RDMACapable)
+	if !ok {
+		return nil, eOPNOTSUPP
+	}
+	a := new(rdmaAttach)
+	switch {
+	case r.mapArg != nil:
+		sm, err := s.registerMR(conn.node, rc, r.mapArg.Mem, r.mapArg.Flags)
+		if err != nil {
+			return nil, err
+		}
+		rkey := sm.mr.RKey()
+		if r.mapArg.CookieAddr != nil {
+			*r.mapArg.CookieAddr = MakeCookie(rkey, 0)
+		}
+		a.addExt(wire.RDMADestExt(rkey, 0))
+		if addr := sm.mr.Addr(); addr != 0 {
+			a.addExt(wire.RDMAAddrExt(addr))
+		}
+	case r.hasDest:
+		a.addExt(wire.RDMADestExt(r.dest.RKey(), r.dest.Offset()))
+		if addr, ok := s.mrAddr(r.dest.RKey()); ok && addr != 0 {
+			a.addExt(wire.RDMAAddrExt(addr))
+		}
+	case r.args != nil:
+		op, err := s.rdmaOp(r.args, conn, rc, payload)
+		if err != nil {
+			return nil, err
+		}
+		a.op = op
+		a.addExt(wire.RDMAExt(op.rkey))
+	}
+	return a, nil
+}
+
+// rdmaOp checks RDMAArgs and builds the op (rds_cmsg_rdma_args).
+func (s *Socket) rdmaOp(args *RDMAArgs, conn *Conn, rc RDMACapable, payload int) (*RDMAOp, error) {
+	lim := rc.RDMALimits().WithDefaults()
+	if args.Flags&^opFlags != 0 || len(args.Local) == 0 {
+		return nil, eINVAL
+	}
+	var total uint64
+	for _, b := range args.Local {
+		total += uint64(len(b))
+	}
+	if total == 0 || total != args.RemoteBytes || args.RemoteAddr > math.MaxUint64-total {
+		return nil, eINVAL
+	}
+	if total > uint64(lim.MaxBytes) {
+		return nil, eMSGSIZE
+	}
+	s.mu.Lock()
+	recver := s.recvErr
+	s.mu.Unlock()
+	c := args.Cookie
+	op := &RDMAOp{
+		write:  args.Flags&RDMAReadWrite != 0,
+		fence:  args.Flags&RDMAFence != 0,
+		silent: args.Flags&RDMASilent != 0 && payload == 0,
+		rkey:   c.RKey(),
+		raddr:  conn.rdmaAddrs.get(c.RKey()) + uint64(c.Offset()) + args.RemoteAddr,
+		n:      int(total),
+		local:  append([][]byte(nil), args.Local...),
+		sock:   s,
+		token:  args.UserToken,
+		notify: args.Flags&RDMANotifyMe != 0,
+		recver: recver,
+	}
+	return op, nil
+}
+
+// attach puts a's extension headers and op on m; m's header is encoded.
+func (a *rdmaAttach) attach(m *Message) {
+	h := m.Header()
+	for _, e := range a.exts[:a.nexts] {
+		_ = h.AddExt(e) // two at most, 16 bytes at most: always fit
+	}
+	m.rdma = a.op
+}
