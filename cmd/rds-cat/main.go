@@ -1,147 +1,119 @@
-// Command rds-cat exchanges RDS datagrams through rdsoverdat's tcp
-// transport: the Go side of the kernel interoperability tests, and a
-// small tool for poking at an RDS/TCP peer.
+// Command rds-cat is netcat for RDS: the simplest way for a person or a
+// script to talk to any RDS peer, the Linux kernel included.
 //
-//	rds-cat -bind 192.168.77.1:4000 -echo -timeout 20s
-//	rds-cat -bind 192.168.77.1:4001 -send 192.168.77.2:4002 -msg hi -count 3 -sizes 0,100,65536
-//	rds-cat -bind 192.168.77.1:4003 -ping 192.168.77.2
+//	rds-cat -l -b ADDR:PORT [--echo] [--count N] [-v]   print (and echo) each datagram received
+//	rds-cat [-b ADDR:PORT] DEST:PORT [-f FILE]          send each line of stdin (or FILE) as one datagram
+//	rds-cat [-b ADDR:PORT] DEST:PORT --size N --count M send M generated N-byte datagrams
+//	rds-cat -b ADDR:PORT --ping ADDR --count N          ping a node (rds-ping is the full tool)
 //
-// It prints one line per event ("recv", "reply", "pong", "sent") so that
-// a test can compare it with the peer's view, and exits non-zero if an
-// expected reply does not arrive before -timeout.
+// Listening, it prints each datagram's payload on its own line (-v: a
+// "recv from ADDR len N: ..." line instead); with --echo it sends every
+// datagram back to its sender unchanged and prints the "recv from" line.
+// Sending, it strips each line's newline, prints what comes back while it
+// waits, and exits once the peer has acknowledged every datagram (an RDS
+// socket that closes drops what is unacknowledged) or fails when that
+// takes longer than --timeout: an unreachable peer is an error, not a
+// hang. Every run also answers pings on its node while it lasts.
 package main
 
 import (
-	"bytes"
-	"errors"
-	"flag"
-	"fmt"
-	"net/netip"
+	"context"
+	"io"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/godapl/godapl/internal/rdstool"
 	"github.com/godapl/godapl/rdsoverdat"
+	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "rds-cat:", err)
-		os.Exit(1)
-	}
+const synopsis = `usage: rds-cat -l -b ADDR:PORT [--echo] [--count N]   print (and echo) datagrams received
+       rds-cat [-b ADDR:PORT] DEST:PORT [-f FILE]         send each line of stdin or FILE as a datagram
+       rds-cat [-b ADDR:PORT] DEST:PORT --size N --count M  send M generated N-byte datagrams
+       rds-cat -b ADDR:PORT --ping ADDR [--count N]        ping a node (port 0)
+
+netcat for RDS: reliable datagrams to and from any RDS node, the Linux kernel's included.`
+
+// options is rds-cat's command line.
+type options struct {
+	common  rdstool.Common
+	listen  bool
+	bind    string
+	echo    bool
+	file    string
+	size    int
+	count   int
+	ping    string
+	timeout time.Duration
+	wait    time.Duration
+	verbose bool
+	sndbuf  int
 }
 
-func run() error {
-	bind := flag.String("bind", "", "local RDS address ip:port (required)")
-	echo := flag.Bool("echo", false, "answer every message with \"echo: \" + payload until -timeout")
-	send := flag.String("send", "", "destination ip:port to send -count messages to, each expecting a reply")
-	msg := flag.String("msg", "hello from rdsoverdat", "payload prefix of -send messages")
-	count := flag.Int("count", 1, "messages to -send")
-	sizes := flag.String("sizes", "", "comma-separated payload sizes for -send (overrides -msg length)")
-	ping := flag.String("ping", "", "address to ping (RDS port 0) -count times")
-	timeout := flag.Duration("timeout", 20*time.Second, "overall time limit")
-	paths := flag.Int("paths", 1, "NPATHS to announce")
-	flag.Parse()
-	local, err := netip.ParseAddrPort(*bind)
+func main() {
+	rdstool.Main(tool(os.Stdin, os.Stdout, os.Stderr))
+}
+
+func tool(stdin io.Reader, stdout, stderr io.Writer) rdstool.Tool {
+	o := &options{}
+	fs := rdstool.NewFlagSet("rds-cat")
+	o.common.Register(fs, "rds-cat")
+	fs.BoolVar(&o.listen, "l", false, "listen: print each datagram received on -b until interrupted, --timeout or --count")
+	fs.StringVar(&o.bind, "b", "", "local RDS address ADDR:PORT (required with -l; default for sending: the\n"+
+		"address the host routes to DEST from, a free port)")
+	fs.StringVar(&o.bind, "bind", "", "same as -b")
+	fs.BoolVar(&o.echo, "echo", false, "listen and send every datagram back to its sender unchanged")
+	fs.StringVar(&o.file, "f", "", "send the lines of this file instead of standard input")
+	fs.IntVar(&o.size, "size", -1, "send generated payloads of this many bytes (0-1048576) instead of lines")
+	fs.IntVar(&o.count, "count", 0, "generated payloads to send (default 1); listening or pinging: stop after\n"+
+		"this many datagrams or pongs (0: no limit; pinging: 1)")
+	fs.StringVar(&o.ping, "ping", "", "ping this node's port 0 --count times, printing a line per pong")
+	fs.DurationVar(&o.timeout, "timeout", 0, "listening: stop after this long (a normal end); sending and pinging:\n"+
+		"fail if the peer has not acknowledged or answered within it (default 10s)")
+	fs.DurationVar(&o.wait, "wait", 0, "sending: after the last datagram is acknowledged, keep printing replies this long")
+	fs.BoolVar(&o.verbose, "v", false, "print a line per datagram sent and a \"recv from\" line per datagram received")
+	fs.IntVar(&o.sndbuf, "sndbuf", 4<<20, "SO_SNDBUF and SO_RCVBUF in bytes")
+	return rdstool.Tool{Name: "rds-cat", Synopsis: synopsis, Flags: fs,
+		Run: func(ctx context.Context, args []string) error {
+			return o.run(ctx, args, stdin, stdout, stderr)
+		}}
+}
+
+func (o *options) run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	mode, dst, err := o.check(args)
 	if err != nil {
-		return fmt.Errorf("-bind: %w", err)
-	}
-	st := rdsoverdat.NewStack(rdsoverdat.Config{Transports: []rdsoverdat.Transport{
-		rdsoverdat.TCP(rdsoverdat.TCPConfig{Paths: *paths})}})
-	defer st.Close()
-	s := st.Socket()
-	s.SetOption(rdsoverdat.SendBuffer(4 << 20))
-	s.SetOption(rdsoverdat.RecvBuffer(4 << 20))
-	if err := s.Bind(local); err != nil {
 		return err
 	}
-	end := time.Now().Add(*timeout)
-	s.SetDeadline(end)
-	buf := make([]byte, 1<<20+1)
-
-	switch {
-	case *ping != "":
-		dst, err := netip.ParseAddr(*ping)
-		if err != nil {
-			return err
-		}
-		for i := range *count {
-			t0 := time.Now()
-			if _, err := s.SendTo(nil, netip.AddrPortFrom(dst, 0), 0); err != nil {
-				return err
-			}
-			m := rdsoverdat.Msg{Data: buf}
-			n, err := s.RecvMsg(&m, 0)
-			if err != nil {
-				return err
-			}
-			fmt.Printf("pong %d from %v len %d rtt %v\n", i, m.Addr, n, time.Since(t0).Round(time.Microsecond))
-		}
-	case *send != "":
-		dst, err := netip.ParseAddrPort(*send)
-		if err != nil {
-			return err
-		}
-		var lens []int
-		if *sizes != "" {
-			for _, f := range strings.Split(*sizes, ",") {
-				n, err := strconv.Atoi(f)
-				if err != nil {
-					return err
-				}
-				lens = append(lens, n)
-			}
-		}
-		for i := range *count {
-			payload := []byte(fmt.Sprintf("%s %d", *msg, i))
-			if len(lens) > 0 {
-				payload = bytes.Repeat([]byte{byte('a' + i%26)}, lens[i%len(lens)])
-			}
-			if _, err := s.SendTo(payload, dst, 0); err != nil {
-				return err
-			}
-			fmt.Printf("sent %d bytes to %v\n", len(payload), dst)
-			m := rdsoverdat.Msg{Data: buf}
-			n, err := s.RecvMsg(&m, 0)
-			if err != nil {
-				return fmt.Errorf("waiting for reply %d: %w", i, err)
-			}
-			fmt.Printf("reply from %v len %d: %q\n", m.Addr, n, abbrev(m.Data[:n]))
-		}
-	case *echo:
-	echo:
-		for {
-			m := rdsoverdat.Msg{Data: buf}
-			n, err := s.RecvMsg(&m, 0)
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				break echo
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Printf("recv from %v len %d: %q\n", m.Addr, n, abbrev(m.Data[:n]))
-			reply := append([]byte("echo: "), m.Data[:min(n, 64)]...)
-			if _, err := s.SendTo(reply, m.Addr, 0); err != nil {
-				return err
-			}
-		}
+	if err := o.common.Setup(stderr); err != nil {
+		return err
+	}
+	st, err := o.common.NewStack(rdsoverdat.Config{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	local, err := o.local(mode, dst)
+	if err != nil {
+		return err
+	}
+	s, err := rdstool.Bind(st, local, o.sndbuf, o.sndbuf)
+	if err != nil {
+		return err
+	}
+	info, err := o.common.ServeInfo(st)
+	if err != nil {
+		return err
+	}
+	defer info.Close()
+	// An interrupt closes the socket, which ends any blocked call.
+	defer context.AfterFunc(ctx, func() { s.Close() })()
+	c := &cat{o: o, s: s, out: &syncWriter{w: stdout}, buf: make([]byte, wire.MaxMsgSize+1)}
+	switch mode {
+	case modeListen:
+		return c.listen(ctx)
+	case modePing:
+		return c.pingLoop(ctx, dst.Addr())
 	default:
-		return errors.New("one of -echo, -send, -ping is required")
+		return c.send(ctx, stdin, dst)
 	}
-	for _, n := range st.Nodes() {
-		for _, c := range n.Conns() {
-			tx, rx := c.Path(0).NextSeqs()
-			fmt.Printf("conn %v -> %v %v npaths %d peer_gen %#x next_tx %d next_rx %d stats %+v\n",
-				c.LocalAddr(), c.RemoteAddr(), c.Transport(), c.NPaths(), c.PeerGenNum(), tx, rx, c.Stats())
-		}
-	}
-	return nil
-}
-
-func abbrev(b []byte) string {
-	if len(b) > 48 {
-		return string(b[:48]) + "..."
-	}
-	return string(b)
 }

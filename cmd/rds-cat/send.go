@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+)
+
+// send sends the datagrams, prints replies while it waits for the peer's
+// acknowledgements, and then for --wait.
+func (c *cat) send(ctx context.Context, stdin io.Reader, dst netip.AddrPort) error {
+	replies := c.startPrinter()
+	defer replies.stop()
+	c.s.SetWriteDeadline(time.Now().Add(c.o.timeout))
+	sendOne := func(p []byte) error {
+		if _, err := c.s.SendTo(p, dst, 0); err != nil {
+			return fmt.Errorf("send to %v: %w", dst, err)
+		}
+		if c.o.verbose {
+			fmt.Fprintf(c.out, "sent %d bytes to %v\n", len(p), dst)
+		}
+		return nil
+	}
+	if c.o.size >= 0 {
+		p := make([]byte, c.o.size)
+		for i := range c.o.count {
+			for j := range p {
+				p[j] = byte('a' + (i+j)%26)
+			}
+			if err := sendOne(p); err != nil {
+				return err
+			}
+		}
+	} else {
+		in := stdin
+		if c.o.file != "" {
+			f, err := os.Open(c.o.file)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			in = f
+		}
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), len(c.buf))
+		for sc.Scan() {
+			if err := sendOne(sc.Bytes()); err != nil {
+				return err
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("reading input: %w", err)
+		}
+	}
+	if err := c.drain(ctx); err != nil {
+		return fmt.Errorf("%v: %w (is it reachable and running RDS over %s?)", dst, err, c.o.common.Transport)
+	}
+	if c.o.wait > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(c.o.wait):
+		}
+	}
+	return replies.err()
+}
+
+// drain waits until the peer has acknowledged everything the socket sent,
+// at most --timeout (default 10 s when listening): closing the socket
+// earlier would drop it. A kernel socket does not report what is queued,
+// so there the wait is a fixed 100 ms.
+func (c *cat) drain(ctx context.Context) error {
+	limit := c.o.timeout
+	if limit == 0 {
+		limit = defaultTimeout
+	}
+	if c.s.Node() == nil { // kernel socket
+		time.Sleep(100 * time.Millisecond)
+		return nil
+	}
+	end := time.Now().Add(limit)
+	for ctx.Err() == nil {
+		queued, _ := c.s.Buffered()
+		if queued == 0 {
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("no acknowledgement within %v, %d bytes outstanding", limit, queued)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// printer prints the datagrams that arrive while the sender runs.
+type printer struct {
+	c    *cat
+	done chan struct{}
+	e    error
+}
+
+func (c *cat) startPrinter() *printer {
+	p := &printer{c: c, done: make(chan struct{})}
+	go p.run()
+	return p
+}
+
+func (p *printer) run() {
+	defer close(p.done)
+	for {
+		m, n, err := p.c.recv()
+		if err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, net.ErrClosed) {
+				p.e = err
+			}
+			return
+		}
+		p.c.print(m, n, p.c.o.verbose)
+	}
+}
+
+// stop ends the printer: a read deadline in the past wakes it.
+func (p *printer) stop() {
+	p.c.s.SetReadDeadline(time.Unix(1, 0))
+	<-p.done
+}
+
+func (p *printer) err() error {
+	p.stop()
+	return p.e
+}
