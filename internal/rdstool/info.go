@@ -46,10 +46,12 @@ func InfoDir() string {
 
 // Document is what an info socket serves.
 type Document struct {
-	Tool    string          `json:"tool"`
-	PID     int             `json:"pid"`
-	Started time.Time       `json:"started"`
-	Info    rdsoverdat.Info `json:"info"`
+	Tool    string    `json:"tool"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	// Stacks holds one Info per Stack of the tool (rds-stress with no
+	// arguments runs two, as if on two hosts).
+	Stacks []rdsoverdat.Info `json:"stacks"`
 }
 
 // InfoServer serves a Stack's state on a unix socket until Close.
@@ -57,16 +59,16 @@ type InfoServer struct {
 	ln      *net.UnixListener
 	path    string
 	doc     Document
-	st      *rdsoverdat.Stack
+	stacks  []*rdsoverdat.Stack
 	wg      sync.WaitGroup
 	closeMu sync.Once
 }
 
-// ServeInfo starts serving st's state as --info-socket says. In auto
+// ServeInfo starts serving the stacks' state as --info-socket says. In auto
 // mode a failure (say, /run not writable) only logs at debug level and
 // returns a nil server, whose Close does nothing: rds-info is a
 // convenience; an explicit path that fails is an error.
-func (c *Common) ServeInfo(st *rdsoverdat.Stack) (*InfoServer, error) {
+func (c *Common) ServeInfo(stacks ...*rdsoverdat.Stack) (*InfoServer, error) {
 	path := c.InfoSocket
 	switch path {
 	case InfoNone, "":
@@ -79,7 +81,7 @@ func (c *Common) ServeInfo(st *rdsoverdat.Stack) (*InfoServer, error) {
 			return nil, nil
 		}
 	}
-	srv, err := listenInfo(path, c.name, st)
+	srv, err := listenInfo(path, c.name, stacks)
 	if err != nil {
 		if c.InfoSocket == InfoAuto {
 			c.Logger.Debug().Err(err).Msg("no info socket")
@@ -91,7 +93,7 @@ func (c *Common) ServeInfo(st *rdsoverdat.Stack) (*InfoServer, error) {
 	return srv, nil
 }
 
-func listenInfo(path, tool string, st *rdsoverdat.Stack) (*InfoServer, error) {
+func listenInfo(path, tool string, stacks []*rdsoverdat.Stack) (*InfoServer, error) {
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// A socket file left by a process that died: take it over, but
@@ -107,7 +109,7 @@ func listenInfo(path, tool string, st *rdsoverdat.Stack) (*InfoServer, error) {
 		return nil, err
 	}
 	ln.SetUnlinkOnClose(true)
-	s := &InfoServer{ln: ln, path: path, st: st,
+	s := &InfoServer{ln: ln, path: path, stacks: stacks,
 		doc: Document{Tool: tool, PID: os.Getpid(), Started: time.Now().UTC().Truncate(time.Second)}}
 	s.wg.Add(1)
 	go s.serve()
@@ -132,7 +134,9 @@ func (s *InfoServer) serve() {
 			return // closed
 		}
 		doc := s.doc
-		doc.Info = s.st.Info()
+		for _, st := range s.stacks {
+			doc.Stacks = append(doc.Stacks, st.Info())
+		}
 		c.SetWriteDeadline(time.Now().Add(2 * time.Second))
 		json.NewEncoder(c).Encode(doc)
 		c.Close()
