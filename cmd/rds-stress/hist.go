@@ -16,7 +16,7 @@ type hist struct {
 
 const (
 	histSub     = 8 // buckets per power of two (3 bits)
-	histBuckets = (64-2)*histSub + histSub
+	histBuckets = (63-2)*histSub + histSub // bucketOf(1<<64-1) is the last
 )
 
 // bucketOf returns the bucket of v nanoseconds.
