@@ -20,7 +20,7 @@ const (
 )
 
 // DefaultTransport is --transport's default.
-const DefaultTransport = TransportTCP
+const DefaultTransport = TransportDAT
 
 // Common holds the flags every RDS tool takes.
 type Common struct {
@@ -43,7 +43,7 @@ func (c *Common) Register(fs *flag.FlagSet, name string) {
 			"or kernel (the host kernel's AF_RDS, if the rds module is loaded)")
 	fs.IntVar(&c.TransportPort, "transport-port", 0,
 		"port the transport listens on and connects to: TCP port for tcp, PSP connection qualifier for dat;\n"+
-			"both ends must agree (0: the transport's default, 16385 for tcp)")
+			"both ends must agree (0: the transport's default, 18634 for dat, 16385 for tcp)")
 	fs.IntVar(&c.Paths, "paths", 1, "tcp: RDS paths per connection announced with NPATHS (1-8; 1 suits a kernel peer)")
 	fs.StringVar(&c.Log, "log", "", "log level: trace, debug, info, warn, error, disabled (default $"+LogEnv+", else "+DefaultLogLevel+")")
 	fs.StringVar(&c.InfoSocket, "info-socket", InfoAuto,
@@ -85,11 +85,7 @@ func (c *Common) NewStack(cfg rdsoverdat.Config) (*rdsoverdat.Stack, error) {
 	case TransportTCP:
 		cfg.Transports = []rdsoverdat.Transport{rdsoverdat.TCP(rdsoverdat.TCPConfig{Port: c.TransportPort, Paths: c.Paths})}
 	case TransportDAT:
-		tr, err := datTransport(c.TransportPort, &c.Logger)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Transports = []rdsoverdat.Transport{tr}
+		cfg.Transports = []rdsoverdat.Transport{datTransport(c.TransportPort)}
 	}
 	return rdsoverdat.NewStack(cfg), nil
 }

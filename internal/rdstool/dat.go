@@ -1,15 +1,10 @@
 package rdstool
 
-import (
-	"errors"
+import "github.com/godapl/godapl/rdsoverdat"
 
-	"github.com/godapl/godapl/rdsoverdat"
-	"github.com/rs/zerolog"
-)
-
-// datTransport returns the dat transport for --transport dat: RDS over
-// the DAT API over soft-iWARP, listening on conn_qual port (0: its
-// default). It is the only place the tools name it.
-func datTransport(port int, log *zerolog.Logger) (rdsoverdat.Transport, error) {
-	return nil, errors.New("--transport dat: this build has no dat transport yet; use --transport tcp")
+// datTransport returns the transport of --transport dat: RDS over the DAT
+// API over soft-iWARP (rdsoverdat.DAT), its PSP on conn_qual port (0: the
+// transport's default, 18634). It is the one place the tools build it.
+func datTransport(port int) rdsoverdat.Transport {
+	return rdsoverdat.DAT(rdsoverdat.DATConfig{Port: port})
 }
