@@ -15,7 +15,7 @@ type hist struct {
 }
 
 const (
-	histSub     = 8 // buckets per power of two (3 bits)
+	histSub     = 8                        // buckets per power of two (3 bits)
 	histBuckets = (63-2)*histSub + histSub // bucketOf(1<<64-1) is the last
 )
 
