@@ -2,6 +2,7 @@ package core
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/verbs"
@@ -36,18 +37,24 @@ type cookieSlot struct {
 // that number by the queue's size is also what keeps the EVD's CQ from
 // ever overflowing (see EVD).
 //
+// get and put take mu; peek, on every completion, takes nothing: a slot
+// is written by get before its work request is posted, and the verbs
+// layer's queues order that write before the completion that names the
+// slot. The slot array is replaced whole (atomically) when it grows.
+//
 // An SRQ's table can be resized: it grows by reallocating (resize is off
 // the hot path) and shrinks only logically, by lowering limit, so that
 // slot numbers held by outstanding completions stay valid.
 type cookieTable struct {
 	mu    sync.Mutex
-	slots []cookieSlot // +checklocks:mu
-	free  []uint32     // stack of free slot numbers +checklocks:mu
-	limit int          // slots that may be in use at once, <= len(slots) +checklocks:mu
+	slots atomic.Pointer[[]cookieSlot] // written under mu
+	free  []uint32                     // stack of free slot numbers +checklocks:mu
+	limit int                          // slots that may be in use at once, <= len(slots) +checklocks:mu
 }
 
 func (t *cookieTable) init(n int) {
-	t.slots = make([]cookieSlot, n)
+	slots := make([]cookieSlot, n)
+	t.slots.Store(&slots)
 	t.free = make([]uint32, n)
 	for i := range t.free {
 		t.free[i] = uint32(n - 1 - i)
@@ -55,17 +62,21 @@ func (t *cookieTable) init(n int) {
 	t.limit = n
 }
 
+// usedLocked returns the number of slots taken.
+func (t *cookieTable) usedLocked() int { return len(*t.slots.Load()) - len(t.free) }
+
 // get takes a slot; false when limit slots are in use.
 func (t *cookieTable) get(s cookieSlot) (uint32, bool) {
 	t.mu.Lock()
+	slots := *t.slots.Load()
 	n := len(t.free)
-	if n == 0 || len(t.slots)-n >= t.limit {
+	if n == 0 || len(slots)-n >= t.limit {
 		t.mu.Unlock()
 		return 0, false
 	}
 	i := t.free[n-1]
 	t.free = t.free[:n-1]
-	t.slots[i] = s
+	slots[i] = s
 	t.mu.Unlock()
 	return i, true
 }
@@ -73,26 +84,26 @@ func (t *cookieTable) get(s cookieSlot) (uint32, bool) {
 // put returns slot i.
 func (t *cookieTable) put(i uint32) {
 	t.mu.Lock()
-	t.slots[i] = cookieSlot{}
+	(*t.slots.Load())[i] = cookieSlot{}
 	t.free = append(t.free, i)
 	t.mu.Unlock()
 }
 
-// peek copies slot i; false if there is no such slot.
+// peek copies slot i; false if there is no such slot. The caller holds
+// a completion naming the slot (see cookieTable).
 func (t *cookieTable) peek(i uint32) (cookieSlot, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if int(i) >= len(t.slots) {
+	slots := *t.slots.Load()
+	if int(i) >= len(slots) {
 		return cookieSlot{}, false
 	}
-	return t.slots[i], true
+	return slots[i], true
 }
 
 // inUse returns the number of slots taken.
 func (t *cookieTable) inUse() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.slots) - len(t.free)
+	return t.usedLocked()
 }
 
 // setLimit makes n slots usable at once, growing the table if needed; it
@@ -100,19 +111,19 @@ func (t *cookieTable) inUse() int {
 func (t *cookieTable) setLimit(n int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	used := len(t.slots) - len(t.free)
-	if n < used {
+	if n < t.usedLocked() {
 		return false
 	}
-	if old := len(t.slots); n > old {
+	if old := *t.slots.Load(); n > len(old) {
 		slots := make([]cookieSlot, n)
-		copy(slots, t.slots)
+		copy(slots, old)
 		free := make([]uint32, len(t.free), n)
 		copy(free, t.free)
-		for i := n - 1; i >= old; i-- {
+		for i := n - 1; i >= len(old); i-- {
 			free = append(free, uint32(i))
 		}
-		t.slots, t.free = slots, free
+		t.slots.Store(&slots)
+		t.free = free
 	}
 	t.limit = n
 	return true
@@ -126,17 +137,13 @@ func (t *cookieTable) limitNow() int {
 }
 
 // size returns the number of slots (the most that can ever be in use).
-func (t *cookieTable) size() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.slots)
-}
+func (t *cookieTable) size() int { return len(*t.slots.Load()) }
 
 // idle reports whether no slot is in use.
 func (t *cookieTable) idle() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.free) == len(t.slots)
+	return t.usedLocked() == 0
 }
 
 // owner is an entry of the IA's owner table: the cookie tables of one EP,
@@ -149,56 +156,91 @@ type owner struct {
 	recv cookieTable
 }
 
+// ownerChunkLen is the number of entries of one chunk of the owner table.
+const ownerChunkLen = 256
+
+type ownerChunk [ownerChunkLen]atomic.Pointer[owner]
+
+// ownerTable maps the owner index of a work request ID to its owner. It
+// is read on every completion without a lock: a directory of fixed
+// chunks, the directory replaced whole when it grows, the entries
+// atomic pointers. Writers (EP and SRQ create and free) take mu.
+type ownerTable struct {
+	mu   sync.Mutex
+	dir  atomic.Pointer[[]*ownerChunk]
+	n    uint32   // indexes handed out; index 0 is never used +checklocks:mu
+	free []uint32 // indexes to reuse +checklocks:mu
+}
+
+func (t *ownerTable) init() {
+	dir := []*ownerChunk{new(ownerChunk)}
+	t.dir.Store(&dir)
+	t.n = 1 // a zero work request ID names nothing
+}
+
+// entry returns the entry of index idx, nil if there is none.
+func (t *ownerTable) entry(idx uint64) *atomic.Pointer[owner] {
+	dir := *t.dir.Load()
+	if c := idx / ownerChunkLen; c < uint64(len(dir)) {
+		return &dir[c][idx%ownerChunkLen]
+	}
+	return nil
+}
+
 // addOwner installs o and sets its id.
 func (ia *IA) addOwner(o *owner) error {
 	return ia.addOwnerOp("ep_create", o)
 }
 
 func (ia *IA) addOwnerOp(op string, o *owner) error {
-	ia.ownMu.Lock()
-	defer ia.ownMu.Unlock()
+	t := &ia.owners
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	var idx uint32
-	if n := len(ia.free); n > 0 {
-		idx, ia.free = ia.free[n-1], ia.free[:n-1]
+	if n := len(t.free); n > 0 {
+		idx, t.free = t.free[n-1], t.free[:n-1]
 	} else {
-		if len(ia.owners) >= maxOwners {
+		if t.n >= maxOwners {
 			return dat.NewError(op, dat.InsufficientResources, dat.ResourceTEP)
 		}
-		idx = uint32(len(ia.owners))
-		ia.owners = append(ia.owners, nil)
+		idx = t.n
+		t.n++
+		if dir := *t.dir.Load(); int(idx/ownerChunkLen) >= len(dir) {
+			grown := append(dir[:len(dir):len(dir)], new(ownerChunk))
+			t.dir.Store(&grown)
+		}
 	}
-	prev := ia.owners[idx]
+	e := t.entry(uint64(idx))
 	gen := uint64(1)
-	if prev != nil {
+	if prev := e.Load(); prev != nil {
 		gen = (prev.id>>wrGenShift + 1) & 0xff
 	}
 	o.id = uint64(idx)<<wrOwnerShift | gen<<wrGenShift
-	ia.owners[idx] = o
+	e.Store(o)
 	return nil
 }
 
 // removeOwner retires o: completions still carrying its id are dropped.
-// The entry keeps o (marked dead) so that the next owner of the index
-// takes a new generation.
+// The entry keeps o's id (in a tombstone) so that the next owner of the
+// index takes a new generation.
 func (ia *IA) removeOwner(o *owner) {
-	ia.ownMu.Lock()
+	t := &ia.owners
+	t.mu.Lock()
 	idx := uint32(o.id >> wrOwnerShift)
-	if ia.owners[idx] == o {
-		ia.owners[idx] = &owner{id: o.id} // a tombstone with the old generation
-		ia.free = append(ia.free, idx)
+	if e := t.entry(uint64(idx)); e != nil && e.Load() == o {
+		e.Store(&owner{id: o.id})
+		t.free = append(t.free, idx)
 	}
-	ia.ownMu.Unlock()
+	t.mu.Unlock()
 }
 
 // lookupOwner returns the live owner of a work request ID.
 func (ia *IA) lookupOwner(id uint64) *owner {
-	idx := id >> wrOwnerShift
-	ia.ownMu.RLock()
-	var o *owner
-	if idx < uint64(len(ia.owners)) {
-		o = ia.owners[idx]
+	e := ia.owners.entry(id >> wrOwnerShift)
+	if e == nil {
+		return nil
 	}
-	ia.ownMu.RUnlock()
+	o := e.Load()
 	if o == nil || (o.ep == nil && o.srq == nil) || o.id != id&^(1<<wrGenShift-1) {
 		return nil
 	}

@@ -42,6 +42,11 @@ type EP struct {
 	rsp       *SP                // RSP holding the EP in RESERVED +checklocks:mu
 	cr        *CR                // CR the EP waits on (PASSIVE/TENTATIVE) +checklocks:mu
 
+	// cfg is what the post paths read of the fields above: a snapshot
+	// replaced whole under mu whenever they change, so that a post costs
+	// one atomic load instead of a lock. nil while the EP has no QP.
+	cfg atomic.Pointer[postCfg]
+
 	// srq is the SRQ the EP was created with: set before the EP is
 	// visible and never changed (DAT has no way to detach it).
 	srq *SRQ
@@ -60,6 +65,33 @@ type EP struct {
 	recvMu sync.Mutex
 	rwr    [1]verbs.RecvWR
 	rsgl   [verbs.MaxSGE]verbs.SGE
+}
+
+// postCfg is the part of an EP's configuration its post paths need.
+type postCfg struct {
+	qp                             verbs.QP
+	own                            *owner
+	pz                             *PZ
+	reqUnsig, recvUnsig            bool // the queues allow UNSIGNALLED
+	maxIOV, maxReadIOV, maxRecvIOV int
+}
+
+// storeCfgLocked publishes the post snapshot of the current
+// configuration; callers hold mu.
+func (ep *EP) storeCfgLocked() {
+	if ep.qp == nil {
+		ep.cfg.Store(nil)
+		return
+	}
+	a := &ep.attr
+	ep.cfg.Store(&postCfg{
+		qp: ep.qp, own: ep.own, pz: ep.pz,
+		reqUnsig:   a.RequestCompletionFlags&dat.CompletionUnsignalled != 0,
+		recvUnsig:  a.RecvCompletionFlags&dat.CompletionUnsignalled != 0,
+		maxIOV:     a.MaxRequestIOV,
+		maxReadIOV: a.MaxRDMAReadIOV,
+		maxRecvIOV: a.MaxRecvIOV,
+	})
 }
 
 // EPParam is what ep_query reports.
@@ -260,6 +292,7 @@ func (ep *EP) configure(op string, pz *PZ, recv, req, conn *EVD, a dat.EPAttr) e
 	}
 	ep.mu.Lock()
 	ep.pz, ep.recvEVD, ep.reqEVD, ep.connEVD, ep.attr, ep.qp, ep.own = pz, recv, req, conn, a, qp, own
+	ep.storeCfgLocked()
 	ep.mu.Unlock()
 	if pz != nil {
 		pz.Use()
@@ -304,6 +337,7 @@ func (ep *EP) unconfigure() {
 	ep.mu.Lock()
 	pz, recv, req, conn, a, qp, own := ep.pz, ep.recvEVD, ep.reqEVD, ep.connEVD, ep.attr, ep.qp, ep.own
 	ep.pz, ep.recvEVD, ep.reqEVD, ep.connEVD, ep.qp, ep.own = nil, nil, nil, nil, nil, nil
+	ep.storeCfgLocked()
 	ep.mu.Unlock()
 	ia := ep.ia
 	if own != nil {

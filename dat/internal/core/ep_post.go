@@ -73,20 +73,17 @@ func (ep *EP) postRequest(r *request) error {
 	if r.flags&^validFlags != 0 || (r.flags&dat.CompletionSolicitedWait != 0 && r.dop != dat.DTOSend) {
 		return dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg5)
 	}
-	ep.mu.Lock()
-	qp, own, pz, attr := ep.qp, ep.own, ep.pz, &ep.attr
-	unsigOK := attr.RequestCompletionFlags&dat.CompletionUnsignalled != 0
-	maxIOV, maxReadIOV := attr.MaxRequestIOV, attr.MaxRDMAReadIOV
-	ep.mu.Unlock()
-	if qp == nil {
+	cfg := ep.cfg.Load()
+	if cfg == nil {
 		return dat.NewError(r.op, dat.InvalidState, dat.InvalidStateEPPZ)
 	}
-	if r.flags&dat.CompletionUnsignalled != 0 && !unsigOK {
+	qp, own, pz := cfg.qp, cfg.own, cfg.pz
+	if r.flags&dat.CompletionUnsignalled != 0 && !cfg.reqUnsig {
 		return dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg5)
 	}
-	limit := maxIOV
+	limit := cfg.maxIOV
 	if r.dop == dat.DTORDMARead {
-		limit = maxReadIOV
+		limit = cfg.maxReadIOV
 	}
 	if len(r.iov) > limit {
 		return dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg2)
@@ -229,21 +226,17 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	if flags&^(dat.CompletionSuppress|dat.CompletionUnsignalled) != 0 {
 		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
 	}
-	ep.mu.Lock()
-	qp, own, pz := ep.qp, ep.own, ep.pz
-	unsigOK := ep.attr.RecvCompletionFlags&dat.CompletionUnsignalled != 0
-	maxIOV := ep.attr.MaxRecvIOV
-	ep.mu.Unlock()
-	if qp == nil {
+	cfg := ep.cfg.Load()
+	if cfg == nil {
 		return dat.NewError(op, dat.InvalidState, dat.InvalidStateEPPZ)
 	}
-	if flags&dat.CompletionUnsignalled != 0 && !unsigOK {
+	if flags&dat.CompletionUnsignalled != 0 && !cfg.recvUnsig {
 		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
 	}
-	if len(iov) > maxIOV {
+	if len(iov) > cfg.maxRecvIOV {
 		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
 	}
-	if err := ep.postRecv(op, qp, own, pz, iov, cookie, flags); err != nil {
+	if err := ep.postRecv(op, cfg.qp, cfg.own, cfg.pz, iov, cookie, flags); err != nil {
 		return err
 	}
 	if ep.hw.active.Load() {

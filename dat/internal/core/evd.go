@@ -342,7 +342,14 @@ func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, erro
 		if e.n >= threshold && (!blocked || e.loud > 0) {
 			e.popLocked(ev)
 			e.waiter = false
-			nmore := e.countLocked()
+			nmore := e.n
+			if e.n+1 == len(e.ring) {
+				// The drain stopped for room: more may wait in the CQ.
+				// Otherwise the CQ holds only what arrived after the
+				// drain, which the caller cannot tell from arrivals after
+				// the return, so it is not worth the CQ's lock.
+				nmore = e.countLocked()
+			}
 			e.mu.Unlock()
 			return nmore, nil
 		}

@@ -46,10 +46,10 @@ type IA struct {
 	nullCQ   verbs.CQ          // CQ of queues without an EVD; created on first use +checklocks:mu
 	psps     map[*SP]struct{}  // +checklocks:mu
 
-	ownMu  sync.RWMutex
-	owners []*owner       // +checklocks:ownMu
-	free   []uint32       // +checklocks:ownMu
-	byQPN  map[uint32]*EP // +checklocks:ownMu
+	owners ownerTable
+
+	ownMu sync.RWMutex
+	byQPN map[uint32]*EP // +checklocks:ownMu
 
 	memMu sync.RWMutex
 	lmrs  map[dat.LMRContext]*LMR // +checklocks:memMu
@@ -77,9 +77,9 @@ func OpenIA(entry dat.Entry, dev verbs.Device, asyncQLen int) (*IA, error) {
 		rmrs:      make(map[dat.RMRContext]*RMR),
 		hooks:     make(map[any]func(verbs.AsyncEvent)),
 		asyncDone: make(chan struct{}),
-		owners:    []*owner{nil}, // owner 0 is never used, so a zero WR ID names nothing
 	}
 	ia.init(dat.HandleTypeIA)
+	ia.owners.init()
 	async, err := newEVD(ia, asyncQLen, nil, dat.EVDAsync, false)
 	if err != nil {
 		dev.Close()

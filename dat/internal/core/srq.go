@@ -204,7 +204,7 @@ func (s *SRQ) Query() (SRQParam, error) {
 	t := &s.own.recv
 	t.mu.Lock()
 	p.MaxRecvDTOs = t.limit
-	p.Outstanding = len(t.slots) - len(t.free)
+	p.Outstanding = t.usedLocked()
 	p.Available = s.vsrq.Posted()
 	t.mu.Unlock()
 	s.postMu.Unlock()
