@@ -23,6 +23,10 @@ func memHarness() Harness {
 			return a, b
 		},
 		Short: testing.Short(),
+		Skip: map[string]string{
+			"SRQ/FlushMidMessage": "mem places a Send into its buffer in one step of the sender's goroutine; " +
+				"no message is left partly placed by a disconnect",
+		},
 	}
 }
 

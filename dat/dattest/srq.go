@@ -480,6 +480,8 @@ var srqTests = []testCase{
 		wantCounts(t, q, ok, ok)
 		q.Free()
 	}},
+	{"RecvQueryShared", testRecvQueryShared},
+	{"FlushMidMessage", testFlushMidMessage},
 }
 
 // waitConnEvent waits until ep's connection ends (DISCONNECTED or

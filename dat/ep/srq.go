@@ -33,9 +33,10 @@ func (e *EP) SRQ() *srq.SRQ {
 
 // RecvQuery reports the receive buffers allocated to the EP whose
 // completions were not generated yet, and the span of them
-// (dat_ep_recv_query). Either may be dat.ValueUnknown: for an EP on an SRQ
-// that other connected EPs share, the provider cannot tell which of them
-// holds a buffer in progress.
+// (dat_ep_recv_query). For an EP on an SRQ that other connected EPs share,
+// both are dat.ValueUnknown while messages are arriving on several of
+// them: the provider cannot tell which EP holds a buffer in progress. When
+// no message is in progress on any of them, the EP holds none (0, 0).
 func (e *EP) RecvQuery() (nbufsAllocated, bufsAllocSpan int, err error) {
 	return e.c().RecvQuery()
 }

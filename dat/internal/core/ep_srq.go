@@ -75,10 +75,12 @@ func (ep *EP) SRQ() *SRQ { return ep.srq }
 //
 // Without an SRQ a buffer is allocated when posted: the count is the
 // receives posted minus the completions already generated. With an SRQ a
-// buffer is allocated when a message starts arriving and the EP takes it;
-// the verbs layer does not say which EP holds a buffer in progress, so the
-// count is exact when the EP is the only one of its SRQ that can take
-// buffers (0 when it cannot take any) and DAT_VALUE_UNKNOWN otherwise.
+// buffer is allocated when a message starts arriving and the EP takes it.
+// The verbs layer does not say which QP holds a buffer in progress, only
+// how many the SRQ's EPs hold together (taken from the SRQ, completion not
+// generated), so the count is exact when that total is 0 (every EP holds
+// none), when the EP cannot take buffers (none), and when it is the only
+// EP of its SRQ that can (all of them); otherwise it is DAT_VALUE_UNKNOWN.
 // Messages of one connection arrive in order (iWARP's MSN order), so
 // buffers are allocated without gaps and the span equals the count.
 func (ep *EP) RecvQuery() (nbufs, span int, err error) {
@@ -94,10 +96,11 @@ func (ep *EP) allocated() int {
 		if !canTake.has(ep.State()) {
 			return 0
 		}
-		if !s.soleReceiver(ep) {
-			return dat.ValueUnknown
+		n := s.inProgress()
+		if n == 0 || s.soleReceiver(ep) {
+			return n
 		}
-		return s.inProgress()
+		return dat.ValueUnknown
 	}
 	ep.mu.Lock()
 	own, recv := ep.own, ep.recvEVD
