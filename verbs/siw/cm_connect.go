@@ -128,12 +128,31 @@ func (d *Device) handshake(ctx context.Context, tc *net.TCPConn, p verbs.ConnPar
 		return streamParams{}, iwarp.MPAFrame{}, err
 	}
 	rep, err := iwarp.ReadMPA(tc)
-	if err != nil {
-		return streamParams{}, rep, err
+	if err == nil {
+		var params streamParams
+		if params, err = checkReply(&req, &rep); err == nil {
+			tc.SetDeadline(time.Time{})
+			return params, rep, nil
+		}
 	}
-	tc.SetDeadline(time.Time{})
-	params, err := checkReply(&req, &rep)
-	return params, rep, err
+	if errors.Is(err, iwarp.ErrMPAKey) {
+		sendInvalidMPA(tc)
+	}
+	return streamParams{}, rep, err
+}
+
+// sendInvalidMPA answers a Reply with the wrong key as a siw initiator
+// does before it gives up: with a Terminate (LLP, MPA, "invalid MPA
+// Request/Reply") with nothing attached. siw has not switched CRC on at
+// that point, so the CRC field is zero whatever was requested. It is best
+// effort, bounded by the handshake's deadline.
+func sendInvalidMPA(tc *net.TCPConn) {
+	t := iwarp.NewTerminate(iwarp.TermLLPInvalidMPA, nil)
+	ulpdu := t.Append(nil)
+	fw := iwarp.NewFrameWriter(tc, iwarp.WriterOptions{BufferSize: 256})
+	if fw.Frame(iwarp.Header(ulpdu[:iwarp.TerminateHeaderLen]), ulpdu[iwarp.TerminateHeaderLen:]) == nil {
+		fw.Flush()
+	}
 }
 
 // checkReply validates the MPA Reply to req the way a siw initiator does

@@ -133,23 +133,42 @@ func TestInitiatorP2PReadRTR(t *testing.T) {
 	}
 }
 
+// TestInitiatorReplyFailures: every Reply a siw initiator refuses fails
+// Connect with the rdma_cm event siw reports; a wrong key is answered, as
+// siw answers it, with a Terminate (LLP, MPA, invalid Request/Reply, CRC
+// field zero even when CRC was requested), the other failures with a
+// plain close.
 func TestInitiatorReplyFailures(t *testing.T) {
+	garbageKey := mpaFrame(true, 0x10, 2, irdord(1, 1))
+	copy(garbageKey, "MPA ID Rep Frxme")
+	bigRev := mpaFrame(true, 0x10, 3, irdord(1, 1))
+	copy(bigRev, "MPA ID Rep Frxme") // a bad revision is dropped before the key is looked at
+	invalidMPA := terminateFPDU(0x2004, 0, nil, false)
 	for _, c := range []struct {
 		name  string
+		opts  siw.Options
 		reply []byte
 		event verbs.ConnEventType
 		pdata string
+		term  []byte // what the peer reads before the close
 	}{
-		{"reject", mpaFrame(true, 0x30, 2, cat(irdord(1, 1), []byte("go away"))), verbs.ConnEventRejected, "go away"},
-		{"markers", mpaFrame(true, 0x90, 2, irdord(1, 1)), verbs.ConnEventRejected, ""},
-		{"rev1", mpaFrame(true, 0x00, 1, nil), verbs.ConnEventRejected, ""},
-		{"no-rtr", mpaFrame(true, 0x10, 2, irdord(0x8001, 0x0001)), verbs.ConnEventRejected, ""},
-		{"request-key", mpaFrame(false, 0x10, 2, irdord(1, 1)), verbs.ConnEventConnectError, ""},
+		{"reject", siw.Options{}, mpaFrame(true, 0x30, 2, cat(irdord(1, 1), []byte("go away"))), verbs.ConnEventRejected, "go away", nil},
+		{"markers", siw.Options{}, mpaFrame(true, 0x90, 2, irdord(1, 1)), verbs.ConnEventRejected, "", nil},
+		{"rev1", siw.Options{}, mpaFrame(true, 0x00, 1, nil), verbs.ConnEventRejected, "", nil},
+		{"no-rtr", siw.Options{}, mpaFrame(true, 0x10, 2, irdord(0x8001, 0x0001)), verbs.ConnEventRejected, "", nil},
+		{"rev3-bad-key", siw.Options{}, bigRev, verbs.ConnEventConnectError, "", nil},
+		{"request-key", siw.Options{}, mpaFrame(false, 0x10, 2, irdord(1, 1)), verbs.ConnEventConnectError, "", invalidMPA},
+		{"garbage-key", siw.Options{}, garbageKey, verbs.ConnEventConnectError, "", invalidMPA},
+		{"garbage-key-crc", siw.Options{CRC: true}, garbageKey, verbs.ConnEventConnectError, "", invalidMPA},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, peer := connectInitiator(t, siw.Options{}, verbs.ConnParam{})
+			s, peer := connectInitiator(t, c.opts, verbs.ConnParam{})
 			peer.read(24)
 			peer.write(c.reply)
+			if c.term != nil {
+				peer.expectFPDU("Terminate for the Reply's key", c.term)
+			}
+			peer.expectEOF("after the refused Reply")
 			_, err := s.result(t)
 			if ev := verbs.ConnEventOf(err); ev != c.event {
 				t.Fatalf("Connect: %v (%v), want %v", err, ev, c.event)

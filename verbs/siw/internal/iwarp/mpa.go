@@ -195,15 +195,17 @@ func (f MPAFrame) Append(b []byte) []byte {
 // returns PD_Length. It rejects before the private data is read so that a
 // streaming reader never waits for bytes of a frame it will refuse.
 func checkMPAHeader(h MPAHeader) (int, error) {
-	if !h.IsRequest() && !h.IsReply() {
-		return 0, errMPAKey
+	// siw's order: a bad length or revision is dropped silently, a bad
+	// key is answered with a Terminate, so the key is checked last.
+	n := h.PDLength()
+	if n > MaxPrivateData {
+		return 0, errMPAPrivateDataLen
 	}
 	if h.Rev() > MPAMaxRev {
 		return 0, errMPARev
 	}
-	n := h.PDLength()
-	if n > MaxPrivateData {
-		return 0, errMPAPrivateDataLen
+	if !h.IsRequest() && !h.IsReply() {
+		return 0, errMPAKey
 	}
 	if h.Rev() >= MPARev2 && h.Flags()&MPAFlagEnhanced != 0 && n < IRDORDLen {
 		return 0, errMPAIRDORD

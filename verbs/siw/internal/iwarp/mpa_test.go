@@ -128,6 +128,10 @@ func TestParseMPAErrors(t *testing.T) {
 		{"rev 255", mutate(func(b []byte) { b[17] = 255 }), ErrMPARev},
 		{"PD_Length 257", mutate(func(b []byte) { b[18], b[19] = 0x01, 0x01 }), ErrMPAPrivateDataLen},
 		{"PD_Length 65535", mutate(func(b []byte) { b[18], b[19] = 0xFF, 0xFF }), ErrMPAPrivateDataLen},
+		// siw drops a bad revision or length silently and answers only a
+		// bad key with a Terminate, so those are found first.
+		{"rev 3 and wrong key", mutate(func(b []byte) { b[17], b[10] = 3, 'X' }), ErrMPARev},
+		{"PD_Length 257 and wrong key", mutate(func(b []byte) { b[18], b[19], b[10] = 0x01, 0x01, 'X' }), ErrMPAPrivateDataLen},
 		{"enhanced PD_Length 3", mutate(func(b []byte) { b[19] = 3 }), ErrMPAIRDORD},
 		{"enhanced PD_Length 0", mutate(func(b []byte) { b[19] = 0 }), ErrMPAIRDORD},
 	} {
