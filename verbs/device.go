@@ -65,6 +65,10 @@ type DeviceStats struct {
 	AsyncEventsDropped uint64 // async events lost because nobody read them
 	BytesSent          uint64
 	BytesReceived      uint64
+	// InlineFrames counts inbound frames that a goroutine waiting on a CQ
+	// read and placed itself instead of the provider's receive goroutine
+	// (providers without such a mode leave it 0).
+	InlineFrames uint64
 }
 
 // Device is an opened RDMA device.

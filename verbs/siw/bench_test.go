@@ -154,14 +154,20 @@ func BenchmarkTCPBaseline(b *testing.B) {
 // receives in batches as they complete and grants the sender credits, so
 // that a Send never finds the receive queue empty (iWARP has no RNR
 // retry).
-func BenchmarkSend64(b *testing.B) {
+func BenchmarkSend64(b *testing.B) { benchSend64(b, siw.Options{}) }
+
+// BenchmarkSend64NoInline is BenchmarkSend64 with the receive goroutine
+// placing every Send, for comparison in one run.
+func BenchmarkSend64NoInline(b *testing.B) { benchSend64(b, siw.Options{NoInlineReceive: true}) }
+
+func benchSend64(b *testing.B, opts siw.Options) {
 	const (
 		size  = 64
 		batch = 64
 		sqLen = 1024
 		rqLen = 8192
 	)
-	sa, sb := benchPair(b, siw.Options{}, verbstest.PairAttr{
+	sa, sb := benchPair(b, opts, verbstest.PairAttr{
 		BufSize: rqLen * size, CQDepth: 2 * rqLen,
 		Caps: verbs.QPCaps{MaxSendWR: sqLen, MaxRecvWR: rqLen, MaxSendSGE: 1, MaxRecvSGE: 1},
 	})
@@ -269,10 +275,16 @@ type wcError struct{ wc verbs.WC }
 func (e *wcError) Error() string { return "completion " + e.wc.Status.String() }
 
 // BenchmarkPingPong64 measures the round trip of a 64-byte Send answered
-// by a 64-byte Send; each side blocks in CQ.Wait.
-func BenchmarkPingPong64(b *testing.B) {
+// by a 64-byte Send; each side blocks in CQ.Wait, which reads and places
+// the answer itself (inline receive). BenchmarkPingPong64NoInline is the
+// same with the receive goroutine doing that, for comparison in one run.
+func BenchmarkPingPong64(b *testing.B) { benchPingPong(b, siw.Options{}) }
+
+func BenchmarkPingPong64NoInline(b *testing.B) { benchPingPong(b, siw.Options{NoInlineReceive: true}) }
+
+func benchPingPong(b *testing.B, opts siw.Options) {
 	const size = 64
-	sa, sb := benchPair(b, siw.Options{}, verbstest.PairAttr{BufSize: 4096, Caps: verbs.QPCaps{MaxSendWR: 16, MaxRecvWR: 16}})
+	sa, sb := benchPair(b, opts, verbstest.PairAttr{BufSize: 4096, Caps: verbs.QPCaps{MaxSendWR: 16, MaxRecvWR: 16}})
 	recvA := []verbs.RecvWR{{ID: 1, SGL: []verbs.SGE{sa.Buf.SGE(0, size)}}}
 	recvB := []verbs.RecvWR{{ID: 2, SGL: []verbs.SGE{sb.Buf.SGE(0, size)}}}
 	sendA := []verbs.SendWR{{ID: 3, Opcode: verbs.OpSend, SGL: []verbs.SGE{sa.Buf.SGE(size, size)}}}
@@ -327,6 +339,8 @@ func BenchmarkPingPong64(b *testing.B) {
 	if err := <-echoErr; err != nil {
 		b.Fatal(err)
 	}
+	inline := sa.Dev.Stats().InlineFrames + sb.Dev.Stats().InlineFrames
+	b.ReportMetric(float64(inline)/float64(2*n), "inline/msg")
 }
 
 func BenchmarkTCPPingPong64(b *testing.B) {

@@ -60,6 +60,11 @@ type Options struct {
 	// runs in the lab VM). A later nudge makes siw read everything queued.
 	// They cost a few 20-byte frames per connection and no latency.
 	NoStartupNudge bool
+	// NoInlineReceive keeps a goroutine waiting on a QP's CQ from reading
+	// and placing the QP's inbound FPDUs itself (see qp_rxinline.go): the
+	// receive goroutine then does all of it, at the cost of a goroutine
+	// wakeup per message a waiter is woken for.
+	NoInlineReceive bool
 	// MaxULPDU caps the ULPDU_Length of outbound FPDUs (0: DefaultMaxULPDU).
 	MaxULPDU int
 	// MPAReplyTimeout and MPARequestTimeout override the defaults above.

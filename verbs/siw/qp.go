@@ -1,6 +1,7 @@
 package siw
 
 import (
+	"context"
 	"errors"
 	"net"
 	"sync"
@@ -63,7 +64,17 @@ type stream struct {
 	orq outboundReads // RDMA Reads awaiting their responses: tx -> rx
 
 	tx txState // tx only
-	rx rxState // rx only
+	rx rxState // the receive side's owner only (rxOwner)
+
+	// Inline receive (qp_rxinline.go).
+	rxOwner     atomic.Int32  // who owns the receive side: rxOwner*
+	rxWanted    atomic.Bool   // a waiter found runRx owning it
+	rxWake      chan struct{} // capacity 1: a waiter gave it back, look now
+	rxNap       atomic.Int64  // runRx's current nap (a time.Duration)
+	inlineUses  atomic.Uint64 // times a waiter took the receive side
+	inlinePhase atomic.Int32  // inline* phases, written under inlineMu
+	inlineMu    sync.Mutex
+	inlineCtx   context.Context // the holding waiter's +checklocks:inlineMu
 
 	stop   chan struct{} // closed by end
 	txDone chan struct{} // closed when runTx returns
@@ -118,6 +129,7 @@ func newStream(d *Device, qp *soft.QP, nc *net.TCPConn, p streamParams) *stream 
 		ord:       p.ord,
 		maxULPDU:  d.opts.MaxULPDU,
 		kick:      make(chan struct{}, 1),
+		rxWake:    make(chan struct{}, 1),
 		ready:     make(chan struct{}),
 		stop:      make(chan struct{}),
 		txDone:    make(chan struct{}),
@@ -127,6 +139,7 @@ func newStream(d *Device, qp *soft.QP, nc *net.TCPConn, p streamParams) *stream 
 	s.orq.init(p.ord + 1) // one more for our own Read RTR
 	s.tx.init(s)
 	s.rx.init(s)
+	s.rxOwner.Store(rxOwnerGoroutine)
 	if p.initiator || d.opts.SendImmediately {
 		s.openGate()
 	}
@@ -177,7 +190,10 @@ func (s *stream) end(cause error, term *iwarp.Terminate, aborted bool) bool {
 	} else {
 		now := time.Now()
 		s.nc.SetWriteDeadline(now.Add(termWriteTimeout))
+		s.inlineMu.Lock()
 		s.nc.SetReadDeadline(now.Add(termLinger))
+		s.inlineMu.Unlock()
+		s.Interrupt()
 	}
 	return true
 }
@@ -225,8 +241,9 @@ func (s *stream) finish() {
 	}
 	close(s.done)
 	if term != nil {
-		// Let the peer read the Terminate: wait, bounded by the read
-		// deadline end set, for it to close its side.
+		// Let the peer read the Terminate: wait, bounded, for it to
+		// close its side.
+		s.nc.SetReadDeadline(time.Now().Add(termLinger))
 		s.rx.drain(s)
 	}
 	s.nc.Close()

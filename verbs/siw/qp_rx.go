@@ -3,6 +3,7 @@ package siw
 import (
 	"errors"
 	"io"
+	"time"
 
 	"github.com/godapl/godapl/verbs"
 	"github.com/godapl/godapl/verbs/internal/soft"
@@ -22,13 +23,16 @@ import (
 // header plus the largest header siw attaches (a Read Request).
 const termBufLen = iwarp.TerminateHeaderLen + iwarp.ReadRequestHeaderLen
 
-// rxState is owned by the rx goroutine.
+// rxState belongs to the owner of the receive side: the rx goroutine,
+// or a CQ waiter it handed it to (qp_rxinline.go).
 type rxState struct {
 	sock    sockReader
 	fr      *iwarp.FrameReader
-	started bool      // an FPDU has arrived (opens the responder's gate)
-	sendMSN iwarp.MSN // MSN the next Send message must carry (QN 0)
-	readMSN iwarp.MSN // MSN the next Read Request must carry (QN 1)
+	over    bool        // a waiter's processing ended the stream
+	nap     *time.Timer // runRx's nap while waiters own the receive side
+	started bool        // an FPDU has arrived (opens the responder's gate)
+	sendMSN iwarp.MSN   // MSN the next Send message must carry (QN 0)
+	readMSN iwarp.MSN   // MSN the next Read Request must carry (QN 1)
 
 	// The untagged message (Send) being placed.
 	recv       soft.RecvWQE
@@ -81,27 +85,44 @@ var rxHandlers = [...]rxHandler{
 }
 
 // runRx is the stream's receive goroutine; it also finishes the stream.
+// It owns the receive side except while it has handed it to CQ waiters
+// (see qp_rxinline.go).
 func (s *stream) runRx() {
 	defer s.finish()
-	rx := &s.rx
 	for {
-		h, err := rx.fr.Next()
-		if err != nil {
-			s.rxFailed(h, err)
+		if !s.rxStep() {
 			return
 		}
-		if !rxHandlers[h.Opcode()](s, h) {
+		if s.rxWanted.Load() && s.rx.idle() && !s.rxHandOver() {
 			return
-		}
-		if !rx.started {
-			// The initiator's first FPDU (its RTR in peer-to-peer mode)
-			// has been processed: the responder may send now.
-			rx.started = true
-			s.openGate()
-			s.signalTx()
 		}
 	}
 }
+
+// rxStep reads and processes one FPDU; it returns false when the stream
+// has ended. The caller owns the receive side.
+func (s *stream) rxStep() bool {
+	rx := &s.rx
+	h, err := rx.fr.Next()
+	if err != nil {
+		return s.rxFailed(h, err)
+	}
+	if !rxHandlers[h.Opcode()](s, h) {
+		return false
+	}
+	if !rx.started {
+		// The initiator's first FPDU (its RTR in peer-to-peer mode)
+		// has been processed: the responder may send now.
+		rx.started = true
+		s.openGate()
+		s.signalTx()
+	}
+	return true
+}
+
+// idle reports whether the receive side is between FPDUs with nothing
+// read ahead, where it may change owners.
+func (rx *rxState) idle() bool { return rx.fr.Buffered() == 0 && rx.sock.buffered() == 0 }
 
 // rxFailed ends the stream after the frame reader failed: a protocol
 // error is terminated with its cause, anything else is the connection

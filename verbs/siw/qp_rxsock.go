@@ -38,13 +38,14 @@ import (
 // Write of 1 MiB about a fifth faster). Only a stream that has carried a
 // large payload pays for the memory.
 type sockReader struct {
-	nc  *net.TCPConn
-	rc  syscall.RawConn
-	fd  uintptr
-	fn  func(fd uintptr) bool // readv, kept so that a read allocates nothing
-	iov [2]unix.Iovec
-	n   int
-	err syscall.Errno
+	nc      *net.TCPConn
+	rc      syscall.RawConn
+	fd      uintptr
+	fn      func(fd uintptr) bool // readv, kept so that a read allocates nothing
+	fnSpill func(fd uintptr) bool // readSpill, likewise
+	iov     [2]unix.Iovec
+	n       int
+	err     syscall.Errno
 
 	spill  []byte // small, until the first large payload read; then bulk
 	small  [spillSmall]byte
@@ -72,7 +73,51 @@ func (r *sockReader) init(nc *net.TCPConn) {
 	r.nc = nc
 	r.rc, _ = nc.SyscallConn()
 	r.fn = r.readv
+	r.fnSpill = r.readSpill
 	r.spill = r.small[:]
+}
+
+// buffered returns the bytes read ahead and not yet consumed.
+func (r *sockReader) buffered() int { return r.sw - r.sr }
+
+// fillSpill is an inline receiver's wait (qp_rxinline.go): it blocks
+// until the socket is readable, then reads what it holds into the empty
+// spill, which Read serves first. The spill is grown to the frame
+// reader's buffer size, so that a burst of small FPDUs costs one read,
+// as it does with the frame reader's own reads.
+func (r *sockReader) fillSpill() error {
+	if len(r.spill) < rxBufferSize {
+		r.spill = make([]byte, rxBufferSize)
+	}
+	r.sr, r.sw = 0, 0
+	r.n, r.err = 0, 0
+	if err := r.rc.Read(r.fnSpill); err != nil {
+		return err
+	}
+	if r.err != 0 {
+		return &net.OpError{Op: "read", Net: "tcp", Addr: r.nc.RemoteAddr(), Err: r.err}
+	}
+	if r.n == 0 {
+		return io.EOF
+	}
+	raceAcquireIO(int(r.fd))
+	r.sw = r.n
+	return nil
+}
+
+func (r *sockReader) readSpill(fd uintptr) bool {
+	r.fd = fd
+	for {
+		n, _, e := unix.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&r.spill[0])), uintptr(len(r.spill)))
+		if e == unix.EINTR {
+			continue
+		}
+		if e == unix.EAGAIN {
+			return false
+		}
+		r.n, r.err = int(n), e
+		return true
+	}
 }
 
 func (r *sockReader) readv(fd uintptr) bool {

@@ -19,12 +19,16 @@ type CQ struct {
 	wake chan struct{} // capacity 1
 
 	mu        sync.Mutex
-	ring      []verbs.WC // +checklocks:mu
-	head, n   int        // +checklocks:mu
-	solicited int        // queued completions with WC.Solicited() +checklocks:mu
-	overflow  bool       // +checklocks:mu
-	closed    bool       // +checklocks:mu
+	ring      []verbs.WC       // +checklocks:mu
+	head, n   int              // +checklocks:mu
+	solicited int              // queued completions with WC.Solicited() +checklocks:mu
+	overflow  bool             // +checklocks:mu
+	closed    bool             // +checklocks:mu
+	qps       map[*QP]struct{} // the QPs using the CQ +checklocks:mu
 	users     atomic.Int64
+
+	single       atomic.Pointer[QP]        // the only QP using the CQ, if one is
+	inlineWaiter atomic.Pointer[inlineRef] // the receiver a waiter is running
 }
 
 func newCQ(d *Device, depth int) *CQ {
@@ -64,6 +68,7 @@ func (cq *CQ) signal() {
 	case cq.wake <- struct{}{}:
 	default:
 	}
+	cq.interruptInline()
 }
 
 // Poll implements verbs.CQ.
@@ -119,6 +124,12 @@ func (cq *CQ) Wait(ctx context.Context, solicitedOnly bool) error {
 			// Pass the token on: another waiter may be satisfied too.
 			cq.signal()
 			return err
+		}
+		if cq.waitInline(ctx, solicitedOnly) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			continue
 		}
 		select {
 		case <-cq.wake:

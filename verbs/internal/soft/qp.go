@@ -3,6 +3,7 @@ package soft
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/godapl/godapl/verbs"
 )
@@ -50,6 +51,8 @@ type QP struct {
 	drained   bool          // SQ_DRAINED raised for the current SQD +checklocks:mu
 	rq        recvRing      // +checklocks:mu
 	destroyed bool          // +checklocks:mu
+
+	inline atomic.Pointer[inlineRef] // link as an InlineReceiver, while connected
 }
 
 // CreateQP implements verbs.PD.
@@ -106,6 +109,8 @@ func (pd *PD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
 	d.mu.Unlock()
 	sendCQ.users.Add(1)
 	recvCQ.users.Add(1)
+	sendCQ.attach(qp)
+	recvCQ.attach(qp)
 	if srq != nil {
 		srq.users.Add(1)
 	}
@@ -157,6 +162,7 @@ func (qp *QP) Modify(s verbs.QPState) error {
 			qp.enterErrorLocked() // completions of a live QP must not vanish silently
 		}
 		link, qp.link = qp.link, nil
+		qp.setInlineLocked(nil)
 		qp.state = verbs.QPStateReset
 		qp.sqHead, qp.sqNext = qp.sqTail, qp.sqTail
 		qp.readsOut = 0
@@ -197,6 +203,7 @@ func (qp *QP) Connect(link Link, ird, ord int) error {
 		return verbs.ErrInvalidState
 	}
 	qp.link, qp.ird, qp.ord = link, ird, ord
+	qp.setInlineLocked(link)
 	qp.state = verbs.QPStateRTS
 	return nil
 }
@@ -261,6 +268,7 @@ func (qp *QP) Destroy() error {
 	qp.destroyed = true
 	link := qp.link
 	qp.link = nil
+	qp.setInlineLocked(nil)
 	qp.mu.Unlock()
 	if link != nil {
 		link.Close()
@@ -269,6 +277,8 @@ func (qp *QP) Destroy() error {
 	d.mu.Lock()
 	delete(d.qps, qp)
 	d.mu.Unlock()
+	qp.sendCQ.detach(qp)
+	qp.recvCQ.detach(qp)
 	qp.sendCQ.users.Add(-1)
 	qp.recvCQ.users.Add(-1)
 	if qp.srq != nil {

@@ -1,0 +1,106 @@
+package soft
+
+import "context"
+
+// Inline receive: a goroutine waiting on a CQ runs the receive side of
+// the CQ's stream itself.
+//
+// A provider that reads its stream with a goroutine of its own completes
+// an inbound message in two goroutine wakeups: the network wakes the
+// receive goroutine, which places the message, pushes the completion and
+// wakes the waiter. A raw TCP reader pays one. When a CQ serves exactly
+// one QP and that QP's link is an InlineReceiver, CQ.Wait therefore asks
+// the link to let the waiting goroutine read, place and complete the
+// stream's messages itself until the CQ has what the waiter wants: one
+// wakeup per message, as with TCP. The link decides whether it can hand
+// its receive side over; when it cannot, the waiter sleeps as usual.
+
+// InlineReceiver is implemented by a Link whose receive side a CQ waiter
+// may run.
+type InlineReceiver interface {
+	// ReceiveInline runs the stream's receive side on the calling
+	// goroutine until cq.Satisfied(solicitedOnly), ctx is done, the
+	// stream ends, or Interrupt is called. It returns false at once,
+	// having done nothing, when the receive side is busy elsewhere; the
+	// caller then sleeps on the CQ as usual.
+	ReceiveInline(ctx context.Context, cq *CQ, solicitedOnly bool) bool
+	// Interrupt makes a ReceiveInline that is waiting for the network
+	// return soon. It may be called from any goroutine, at any time.
+	Interrupt()
+}
+
+// inlineRef boxes an InlineReceiver for an atomic.Pointer.
+type inlineRef struct{ r InlineReceiver }
+
+// attach records that qp uses cq (as send CQ, receive CQ or both).
+func (cq *CQ) attach(qp *QP) {
+	cq.mu.Lock()
+	if cq.qps == nil {
+		cq.qps = make(map[*QP]struct{}, 1)
+	}
+	cq.qps[qp] = struct{}{}
+	cq.updateSingleLocked()
+	cq.mu.Unlock()
+}
+
+// detach undoes attach.
+func (cq *CQ) detach(qp *QP) {
+	cq.mu.Lock()
+	delete(cq.qps, qp)
+	cq.updateSingleLocked()
+	cq.mu.Unlock()
+}
+
+func (cq *CQ) updateSingleLocked() {
+	var single *QP
+	if len(cq.qps) == 1 {
+		for qp := range cq.qps {
+			single = qp
+		}
+	}
+	cq.single.Store(single)
+}
+
+// Satisfied reports whether a waiter on cq may return: the CQ holds a
+// completion (a solicited one, with solicitedOnly), has overflowed, or
+// has been destroyed.
+func (cq *CQ) Satisfied(solicitedOnly bool) bool {
+	ok, _ := cq.ready(solicitedOnly)
+	return ok
+}
+
+// waitInline lets the inline receiver of the CQ's only QP run on the
+// waiting goroutine, if there is one and no other waiter runs it; it
+// reports whether it ran. While it runs, completions pushed by other
+// goroutines interrupt it.
+func (cq *CQ) waitInline(ctx context.Context, solicitedOnly bool) bool {
+	qp := cq.single.Load()
+	if qp == nil {
+		return false
+	}
+	ref := qp.inline.Load()
+	if ref == nil || !cq.inlineWaiter.CompareAndSwap(nil, ref) {
+		return false
+	}
+	ran := ref.r.ReceiveInline(ctx, cq, solicitedOnly)
+	cq.inlineWaiter.Store(nil)
+	return ran
+}
+
+// interruptInline stops a waiter running an inline receiver, so that it
+// sees what was just pushed.
+func (cq *CQ) interruptInline() {
+	if ref := cq.inlineWaiter.Load(); ref != nil {
+		ref.r.Interrupt()
+	}
+}
+
+// setInlineLocked records the QP's link as its inline receiver, if it is
+// one (nil clears it). The caller holds qp.mu.
+func (qp *QP) setInlineLocked(link Link) {
+	if r, ok := link.(InlineReceiver); ok {
+		qp.inline.Store(&inlineRef{r})
+	} else {
+		qp.inline.Store(nil)
+	}
+}

@@ -1,0 +1,233 @@
+package siw
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/godapl/godapl/verbs/internal/soft"
+)
+
+// Inline receive: the stream as a soft.InlineReceiver.
+//
+// Why. A Send that arrives for a goroutine blocked in CQ.Wait costs two
+// wakeups when runRx reads it: the network wakes runRx, runRx places the
+// message, completes it and wakes the waiter. On the 2-core development
+// VM that second wakeup was half of a 64-byte round trip. A raw TCP
+// reader pays only the first. So the goroutine waiting on the CQ of the
+// stream's QP (the CQ's only QP) reads, places and completes the stream's
+// FPDUs itself, and the network wakes it directly.
+//
+// Who reads. The receive side — the socket, the frame reader and rxState —
+// has one owner at a time, named by rxOwner: runRx, a waiter, or nobody.
+// Ownership changes only between FPDUs with nothing buffered (rx.idle),
+// so a new owner starts at a frame boundary. runRx owns it by default.
+// A waiter that finds runRx owning it sets rxWanted and sleeps as usual;
+// runRx hands the receive side over (rxOwner = nobody) once it is idle
+// again, then sleeps. A waiter that finds nobody owning it takes it,
+// waits for the socket to become readable, processes what arrived, and
+// gives it back to nobody when its CQ has what it waits for. runRx takes
+// it back when it finds nobody owning it after a nap of rxNapMin in which
+// no waiter took it: so bytes that arrive while no goroutine waits — RDMA
+// Writes, Read Requests, Sends for an application busy elsewhere — wait
+// at most two naps, and a stream whose application stops waiting returns
+// to plain runRx reception.
+//
+// Interrupting a waiter. A waiter blocked for readability must return
+// when its CQ gets a completion from another goroutine (CQ.Push calls
+// Interrupt), when the stream ends, and when its context is done: a
+// deadline is set on the socket as the read deadline; a cancellation is
+// noticed by runRx, which wakes every rxNap while a waiter holds the
+// receive side. Interrupt sets the read deadline to the past, but only
+// while the waiter is in that wait (inlinePhase): a deadline that hit a
+// read in the middle of an FPDU would end the stream. Past the wait, a
+// waiter finishes the FPDUs that arrived before it looks at its CQ or its
+// context again, as runRx would.
+
+// Owners of the receive side (stream.rxOwner).
+const (
+	rxOwnerNone int32 = iota
+	rxOwnerGoroutine
+	rxOwnerWaiter
+)
+
+// Phases of an inline waiter (stream.inlinePhase), under inlineMu.
+const (
+	inlineIdle        = iota // not waiting for readability
+	inlineWaiting            // blocked in the readability wait: may be interrupted
+	inlineInterrupted        // the read deadline was moved to the past
+)
+
+// Tunables of inline receive.
+const (
+	// rxNapMin is how long runRx leaves the receive side to waiters
+	// before it takes it back, and how often it checks a holding
+	// waiter's context; rxNapMax is where that check backs off to while
+	// a waiter holds the receive side for long.
+	rxNapMin = time.Millisecond
+	rxNapMax = 64 * time.Millisecond
+)
+
+// aLongTimeAgo is a read deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// ReceiveInline implements soft.InlineReceiver.
+func (s *stream) ReceiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly bool) bool {
+	if s.dev.opts.NoInlineReceive || s.rx.sock.rc == nil {
+		return false
+	}
+	if !s.rxOwner.CompareAndSwap(rxOwnerNone, rxOwnerWaiter) {
+		if s.rxOwner.Load() == rxOwnerGoroutine && !s.stopped() {
+			s.rxWanted.Store(true)
+		}
+		return false
+	}
+	s.inlineUses.Add(1)
+	s.inlineMu.Lock()
+	s.inlineCtx = ctx
+	s.inlineMu.Unlock()
+	s.receiveInline(ctx, cq, solicitedOnly)
+	s.inlineMu.Lock()
+	s.inlineCtx = nil
+	s.inlineMu.Unlock()
+	wake := s.rx.over || s.stopped() || s.rxNap.Load() > int64(rxNapMin)
+	s.rxOwner.Store(rxOwnerNone)
+	if wake {
+		s.signalRx()
+	}
+	return true
+}
+
+// receiveInline is the waiter's receive loop.
+func (s *stream) receiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly bool) {
+	rx := &s.rx
+	for !rx.over {
+		if !rx.idle() {
+			if !s.rxStep() {
+				rx.over = true
+			}
+			s.dev.Counters.InlineFrames.Add(1)
+			continue
+		}
+		if cq.Satisfied(solicitedOnly) || ctx.Err() != nil || s.stopped() {
+			return
+		}
+		err, interrupted := s.awaitInline(ctx, cq, solicitedOnly)
+		if interrupted {
+			return
+		}
+		if err != nil {
+			s.rxFailed(nil, err)
+			rx.over = true
+		}
+	}
+}
+
+// awaitInline blocks until the socket is readable and reads what it
+// holds into the spill, unless Interrupt, the context's deadline or a
+// completion on cq comes first (interrupted).
+func (s *stream) awaitInline(ctx context.Context, cq *soft.CQ, solicitedOnly bool) (err error, interrupted bool) {
+	dl, hasDL := ctx.Deadline()
+	s.inlineMu.Lock()
+	s.inlinePhase.Store(inlineWaiting)
+	if hasDL {
+		s.nc.SetReadDeadline(dl)
+	}
+	s.inlineMu.Unlock()
+	// A completion pushed before the phase was set did not interrupt us.
+	if !cq.Satisfied(solicitedOnly) {
+		err = s.rx.sock.fillSpill()
+	}
+	s.inlineMu.Lock()
+	if (hasDL || s.inlinePhase.Load() == inlineInterrupted) && !s.stopped() {
+		s.nc.SetReadDeadline(time.Time{})
+	}
+	s.inlinePhase.Store(inlineIdle)
+	s.inlineMu.Unlock()
+	switch {
+	case err == nil:
+		return nil, s.rx.sock.buffered() == 0
+	case errors.Is(err, os.ErrDeadlineExceeded) && !s.stopped():
+		return nil, true
+	}
+	return err, false
+}
+
+// Interrupt implements soft.InlineReceiver.
+func (s *stream) Interrupt() {
+	if s.inlinePhase.Load() != inlineWaiting {
+		return
+	}
+	s.inlineMu.Lock()
+	if s.inlinePhase.Load() == inlineWaiting {
+		s.inlinePhase.Store(inlineInterrupted)
+		s.nc.SetReadDeadline(aLongTimeAgo)
+	}
+	s.inlineMu.Unlock()
+}
+
+// signalRx wakes runRx while it has handed the receive side over.
+func (s *stream) signalRx() {
+	select {
+	case s.rxWake <- struct{}{}:
+	default:
+	}
+}
+
+// rxHandOver gives the receive side to waiters, runRx being idle, and
+// waits until it can take it back: after rxNap without a waiter holding
+// it, or when a waiter gives it back with the stream ended. It returns
+// owning the receive side, false if a waiter's processing ended the
+// stream.
+func (s *stream) rxHandOver() bool {
+	s.rxWanted.Store(false)
+	nap := rxNapMin
+	if s.rx.nap == nil {
+		s.rx.nap = time.NewTimer(nap)
+	} else {
+		s.rx.nap.Reset(nap)
+	}
+	s.rxNap.Store(int64(nap))
+	s.rxOwner.Store(rxOwnerNone)
+	stop := s.stop
+	uses := s.inlineUses.Load()
+	for {
+		take := true
+		select {
+		case <-s.rxWake:
+			take = s.rx.over || s.stopped()
+		case <-s.rx.nap.C:
+			// Waiters came by during the nap: they are still at it.
+			if u := s.inlineUses.Load(); u != uses && !s.stopped() {
+				uses, take = u, false
+			}
+		case <-stop:
+			stop = nil // closed: look once, then rely on rxWake and the nap
+		}
+		if take && s.rxOwner.CompareAndSwap(rxOwnerNone, rxOwnerGoroutine) {
+			s.rx.nap.Stop()
+			return !s.rx.over
+		}
+		if take {
+			// A waiter holds it: check on its context less and less often.
+			s.interruptIfCanceled()
+			nap = min(2*nap, rxNapMax)
+		} else {
+			nap = rxNapMin
+		}
+		s.rxNap.Store(int64(nap))
+		s.rx.nap.Reset(nap)
+	}
+}
+
+// interruptIfCanceled interrupts a waiter holding the receive side whose
+// context has been canceled or the stream has ended.
+func (s *stream) interruptIfCanceled() {
+	s.inlineMu.Lock()
+	ctx := s.inlineCtx
+	s.inlineMu.Unlock()
+	if s.stopped() || (ctx != nil && ctx.Err() != nil) {
+		s.Interrupt()
+	}
+}
