@@ -3,6 +3,8 @@ package rdsoverdat
 import (
 	"testing"
 	"time"
+
+	"github.com/godapl/godapl/verbs/mem"
 )
 
 // Sending and receiving a message in steady state allocates nothing:
@@ -15,7 +17,12 @@ func TestSendRecvAllocs(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		cfg  Config
-	}{{"loop", Config{}}, {"tcp", Config{Transports: []Transport{TCP(TCPConfig{})}}}} {
+	}{
+		{"loop", Config{}},
+		{"tcp", Config{Transports: []Transport{TCP(TCPConfig{})}}},
+		{"dat-mem", Config{Transports: []Transport{DAT(DATConfig{Provider: mem.New()})}}},
+		{"dat-siw", Config{Transports: []Transport{DAT(DATConfig{})}}},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			leakCheck(t)
 			st := newTestStack(t, c.cfg)

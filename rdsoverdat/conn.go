@@ -19,6 +19,9 @@ type Conn struct {
 	ttype TransportType
 	nt    NodeTransport
 	loop  bool // loop transport: peer map is the peer node's local map
+	// ackBySeq: the transport is an AckBySequence one; ack keys are
+	// sequence numbers, set by NextTx.
+	ackBySeq bool
 
 	maxPaths int
 	paths    [wire.MPathWorkers]*Path
@@ -46,6 +49,7 @@ type Conn struct {
 func newConn(n *Node, faddr netip.Addr, t TransportType, nt NodeTransport) *Conn {
 	c := &Conn{node: n, faddr: faddr, ttype: t, nt: nt, loop: t == TransLoop, maxPaths: 1,
 		hsWait: make(chan struct{})}
+	_, c.ackBySeq = nt.(AckBySequence)
 	if mp, ok := nt.(Multipather); ok && mp.MaxPaths() > 1 {
 		c.maxPaths = min(mp.MaxPaths(), wire.MPathWorkers)
 	}
@@ -310,10 +314,16 @@ func (p *Path) NextTx() *Message {
 		return nil
 	}
 	p.retrans.pushBack(m)
-	// Not acknowledged by anything until the transport sets the key: a
-	// transport that takes acks on another goroutine (dat) must not see
-	// the key of the message's previous transmission, or none.
-	m.ackKey = ^uint64(0)
+	// A transport acking by sequence number (dat) takes acks on another
+	// goroutine, so the key is set here, under mu. Any other transport
+	// sets it after writing; until then nothing acknowledges m, not even
+	// the key of its previous transmission.
+	if c.ackBySeq {
+		m.ackKey = uint64(m.sequence)
+	} else {
+		m.ackKey = ^uint64(0)
+	}
+	m.txFlags = m.flags
 	m.refs.Add(1)
 	c.stats.sent.Add(1)
 	return m

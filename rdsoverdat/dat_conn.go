@@ -112,6 +112,7 @@ func (dn *datNode) newEP(dp *datPath, active bool) (*datEP, error) {
 	e := &datEP{dn: dn, dp: dp, active: active, grant: g}
 	e.ackEvery = uint32(min(datSignalEvery, max(1, g/2)))
 	s := dn.cfg.SendDepth
+	e.signalEvery = uint64(min(datSignalEvery, max(1, s/2)))
 	var err error
 	if e.tx, err = lmr.Alloc(dn.ia, dn.pz, s*datSlot+wire.HeaderLen, dat.MemPrivLocalRead); err != nil {
 		dn.unreserve(g)

@@ -126,7 +126,7 @@ func (e *datEP) recv(b []byte) {
 	}
 	if c := h.Credit(); c > 0 {
 		e.credits.addSend(uint32(c))
-		if e.stalled.Load() || e.ackRequested.Load() {
+		if e.stalled.Load() || e.ackBlocked {
 			e.dn.wake(e)
 		}
 	}

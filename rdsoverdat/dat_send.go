@@ -19,9 +19,9 @@ import (
 // Each fragment is copied into a send slot of the EP's LMR: the 48-byte
 // header, with this fragment's h_credit and checksum, then up to 4096
 // payload bytes, posted as one Send. Send completions are suppressed
-// except on every 16th slot and on a message's last fragment when the
-// path's queue is empty; completions arrive in order, so one completion
-// frees every slot before it too.
+// except on every 16th slot (every SendDepth/2th if that is fewer) and on
+// a message's last fragment when the path's queue is empty; completions
+// arrive in order, so one completion frees every slot before it too.
 //
 // ACK_REQUIRED goes on a message the core marked (SO_SNDBUF half full, a
 // retransmission), on every 8th message or after 16 MiB (rds_send_xmit's
@@ -61,12 +61,16 @@ type datEP struct {
 	sinceAck   int         // messages since the last ACK_REQUIRED
 	sinceBytes int
 	iov        [1]dat.LMRTriplet
-	txDone     atomic.Uint64 // fragments completed (set by the event goroutine)
+	// signalEvery: a signalled completion every this many fragments, so
+	// that a full ring always has one coming.
+	signalEvery uint64
+	txDone      atomic.Uint64 // fragments completed (set by the event goroutine)
 
 	// Ack state: ackRequested by the receive side, cleared by a
 	// piggybacked ack; the rest is the event goroutine's.
 	ackRequested atomic.Bool
 	ackInFlight  bool
+	ackBlocked   bool // an ack found no send credit
 	ackIOV       [1]dat.LMRTriplet
 	ackEvery     uint32 // posted credits that ask for an advertisement
 	queued       bool   // on dn.wakes
@@ -86,6 +90,7 @@ func (e *datEP) kick() {
 			return
 		}
 		e.want.Store(false)
+		e.stalled.Store(false) // set again if this round stalls
 		if !e.dead.Load() {
 			e.dn.xmits.Add(1)
 			if !e.dn.closing.Load() {
@@ -127,19 +132,11 @@ func (e *datEP) xmit() {
 				}
 				e.stalled.Store(false)
 			}
-			n := min(wire.FragSize, total-e.txOff)
-			last := e.txOff+n == total
 			off := int(e.txPosted%depth) * datSlot
-			slot := e.tx.Bytes()[off : off+wire.HeaderLen+n]
-			copy(slot, m.hdr[:])
-			if adv > 0 {
-				h := wire.Header(slot[:wire.HeaderLen])
-				h.SetCredit(uint8(adv))
-				h.SetChecksum()
-			}
-			copy(slot[wire.HeaderLen:], m.buf[e.txOff:e.txOff+n])
+			n := datFragment(e.tx.Bytes()[off:off+datSlot], m.hdr[:], m.buf, e.txOff, uint8(adv))
+			last := e.txOff+n == total
 			flags := dat.CompletionSuppress
-			if e.txPosted%datSignalEvery == datSignalEvery-1 {
+			if e.txPosted%e.signalEvery == e.signalEvery-1 {
 				flags = dat.CompletionDefault
 			}
 			if last {
@@ -164,6 +161,21 @@ func (e *datEP) xmit() {
 	}
 }
 
+// datFragment writes into slot the fragment of payload that starts at
+// off: header h with h_credit adv (and its checksum redone then), then up
+// to 4096 payload bytes. It returns the payload bytes written.
+func datFragment(slot []byte, h wire.Header, payload []byte, off int, adv uint8) int {
+	n := min(wire.FragSize, len(payload)-off)
+	copy(slot, h)
+	if adv > 0 {
+		fh := wire.Header(slot[:wire.HeaderLen])
+		fh.SetCredit(adv)
+		fh.SetChecksum()
+	}
+	copy(slot[wire.HeaderLen:], payload[off:off+n])
+	return n
+}
+
 // stall records that the sender waits; credit says for credits (counted
 // as a credit stall) rather than send slots. The caller tries once more
 // after setting the flag, so that a wake-up racing with it is not lost.
@@ -180,7 +192,6 @@ func (e *datEP) prepare(m *Message) {
 	h := m.Header()
 	f := m.WireFlags()
 	if !m.IsCongMap() {
-		m.SetAckKey(uint64(h.Sequence()))
 		e.sinceAck++
 		e.sinceBytes += len(m.buf)
 		q, _ := e.dp.p.Pending()
@@ -204,9 +215,8 @@ func (e *datEP) sendAck() {
 		return
 	}
 	got, adv := e.credits.grab(1)
-	if got == 0 {
-		e.stalled.Store(true) // retried when credits arrive
-		return
+	if e.ackBlocked = got == 0; e.ackBlocked {
+		return // retried when credits arrive
 	}
 	e.ackRequested.Store(false)
 	s := e.dn.cfg.SendDepth

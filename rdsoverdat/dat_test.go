@@ -2,11 +2,15 @@ package rdsoverdat
 
 import (
 	"bytes"
+	"encoding/binary"
+	"flag"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/godapl/godapl/verbs/mem"
+	"pgregory.net/rapid"
 )
 
 // datProviders are the providers the dat transport is tested over: the
@@ -19,6 +23,11 @@ var datProviders = []struct {
 	{"mem", func() DATConfig { return DATConfig{Provider: mem.New()} }},
 	{"siw", func() DATConfig { return DATConfig{} }},
 }
+
+// Other test processes on the machine (other checkouts) use 127.80.0.x
+// too, and the dat transport listens on a fixed port of each address:
+// start this process's addresses at a random place.
+func init() { addrSeq.Add(uint32(rand.N(200)) << 8) }
 
 func datStack(t testing.TB, cfg DATConfig) *Stack {
 	st := NewStack(Config{Transports: []Transport{DAT(cfg)}})
@@ -67,5 +76,238 @@ func TestDATSendRecv(t *testing.T) {
 			t.Fatal("no dat connection up")
 		}
 		eventually(t, 5*time.Second, "handshake", func() bool { return c.PeerGenNum() == st.GenNum() })
+	})
+}
+
+func TestDATPropertyReliableOrdered(t *testing.T) {
+	if f := flag.Lookup("rapid.checks"); f != nil && f.Value.String() == "100" {
+		f.Value.Set("25")
+	}
+	leakCheck(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := DATConfig{ReconnectMax: 20 * time.Millisecond}
+		if rapid.Bool().Draw(rt, "mem") {
+			cfg.Provider = mem.New()
+		}
+		if rapid.Bool().Draw(rt, "tiny") {
+			cfg.RecvDepth, cfg.SendDepth = 16, 8 // credit and send-slot stalls
+		}
+		st := NewStack(Config{Transports: []Transport{DAT(cfg)}})
+		defer st.Close()
+		checkReliableOrdered(rt, st, TransIB)
+	})
+}
+
+// A tiny SRQ share (2 credits, one kept for advertisements) makes every
+// fragment wait for the peer's credit update; everything still arrives,
+// in order, and the stalls are counted.
+func TestDATCreditsExhausted(t *testing.T) {
+	forDAT(t, func(t *testing.T, cfg func() DATConfig) {
+		leakCheck(t)
+		c := cfg()
+		c.RecvDepth, c.ConnCredits, c.SendDepth = 8, 2, 4
+		st := datStack(t, c)
+		as := testAddrs(2)
+		a := mustBind(t, st, ap(as[0], 0), SendBuffer(8<<20))
+		b := mustBind(t, st, ap(as[1], 0), RecvBuffer(8<<20))
+		const N = 40
+		errc := make(chan error, 1)
+		go func() {
+			for i := range N {
+				msg := bytes.Repeat([]byte{byte(i)}, (i%4)*20000+1)
+				if _, err := a.SendTo(msg, b.BoundAddr(), 0); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+		buf := make([]byte, 1<<17)
+		for i := range N {
+			n, _ := recvTimeout(t, b, buf, 10*time.Second)
+			if n != (i%4)*20000+1 || buf[0] != byte(i) || buf[n-1] != byte(i) {
+				t.Fatalf("message %d: %d bytes of %d", i, n, buf[0])
+			}
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, "acks", func() bool { s, _ := a.Buffered(); return s == 0 })
+		cs := st.Node(as[0]).Conn(as[1], TransIB).Stats()
+		if cs.CreditStalls == 0 || st.Node(as[0]).Stats().CreditStall == 0 {
+			t.Errorf("no credit stalls counted: %+v", cs)
+		}
+		if ns := st.Node(as[1]).Stats(); ns.AckSent == 0 {
+			t.Errorf("receiver sent no ack-only frames: %+v", ns)
+		}
+	})
+}
+
+// Conn.Reset in the middle of a stream, from either side: nothing lost,
+// nothing duplicated, order kept, and the acknowledged messages are not
+// resent (retransmissions are dropped as duplicates or not sent at all).
+func TestDATResetMidStream(t *testing.T) {
+	forDAT(t, func(t *testing.T, cfg func() DATConfig) {
+		leakCheck(t)
+		c := cfg()
+		c.ReconnectMax = 20 * time.Millisecond
+		st := datStack(t, c)
+		as := testAddrs(2)
+		a := mustBind(t, st, ap(as[1], 0), SendBuffer(1<<20)) // the larger address sends
+		b := mustBind(t, st, ap(as[0], 0), RecvBuffer(8<<20))
+		const N = 3000
+		errc := make(chan error, 1)
+		go func() {
+			for i := range N {
+				msg := make([]byte, 8+(i%7)*1500)
+				binary.BigEndian.PutUint64(msg, uint64(i))
+				if _, err := a.SendTo(msg, b.BoundAddr(), 0); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+		buf := make([]byte, 16<<10)
+		resets := 0
+		for i := range N {
+			if i%500 == 250 {
+				side := st.Node(as[resets%2])
+				side.Conn(as[1-resets%2], TransIB).Reset()
+				resets++
+			}
+			n, _ := recvTimeout(t, b, buf, 10*time.Second)
+			if k := binary.BigEndian.Uint64(buf); n != 8+(i%7)*1500 || k != uint64(i) {
+				t.Fatalf("got #%d (%d bytes), want #%d", k, n, i)
+			}
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.RecvMsg(&Msg{Data: buf}, MsgDontWait); err == nil {
+			t.Fatal("extra message (duplicate)")
+		}
+		eventually(t, 5*time.Second, "acks", func() bool { s, _ := a.Buffered(); return s == 0 })
+		if s := st.Node(as[1]).Conn(as[0], TransIB).Stats(); s.Resets == 0 {
+			t.Errorf("no resets counted: %+v", s)
+		}
+	})
+}
+
+// RDS_CANCEL_SENT_TO drops the messages queued for one destination only,
+// here one the dat transport cannot reach.
+func TestDATCancelSentTo(t *testing.T) {
+	forDAT(t, func(t *testing.T, cfg func() DATConfig) {
+		leakCheck(t)
+		st := datStack(t, cfg())
+		as := testAddrs(3)
+		a := mustBind(t, st, ap(as[0], 0))
+		b := mustBind(t, st, ap(as[1], 0))
+		gone := ap(as[2], 9) // no node: connects fail and are retried
+		for range 3 {
+			if _, err := a.SendTo(make([]byte, 1000), gone, MsgDontWait); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := a.SendTo([]byte("kept"), b.BoundAddr(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.SetOption(CancelSentTo(gone)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 16)
+		if n, _ := recvTimeout(t, b, buf, 5*time.Second); string(buf[:n]) != "kept" {
+			t.Fatalf("got %q", buf[:n])
+		}
+		eventually(t, 5*time.Second, "cancelled bytes returned", func() bool { s, _ := a.Buffered(); return s == 0 })
+		if s := st.Node(as[0]).Stats(); s.SendCanceled != 3 {
+			t.Errorf("SendCanceled %d, want 3", s.SendCanceled)
+		}
+	})
+}
+
+// Many sockets on three nodes, every one sending to every other one.
+func TestDATManySockets(t *testing.T) {
+	forDAT(t, func(t *testing.T, cfg func() DATConfig) {
+		leakCheck(t)
+		st := datStack(t, cfg())
+		as := testAddrs(3)
+		var socks []*Socket
+		for i := range 12 {
+			socks = append(socks, mustBind(t, st, ap(as[i%3], uint16(3000+i))))
+		}
+		const per = 20
+		errc := make(chan error, len(socks))
+		for i, s := range socks {
+			go func() {
+				for k := range per {
+					for j, r := range socks {
+						if j == i {
+							continue
+						}
+						if _, err := s.SendTo(fmt.Appendf(nil, "%d %d", i, k), r.BoundAddr(), 0); err != nil {
+							errc <- err
+							return
+						}
+					}
+				}
+				errc <- nil
+			}()
+		}
+		for j, r := range socks {
+			next := make([]int, len(socks))
+			buf := make([]byte, 32)
+			for range per * (len(socks) - 1) {
+				n, from := recvTimeout(t, r, buf, 10*time.Second)
+				var i, k int
+				fmt.Sscanf(string(buf[:n]), "%d %d", &i, &k)
+				if k != next[i] || from != socks[i].BoundAddr() || i == j {
+					t.Fatalf("socket %d: from %d (%v) got %d, want %d", j, i, from, k, next[i])
+				}
+				next[i]++
+			}
+		}
+		for range socks {
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// Closing the stack while messages stream stops everything: senders get
+// an error, no goroutine outlives the stack.
+func TestDATCloseWithTraffic(t *testing.T) {
+	forDAT(t, func(t *testing.T, cfg func() DATConfig) {
+		leakCheck(t)
+		st := NewStack(Config{Transports: []Transport{DAT(cfg())}})
+		as := testAddrs(2)
+		a, b := st.Socket(), st.Socket()
+		if err := a.Bind(ap(as[0], 0)); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Bind(ap(as[1], 0)); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		for _, pair := range [][2]*Socket{{a, b}, {b, a}} {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				msg := make([]byte, 9000)
+				for {
+					if _, err := pair[0].SendTo(msg, pair[1].BoundAddr(), 0); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		buf := make([]byte, 9000)
+		for range 50 {
+			recvTimeout(t, b, buf, 5*time.Second)
+			recvTimeout(t, a, buf, 5*time.Second)
+		}
+		st.Close()
+		<-done
+		<-done
 	})
 }

@@ -27,7 +27,8 @@ type Message struct {
 	sock     *Socket // nil for pings, pongs, probes and congestion maps
 	dport    wire.Port
 	flags    msgFlag
-	ackKey   uint64 // transport's ack position: TCP stream end offset, DAT sequence
+	txFlags  msgFlag // flags as NextTx handed m over, for the transport to read without mu
+	ackKey   uint64  // transport's ack position: TCP stream end offset, DAT sequence
 	prev     *Message
 	next     *Message
 	onList   *msgList
@@ -99,11 +100,11 @@ func (m *Message) Payload() []byte { return m.buf }
 
 // Retransmitted reports whether m is being resent after a reconnect; the
 // transport puts wire.FlagRetransmitted in the header then.
-func (m *Message) Retransmitted() bool { return m.flags&msgRetransmitted != 0 }
+func (m *Message) Retransmitted() bool { return m.txFlags&msgRetransmitted != 0 }
 
 // AckRequired reports whether the sender wants a prompt ack (transports
 // with RDS-level acks put wire.FlagAckRequired in the header).
-func (m *Message) AckRequired() bool { return m.flags&msgAckRequired != 0 }
+func (m *Message) AckRequired() bool { return m.txFlags&msgAckRequired != 0 }
 
 // IsCongMap reports whether m is a congestion map update (unsequenced,
 // never retransmitted, exactly wire.FlagCongBitmap in h_flags).
@@ -120,7 +121,7 @@ func (m *Message) WireFlags() wire.Flag {
 	switch {
 	case m.congMap:
 		return wire.FlagCongBitmap
-	case m.flags&msgRetransmitted != 0:
+	case m.txFlags&msgRetransmitted != 0:
 		return wire.FlagRetransmitted
 	}
 	return 0

@@ -8,9 +8,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/godapl/godapl/verbs/mem"
 )
 
-// transports runs a test over loop and over tcp.
+// transports runs a test over loop, tcp and dat (on the mem provider).
 func transports(t *testing.T, f func(t *testing.T, st *Stack)) {
 	t.Run("loop", func(t *testing.T) {
 		leakCheck(t)
@@ -19,6 +21,10 @@ func transports(t *testing.T, f func(t *testing.T, st *Stack)) {
 	t.Run("tcp", func(t *testing.T) {
 		leakCheck(t)
 		f(t, tcpStack(t))
+	})
+	t.Run("dat", func(t *testing.T) {
+		leakCheck(t)
+		f(t, datStack(t, DATConfig{Provider: mem.New()}))
 	})
 }
 

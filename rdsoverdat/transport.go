@@ -72,7 +72,10 @@ type Multipather interface {
 // AckBySequence is implemented by transports whose peer acknowledges
 // messages by RDS sequence number (h_ack, IB/DAT) instead of by the
 // transport's own stream position (TCP). The core then asks for acks
-// with FlagAckRequired and expects ack-only traffic from the transport.
+// with FlagAckRequired and expects ack-only traffic from the transport;
+// NextTx sets each message's ack key to its sequence number, so the
+// transport calls DropAcked with h_ack from any goroutine and never
+// SetAckKey.
 type AckBySequence interface {
 	AcksBySequence()
 }
