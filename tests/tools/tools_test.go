@@ -1,0 +1,194 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var (
+	binDir   string
+	buildErr error
+	once     sync.Once
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rdstools")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// bin returns the path of a tool, building all of them on first use.
+func bin(t *testing.T, name string) string {
+	t.Helper()
+	once.Do(func() {
+		cmd := exec.Command("go", "build", "-o", binDir+"/",
+			"../../cmd/rds-stress", "../../cmd/rds-ping", "../../cmd/rds-cat", "../../cmd/rds-info")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, name)
+}
+
+// Each test gets its own addresses, so that its nodes never meet
+// another's (or another package's).
+var addrSeq atomic.Uint32
+
+func addr(t *testing.T) string {
+	n := addrSeq.Add(1)
+	return fmt.Sprintf("127.91.%d.%d", n/250, n%250+1)
+}
+
+// result is a finished run.
+type result struct {
+	stdout, stderr string
+	code           int
+	took           time.Duration
+}
+
+// run runs a tool to completion (at most 60 s: the machine may be loaded) with stdin and the given
+// environment additions.
+func run(t *testing.T, stdin string, env []string, name string, args ...string) result {
+	t.Helper()
+	path := bin(t, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	t0 := time.Now()
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String(), took: time.Since(t0)}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("%s %v: %v", name, args, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%s %v hung:\n%s\n%s", name, args, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// want checks a run's exit code and that stdout and stderr contain the
+// given strings (stdout first, then "stderr:" switches).
+func (r result) want(t *testing.T, code int, subs ...string) {
+	t.Helper()
+	out := r.stdout
+	for _, s := range subs {
+		if s == "stderr:" {
+			out = r.stderr
+			continue
+		}
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q\nstdout:\n%s\nstderr:\n%s", s, r.stdout, r.stderr)
+		}
+	}
+	if r.code != code {
+		t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+}
+
+// daemon is a tool left running in the background; Stop interrupts it
+// and returns its result.
+type daemon struct {
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	errb *lockedBuffer
+	done chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func start(t *testing.T, name string, args ...string) *daemon {
+	t.Helper()
+	d := &daemon{cmd: exec.Command(bin(t, name), args...), out: &lockedBuffer{}, errb: &lockedBuffer{},
+		done: make(chan error, 1)}
+	d.cmd.Stdout, d.cmd.Stderr = d.out, d.errb
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Kill()
+			<-d.done
+		}
+	})
+	return d
+}
+
+// waitFile waits until a tool has created path (its info socket, which
+// tools create once their sockets are bound).
+func (d *daemon) waitFile(t *testing.T, path string) {
+	t.Helper()
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		select {
+		case err := <-d.done:
+			d.done <- err
+			t.Fatalf("%s exited early (%v):\n%s\n%s", d.cmd.Path, err, d.out, d.errb)
+		default:
+		}
+	}
+	t.Fatalf("%s never created %s:\n%s\n%s", d.cmd.Path, path, d.out, d.errb)
+}
+
+// wait waits for the tool to exit by itself.
+func (d *daemon) wait(t *testing.T) result {
+	t.Helper()
+	select {
+	case <-d.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s did not exit:\n%s\n%s", d.cmd.Path, d.out, d.errb)
+	}
+	return result{stdout: d.out.String(), stderr: d.errb.String(), code: d.cmd.ProcessState.ExitCode()}
+}
+
+// stop interrupts the tool and waits for it.
+func (d *daemon) stop(t *testing.T) result {
+	t.Helper()
+	d.cmd.Process.Signal(os.Interrupt)
+	return d.wait(t)
+}
