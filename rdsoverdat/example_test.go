@@ -1,0 +1,66 @@
+package rdsoverdat_test
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/godapl/godapl/rdsoverdat"
+	"github.com/godapl/godapl/verbs/mem"
+)
+
+// Two RDS sockets exchange a request and its answer. A Stack is the RDS
+// instance of a process; each local address a socket binds to becomes a
+// node, and nodes reach each other through the stack's transport: here
+// the dat transport (RDS over DAT) on the in-memory verbs provider, so
+// the example needs no network. Without Provider the dat transport runs
+// over soft-iWARP, and two processes on two hosts do the same with one
+// node each.
+func Example() {
+	st := rdsoverdat.NewStack(rdsoverdat.Config{
+		Transports: []rdsoverdat.Transport{rdsoverdat.DAT(rdsoverdat.DATConfig{Provider: mem.New()})},
+	})
+	defer st.Close()
+
+	server := st.Socket()
+	if err := server.Bind(netip.MustParseAddrPort("127.93.0.2:4000")); err != nil {
+		fmt.Println(err)
+		return
+	}
+	client := st.Socket()
+	if err := client.Bind(netip.MustParseAddrPort("127.93.0.1:4001")); err != nil {
+		fmt.Println(err)
+		return
+	}
+	client.SetDeadline(time.Now().Add(10 * time.Second))
+	server.SetDeadline(time.Now().Add(10 * time.Second))
+
+	// The first send brings the connection between the two nodes up.
+	if _, err := client.SendTo([]byte("ping?"), server.BoundAddr(), 0); err != nil {
+		fmt.Println(err)
+		return
+	}
+	buf := make([]byte, 64)
+	m := rdsoverdat.Msg{Data: buf}
+	n, err := server.RecvMsg(&m, 0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("server got %q from %v\n", buf[:n], m.Addr)
+	server.SendTo([]byte("pong!"), m.Addr, 0)
+
+	m = rdsoverdat.Msg{Data: buf}
+	if n, err = client.RecvMsg(&m, 0); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("client got %q from %v\n", buf[:n], m.Addr)
+
+	c := st.Node(netip.MustParseAddr("127.93.0.1")).Conns()[0]
+	fmt.Printf("connection %v -> %v over %s\n", c.LocalAddr(), c.RemoteAddr(), c.Info().Transport)
+	// Output:
+	// server got "ping?" from 127.93.0.1:4001
+	// client got "pong!" from 127.93.0.2:4000
+	// connection 127.93.0.1 -> 127.93.0.2 over dat
+}
