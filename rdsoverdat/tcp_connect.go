@@ -166,6 +166,7 @@ type tcpConn struct {
 	drain  bool  // graceful: half-close and read what the peer sent
 
 	// Writer-owned.
+	batch     *txBatch
 	written   uint64 // bytes handed to bw
 	lastAcked uint64
 	outq      int

@@ -1,9 +1,8 @@
 package rdsoverdat
 
 import (
-	"bufio"
-	"errors"
 	"io"
+	"net"
 
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
@@ -25,10 +24,10 @@ func (c *tcpConn) routineRecv() {
 		<-c.prevRx
 	}
 	p := c.tp.p
-	br := bufio.NewReaderSize(c.nc, tcpBufSize)
+	rd := tcpReader{nc: c.nc, buf: make([]byte, tcpBufSize)}
 	var hdr [wire.HeaderLen]byte
 	for {
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		if err := rd.readFull(hdr[:]); err != nil {
 			c.shutdown(err, true)
 			return
 		}
@@ -37,13 +36,55 @@ func (c *tcpConn) routineRecv() {
 			c.shutdown(err, false)
 			return
 		}
-		if _, err := io.ReadFull(br, m.buf); err != nil {
+		if err := rd.readFull(m.buf); err != nil {
 			m.release()
 			c.shutdown(err, true)
 			return
 		}
+		rd.big = len(m.buf) >= tcpDirectMin
 		p.Receive(m)
 	}
 }
 
-var _ = errors.New
+// tcpReader reads the stream through a staging buffer, except that the
+// bulk of a large payload is read straight into the message: one copy
+// (out of the socket) instead of two. While the peer sends large
+// messages (big), a header is read on its own, so that the staging
+// buffer does not swallow the next payload only to copy it again.
+type tcpReader struct {
+	nc   net.Conn
+	buf  []byte // staging, holding buf[r:w] not yet consumed
+	r, w int
+	big  bool // the last payload was at least tcpDirectMin bytes
+}
+
+// readFull fills p from the stream; a stream ending inside p is
+// io.ErrUnexpectedEOF, one ending before it io.EOF.
+func (rd *tcpReader) readFull(p []byte) error {
+	n := copy(p, rd.buf[rd.r:rd.w])
+	rd.r += n
+	for n < len(p) {
+		var k int
+		var err error
+		if len(p)-n >= tcpDirectMin {
+			k, err = rd.nc.Read(p[n:])
+			n += k
+		} else {
+			want := len(rd.buf)
+			if rd.big && len(p) == wire.HeaderLen {
+				want = wire.HeaderLen - n
+			}
+			k, err = rd.nc.Read(rd.buf[:want])
+			rd.r, rd.w = 0, k
+			c := copy(p[n:], rd.buf[:k])
+			rd.r, n = c, n+c
+		}
+		if err != nil && n < len(p) {
+			if err == io.EOF && n > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
+}

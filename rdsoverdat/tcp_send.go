@@ -1,7 +1,7 @@
 package rdsoverdat
 
 import (
-	"bufio"
+	"net"
 	"time"
 
 	"github.com/godapl/godapl/rdsoverdat/wire"
@@ -9,41 +9,140 @@ import (
 )
 
 // The tcp transmit side (tcp_send.c): the writer goroutine takes messages
-// off the path in order and writes header and payload into a buffered
-// writer, flushing whenever the queue runs dry. Each message's ack key is
-// the stream offset just past its last byte; once TCP's unacknowledged
-// byte count (TIOCOUTQ) shows the peer has everything up to that offset,
-// the message leaves the retransmit list, as rds_tcp_write_space does on
-// every TCP ack. While messages wait for acks and nothing else happens,
-// the writer polls that count with a backoff.
+// off the path in order and gathers them into one writev: headers and
+// small payloads are copied into a staging buffer, so that many small
+// messages share a segment and a system call; payloads of tcpDirectMin
+// bytes or more are handed to the kernel straight from the message, so
+// that a large message is copied once (into the socket) instead of twice.
+// The batch is written when it is full or the queue runs dry. Each
+// message's ack key is the stream offset just past its last byte; once
+// TCP's unacknowledged byte count (SIOCOUTQ) shows the peer has
+// everything up to that offset, the message leaves the retransmit list,
+// as rds_tcp_write_space does on every TCP ack. The writer reads that
+// count after every write; while messages wait for acks and nothing else
+// happens, it polls it with a backoff.
 
 const (
-	ackPollMin   = 100 * time.Microsecond
-	ackPollMax   = 10 * time.Millisecond
-	ackCheckEach = 64 // messages between ack checks while streaming
-	tcpBufSize   = 64 << 10
+	ackPollMin = 100 * time.Microsecond
+	ackPollMax = 10 * time.Millisecond
+	tcpBufSize = 64 << 10
+	// tcpDirectMin is the payload size from which a payload goes out of
+	// (or comes in to) the message itself rather than the staging
+	// buffer: above it, a system call costs less than the copy.
+	tcpDirectMin = 2 << 10
+	// tcpBatchBytes and tcpBatchSegs bound one writev.
+	tcpBatchBytes = 256 << 10
+	tcpBatchSegs  = 64
 )
+
+// txBatch is the writer's gathered, not yet written bytes: segs point
+// into stage and into the payloads of held, whose references the writer
+// keeps until the bytes are in the socket.
+type txBatch struct {
+	stage []byte      // staging buffer, tcpBufSize; never grows
+	segs  net.Buffers // what one write hands to writev (consumed by it)
+	back  [][]byte    // the segments gathered so far
+	held  []*Message  // messages whose payload segs reference
+	bytes int         // len of all segs
+	// tail is the start in stage of the last segment while that segment
+	// is the staging buffer's tail (so the next copy extends it), or -1.
+	tail int
+}
+
+func newTxBatch() *txBatch {
+	return &txBatch{
+		stage: make([]byte, 0, tcpBufSize),
+		back:  make([][]byte, 0, tcpBatchSegs+2),
+		held:  make([]*Message, 0, tcpBatchSegs),
+		tail:  -1,
+	}
+}
+
+// fits reports whether a message with n payload bytes may join the batch.
+func (b *txBatch) fits(n int) bool {
+	if b.bytes == 0 {
+		return true // an empty stage has room for a header and a small payload
+	}
+	stageNeed := wire.HeaderLen
+	if n < tcpDirectMin {
+		stageNeed += n
+	}
+	return b.bytes+wire.HeaderLen+n <= tcpBatchBytes && len(b.back)+2 <= cap(b.back) &&
+		len(b.stage)+stageNeed <= cap(b.stage)
+}
+
+// add gathers header h and payload p of m; m is held when p is
+// referenced rather than copied.
+func (b *txBatch) add(m *Message, h, p []byte) {
+	b.copyIn(h)
+	if len(p) < tcpDirectMin {
+		b.copyIn(p)
+	} else {
+		b.back = append(b.back, p)
+		b.held = append(b.held, m)
+		b.tail = -1
+		m.refs.Add(1)
+	}
+	b.bytes += len(h) + len(p)
+}
+
+// copyIn copies p to the staging buffer's tail segment.
+func (b *txBatch) copyIn(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	if b.tail < 0 {
+		b.tail = len(b.stage)
+		b.back = append(b.back, nil)
+	}
+	b.stage = append(b.stage, p...)
+	b.back[len(b.back)-1] = b.stage[b.tail:]
+}
+
+// write hands the batch to the socket in one writev (more if the socket
+// takes it in parts), then empties it.
+func (b *txBatch) write(nc *net.TCPConn) error {
+	var err error
+	if b.bytes > 0 {
+		b.segs = b.back
+		_, err = b.segs.WriteTo(nc)
+	}
+	b.reset()
+	return err
+}
+
+// reset empties the batch and gives back the held references.
+func (b *txBatch) reset() {
+	for i, m := range b.held {
+		m.release()
+		b.held[i] = nil
+	}
+	clear(b.back)
+	b.stage, b.back, b.held, b.segs, b.bytes, b.tail = b.stage[:0], b.back[:0], b.held[:0], nil, 0, -1
+}
 
 func (c *tcpConn) routineSend() {
 	defer c.tp.tn.wg.Done()
 	p := c.tp.p
-	bw := bufio.NewWriterSize(c.nc, tcpBufSize)
+	b := newTxBatch()
+	c.batch = b
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	poll := ackPollMin
-	sinceCheck := 0
 	var err error
-	defer func() { c.writerExit(err) }()
+	defer func() {
+		b.reset()
+		c.writerExit(err)
+	}()
 	for {
 		m := p.NextTx()
 		if m == nil {
-			if bw.Buffered() > 0 {
-				if err = bw.Flush(); err != nil {
+			if b.bytes > 0 {
+				if err = b.write(c.nc); err != nil {
 					return
 				}
 			}
-			progress := c.checkAcks(bw)
-			sinceCheck = 0
+			progress := c.checkAcks()
 			if _, unacked := p.Pending(); unacked > 0 {
 				if progress {
 					poll = ackPollMin
@@ -55,40 +154,38 @@ func (c *tcpConn) routineSend() {
 			select {
 			case <-c.tp.kick:
 			case <-c.stop:
-				c.checkAcks(bw)
+				c.checkAcks()
 				return
 			case <-timer.C:
 			}
 			timer.Stop() // Go 1.23 timers: no stale tick to drain
 			continue
 		}
+		if !b.fits(len(m.buf)) {
+			if err = b.write(c.nc); err != nil {
+				p.TxDone(m)
+				return
+			}
+			c.checkAcks()
+		}
 		h := m.Header()
 		h.SetFlags(m.WireFlags())
-		if _, err = bw.Write(h); err == nil {
-			_, err = bw.Write(m.buf)
-		}
+		b.add(m, h, m.buf)
 		c.written += uint64(wire.HeaderLen + len(m.buf))
 		if !m.IsCongMap() {
 			m.SetAckKey(c.written)
 		}
 		p.TxDone(m)
-		if err != nil {
-			return
-		}
-		if sinceCheck++; sinceCheck >= ackCheckEach {
-			sinceCheck = 0
-			c.checkAcks(bw)
-		}
 	}
 }
 
-// checkAcks frees the messages TCP has acknowledged. Bytes still in bw
-// have not reached the socket, so they are subtracted too.
-func (c *tcpConn) checkAcks(bw *bufio.Writer) bool {
+// checkAcks frees the messages TCP has acknowledged. Bytes still in the
+// batch have not reached the socket, so they are subtracted too.
+func (c *tcpConn) checkAcks() bool {
 	if err := c.raw.Control(c.outqFn); err != nil || c.outqErr != nil {
 		return false
 	}
-	inKernel := c.written - uint64(bw.Buffered())
+	inKernel := c.written - uint64(c.batch.bytes)
 	if uint64(c.outq) > inKernel {
 		return false
 	}
