@@ -15,6 +15,11 @@
 #                  backend (Go socket API over AF_RDS): the cost of the Go API on the same kernel
 #   rds_go_*       cmd/rds-bench -backend tcp: rdsoverdat's tcp transport, one process per netns,
 #                  TCP port 16386 (rds_tcp holds 16385 in every namespace)
+#   raw_go_*       cmd/rds-bench -backend rawtcp: the same workload over one plain TCP connection
+#                  from Go (length-prefixed, buffered): the ceiling for any Go transport here
+# The Go binary runs from a copy in the VM's own tmpfs: from the 9p share every first touch of a
+# code page is a 9p read, which under TCG costs the process seconds of start-up and stalls its
+# first seconds of running. The sender starts once the receiver has created its -ready file.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd -P)
 CACHE=${LAB_CACHE:?LAB_CACHE must point at the lab cache}
@@ -26,12 +31,14 @@ GB=$REPO/bin/rds-bench
 [ -x "$RB" ] || { echo "rds-lab-bench.sh: no $RB (run the lab's setup.sh)" >&2; exit 1; }
 [ -x "$GB" ] || { echo "rds-lab-bench.sh: build $GB first (make rds-lab-bench does)" >&2; exit 1; }
 A=192.168.77.101 B=192.168.77.102
+TMP=$(mktemp -d)
+cp "$GB" "$TMP/rds-bench"; GB=$TMP/rds-bench
 
 res() { echo "RESULT $*"; }
 field() { sed -n "s|.*$1=\([0-9.]*\).*|\1|p" <<<"$2"; }
 
 ip netns add rdsA; ip netns add rdsB
-trap 'ip netns del rdsA 2>/dev/null; ip netns del rdsB 2>/dev/null' EXIT
+trap 'ip netns del rdsA 2>/dev/null; ip netns del rdsB 2>/dev/null; rm -rf "$TMP"' EXIT
 ip link add vA netns rdsA type veth peer name vB netns rdsB
 ip -n rdsA addr add $A/24 dev vA; ip -n rdsB addr add $B/24 dev vB
 for n in rdsA rdsB; do ip -n $n link set lo up; done
@@ -42,9 +49,13 @@ $RB pingpong 64 10 $NS >/dev/null   # bring the kernel's RDS/TCP connection up f
 gobench() { # BACKEND MODE SIZE: one rds-bench pair; prints the line with the figures
   local be=$1 mode=$2 sz=$3 out
   out=$(mktemp)
-  ip netns exec rdsB "$GB" -backend "$be" rx -bind $B:19011 -mode "$mode" -size "$sz" >"$out" 2>&1 &
+  rm -f "$TMP/ready"
+  ip netns exec rdsB "$GB" -backend "$be" rx -bind $B:19011 -mode "$mode" -size "$sz" -ready "$TMP/ready" >"$out" 2>&1 &
   local rx=$!
-  sleep 0.5   # the receiver binds (and the tcp backend listens) first
+  while [ ! -e "$TMP/ready" ]; do   # the receiver binds (and listens) first
+    kill -0 $rx 2>/dev/null || { cat "$out" >&2; return 1; }
+    sleep 0.05
+  done
   if [ "$mode" = tput ]; then
     ip netns exec rdsA "$GB" -backend "$be" tx -bind $A:19012 -to $B:19011 -mode tput -size "$sz" -secs "$SECS"
     wait $rx; cat "$out"
@@ -60,10 +71,13 @@ for r in $(seq "$REPS"); do
   o=$($RB tput 64 "$SECS" $NS); echo "$o" >&2;           res rds_kernel_rate_64 "$(field msgs/s "$o")" msg/s
   o=$(gobench kernel tput 64); echo "$o" >&2;             res rds_kapi_rate_64 "$(field msgs/s "$o")" msg/s
   o=$(gobench tcp tput 64); echo "$o" >&2;                res rds_go_rate_64 "$(field msgs/s "$o")" msg/s
+  o=$(gobench rawtcp tput 64); echo "$o" >&2;             res raw_go_rate_64 "$(field msgs/s "$o")" msg/s
   o=$($RB tput 65536 "$SECS" $NS); echo "$o" >&2;        res rds_kernel_tput_65536 "$(field MB/s "$o")" MB/s
   o=$(gobench kernel tput 65536); echo "$o" >&2;          res rds_kapi_tput_65536 "$(field MB/s "$o")" MB/s
   o=$(gobench tcp tput 65536); echo "$o" >&2;             res rds_go_tput_65536 "$(field MB/s "$o")" MB/s
+  o=$(gobench rawtcp tput 65536); echo "$o" >&2;          res raw_go_tput_65536 "$(field MB/s "$o")" MB/s
   o=$($RB pingpong 64 "$ITERS" $NS); echo "$o" >&2;      res rds_kernel_rtt_64 "$(field p50 "$o")" us_p50
   o=$(gobench kernel pingpong 64); echo "$o" >&2;         res rds_kapi_rtt_64 "$(field p50 "$o")" us_p50
   o=$(gobench tcp pingpong 64); echo "$o" >&2;            res rds_go_rtt_64 "$(field p50 "$o")" us_p50
+  o=$(gobench rawtcp pingpong 64); echo "$o" >&2;         res raw_go_rtt_64 "$(field p50 "$o")" us_p50
 done

@@ -1,10 +1,12 @@
 // Command rds-bench measures RDS message rate, throughput and round trip
 // with the workload of the lab's rdsbench.c, over either backend of
 // rdsoverdat: -backend tcp (rdsoverdat's tcp transport) or -backend
-// kernel (the host kernel's AF_RDS through the same Socket API). The two
-// ends are two processes, typically in two network namespaces:
+// kernel (the host kernel's AF_RDS through the same Socket API); -backend
+// rawtcp runs the same workload over one plain TCP connection, the
+// ceiling for a Go transport over the same kernel TCP. The two ends are
+// two processes, typically in two network namespaces:
 //
-//	rds-bench -backend tcp rx -bind 192.168.77.102:19001 -mode tput
+//	rds-bench -backend tcp rx -bind 192.168.77.102:19001 -mode tput -size 64 -ready /tmp/rx.ready
 //	rds-bench -backend tcp tx -bind 192.168.77.101:19002 -to 192.168.77.102:19001 -mode tput -size 64 -secs 3
 //
 // tput: the sender sends -size byte messages for -secs (a multiple of 64
@@ -18,7 +20,9 @@
 // Sends that fail with ENOBUFS or EAGAIN are retried after 50 µs, as
 // rdsbench does. The tcp backend listens on -port (default 16386: the
 // kernel's rds_tcp holds 16385 in every namespace of the lab VM), so both
-// ends must be rds-bench.
+// ends must be rds-bench. The receiver creates the -ready file once it is
+// bound (a Go program starts in seconds under TCG, so a script waits for
+// the file rather than sleeping); -cpuprofile writes a pprof CPU profile.
 package main
 
 import (
@@ -27,7 +31,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"slices"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -35,11 +39,12 @@ import (
 )
 
 func main() {
-	backend := flag.String("backend", "tcp", "tcp (rdsoverdat) or kernel (AF_RDS)")
+	backend := flag.String("backend", "tcp", "tcp (rdsoverdat), kernel (AF_RDS) or rawtcp (plain TCP, the baseline)")
 	port := flag.Int("port", 16386, "TCP port of the tcp backend")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	if flag.NArg() < 1 {
-		fmt.Fprintln(os.Stderr, "usage: rds-bench [-backend tcp|kernel] rx|tx [flags]")
+		fmt.Fprintln(os.Stderr, "usage: rds-bench [-backend tcp|kernel|rawtcp] rx|tx [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(flag.Arg(0), flag.ExitOnError)
@@ -49,10 +54,45 @@ func main() {
 	size := fs.Int("size", 64, "message size")
 	secs := fs.Float64("secs", 3, "tput: seconds to send")
 	iters := fs.Int("iters", 2000, "pingpong: timed round trips")
+	ready := fs.String("ready", "", "rx: create this file once bound (and listening), for a script to wait on")
 	fs.Parse(flag.Args()[1:])
+
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fail(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	a, err := netip.ParseAddrPort(*bind)
+	if err != nil {
+		fail(err)
+	}
+	buf := make([]byte, max(*size, 64))
+	var dst netip.AddrPort
+	if flag.Arg(0) == "tx" {
+		if dst, err = netip.ParseAddrPort(*to); err != nil {
+			fail(err)
+		}
+	}
+	d := time.Duration(*secs * float64(time.Second))
 
 	cfg := rdsoverdat.Config{SendBuffer: 16 << 20, RecvBuffer: 16 << 20}
 	switch *backend {
+	case "rawtcp":
+		switch flag.Arg(0) {
+		case "rx":
+			err = rawRx(a, buf, *mode, *ready)
+		case "tx":
+			err = rawTx(dst, buf[:*size], *mode, d, *iters)
+		default:
+			err = fmt.Errorf("unknown role %q", flag.Arg(0))
+		}
+		if err != nil {
+			fail(err)
+		}
+		return
 	case "tcp":
 		cfg.Transports = []rdsoverdat.Transport{rdsoverdat.TCP(rdsoverdat.TCPConfig{Port: *port})}
 	case "kernel":
@@ -66,25 +106,20 @@ func main() {
 	if err := s.SetOption(rdsoverdat.TransportOption(rdsoverdat.TransTCP)); err != nil {
 		fail(err)
 	}
-	a, err := netip.ParseAddrPort(*bind)
-	if err != nil {
-		fail(err)
-	}
 	if err := s.Bind(a); err != nil {
 		fail(err)
 	}
-	buf := make([]byte, max(*size, 64))
 	switch flag.Arg(0) {
 	case "rx":
+		if err := markReady(*ready); err != nil {
+			fail(err)
+		}
 		err = rx(s, buf, *mode)
 	case "tx":
-		var dst netip.AddrPort
-		if dst, err = netip.ParseAddrPort(*to); err == nil {
-			if *mode == "tput" {
-				err = tput(s, dst, buf[:*size], time.Duration(*secs*float64(time.Second)))
-			} else {
-				err = pingpong(s, dst, buf[:*size], *iters)
-			}
+		if *mode == "tput" {
+			err = tput(s, dst, buf[:*size], d)
+		} else {
+			err = pingpong(s, dst, buf[:*size], *iters)
 		}
 	default:
 		err = fmt.Errorf("unknown role %q", flag.Arg(0))
@@ -95,6 +130,14 @@ func main() {
 	if retries > 0 {
 		fmt.Fprintf(os.Stderr, "rds-bench %s: %d sends retried (ENOBUFS/EAGAIN)\n", flag.Arg(0), retries)
 	}
+}
+
+// markReady creates the -ready file, if any.
+func markReady(path string) error {
+	if path == "" {
+		return nil
+	}
+	return os.WriteFile(path, nil, 0o644)
 }
 
 func fail(err error) {
@@ -211,12 +254,6 @@ func pingpong(s *rdsoverdat.Socket, dst netip.AddrPort, p []byte, iters int) err
 	if err := finish(s, dst); err != nil {
 		return err
 	}
-	var sum float64
-	for _, v := range rtt {
-		sum += v
-	}
-	slices.Sort(rtt)
-	fmt.Printf("pingpong size=%d iters=%d rtt_us avg=%.1f min=%.1f p50=%.1f p99=%.1f\n", len(p), iters,
-		sum/float64(iters), rtt[0], rtt[iters/2], rtt[iters*99/100])
+	printRTT(len(p), rtt)
 	return nil
 }
