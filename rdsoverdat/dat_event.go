@@ -1,6 +1,8 @@
 package rdsoverdat
 
 import (
+	"runtime"
+
 	"github.com/godapl/godapl/dat"
 )
 
@@ -80,6 +82,9 @@ func (dn *datNode) flushWakes() {
 			e.kick()
 		}
 	}
+	// A receiver woken by this batch may answer at once, and its reply
+	// carries the ack: let it run before deciding on ack-only frames.
+	runtime.Gosched()
 	for i, e := range dn.wakes {
 		e.queued = false
 		e.sendAck()

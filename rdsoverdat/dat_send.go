@@ -58,6 +58,7 @@ type datEP struct {
 	txm        *Message    // message being fragmented
 	txOff      int         // payload bytes of txm already posted
 	txPosted   uint64      // fragments posted
+	txDrained  bool        // the queue was empty when txm was taken
 	sinceAck   int         // messages since the last ACK_REQUIRED
 	sinceBytes int
 	iov        [1]dat.LMRTriplet
@@ -141,7 +142,7 @@ func (e *datEP) xmit() {
 			}
 			if last {
 				flags |= dat.CompletionSolicitedWait
-				if q, _ := p.Pending(); q == 0 {
+				if e.txDrained {
 					flags &^= dat.CompletionSuppress
 				}
 			}
@@ -195,7 +196,8 @@ func (e *datEP) prepare(m *Message) {
 		e.sinceAck++
 		e.sinceBytes += len(m.buf)
 		q, _ := e.dp.p.Pending()
-		if m.AckRequired() || q == 0 || e.sinceAck >= datMaxUnackedPackets || e.sinceBytes >= datMaxUnackedBytes {
+		e.txDrained = q == 0
+		if m.AckRequired() || e.txDrained || e.sinceAck >= datMaxUnackedPackets || e.sinceBytes >= datMaxUnackedBytes {
 			f |= wire.FlagAckRequired
 			e.sinceAck, e.sinceBytes = 0, 0
 		}
