@@ -2,6 +2,7 @@ package rdsoverdat
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"flag"
 	"fmt"
@@ -9,6 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/ep"
+	"github.com/godapl/godapl/dat/evd"
+	"github.com/godapl/godapl/dat/ia"
+	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/rdsoverdat/wire"
+	"github.com/godapl/godapl/verbs"
 	"github.com/godapl/godapl/verbs/mem"
 	"pgregory.net/rapid"
 )
@@ -309,5 +317,135 @@ func TestDATCloseWithTraffic(t *testing.T) {
 		st.Close()
 		<-done
 		<-done
+	})
+}
+
+// A peer that breaks the fragment rules (a fragment of another message
+// while one is in reassembly) gets its connection reset and counted;
+// the node keeps serving its other connections.
+func TestDATProtocolError(t *testing.T) {
+	leakCheck(t)
+	fabric := mem.New()
+	st := datStack(t, DATConfig{Provider: fabric})
+	as := testAddrs(3)
+	b := mustBind(t, st, ap(as[0], 0))
+	good := mustBind(t, st, ap(as[1], 0))
+
+	// A raw DAT peer on as[2], speaking the private data correctly.
+	reg, err := dat.NewRegistry([]verbs.Provider{fabric}, []dat.Entry{{Name: "raw", Provider: "mem", Device: mem.DeviceName, Addr: as[2]}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawIA, err := ia.OpenIn(reg, "raw", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rawIA.Close(dat.CloseAbrupt)
+	pz, _ := rawIA.CreatePZ()
+	ev, _ := evd.Create(rawIA, 64, nil, dat.EVDDTO|dat.EVDConnection)
+	buf, err := lmr.Alloc(rawIA, pz, 32*datSlot, dat.MemPrivLocalRead|dat.MemPrivLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ep.Create(rawIA, pz, ev, ev, ev, &dat.EPAttr{MaxRecvDTOs: 16, MaxRequestDTOs: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 16 { // room for the node's congestion map and probe
+		if err := rep.PostRecv([]dat.LMRTriplet{buf.Triplet((16+i)*datSlot, datSlot)}, dat.DTOCookie(i), dat.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pd [datPrivateLen]byte
+	encodeDatPrivate(pd[:], as[2], as[0], 0, 16)
+	if err := rep.Connect(as[0], wire.RDMAPort, 5*time.Second, pd[:], dat.QoSBestEffort, dat.ConnectDefault); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent := func(want dat.EventNumber) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for {
+			e, _, err := ev.Wait(ctx, 1)
+			if err != nil {
+				t.Fatalf("waiting for %v: %v", want, err)
+			}
+			if e.Number == want {
+				return
+			}
+		}
+	}
+	waitEvent(dat.ConnectionEventEstablished)
+
+	// First fragment of message 1, then a fragment of message 2.
+	dport := b.BoundAddr().Port()
+	f1 := datFrames(&wire.Fields{Sequence: 1, Sport: 77, Dport: wire.Port(dport)}, make([]byte, 5000), 0)[0]
+	f2 := datFrames(&wire.Fields{Sequence: 2, Sport: 77, Dport: wire.Port(dport)}, make([]byte, 100), 0)[0]
+	copy(buf.Bytes(), f1)
+	copy(buf.Bytes()[datSlot:], f2)
+	for i, f := range [][]byte{f1, f2} {
+		if err := rep.PostSend([]dat.LMRTriplet{buf.Triplet(i*datSlot, len(f))}, dat.DTOCookie(100+i), dat.CompletionSuppress); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitEvent(dat.ConnectionEventDisconnected)
+	if s := st.Node(as[0]).Stats(); s.RecvDropBadHeader == 0 || s.RecvDelivered != 0 {
+		t.Errorf("bad fragment not counted, or delivered: %+v", s)
+	}
+	// The node still serves its other peers.
+	if _, err := good.SendTo([]byte("still here"), b.BoundAddr(), 0); err != nil {
+		t.Fatal(err)
+	}
+	rb := make([]byte, 32)
+	if n, from := recvTimeout(t, b, rb, 5*time.Second); string(rb[:n]) != "still here" || from != good.BoundAddr() {
+		t.Fatalf("got %q from %v", rb[:n], from)
+	}
+	rep.Free()
+}
+
+// Both nodes send first at the same moment: both connect, the smaller
+// address's connection wins, and every message arrives once.
+func TestDATSimultaneousConnect(t *testing.T) {
+	forDAT(t, func(t *testing.T, cfg func() DATConfig) {
+		leakCheck(t)
+		for range 5 {
+			st := NewStack(Config{Transports: []Transport{DAT(cfg())}})
+			as := testAddrs(2)
+			s := [2]*Socket{st.Socket(), st.Socket()}
+			for i := range s {
+				if err := s[i].Bind(ap(as[i], 0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := make(chan struct{})
+			errc := make(chan error, 2)
+			for i := range s {
+				go func() {
+					<-start
+					for k := range 20 {
+						if _, err := s[i].SendTo([]byte{byte(k)}, s[1-i].BoundAddr(), 0); err != nil {
+							errc <- err
+							return
+						}
+					}
+					errc <- nil
+				}()
+			}
+			close(start)
+			buf := make([]byte, 8)
+			for i := range s {
+				for k := range 20 {
+					if n, _ := recvTimeout(t, s[i], buf, 10*time.Second); n != 1 || buf[0] != byte(k) {
+						t.Fatalf("node %d: got %v, want %d", i, buf[:n], k)
+					}
+				}
+			}
+			for range s {
+				if err := <-errc; err != nil {
+					t.Fatal(err)
+				}
+			}
+			st.Close()
+		}
 	})
 }
