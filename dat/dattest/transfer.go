@@ -296,6 +296,36 @@ var dtoTests = []testCase{
 		waitConn(t, srv.EVD, dat.ConnectionEventDisconnected)
 		waitConn(t, cli.EVD, dat.ConnectionEventDisconnected)
 	}},
+	{"SuppressedErrors", func(t *testing.T, e *env) {
+		// COMPLETION_SUPPRESS hides successful completions only: a failed
+		// DTO, and one flushed after the failure, still complete with
+		// their cookies (DAT 2.0, dat_ep_post_rdma_write(3)).
+		srv, cli := NewSide(t, e.a, 4096), NewSide(t, e.b, 4096)
+		sep, cep := Connect(t, srv, cli, nil)
+		if err := cep.PostRDMAWrite([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, 1, srv.Buf.RMRTriplet(0, 8), dat.CompletionSuppress); err != nil {
+			t.Fatal(err)
+		}
+		syncSend(t, srv, cli, sep, cep)
+		ExpectEmpty(t, cli.EVD)
+		// A Read waits for the peer's answer, so its failure is its own
+		// (a Write completes once sent; the peer's Terminate comes later).
+		bad := srv.Buf.RMRTriplet(0, 8)
+		bad.RMRContext ^= 0x5a // a key the peer never handed out
+		if err := cep.PostRDMARead([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, 2, bad, dat.CompletionSuppress); err != nil {
+			t.Fatal(err)
+		}
+		ev := Next(t, cli.EVD)
+		if ev.Number != dat.DTOCompletionEvent || ev.DTO.Cookie != 2 || ev.DTO.Op != dat.DTORDMARead || ev.DTO.Status == dat.DTOSuccess {
+			t.Fatalf("suppressed read from a bad key: %v %+v, want its failure", ev.Number, ev.DTO)
+		}
+		waitConnEvent(t, cli.EVD, cep)
+		// Posted on the dead connection: flushed at once, and reported.
+		if err := cep.PostSend([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, 3, dat.CompletionSuppress); err != nil {
+			t.Fatal(err)
+		}
+		ExpectDTO(t, cli.EVD, 3, dat.DTOErrFlushed)
+		waitConnEvent(t, srv.EVD, sep)
+	}},
 	{"SendWithoutReceive", func(t *testing.T, e *env) {
 		srv, cli := NewSide(t, e.a, 4096), NewSide(t, e.b, 4096)
 		sep, cep := Connect(t, srv, cli, nil)
