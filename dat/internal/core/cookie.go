@@ -156,35 +156,18 @@ type owner struct {
 	recv cookieTable
 }
 
-// ownerChunkLen is the number of entries of one chunk of the owner table.
-const ownerChunkLen = 256
-
-type ownerChunk [ownerChunkLen]atomic.Pointer[owner]
-
-// ownerTable maps the owner index of a work request ID to its owner. It
-// is read on every completion without a lock: a directory of fixed
-// chunks, the directory replaced whole when it grows, the entries
-// atomic pointers. Writers (EP and SRQ create and free) take mu.
+// ownerTable maps the owner index of a work request ID to its owner: read
+// on every completion without a lock (see atomicTable); writers (EP and
+// SRQ create and free) take mu.
 type ownerTable struct {
+	atomicTable[owner]
 	mu   sync.Mutex
-	dir  atomic.Pointer[[]*ownerChunk]
 	n    uint32   // indexes handed out; index 0 is never used +checklocks:mu
 	free []uint32 // indexes to reuse +checklocks:mu
 }
 
 func (t *ownerTable) init() {
-	dir := []*ownerChunk{new(ownerChunk)}
-	t.dir.Store(&dir)
 	t.n = 1 // a zero work request ID names nothing
-}
-
-// entry returns the entry of index idx, nil if there is none.
-func (t *ownerTable) entry(idx uint64) *atomic.Pointer[owner] {
-	dir := *t.dir.Load()
-	if c := idx / ownerChunkLen; c < uint64(len(dir)) {
-		return &dir[c][idx%ownerChunkLen]
-	}
-	return nil
 }
 
 // addOwner installs o and sets its id.
@@ -205,12 +188,8 @@ func (ia *IA) addOwnerOp(op string, o *owner) error {
 		}
 		idx = t.n
 		t.n++
-		if dir := *t.dir.Load(); int(idx/ownerChunkLen) >= len(dir) {
-			grown := append(dir[:len(dir):len(dir)], new(ownerChunk))
-			t.dir.Store(&grown)
-		}
 	}
-	e := t.entry(uint64(idx))
+	e := t.grow(uint64(idx))
 	gen := uint64(1)
 	if prev := e.Load(); prev != nil {
 		gen = (prev.id>>wrGenShift + 1) & 0xff
@@ -227,7 +206,7 @@ func (ia *IA) removeOwner(o *owner) {
 	t := &ia.owners
 	t.mu.Lock()
 	idx := uint32(o.id >> wrOwnerShift)
-	if e := t.entry(uint64(idx)); e != nil && e.Load() == o {
+	if e := t.at(uint64(idx)); e != nil && e.Load() == o {
 		e.Store(&owner{id: o.id})
 		t.free = append(t.free, idx)
 	}
@@ -236,7 +215,7 @@ func (ia *IA) removeOwner(o *owner) {
 
 // lookupOwner returns the live owner of a work request ID.
 func (ia *IA) lookupOwner(id uint64) *owner {
-	e := ia.owners.entry(id >> wrOwnerShift)
+	e := ia.owners.at(id >> wrOwnerShift)
 	if e == nil {
 		return nil
 	}

@@ -52,8 +52,11 @@ type IA struct {
 	byQPN map[uint32]*EP // +checklocks:ownMu
 
 	memMu sync.RWMutex
-	lmrs  map[dat.LMRContext]*LMR // +checklocks:memMu
-	rmrs  map[dat.RMRContext]*RMR // +checklocks:memMu
+	// lmrs finds an LMR by the STag index of its context (the context's
+	// upper 24 bits: the verbs key byte is the low 8) without a lock, as
+	// every DTO segment does; entries are written under memMu.
+	lmrs atomicTable[LMR]
+	rmrs map[dat.RMRContext]*RMR // +checklocks:memMu
 
 	hookMu sync.Mutex
 	hooks  map[any]func(verbs.AsyncEvent) // verbs object → handler +checklocks:hookMu
@@ -73,7 +76,6 @@ func OpenIA(entry dat.Entry, dev verbs.Device, asyncQLen int) (*IA, error) {
 		children:  make(map[*Object]child),
 		psps:      make(map[*SP]struct{}),
 		byQPN:     make(map[uint32]*EP),
-		lmrs:      make(map[dat.LMRContext]*LMR),
 		rmrs:      make(map[dat.RMRContext]*RMR),
 		hooks:     make(map[any]func(verbs.AsyncEvent)),
 		asyncDone: make(chan struct{}),

@@ -104,7 +104,7 @@ func CreateLMR(ia *IA, pz *PZ, buf []byte, mem *verbs.Mem, memType dat.MemType, 
 	}
 	pz.Use()
 	ia.memMu.Lock()
-	ia.lmrs[l.ctx] = l
+	ia.lmrs.grow(stagIndex(l.ctx)).Store(l)
 	ia.memMu.Unlock()
 	return l, nil
 }
@@ -175,8 +175,8 @@ func (l *LMR) Free() error {
 func (l *LMR) finish() {
 	l.freed.Store(true)
 	l.ia.memMu.Lock()
-	if l.ia.lmrs[l.ctx] == l {
-		delete(l.ia.lmrs, l.ctx)
+	if e := l.ia.lmrs.at(stagIndex(l.ctx)); e != nil && e.Load() == l {
+		e.Store(nil)
 	}
 	l.ia.memMu.Unlock()
 	l.pz.Unuse()
@@ -197,11 +197,19 @@ func (l *LMR) destroy() {
 
 // lookupLMR returns the live LMR with context c.
 func (ia *IA) lookupLMR(c dat.LMRContext) *LMR {
-	ia.memMu.RLock()
-	l := ia.lmrs[c]
-	ia.memMu.RUnlock()
-	return l
+	e := ia.lmrs.at(stagIndex(c))
+	if e == nil {
+		return nil
+	}
+	if l := e.Load(); l != nil && l.ctx == c {
+		return l
+	}
+	return nil
 }
+
+// stagIndex is the STag index of an LMR context: the verbs lkey without
+// its 8-bit key.
+func stagIndex(c dat.LMRContext) uint64 { return uint64(c) >> 8 }
 
 // CheckLocal validates one local triplet of a DTO on an EP in pz and
 // returns the SGE it stands for. need is MemPrivLocalRead for data that
