@@ -314,3 +314,9 @@ func exact(t *testing.T, c counts, snd report, rcvs ...report) {
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
+
+// runHost runs a command in this process's own namespace.
+func runHost(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	return string(out), err
+}
