@@ -128,10 +128,16 @@ func openTun(ns *NS, name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "tun:"+name), nil
 }
 
-// Impair replaces the link's faults; packets already queued keep the
-// schedule they got.
+// Impair replaces the link's faults. The new settings apply to the
+// packets already queued too: none waits longer than the new Delay, and
+// the rate limit starts afresh, so clearing a slow link does not leave
+// seconds of backlog on its old schedule (tc deletes a netem queue along
+// with the qdisc).
 func (l *TunLink) Impair(imp Impairment) error {
 	l.imp.Store(&imp)
+	for _, d := range l.dirs {
+		d.reschedule(time.Now().Add(imp.Delay))
+	}
 	return nil
 }
 
@@ -256,6 +262,23 @@ func (d *tunDir) admit(pkt []byte, now time.Time) {
 		d.order++
 		heap.Push(&d.q, queuedPkt{at: at, order: d.order, b: pkt})
 	}
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// reschedule pulls every queued packet due after latest forward to it.
+func (d *tunDir) reschedule(latest time.Time) {
+	d.mu.Lock()
+	for i := range d.q {
+		if d.q[i].at.After(latest) {
+			d.q[i].at = latest
+		}
+	}
+	heap.Init(&d.q)
+	d.txFree = time.Time{}
+	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
 	default:
