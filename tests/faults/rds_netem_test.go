@@ -37,7 +37,7 @@ func TestRDSImpairedLink(t *testing.T) {
 		return float64(rcv.at(to).Received-rcv.at(from).Received) / to.Sub(from).Seconds()
 	}
 	type phase struct {
-		imp                  netns.Impairment
+		imp                   netns.Impairment
 		before, during, after float64
 	}
 	var phases []phase
