@@ -5,6 +5,7 @@ package faults
 // restarted.
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -19,6 +20,22 @@ func receiverConf(r *rig) roleConf {
 	return roleConf{Local: r.addrB, Sockets: 4, Size: 1024}
 }
 
+// midStream waits until the receiver has taken another 500 messages, so
+// that the next fault hits a connection that is carrying traffic.
+func midStream(t *testing.T, rcv *child) {
+	t.Helper()
+	from := rcv.last().Received
+	rcv.waitFor("traffic", 30*time.Second, func(r report) bool { return r.Received >= from+500 })
+}
+
+// stopAndDrain stops a sender that runs until told, then drains as drain.
+func stopAndDrain(t *testing.T, snd, rcv *child) (report, report) {
+	t.Helper()
+	s := snd.stop(60 * time.Second)
+	rcv.waitFor("all messages", 30*time.Second, func(r report) bool { return r.Received >= s.Sent })
+	return s, rcv.stop(10 * time.Second)
+}
+
 // drain waits for the sender to finish (everything acknowledged) and for
 // the receiver to have read all of it, then stops the receiver.
 func drain(t *testing.T, snd, rcv *child) (report, report) {
@@ -29,69 +46,69 @@ func drain(t *testing.T, snd, rcv *child) (report, report) {
 }
 
 func TestRDSConnReset(t *testing.T) {
+	t.Parallel() // own namespaces; the time is mostly waiting
 	r := newRig(t, false)
-	d := scale(2*time.Second, 20*time.Second)
+	faults := scale(3, 30)
 	rcv := startChild(t, r.b, "rds-recv", receiverConf(r))
 	start := time.Now()
-	snd := startChild(t, r.a, "rds-send", senderConf(r, d))
+	snd := startChild(t, r.a, "rds-send", senderConf(r, 0))
 
-	resets := 0
-	for time.Since(start) < d-300*time.Millisecond {
-		time.Sleep(300 * time.Millisecond)
-		resets += resetTCP(t, r.a)
+	destroyed := 0
+	for range faults {
+		midStream(t, rcv)
+		destroyed += resetTCP(t, r.a)
 	}
-	s, rc := drain(t, snd, rcv)
-	c := tally("tcp reset (ss -K every 300 ms)", time.Since(start), s, rc)
+	s, rc := stopAndDrain(t, snd, rcv)
+	c := tally(fmt.Sprintf("tcp reset (ss -K) x%d mid-stream", faults), time.Since(start), s, rc)
+	c.Extra = fmt.Sprintf("sockets-destroyed=%d", destroyed)
 	exact(t, c, s, rc)
-	if resets == 0 || s.Resets == 0 {
-		t.Errorf("ss -K destroyed %d sockets, the sender saw %d resets: the fault did not happen", resets, s.Resets)
+	if destroyed < faults || s.Resets == 0 {
+		t.Errorf("ss -K destroyed %d sockets, the sender saw %d resets: the fault did not happen", destroyed, s.Resets)
 	}
 }
 
 func TestRDSLinkDownUp(t *testing.T) {
+	t.Parallel() // own namespaces; the time is mostly waiting
 	r := newRig(t, false)
-	d := scale(2500*time.Millisecond, 20*time.Second)
+	outages := scale(2, 20)
 	rcv := startChild(t, r.b, "rds-recv", receiverConf(r))
 	start := time.Now()
-	snd := startChild(t, r.a, "rds-send", senderConf(r, d))
+	snd := startChild(t, r.a, "rds-send", senderConf(r, 0))
 
-	outages := 0
-	for time.Since(start) < d-800*time.Millisecond {
-		time.Sleep(300 * time.Millisecond)
-		before := rcv.last().Received
+	for range outages {
+		midStream(t, rcv)
 		if err := r.veth.SetUp(false); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(400 * time.Millisecond)
-		during := rcv.last().Received
 		if err := r.veth.SetUp(true); err != nil {
 			t.Fatal(err)
 		}
-		outages++
-		t.Logf("outage %d: %d received before, %d at its end", outages, before, during)
 	}
-	s, rc := drain(t, snd, rcv)
-	c := tally("veth down 400 ms / up", time.Since(start), s, rc)
+	s, rc := stopAndDrain(t, snd, rcv)
+	c := tally(fmt.Sprintf("veth down 400 ms then up, x%d mid-stream", outages), time.Since(start), s, rc)
 	exact(t, c, s, rc)
 }
 
 func TestRDSPeerRestart(t *testing.T) {
+	t.Parallel() // own namespaces; the time is mostly waiting
 	r := newRig(t, false)
-	d := scale(2500*time.Millisecond, 20*time.Second)
+	restarts := scale(2, 10)
 	rcv := startChild(t, r.b, "rds-recv", receiverConf(r))
 	start := time.Now()
-	snd := startChild(t, r.a, "rds-send", senderConf(r, d))
+	snd := startChild(t, r.a, "rds-send", senderConf(r, 0))
 
 	var killed []report
-	for time.Since(start) < d-800*time.Millisecond {
-		rcv.waitFor("traffic", 10*time.Second, func(r report) bool { return r.Received > 1000 })
+	for range restarts {
+		rcv.waitFor("traffic", 30*time.Second, func(r report) bool { return r.Received > 1000 })
 		last := rcv.last()
 		rcv.kill()
 		killed = append(killed, last)
 		time.Sleep(200 * time.Millisecond)
 		rcv = startChild(t, r.b, "rds-recv", receiverConf(r))
 	}
-	s := snd.wait(60 * time.Second)
+	midStream(t, rcv)
+	s := snd.stop(60 * time.Second)
 	// What the dead receivers had read but not reported, and what TCP had
 	// acknowledged into their buffers, is gone with them; the sender must
 	// still retire every message (acknowledged or flushed) and the live

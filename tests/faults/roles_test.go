@@ -33,12 +33,21 @@ var roles = map[string]func() error{
 
 // roleConf configures a child.
 type roleConf struct {
-	Local   netip.Addr // the node's address
-	Peer    netip.Addr // the receiver (senders only)
-	Sockets int        // sockets of this node
-	Dests   int        // receiver sockets (senders only): sender i sends to port basePort+i%Dests
-	Size    int        // payload bytes per message (≥ 12)
-	Count   int        // messages per sender socket (0: until Stop or Duration)
+	Local netip.Addr // the node's address
+	Peer  netip.Addr // the receiver (senders only)
+	// Locals are more node addresses: a receiver binds Sockets sockets
+	// on each of Local and Locals (64 nodes in one process).
+	Locals []netip.Addr
+	// Peers, for a sender, replaces Peer by several receiving nodes:
+	// socket i sends to Peers[i%len(Peers)].
+	Peers   []netip.Addr
+	Sockets int // sockets of this node
+	Dests   int // receiver sockets (senders only): sender i sends to port basePort+i%Dests
+	Size    int // payload bytes per message (≥ 12), the largest with VarySize
+	// VarySize makes message sizes vary between 12 bytes and Size, as
+	// rds-stress traffic does.
+	VarySize bool
+	Count    int // messages per sender socket (0: until Stop or Duration)
 	// Duration bounds a sender's sending time (0: Count decides).
 	Duration time.Duration
 	// Pace limits each sender socket to one message per Pace (0: flat out).
@@ -66,6 +75,7 @@ type report struct {
 	// Receiver.
 	Received, Duplicates, OutOfOrder, Gaps, Corrupt, DupsDropped uint64
 	// Both.
+	CongBlocked, QueueFull       uint64 // senders that waited on congestion / SO_SNDBUF
 	Goroutines, LeakedGoroutines int
 	RSS                          int64 // bytes
 	Err                          string
@@ -160,9 +170,16 @@ func checkMsg(b []byte) (sender uint32, seq uint64, ok bool) {
 }
 
 func newStack(c roleConf) *rdsoverdat.Stack {
+	// The node addresses are known: answering IsLocal from them spares
+	// every bind an rtnetlink round trip (thousands of sockets).
+	local := map[netip.Addr]bool{c.Local: true}
+	for _, a := range c.Locals {
+		local[a] = true
+	}
 	return rdsoverdat.NewStack(rdsoverdat.Config{
 		Transports: []rdsoverdat.Transport{rdsoverdat.TCP(rdsoverdat.TCPConfig{ReconnectMax: 200 * time.Millisecond})},
 		RecvBuffer: c.RecvBuffer,
+		IsLocal:    func(a netip.Addr) (bool, error) { return local[a], nil },
 	})
 }
 
@@ -178,11 +195,14 @@ func roleRecv() error {
 	base := runtime.NumGoroutine()
 	rep := newReporter()
 	st := newStack(c)
-	socks := make([]*rdsoverdat.Socket, c.Sockets)
-	for i := range socks {
-		socks[i] = st.Socket()
-		if err := socks[i].Bind(netip.AddrPortFrom(c.Local, uint16(basePort+i))); err != nil {
-			return err
+	var socks []*rdsoverdat.Socket
+	for _, addr := range append([]netip.Addr{c.Local}, c.Locals...) {
+		for i := range c.Sockets {
+			s := st.Socket()
+			if err := s.Bind(netip.AddrPortFrom(addr, uint16(basePort+i))); err != nil {
+				return err
+			}
+			socks = append(socks, s)
 		}
 	}
 
@@ -209,7 +229,7 @@ func roleRecv() error {
 					continue
 				}
 				_, seq, ok := checkMsg(buf[:n])
-				if !ok || n != c.Size {
+				if !ok || (n != c.Size && !c.VarySize) {
 					corrupt.Add(1)
 				}
 				mu.Lock()
@@ -241,8 +261,10 @@ func roleRecv() error {
 	}
 	snapshot := func(kind string) report {
 		var ns rdsoverdat.NodeStats
-		if n := st.Node(c.Local); n != nil {
-			ns = n.Stats()
+		for _, n := range st.Nodes() {
+			s := n.Stats()
+			ns.RecvDropOldSeq += s.RecvDropOldSeq
+			ns.ConnReset += s.ConnReset
 		}
 		return report{Kind: kind, Received: received.Load(), Duplicates: dups.Load(), OutOfOrder: ooo.Load(),
 			Gaps: gaps.Load(), Corrupt: corrupt.Load(), DupsDropped: ns.RecvDropOldSeq, Resets: ns.ConnReset}
@@ -317,11 +339,18 @@ func roleSend() error {
 		go func() {
 			defer wg.Done()
 			dst := netip.AddrPortFrom(c.Peer, uint16(basePort+i%max(c.Dests, 1)))
+			if n := len(c.Peers); n > 0 {
+				dst = netip.AddrPortFrom(c.Peers[i%n], uint16(basePort+(i/n)%max(c.Dests, 1)))
+			}
 			buf := make([]byte, c.Size)
 			for seq := uint64(0); (c.Count == 0 || seq < uint64(c.Count)) && !quit.Load(); {
-				fillMsg(buf, uint32(i), seq)
+				msg := buf
+				if c.VarySize {
+					msg = buf[:msgHeader+int(seq*7919+uint64(i)*104729)%(c.Size-msgHeader+1)]
+				}
+				fillMsg(msg, uint32(i), seq)
 				s.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
-				if _, err := s.SendTo(buf, dst, 0); err != nil {
+				if _, err := s.SendTo(msg, dst, 0); err != nil {
 					if errors.Is(err, os.ErrDeadlineExceeded) {
 						continue // congested or full: look at quit, then wait again
 					}
@@ -349,7 +378,7 @@ func roleSend() error {
 		}
 		return report{Kind: kind, Sent: sent.Load(), Acked: ns.SendDropAcked, Retransmitted: ns.SendRetransmit,
 			Canceled: ns.SendCanceled, Flushed: ns.SendFlushed, SendErrors: sendErrs.Load(),
-			Unacked: unacked, Resets: ns.ConnReset}
+			Unacked: unacked, Resets: ns.ConnReset, CongBlocked: ns.CongSendBlocked, QueueFull: ns.SendQueueFull}
 	}
 	rep.send(report{Kind: "ready"})
 	sendersDone := make(chan struct{})
