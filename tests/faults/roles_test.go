@@ -59,6 +59,10 @@ type roleConf struct {
 	ReadPause  time.Duration
 	PauseAfter int
 	RecvBuffer int // SO_RCVBUF of the receiver's sockets (0: default)
+	// Transport is "tcp" (default) or "dat" (RDS over DAT over
+	// soft-iWARP); RecvDepth sizes the dat transport's SRQ (0: default).
+	Transport string
+	RecvDepth int
 }
 
 const basePort = 4000
@@ -76,6 +80,7 @@ type report struct {
 	Received, Duplicates, OutOfOrder, Gaps, Corrupt, DupsDropped uint64
 	// Both.
 	CongBlocked, QueueFull       uint64 // senders that waited on congestion / SO_SNDBUF
+	CreditStalls                 uint64 // dat: sends that waited for the peer's credits
 	Goroutines, LeakedGoroutines int
 	RSS                          int64 // bytes
 	Err                          string
@@ -176,8 +181,12 @@ func newStack(c roleConf) *rdsoverdat.Stack {
 	for _, a := range c.Locals {
 		local[a] = true
 	}
+	tr := rdsoverdat.TCP(rdsoverdat.TCPConfig{ReconnectMax: 200 * time.Millisecond})
+	if c.Transport == "dat" {
+		tr = rdsoverdat.DAT(rdsoverdat.DATConfig{ReconnectMax: 200 * time.Millisecond, RecvDepth: c.RecvDepth})
+	}
 	return rdsoverdat.NewStack(rdsoverdat.Config{
-		Transports: []rdsoverdat.Transport{rdsoverdat.TCP(rdsoverdat.TCPConfig{ReconnectMax: 200 * time.Millisecond})},
+		Transports: []rdsoverdat.Transport{tr},
 		RecvBuffer: c.RecvBuffer,
 		IsLocal:    func(a netip.Addr) (bool, error) { return local[a], nil },
 	})
@@ -378,7 +387,8 @@ func roleSend() error {
 		}
 		return report{Kind: kind, Sent: sent.Load(), Acked: ns.SendDropAcked, Retransmitted: ns.SendRetransmit,
 			Canceled: ns.SendCanceled, Flushed: ns.SendFlushed, SendErrors: sendErrs.Load(),
-			Unacked: unacked, Resets: ns.ConnReset, CongBlocked: ns.CongSendBlocked, QueueFull: ns.SendQueueFull}
+			Unacked: unacked, Resets: ns.ConnReset, CongBlocked: ns.CongSendBlocked, QueueFull: ns.SendQueueFull,
+			CreditStalls: ns.CreditStall}
 	}
 	rep.send(report{Kind: "ready"})
 	sendersDone := make(chan struct{})

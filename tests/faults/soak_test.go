@@ -26,30 +26,30 @@ func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	return d
 }
 
-func TestRDSSoak(t *testing.T) {
-	t.Parallel() // own namespaces; the time is mostly waiting
+func TestRDSSoak(t *testing.T) { eachTransport(t, testSoak) }
+
+func testSoak(t *testing.T, tr string) {
 	d := envDuration(t, "SOAK", scale(3*time.Second, time.Minute))
 	every := envDuration(t, "SOAK_FAULT_EVERY", scale(time.Second, 10*time.Second))
 	r := newRig(t, false)
 	const sockets, size = 8, 8192
-	rcv := startChild(t, r.b, "rds-recv", roleConf{Local: r.addrB, Sockets: sockets, Size: size, VarySize: true})
+	rcv := startChild(t, r.b, "rds-recv", roleConf{Local: r.addrB, Sockets: sockets, Size: size, VarySize: true, Transport: tr})
 	start := time.Now()
 	snd := startChild(t, r.a, "rds-send", roleConf{Local: r.addrA, Peer: r.addrB, Sockets: sockets, Dests: sockets,
-		Size: size, VarySize: true, Duration: d})
+		Size: size, VarySize: true, Transport: tr})
 
 	faults := 0
 	var early [2]report // sender, receiver at a quarter of the run
-	for i := 0; time.Since(start) < d-every/2; i++ {
-		time.Sleep(min(every, d-time.Since(start)))
+	// At least one fault of each kind, whatever the machine's load.
+	for i := 0; i < 2 || time.Since(start) < d-every/2; i++ {
+		time.Sleep(every)
 		if early[0].RSS == 0 && time.Since(start) >= d/4 {
 			early = [2]report{snd.last(), rcv.last()}
 		}
-		if time.Since(start) >= d-every/2 {
-			break
-		}
+		midStream(t, rcv)
 		switch i % 2 {
 		case 0:
-			resetTCP(t, r.a)
+			resetTCP(t, r.a, tr)
 		case 1:
 			r.veth.SetUp(false)
 			time.Sleep(300 * time.Millisecond)
@@ -60,8 +60,8 @@ func TestRDSSoak(t *testing.T) {
 	if early[0].RSS == 0 {
 		early = [2]report{snd.last(), rcv.last()}
 	}
-	s, rc := drain(t, snd, rcv)
-	c := tally(fmt.Sprintf("soak %v, a fault every %v", d, every), time.Since(start), s, rc)
+	s, rc := stopAndDrain(t, snd, rcv)
+	c := tally(fmt.Sprintf("%s: soak %v, a fault every %v", tr, d, every), time.Since(start), s, rc)
 	c.Extra = fmt.Sprintf("faults=%d sender-rss %d->%d MiB receiver-rss %d->%d MiB",
 		faults, early[0].RSS>>20, s.RSS>>20, early[1].RSS>>20, rc.RSS>>20)
 	exact(t, c, s, rc)
