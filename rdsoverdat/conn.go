@@ -339,6 +339,7 @@ func (p *Path) DropAcked(key uint64) int {
 	n := 0
 	for m := p.retrans.head; m != nil && m.ackKey <= key; m = p.retrans.head {
 		p.retrans.remove(m)
+		m.rdma.acked()
 		p.complete(m)
 		n++
 	}

@@ -80,6 +80,9 @@ type DATConfig struct {
 	// ReconnectMin and ReconnectMax bound the randomized exponential
 	// reconnect backoff (defaults 1 ms and 1 s, as for tcp).
 	ReconnectMin, ReconnectMax time.Duration
+	// RDMA are the zerocopy limits (rds_rdma's fmr_message_size and
+	// fmr_pool_size); zero fields take the defaults (dat_rdma.go).
+	RDMA RDMALimits
 }
 
 // DAT returns the dat transport.

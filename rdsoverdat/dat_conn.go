@@ -119,7 +119,7 @@ func (dn *datNode) newEP(dp *datPath, active bool) (*datEP, error) {
 		return nil, err
 	}
 	e.ep, err = ep.CreateWithSRQ(dn.ia, dn.pz, dn.evd, dn.evd, dn.evd, dn.srq,
-		&dat.EPAttr{MaxRequestDTOs: s + 1, MaxRequestIOV: 1})
+		&dat.EPAttr{MaxRequestDTOs: s + 1 + datRDMADepth, MaxRequestIOV: 1})
 	if err == nil {
 		err = e.ep.SetConsumerContext(e)
 	}
@@ -134,7 +134,7 @@ func (dn *datNode) newEP(dp *datPath, active bool) (*datEP, error) {
 	e.ackIOV[0] = e.tx.Triplet(s*datSlot, wire.HeaderLen)
 	dn.mu.Lock()
 	dn.eps[e] = struct{}{}
-	want := dn.cfg.RecvDepth + datEVDSpare + len(dn.eps)*(s+1)
+	want := dn.cfg.RecvDepth + datEVDSpare + len(dn.eps)*(s+1+datRDMADepth)
 	if want > dn.evdLen && dn.evd.Resize(want) == nil {
 		dn.evdLen = want
 	}
@@ -326,6 +326,7 @@ func (e *datEP) retireTx() {
 		e.dp.p.TxDone(e.txm)
 		e.txm = nil
 	}
+	e.retireRDMA()
 }
 
 // datEPOf returns the transport EP behind a DAT EP handle.

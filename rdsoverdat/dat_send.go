@@ -66,6 +66,7 @@ type datEP struct {
 	// that a full ring always has one coming.
 	signalEvery uint64
 	txDone      atomic.Uint64 // fragments completed (set by the event goroutine)
+	rdma        datRDMA       // RDMA work requests (dat_rdma.go)
 
 	// Ack state: ackRequested by the receive side, cleared by a
 	// piggybacked ack; the rest is the event goroutine's.
@@ -116,6 +117,13 @@ func (e *datEP) xmit() {
 			e.txm, e.txOff = m, 0
 			e.prepare(m)
 		}
+		if stop, skip := e.xmitRDMA(m); stop {
+			return
+		} else if skip {
+			p.TxDone(m)
+			e.txm = nil
+			continue
+		}
 		total := len(m.buf)
 		for {
 			if e.txPosted-e.txDone.Load() >= depth {
@@ -139,6 +147,9 @@ func (e *datEP) xmit() {
 			flags := dat.CompletionSuppress
 			if e.txPosted%e.signalEvery == e.signalEvery-1 {
 				flags = dat.CompletionDefault
+			}
+			if e.txOff == 0 && m.rdma != nil && m.rdma.Fence() {
+				flags |= dat.CompletionBarrierFence // after the op's READs (dat_rdma.go)
 			}
 			if last {
 				flags |= dat.CompletionSolicitedWait
@@ -236,6 +247,10 @@ func (e *datEP) sendAck() {
 
 // onSendDone handles a send completion (event goroutine).
 func (e *datEP) onSendDone(c *dat.DTOCompletion) {
+	if c.Cookie&datRDMACookie != 0 {
+		e.onRDMADone(c)
+		return
+	}
 	if c.Cookie == datAckCookie {
 		e.ackInFlight = false
 		if c.Status == dat.DTOSuccess {

@@ -160,6 +160,9 @@ type RDMAOp struct {
 	token  uint64
 	notify bool // NOTIFY_ME: report success too
 	recver bool // RDS_RECVERR when the op was sent: report failures
+	// parts counts what success waits for: the transport's report and,
+	// unless silent, the peer's ack of the message.
+	parts atomic.Int32
 	// outcome is 0 while pending, else the RDMAStatus plus one.
 	outcome atomic.Int32
 }
@@ -186,16 +189,31 @@ func (o *RDMAOp) Len() int { return o.n }
 // Local returns the server's buffers, in order (the local iovecs).
 func (o *RDMAOp) Local() [][]byte { return o.local }
 
-// Complete records the op's outcome; only the first call counts. The
-// transport calls it once the op (and, on success, the message's SENDs)
-// completed; the core calls it with RDMADropped or RDMACanceled when it
-// drops the message. It queues the sender's notification if asked for.
+// Complete records the op's outcome; only the first final one counts.
+// The transport calls it once the op's work requests completed, with the
+// status they had; the core calls it with RDMADropped or RDMACanceled
+// when it drops the message. Success is final only once the peer has
+// also acknowledged the message (at once for a silent op): an RDMA WRITE
+// that completed locally has not necessarily reached the peer's memory,
+// while the peer acknowledging the SEND that followed it on the same
+// connection proves it has. The final outcome queues the sender's
+// notification if it asked for one.
 func (o *RDMAOp) Complete(st RDMAStatus) {
+	if st == RDMASuccess && o.parts.Add(-1) > 0 {
+		return
+	}
 	if !o.outcome.CompareAndSwap(0, int32(st)+1) {
 		return
 	}
 	if o.sock != nil && (o.notify || (st != RDMASuccess && o.recver)) {
 		o.sock.rdmaNotify(RDMANotify{UserToken: o.token, Status: st})
+	}
+}
+
+// acked is the peer's ack of the op's message; nil is none.
+func (o *RDMAOp) acked() {
+	if o != nil {
+		o.Complete(RDMASuccess)
 	}
 }
 

@@ -181,6 +181,10 @@ func (s *Socket) rdmaOp(args *RDMAArgs, conn *Conn, rc RDMACapable, payload int)
 		notify: args.Flags&RDMANotifyMe != 0,
 		recver: recver,
 	}
+	op.parts.Store(2)
+	if op.silent {
+		op.parts.Store(1)
+	}
 	return op, nil
 }
 

@@ -48,6 +48,13 @@ type rdmaRig struct {
 	cliNode  netip.Addr
 	srvNode  netip.Addr
 	mem      *memRDMA // the in-memory transport, nil on others
+	// failMayDrop: a failed op may report RDMADropped rather than
+	// RDMARemoteError. Over DAT a failed op breaks the connection, and
+	// the peer reconnecting can drop it here before the failed work
+	// request's completion is read; over soft-iWARP a WRITE into a
+	// read-only mapping always does (iWARP completes WRITEs locally;
+	// dat_rdma.go).
+	failMayDrop bool
 
 	// Notifications a helper received while waiting for something else.
 	stashMu sync.Mutex
@@ -184,6 +191,16 @@ func (r *rdmaRig) notes(t tb, s *Socket, n int) []RDMANotify {
 		}
 	}
 	return out
+}
+
+// wantFailed checks the notification of a failed op.
+func (r *rdmaRig) wantFailed(t tb, s *Socket, token uint64) {
+	t.Helper()
+	n := r.notes(t, s, 1)
+	if n[0].UserToken == token && (n[0].Status == RDMARemoteError || r.failMayDrop && n[0].Status == RDMADropped) {
+		return
+	}
+	t.Fatalf("op %d: notification %+v, want a remote error", token, n[0])
 }
 
 // expectNext receives the next message on s and checks its payload:

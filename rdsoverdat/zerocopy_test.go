@@ -91,9 +91,7 @@ func TestRDMAUseOnce(t *testing.T) {
 		}
 		src2 := bytes.Repeat([]byte{6}, 100)
 		r.op(t, r.srv, r.cli, []byte("ack2"), RDMAArgs{Cookie: ck, RemoteBytes: 100, Local: [][]byte{src2}, Flags: RDMAReadWrite, UserToken: 2})
-		if n := r.notes(t, r.srv, 1); n[0] != (RDMANotify{UserToken: 2, Status: RDMARemoteError}) {
-			t.Fatalf("second op on a used-once cookie: %+v", n[0])
-		}
+		r.wantFailed(t, r.srv, 2) // the second op on a used-once cookie
 		r.srv.SendTo([]byte("after"), r.cli.BoundAddr(), 0)
 		expectNext(t, r.cli, []byte("after")) // ack2 never arrives
 		if !bytes.Equal(win, src) {
@@ -132,9 +130,7 @@ func TestRDMAFreeMR(t *testing.T) {
 		}
 		wantErrno(t, r.cli.FreeMR(ck, 0), syscall.EINVAL)
 		r.op(t, r.srv, r.cli, []byte("late"), RDMAArgs{Cookie: ck, RemoteBytes: 64, Local: [][]byte{make([]byte, 64)}, Flags: RDMAReadWrite | RDMANotifyMe, UserToken: 9})
-		if n := r.notes(t, r.srv, 1); n[0] != (RDMANotify{UserToken: 9, Status: RDMARemoteError}) {
-			t.Fatalf("op on a freed cookie: %+v", n[0])
-		}
+		r.wantFailed(t, r.srv, 9) // an op on a freed cookie
 		if win[0] != 3 {
 			t.Fatal("freed mapping written")
 		}
@@ -186,9 +182,7 @@ func TestRDMAAccessChecks(t *testing.T) {
 		for i, c := range cases {
 			c.args.UserToken = uint64(i)
 			r.op(t, r.srv, r.cli, []byte("bad"), c.args)
-			if n := r.notes(t, r.srv, 1); n[0] != (RDMANotify{UserToken: uint64(i), Status: RDMARemoteError}) {
-				t.Fatalf("%s: %+v", c.name, n[0])
-			}
+			r.wantFailed(t, r.srv, uint64(i))
 			marker := []byte(fmt.Sprintf("after %d", i))
 			r.srv.SendTo(marker, r.cli.BoundAddr(), 0)
 			expectNext(t, r.cli, marker)

@@ -1,0 +1,24 @@
+package rdsoverdat
+
+import "github.com/godapl/godapl/verbs/mem"
+
+// The zerocopy tests over the dat transport, on the in-memory verbs
+// provider and on soft-iWARP.
+func init() {
+	rdmaRigs = append(rdmaRigs,
+		rigMaker{"dat-mem", func(t tb, lim RDMALimits) *rdmaRig {
+			return newDATRig(t, DATConfig{Provider: mem.New(), RDMA: lim})
+		}},
+		rigMaker{"dat-siw", func(t tb, lim RDMALimits) *rdmaRig {
+			return newDATRig(t, DATConfig{RDMA: lim})
+		}},
+	)
+}
+
+func newDATRig(t tb, cfg DATConfig) *rdmaRig {
+	st := NewStack(Config{Transports: []Transport{DAT(cfg)}, RecvBuffer: 64 << 20, SendBuffer: 64 << 20})
+	t.Cleanup(func() { st.Close() })
+	r := newRig(t, st, nil)
+	r.failMayDrop = true
+	return r
+}
