@@ -136,6 +136,7 @@ func (tp *tcpPath) attach(nc *net.TCPConn) {
 	c := &tcpConn{tp: tp, nc: nc, raw: raw, stop: make(chan struct{}),
 		wdone: make(chan struct{}), rdone: make(chan struct{}), prevRx: tp.rxDone}
 	c.outqFn = c.readOutq
+	c.upAt = time.Now()
 	c.refs.Store(2)
 	tp.cur, tp.rxDone = c, c.rdone
 	tp.tn.wg.Add(2)
@@ -161,12 +162,21 @@ type tcpConn struct {
 	rdone  chan struct{} // reader ended
 	prevRx chan struct{} // previous connection's rdone
 	refs   atomic.Int32
-	once   sync.Once
-	err    error // why the connection ended; set in shutdown
-	drain  bool  // graceful: half-close and read what the peer sent
+	// heard: the peer has sent a header on this connection, so its RDS
+	// took the socket on (it sends its congestion map first). Until then,
+	// or until the connection has lived tcpAckTrust since upAt, TCP acks
+	// prove nothing: a kernel that rejects a connection after the
+	// handshake (rds_tcp_accept_one resetting it while the path is not
+	// down yet) discards bytes its TCP has already acknowledged.
+	heard atomic.Bool
+	upAt  time.Time
+	once  sync.Once
+	err   error // why the connection ended; set in shutdown
+	drain bool  // graceful: half-close and read what the peer sent
 
 	// Writer-owned.
 	batch     *txBatch
+	trusted   bool   // acks count: heard, or up for tcpAckTrust
 	written   uint64 // bytes handed to bw
 	lastAcked uint64
 	outq      int

@@ -31,6 +31,7 @@ func (c *tcpConn) routineRecv() {
 			c.shutdown(err, true)
 			return
 		}
+		c.heard.Store(true)
 		m, err := p.NewRxMessage(wire.Header(hdr[:]))
 		if err != nil {
 			c.shutdown(err, false)

@@ -33,6 +33,10 @@ const (
 	// tcpBatchBytes and tcpBatchSegs bound one writev.
 	tcpBatchBytes = 256 << 10
 	tcpBatchSegs  = 64
+	// tcpAckTrust is how long a connection on which the peer has sent
+	// nothing must live before TCP acks count (tcpConn.heard): a kernel
+	// rejects an unwanted connection right after accepting it.
+	tcpAckTrust = time.Second
 )
 
 // txBatch is the writer's gathered, not yet written bytes: segs point
@@ -180,8 +184,18 @@ func (c *tcpConn) routineSend() {
 }
 
 // checkAcks frees the messages TCP has acknowledged. Bytes still in the
-// batch have not reached the socket, so they are subtracted too.
+// batch have not reached the socket, so they are subtracted too. Nothing
+// counts as acknowledged before the peer has spoken on the connection
+// (tcpConn.heard) or the connection has lived tcpAckTrust (a lane of a Go
+// peer may never carry anything back): messages written before then are
+// resent if the connection goes down.
 func (c *tcpConn) checkAcks() bool {
+	if !c.trusted {
+		if !c.heard.Load() && time.Since(c.upAt) < tcpAckTrust {
+			return false
+		}
+		c.trusted = true
+	}
 	if err := c.raw.Control(c.outqFn); err != nil || c.outqErr != nil {
 		return false
 	}
