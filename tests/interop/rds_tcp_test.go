@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -177,19 +178,39 @@ func TestRDSTCPStreamBothWays(t *testing.T) {
 	}
 }
 
-// TestRDSTCPResetMidStream: like TestRDSTCPStreamBothWays, but after 1000
-// messages the kernel's TCP socket of the connection is aborted (ss -K in
-// the VM: an RST to Go). Both sides reconnect and retransmit what TCP had
-// not acknowledged, flagged RETRANSMITTED; receivers drop what they had
-// already. Nothing may be lost or duplicated in either direction.
+// TestRDSTCPResetMidStream: like TestRDSTCPStreamBothWays, but after 500
+// of its messages (and one of the kernel's) Go black-holes what it sends to the VM (a bogus
+// neighbour entry for the VM's address in netns ratlab: our data and our
+// TCP acks vanish, the kernel's data still arrives), the kernel's TCP
+// socket of the connection is aborted (ss -K in the VM: an RST to Go),
+// and the neighbour entry is restored. Both sides reconnect and
+// retransmit what TCP had not acknowledged, flagged RETRANSMITTED;
+// receivers drop what they had already. Nothing may be lost or
+// duplicated in either direction, and the counts are checked one by one:
+// Go retransmitted the messages the black hole kept from the kernel, and
+// dropped as duplicates the kernel's messages it had received but whose
+// acks the black hole ate; the kernel dropped no more duplicates than Go
+// retransmitted.
 func TestRDSTCPResetMidStream(t *testing.T) {
-	ctx, _, peer := rdsTest(t, 4*time.Minute)
+	ctx, _, peer := rdsTest(t, 5*time.Minute)
 	const n = "4000"
 	sink := kernelJob(ctx, t, "--timeout", "120", "sink", rdsVM.ip, "4019", "0")
-	reset := fmt.Sprintf("%s exec --name %s -- ss -K -tn dst %s sport = :16385", filepath.Join(lab.dir, "vm.sh"), rdsVM.name, hostIP)
+	t.Cleanup(func() {
+		exec.Command("ip", "netns", "exec", "ratlab", "ip", "neigh", "del", rdsVM.ip, "dev", "br77").Run()
+	})
+	reset := fmt.Sprintf("ip neigh replace %[1]s lladdr 02:00:00:00:00:99 dev br77 nud permanent && sleep 0.5; "+
+		"%[2]s exec --name %[3]s -- ss -K -tn dst %[4]s sport = :16385; st=$?; ip neigh del %[1]s dev br77; exit $st",
+		rdsVM.ip, filepath.Join(lab.dir, "vm.sh"), rdsVM.name, hostIP)
 	goSide := startJob(t, nsExec(ctx, t, peer, "stream", "-bind", hostAddr(4018), "-to", kernAddr(4019),
 		"-n", "2000", "-size", "2048", "-pace", "1ms", "-recv", n, "-reset-after", "500", "-reset-cmd", reset, "-timeout", "200s"))
-	source := kernelJob(ctx, t, "--timeout", "120", "source", rdsVM.ip, "4020", hostAddr(4018), n, "2048")
+	// The kernel paces too, so that its stream is in flight when the black hole opens.
+	source := kernelJob(ctx, t, "--timeout", "120", "source", rdsVM.ip, "4020", hostAddr(4018), n, "2048", "--pace", "0.002")
+	t.Cleanup(func() {
+		if t.Failed() {
+			info, _ := rdsVM.exec(context.Background(), t, "python3", kernelPeer(), "info", rdsVM.ip, "--counters").CombinedOutput()
+			t.Logf("kernel source:\n%s\nkernel info:\n%s", source.out.String(), info)
+		}
+	})
 	finish(ctx, t, goSide, sink, []string{"reset after 500: <nil>", "reset done at message", "received " + n + " in order",
 		"all acknowledged", "OK"}, []string{"kernel sink ok"})
 	if err := source.wait(ctx); err != nil {
@@ -203,6 +224,46 @@ func TestRDSTCPResetMidStream(t *testing.T) {
 	if m := regexp.MustCompile(`Resets:(\d+)`).FindStringSubmatch(gout); m == nil || m[1] == "0" {
 		t.Errorf("the Go side saw no reset: %v", m)
 	}
+	retrans := goStat(t, gout, "SendRetransmit")
+	dups := goStat(t, gout, "RecvDropOldSeq")
+	info, err := rdsVM.exec(ctx, t, "python3", kernelPeer(), "info", rdsVM.ip, "--counters").CombinedOutput()
+	if err != nil {
+		t.Fatalf("info: %v\n%s", err, info)
+	}
+	kdups := kernelCounter(string(info), "recv_drop_old_seq")
+	t.Logf("after the reset: Go retransmitted %d messages (the kernel dropped %d as duplicates); "+
+		"Go dropped %d of the kernel's retransmissions as duplicates", retrans, kdups, dups)
+	if retrans == 0 {
+		t.Errorf("Go retransmitted nothing: the black hole kept no message from the kernel")
+	}
+	if dups == 0 {
+		t.Errorf("Go dropped no duplicate: the kernel resent nothing Go already had")
+	}
+	if kdups > retrans {
+		t.Errorf("the kernel dropped %d duplicates, more than Go's %d retransmissions", kdups, retrans)
+	}
+}
+
+// goStat returns a NodeStats field from rdspeer's "node ... stats {...}" line.
+func goStat(t *testing.T, out, field string) uint64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^node \S+ stats \{.*\b` + field + `:(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no %s in the Go side's stats:\n%s", field, out)
+	}
+	v, _ := strconv.ParseUint(m[1], 10, 64)
+	return v
+}
+
+// kernelCounter returns an RDS counter from "info --counters" output (the
+// script prints only the non-zero ones).
+func kernelCounter(out, name string) uint64 {
+	m := regexp.MustCompile(`(?m)^kernel counter ` + name + ` (\d+)$`).FindStringSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseUint(m[1], 10, 64)
+	return v
 }
 
 // TestRDSTCPCongestion: the kernel socket (SO_RCVBUF 64 KiB) does not
@@ -221,6 +282,39 @@ func TestRDSTCPCongestion(t *testing.T) {
 	sent := regexp.MustCompile(`sent (\d+) enobufs`).FindStringSubmatch(goSide.out.String())
 	if sent == nil || !strings.Contains(kernel.out.String(), "kernel sink ok "+sent[1]+" in order") {
 		t.Errorf("Go sent %v, the kernel's count differs", sent)
+	}
+}
+
+// TestRDSTCPKernelCongestion is TestRDSTCPCongestion the other way: a
+// Go socket (SO_RCVBUF 64 KiB) does not read, so Go marks its port
+// congested and sends its map; the kernel's non-blocking sender gets
+// ENOBUFS, tells Go to drain, and retries until the map Go sends when
+// its queue falls below half of SO_RCVBUF clears the port. The kernel's
+// cong_update_received must have grown between its first ENOBUFS and its
+// resume (the resume came from our map), and every message arrives in
+// order.
+func TestRDSTCPKernelCongestion(t *testing.T) {
+	ctx, _, peer := rdsTest(t, 3*time.Minute)
+	goSide := startJob(t, nsExec(ctx, t, peer, "congrecv", "-bind", hostAddr(4027), "-ctl", hostAddr(4028),
+		"-rcvbuf", "65536", "-timeout", "150s"))
+	waitJobOutput(ctx, t, goSide, "go ready")
+	kernel := kernelJob(ctx, t, "--timeout", "120", "congsource", rdsVM.ip, "4029", hostAddr(4027), "2000", "1024",
+		"--ctl", hostAddr(4028))
+	finish(ctx, t, goSide, kernel, []string{"congested, draining", "received 2000 in order", "kernel reports: enobufs", "OK"},
+		[]string{"kernel ENOBUFS at message", "kernel resumed at message", "kernel congsource sent 2000"})
+	kout := kernel.out.String()
+	at := regexp.MustCompile(`kernel ENOBUFS at message \d+ cong_update_received (\d+)`).FindStringSubmatch(kout)
+	resumed := regexp.MustCompile(`kernel resumed at message \d+ after \d+ ENOBUFS cong_update_received (\d+)`).FindStringSubmatch(kout)
+	if at == nil || resumed == nil {
+		t.Fatalf("kernel output lacks the counters:\n%s", kout)
+	}
+	a, _ := strconv.Atoi(at[1])
+	r, _ := strconv.Atoi(resumed[1])
+	if r <= a {
+		t.Errorf("the kernel resumed without a new map from Go (cong_update_received %d, then %d)", a, r)
+	}
+	if goStat(t, goSide.out.String(), "CongUpdateSent") < 2 {
+		t.Errorf("Go sent fewer than two congestion maps (congested, uncongested)")
 	}
 }
 

@@ -14,9 +14,16 @@ success, 1 on a failed check or timeout.
                                index first; COUNT 0: until one that is b"END") and
                                check they arrive in order, exactly once; with --ctl the data socket is not read until a
                                message arrives on CTLPORT (so its queue congests)
-  source ADDR PORT DST COUNT SIZE
+  source ADDR PORT DST COUNT SIZE [--pace SECONDS]
                                send COUNT numbered messages of SIZE bytes to DST
-                               (ip:port), retrying on ENOBUFS/EAGAIN
+                               (ip:port), retrying on ENOBUFS/EAGAIN, pausing between them
+  congsource ADDR PORT DST COUNT SIZE --ctl CTLDST
+                               send COUNT numbered messages of SIZE bytes to DST without
+                               blocking, then b"END"; at the first ENOBUFS (DST's port is
+                               congested by the peer's map) send b"drain" to CTLDST and retry
+                               until the peer's uncongested map lets the message through; the
+                               ENOBUFS count goes to CTLDST at the end. Prints the kernel's
+                               cong_update_received at the first ENOBUFS and at the resume
   cancelsink ADDR PORT_A PORT_B COUNT_B
                                on PORT_A receive numbered messages until one whose
                                payload is b"END" and check they are a gap-free
@@ -139,9 +146,52 @@ def cmd_source(o):
     pad = b"k" * max(0, o.size - 8)
     for i in range(o.count):
         send_retry(s, struct.pack(">Q", i) + pad, dst, deadline)
+        if o.pace:
+            time.sleep(o.pace)
         if i % 500 == 0:
             say("kernel sent %d" % i)
     say("kernel source sent %d" % o.count)
+    time.sleep(o.linger)
+
+
+def counter(s, name):
+    for r in info(s, RDS_INFO_COUNTERS):
+        if r[:32].split(b"\0")[0].decode() == name:
+            return struct.unpack("<Q", r[32:40])[0]
+    fail("no RDS counter %s" % name)
+
+
+def cmd_congsource(o):
+    s = rds_socket(o.addr, o.port)
+    dst, ctl = parse_dst(o.dst), parse_dst(o.ctl)
+    say("kernel ready")
+    deadline = time.time() + o.timeout
+    pad = b"k" * max(0, o.size - 8)
+    enobufs = 0
+    for i in range(o.count + 1):
+        data = b"END" if i == o.count else struct.pack(">Q", i) + pad
+        first = True
+        while True:
+            try:
+                s.sendto(data, socket.MSG_DONTWAIT, dst)
+                break
+            except OSError as e:
+                if e.errno not in (errno.ENOBUFS, errno.EAGAIN) or time.time() > deadline:
+                    fail("send %d: %s" % (i, e))
+                if e.errno == errno.ENOBUFS:
+                    enobufs += 1
+                    if enobufs == 1:
+                        say("kernel ENOBUFS at message %d cong_update_received %d" % (i, counter(s, "cong_update_received")))
+                        s.sendto(b"drain", ctl)
+                    elif first:
+                        say("kernel ENOBUFS again at message %d" % i)
+                    first = False
+                time.sleep(0.001)
+        if not first:
+            say("kernel resumed at message %d after %d ENOBUFS cong_update_received %d" % (
+                i, enobufs, counter(s, "cong_update_received")))
+    say("kernel congsource sent %d enobufs %d" % (o.count, enobufs))
+    s.sendto(b"enobufs %d" % enobufs, ctl)
     time.sleep(o.linger)
 
 
@@ -214,6 +264,10 @@ def main():
     c.add_argument("--ctl", type=int, default=0); c.add_argument("--rcvbuf", type=int, default=0)
     c = sub.add_parser("source"); c.add_argument("addr"); c.add_argument("port", type=int); c.add_argument("dst")
     c.add_argument("count", type=int); c.add_argument("size", type=int); c.add_argument("--linger", type=float, default=1)
+    c.add_argument("--pace", type=float, default=0)
+    c = sub.add_parser("congsource"); c.add_argument("addr"); c.add_argument("port", type=int); c.add_argument("dst")
+    c.add_argument("count", type=int); c.add_argument("size", type=int); c.add_argument("--ctl", required=True)
+    c.add_argument("--linger", type=float, default=1)
     c = sub.add_parser("cancelsink"); c.add_argument("addr"); c.add_argument("port_a", type=int)
     c.add_argument("port_b", type=int); c.add_argument("count_b", type=int)
     c = sub.add_parser("ping"); c.add_argument("addr"); c.add_argument("peer"); c.add_argument("count", type=int)

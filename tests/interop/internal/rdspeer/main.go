@@ -9,6 +9,7 @@
 //	rdspeer ports  -addr A -base P -n N -to B -tbase Q  N sockets to N kernel ports
 //	rdspeer stream -bind A:P -to B:Q -n N -size S [-recv M] [-reset-after K -reset-cmd ...]
 //	rdspeer congest -bind A:P -to B:Q -ctl B:C -n N -size S
+//	rdspeer congrecv -bind A:P -ctl A:C -rcvbuf R
 //	rdspeer cancel -bind A:P -to B:Q -to2 B:R -n N -size S -n2 M
 //
 // Messages of stream, congest and cancel start with their index as an
@@ -28,6 +29,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,6 +40,7 @@ type opts struct {
 	bind, to, to2, ctl, addr string
 	sizes                    string
 	n, n2, size, recv, base  int
+	rcvbuf                   int
 	tbase, paths             int
 	resetAfter               int
 	resetCmd                 string
@@ -64,7 +67,8 @@ func main() {
 	fs.IntVar(&o.base, "base", 4100, "first local RDS port (ports)")
 	fs.IntVar(&o.tbase, "tbase", 4200, "first kernel RDS port (ports)")
 	fs.IntVar(&o.paths, "paths", 1, "NPATHS the tcp transport announces")
-	fs.IntVar(&o.resetAfter, "reset-after", 0, "run -reset-cmd once this many messages were sent (stream)")
+	fs.IntVar(&o.rcvbuf, "rcvbuf", 64<<10, "SO_RCVBUF of the data socket (congrecv)")
+	fs.IntVar(&o.resetAfter, "reset-after", 0, "run -reset-cmd once this many messages were sent and one received (stream)")
 	fs.StringVar(&o.resetCmd, "reset-cmd", "", "command (space-separated) that resets the TCP connection")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "overall time limit")
 	fs.DurationVar(&o.pace, "pace", 0, "pause between messages (stream), so that a reset lands mid-stream")
@@ -74,6 +78,7 @@ func main() {
 		rdsoverdat.TCP(rdsoverdat.TCPConfig{Paths: o.paths})}})
 	run := map[string]func(*rdsoverdat.Stack, *opts) error{
 		"sizes": sizes, "ports": ports, "stream": stream, "congest": congest, "cancel": cancel,
+		"congrecv": congrecv,
 	}[os.Args[1]]
 	if run == nil {
 		fmt.Fprintln(os.Stderr, "rdspeer: unknown scenario", os.Args[1])
@@ -192,8 +197,9 @@ func ports(st *rdsoverdat.Stack, o *opts) error {
 // stream sends n numbered messages (blocking sends) while receiving recv
 // numbered messages, each stream checked for order and exactly-once, then
 // b"END". With -reset-after it starts -reset-cmd once that many messages
-// are out and keeps sending while the command runs, until n messages and
-// 1000 more after the reset are out: the reset hits the stream in flight.
+// are out and one has come in, and keeps sending while the command runs,
+// until n messages and 1000 more after the reset are out: the reset hits
+// both streams in flight.
 func stream(st *rdsoverdat.Stack, o *opts) error {
 	s, err := socket(st, o.bind, o)
 	if err != nil {
@@ -201,21 +207,26 @@ func stream(st *rdsoverdat.Stack, o *opts) error {
 	}
 	dst := netip.MustParseAddrPort(o.to)
 	rerr := make(chan error, 1)
-	go func() { rerr <- recvNumbered(s, o.recv) }()
+	var got atomic.Int64 // numbered messages received so far
+	go func() { rerr <- recvNumbered(s, o.recv, &got) }()
 	reset := make(chan error, 1)
-	total, resetting := o.n, false
-	for i := 0; i < total || resetting; i++ {
+	total, resetting, resetStarted := o.n, false, false
+	for i := 0; i < total || resetting || (o.resetAfter > 0 && !resetStarted); i++ {
 		if _, err := s.SendTo(numbered(i, o.size), dst, 0); err != nil {
 			return fmt.Errorf("send %d: %w", i, err)
 		}
 		if o.pace > 0 {
 			time.Sleep(o.pace)
 		}
-		if o.resetAfter > 0 && i+1 == o.resetAfter {
-			resetting = true
+		// The reset waits for the peer's stream too, so that both
+		// directions are in flight when it hits.
+		if o.resetAfter > 0 && i+1 >= o.resetAfter && !resetStarted && (o.recv == 0 || got.Load() > 0) {
+			resetting, resetStarted = true, true
 			go func() {
+				before := got.Load()
 				out, err := exec.Command("sh", "-c", o.resetCmd).CombinedOutput()
 				fmt.Printf("reset after %d: %v %s\n", o.resetAfter, err, bytes.TrimSpace(out))
+				fmt.Printf("reset: %d messages received before it, %d after\n", before, got.Load())
 				reset <- err
 			}()
 		}
@@ -242,7 +253,7 @@ func stream(st *rdsoverdat.Stack, o *opts) error {
 	return waitAcked(s, o)
 }
 
-func recvNumbered(s *rdsoverdat.Socket, n int) error {
+func recvNumbered(s *rdsoverdat.Socket, n int, count *atomic.Int64) error {
 	buf := make([]byte, 1<<20)
 	for i := range n {
 		m := rdsoverdat.Msg{Data: buf}
@@ -253,6 +264,7 @@ func recvNumbered(s *rdsoverdat.Socket, n int) error {
 		if got < 8 || binary.BigEndian.Uint64(buf) != uint64(i) {
 			return fmt.Errorf("message %d where %d was due (lost, duplicated or reordered)", binary.BigEndian.Uint64(buf), i)
 		}
+		count.Add(1)
 	}
 	if n > 0 {
 		fmt.Printf("received %d in order\n", n)
@@ -388,9 +400,69 @@ func cancel(st *rdsoverdat.Stack, o *opts) error {
 
 func printConns(st *rdsoverdat.Stack) {
 	for _, n := range st.Nodes() {
+		fmt.Printf("node %v stats %+v\n", n.Addr(), n.Stats())
 		for _, c := range n.Conns() {
 			fmt.Printf("conn %v -> %v npaths %d peer_gen %#x stats %+v\n",
 				c.LocalAddr(), c.RemoteAddr(), c.NPaths(), c.PeerGenNum(), c.Stats())
 		}
 	}
+}
+
+// congrecv is the receiving end of kernel -> Go congestion: the data
+// socket (SO_RCVBUF -rcvbuf) is not read until the kernel's "drain"
+// arrives on the control socket, so its queue passes SO_RCVBUF, the port
+// becomes congested and our map tells the kernel, whose non-blocking
+// sender then sees ENOBUFS. Draining takes the queue below half of
+// SO_RCVBUF, which uncongests the port and sends the map the kernel
+// resumes on. Every numbered message must arrive in order until b"END";
+// then the kernel reports its ENOBUFS count on the control socket.
+func congrecv(st *rdsoverdat.Stack, o *opts) error {
+	s, err := socket(st, o.bind, o)
+	if err != nil {
+		return err
+	}
+	if err := s.SetOption(rdsoverdat.RecvBuffer(o.rcvbuf)); err != nil {
+		return err
+	}
+	ctl, err := socket(st, o.ctl, o)
+	if err != nil {
+		return err
+	}
+	fmt.Println("go ready")
+	buf := make([]byte, 1<<16)
+	m := rdsoverdat.Msg{Data: buf}
+	n, err := ctl.RecvMsg(&m, 0)
+	if err != nil {
+		return fmt.Errorf("waiting for the kernel's drain: %w", err)
+	}
+	_, queued := s.Buffered()
+	node := st.Nodes()[0].Stats()
+	fmt.Printf("ctl %q: %d bytes queued (SO_RCVBUF %d), congestion maps queued %d sent %d\n",
+		buf[:n], queued, o.rcvbuf, node.CongUpdateQueued, node.CongUpdateSent)
+	if queued <= o.rcvbuf || node.CongUpdateQueued == 0 {
+		return errors.New("the data socket never became congested")
+	}
+	fmt.Println("congested, draining")
+	i := 0
+	for ; ; i++ {
+		m := rdsoverdat.Msg{Data: buf}
+		got, err := s.RecvMsg(&m, 0)
+		if err != nil {
+			return fmt.Errorf("receiving message %d: %w", i, err)
+		}
+		if string(buf[:got]) == "END" {
+			break
+		}
+		if got < 8 || binary.BigEndian.Uint64(buf) != uint64(i) {
+			return fmt.Errorf("message %d where %d was due (lost, duplicated or reordered)", binary.BigEndian.Uint64(buf), i)
+		}
+	}
+	fmt.Printf("received %d in order\n", i)
+	m = rdsoverdat.Msg{Data: buf}
+	if n, err = ctl.RecvMsg(&m, 0); err != nil {
+		return fmt.Errorf("waiting for the kernel's report: %w", err)
+	}
+	node = st.Nodes()[0].Stats()
+	fmt.Printf("kernel reports: %s; congestion maps queued %d sent %d\n", buf[:n], node.CongUpdateQueued, node.CongUpdateSent)
+	return nil
 }
