@@ -67,12 +67,13 @@ type stream struct {
 	rx rxState // the receive side's owner only (rxOwner)
 
 	// Inline receive (qp_rxinline.go).
-	rxOwner     atomic.Int32  // who owns the receive side: rxOwner*
-	rxWanted    atomic.Bool   // a waiter found runRx owning it
-	rxWake      chan struct{} // capacity 1: a waiter gave it back, look now
-	rxNap       atomic.Int64  // runRx's current nap (a time.Duration)
-	inlineUses  atomic.Uint64 // times a waiter took the receive side
-	inlinePhase atomic.Int32  // inline* phases, written under inlineMu
+	rxOwner     atomic.Int32            // who owns the receive side: rxOwner*
+	rxWanted    atomic.Bool             // a waiter found runRx owning it
+	rxWantedBy  atomic.Pointer[soft.CQ] // the CQ that waiter waits on
+	rxWake      chan struct{}           // capacity 1: a waiter gave it back, look now
+	rxNap       atomic.Int64            // runRx's current nap (a time.Duration)
+	inlineUses  atomic.Uint64           // times a waiter took the receive side
+	inlinePhase atomic.Int32            // inline* phases, written under inlineMu
 	inlineMu    sync.Mutex
 	inlineCtx   context.Context // the holding waiter's +checklocks:inlineMu
 

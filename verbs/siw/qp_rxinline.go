@@ -25,7 +25,7 @@ import (
 // so a new owner starts at a frame boundary. runRx owns it by default.
 // A waiter that finds runRx owning it sets rxWanted and sleeps as usual;
 // runRx hands the receive side over (rxOwner = nobody) once it is idle
-// again, then sleeps. A waiter that finds nobody owning it takes it,
+// again, wakes that waiter's CQ so that it comes to take it, and sleeps. A waiter that finds nobody owning it takes it,
 // waits for the socket to become readable, processes what arrived, and
 // gives it back to nobody when its CQ has what it waits for. runRx takes
 // it back when it finds nobody owning it after a nap of rxNapMin in which
@@ -79,6 +79,7 @@ func (s *stream) ReceiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly b
 	}
 	if !s.rxOwner.CompareAndSwap(rxOwnerNone, rxOwnerWaiter) {
 		if s.rxOwner.Load() == rxOwnerGoroutine && !s.stopped() {
+			s.rxWantedBy.Store(cq)
 			s.rxWanted.Store(true)
 		}
 		return false
@@ -190,6 +191,11 @@ func (s *stream) rxHandOver() bool {
 	}
 	s.rxNap.Store(int64(nap))
 	s.rxOwner.Store(rxOwnerNone)
+	// The waiter that asked may be asleep with nothing to wake it: the
+	// FPDU just processed need not have completed anything.
+	if cq := s.rxWantedBy.Swap(nil); cq != nil {
+		cq.Wake()
+	}
 	stop := s.stop
 	uses := s.inlineUses.Load()
 	for {

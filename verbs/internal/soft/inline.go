@@ -87,6 +87,11 @@ func (cq *CQ) waitInline(ctx context.Context, solicitedOnly bool) bool {
 	return ran
 }
 
+// Wake makes a goroutine sleeping in Wait look again, as a push does: an
+// InlineReceiver calls it when its receive side has become free for the
+// waiter it turned away.
+func (cq *CQ) Wake() { cq.signal() }
+
 // interruptInline stops a waiter running an inline receiver, so that it
 // sees what was just pushed.
 func (cq *CQ) interruptInline() {
