@@ -21,6 +21,7 @@
 //	qp_tx.go     transmit: segmentation into FPDUs, batching, Read Responses
 //	qp_txdirect.go transmit from the posting goroutine when the link is idle
 //	qp_rx.go     receive: validation and direct placement, Terminates
+//	qp_rxinline.go receive run by the goroutine waiting on the QP's CQ
 //	qp_read.go   the inbound and outbound RDMA Read queues
 //	terminate.go which Terminate each fault sends
 //
@@ -61,6 +62,10 @@
 // headers are checked: a syscall per several FPDUs, no speculation),
 // checks everything siw checks, and ends the stream with a Terminate (and
 // a *verbs.TerminateError on the QP and Conn) on any protocol or
-// protection violation. Nothing on the path allocates, that read-ahead
-// buffer (once per stream) aside.
+// protection violation. When the QP's CQ serves that QP alone, a
+// goroutine blocked in CQ.Wait takes the receive side over from runRx
+// and reads, places and completes the FPDUs itself, so that the network
+// wakes the waiter directly (one wakeup per message instead of two);
+// runRx takes the socket back when no waiter comes for a while. Nothing
+// on the path allocates, the read-ahead buffers (once per stream) aside.
 package siw

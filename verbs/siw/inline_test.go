@@ -223,3 +223,34 @@ func TestInlineReceiveTerminate(t *testing.T) {
 	}
 	expectTerminate(t, sa.Conn, verbs.TermLayerDDP, 1, 0x01, true)
 }
+
+// TestInlineReceiveStreaming: a waiter whose read brings many FPDUs at
+// once gives the receive side back to the receive goroutine, so that a
+// streaming peer is placed in parallel with the application; most of a
+// stream of batched Sends is then received by the goroutine.
+func TestInlineReceiveStreaming(t *testing.T) {
+	sa, sb := inlinePair(t, testOptions())
+	engageInline(t, sa, sb)
+	const batch, bursts = 16, 40
+	recvs := make([]verbs.RecvWR, batch)
+	sends := make([]verbs.SendWR, batch)
+	for i := range batch {
+		recvs[i] = verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{sb.Buf.SGE(i*64, 64)}}
+		sends[i] = verbs.SendWR{ID: uint64(i), Opcode: verbs.OpSend, SGL: []verbs.SGE{sa.Buf.SGE(i*64, 64)}}
+	}
+	sends[batch-1].Flags = verbs.SendSignaled
+	before := inlineFrames(sb)
+	for range bursts {
+		verbstest.MustPostRecv(t, sb.QP, recvs...)
+		verbstest.MustPostSend(t, sa.QP, sends...)
+		for _, wc := range verbstest.PollN(t, sb.CQ, batch, inlineTimeout) {
+			if wc.Status != verbs.WCSuccess {
+				t.Fatalf("receive completion %+v", wc)
+			}
+		}
+		verbstest.ExpectWC(t, verbstest.PollOne(t, sa.CQ, inlineTimeout), batch-1, verbs.WCSuccess, verbs.WCSend)
+	}
+	if inline := inlineFrames(sb) - before; inline > batch*bursts/2 {
+		t.Fatalf("%d of %d streamed Sends received inline; the receive goroutine should take most", inline, batch*bursts)
+	}
+}

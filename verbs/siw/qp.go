@@ -20,8 +20,10 @@ import (
 // engine's soft.Link for the QP.
 //
 // Ownership. The tx goroutine (runTx) alone writes to the connection and
-// owns the FrameWriter and every field under "tx only"; the rx goroutine
-// (runRx) alone reads and owns the FrameReader and the "rx only" fields.
+// owns the FrameWriter and every field under "tx only"; the owner of the
+// receive side alone reads and owns the FrameReader and rxState: the rx
+// goroutine (runRx), or a CQ waiter it handed them to between FPDUs
+// (qp_rxinline.go).
 // They meet in three places, each with its own lock: the queue of inbound
 // RDMA Read Requests (rx appends, tx answers), the queue of outbound RDMA
 // Reads (tx appends before sending the request, rx matches responses), and
@@ -70,6 +72,7 @@ type stream struct {
 	rxOwner     atomic.Int32            // who owns the receive side: rxOwner*
 	rxWanted    atomic.Bool             // a waiter found runRx owning it
 	rxWantedBy  atomic.Pointer[soft.CQ] // the CQ that waiter waits on
+	rxGiveBack  atomic.Bool             // a waiter found the peer streaming: runRx, take it
 	rxWake      chan struct{}           // capacity 1: a waiter gave it back, look now
 	rxNap       atomic.Int64            // runRx's current nap (a time.Duration)
 	inlineUses  atomic.Uint64           // times a waiter took the receive side

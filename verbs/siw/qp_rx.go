@@ -26,13 +26,14 @@ const termBufLen = iwarp.TerminateHeaderLen + iwarp.ReadRequestHeaderLen
 // rxState belongs to the owner of the receive side: the rx goroutine,
 // or a CQ waiter it handed it to (qp_rxinline.go).
 type rxState struct {
-	sock    sockReader
-	fr      *iwarp.FrameReader
-	over    bool        // a waiter's processing ended the stream
-	nap     *time.Timer // runRx's nap while waiters own the receive side
-	started bool        // an FPDU has arrived (opens the responder's gate)
-	sendMSN iwarp.MSN   // MSN the next Send message must carry (QN 0)
-	readMSN iwarp.MSN   // MSN the next Read Request must carry (QN 1)
+	sock     sockReader
+	fr       *iwarp.FrameReader
+	over     bool        // a waiter's processing ended the stream
+	cooldown int         // FPDUs runRx receives before it hands over again
+	nap      *time.Timer // runRx's nap while waiters own the receive side
+	started  bool        // an FPDU has arrived (opens the responder's gate)
+	sendMSN  iwarp.MSN   // MSN the next Send message must carry (QN 0)
+	readMSN  iwarp.MSN   // MSN the next Read Request must carry (QN 1)
 
 	// The untagged message (Send) being placed.
 	recv       soft.RecvWQE
@@ -93,7 +94,9 @@ func (s *stream) runRx() {
 		if !s.rxStep() {
 			return
 		}
-		if s.rxWanted.Load() && s.rx.idle() && !s.rxHandOver() {
+		if s.rx.cooldown > 0 {
+			s.rx.cooldown--
+		} else if s.rxWanted.Load() && s.rx.idle() && !s.rxHandOver() {
 			return
 		}
 	}

@@ -27,7 +27,8 @@ import (
 // runRx hands the receive side over (rxOwner = nobody) once it is idle
 // again, wakes that waiter's CQ so that it comes to take it, and sleeps. A waiter that finds nobody owning it takes it,
 // waits for the socket to become readable, processes what arrived, and
-// gives it back to nobody when its CQ has what it waits for. runRx takes
+// gives it back to nobody when its CQ has what it waits for, or to runRx
+// at once when one read brought many FPDUs (a streaming peer). runRx takes
 // it back when it finds nobody owning it after a nap of rxNapMin in which
 // no waiter took it: so bytes that arrive while no goroutine waits — RDMA
 // Writes, Read Requests, Sends for an application busy elsewhere — wait
@@ -67,6 +68,13 @@ const (
 	// a waiter holds the receive side for long.
 	rxNapMin = time.Millisecond
 	rxNapMax = 64 * time.Millisecond
+	// inlineStreamFrames is how many FPDUs one read of a waiter may bring
+	// before the stream counts as streaming; runRx then keeps the receive
+	// side for inlineCooldownFrames FPDUs, so that placement runs in
+	// parallel with the application (BenchmarkSend64: inline receive
+	// serialises placing and reposting, and the rate drops).
+	inlineStreamFrames   = 8
+	inlineCooldownFrames = 4096
 )
 
 // aLongTimeAgo is a read deadline that has passed.
@@ -92,7 +100,7 @@ func (s *stream) ReceiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly b
 	s.inlineMu.Lock()
 	s.inlineCtx = nil
 	s.inlineMu.Unlock()
-	wake := s.rx.over || s.stopped() || s.rxNap.Load() > int64(rxNapMin)
+	wake := s.rx.over || s.stopped() || s.rxNap.Load() > int64(rxNapMin) || s.rxGiveBack.Load()
 	s.rxOwner.Store(rxOwnerNone)
 	if wake {
 		s.signalRx()
@@ -103,14 +111,24 @@ func (s *stream) ReceiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly b
 // receiveInline is the waiter's receive loop.
 func (s *stream) receiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly bool) {
 	rx := &s.rx
+	frames := 0 // processed since the last read
 	for !rx.over {
 		if !rx.idle() {
 			if !s.rxStep() {
 				rx.over = true
 			}
 			s.dev.Counters.InlineFrames.Add(1)
+			frames++
 			continue
 		}
+		if frames >= inlineStreamFrames {
+			// The peer streams: receiving in parallel with the
+			// application beats saving wakeups. Give the receive side
+			// back to runRx for a while.
+			s.rxGiveBack.Store(true)
+			return
+		}
+		frames = 0
 		if cq.Satisfied(solicitedOnly) || ctx.Err() != nil || s.stopped() {
 			return
 		}
@@ -202,7 +220,7 @@ func (s *stream) rxHandOver() bool {
 		take := true
 		select {
 		case <-s.rxWake:
-			take = s.rx.over || s.stopped()
+			take = s.rx.over || s.stopped() || s.rxGiveBack.Load()
 		case <-s.rx.nap.C:
 			// Waiters came by during the nap: they are still at it.
 			if u := s.inlineUses.Load(); u != uses && !s.stopped() {
@@ -213,6 +231,9 @@ func (s *stream) rxHandOver() bool {
 		}
 		if take && s.rxOwner.CompareAndSwap(rxOwnerNone, rxOwnerGoroutine) {
 			s.rx.nap.Stop()
+			if s.rxGiveBack.Swap(false) {
+				s.rx.cooldown = inlineCooldownFrames
+			}
 			return !s.rx.over
 		}
 		if take {

@@ -23,6 +23,10 @@
 // request; the provider must itself complete (with flush status) any
 // receive it took and had not finished.
 //
+// A Link that also implements InlineReceiver lets a goroutine blocked in
+// CQ.Wait run the stream's receive side itself, when the CQ serves that
+// QP alone (inline.go); CQ pushes from other goroutines interrupt it.
+//
 // Lock order: QP.mu before CQ.mu and SRQ.mu; Device.mu is never held while
 // taking another lock. The engine never calls a Link while holding a lock.
 package soft
