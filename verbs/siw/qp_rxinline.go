@@ -100,7 +100,10 @@ func (s *stream) ReceiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly b
 	s.inlineMu.Lock()
 	s.inlineCtx = nil
 	s.inlineMu.Unlock()
-	wake := s.rx.over || s.stopped() || s.rxNap.Load() > int64(rxNapMin) || s.rxGiveBack.Load()
+	if s.rx.over || s.stopped() {
+		s.rxGiveBack.Store(true) // runRx must finish the stream
+	}
+	wake := s.rxGiveBack.Load() || s.rxNap.Load() > int64(rxNapMin)
 	s.rxOwner.Store(rxOwnerNone)
 	if wake {
 		s.signalRx()
@@ -220,7 +223,7 @@ func (s *stream) rxHandOver() bool {
 		take := true
 		select {
 		case <-s.rxWake:
-			take = s.rx.over || s.stopped() || s.rxGiveBack.Load()
+			take = s.rxGiveBack.Load()
 		case <-s.rx.nap.C:
 			// Waiters came by during the nap: they are still at it.
 			if u := s.inlineUses.Load(); u != uses && !s.stopped() {
