@@ -24,7 +24,26 @@ type params struct {
 	depth    int           // requests outstanding per task
 	duration time.Duration // 0: until interrupted
 	timeout  time.Duration // limit on the hello and on silence while acks are due
+	rdma     rdmaMode      // the server moves rdmaSize bytes by RDMA before each answer
+	rdmaSize int
 }
+
+// rdmaMode is --rdma: which RDMA op the server runs on the client's
+// memory before answering (named, as in RDS, from the server's side).
+type rdmaMode int
+
+const (
+	rdmaNone  rdmaMode = iota
+	rdmaRead           // RDMA READ of the client's buffer
+	rdmaWrite          // RDMA WRITE into the client's buffer
+)
+
+func (m rdmaMode) String() string { return [...]string{"none", "read", "write"}[m] }
+
+// rdmaPattern is the byte the server RDMA-writes: the client clears its
+// buffer before each request and finds the pattern there when the answer
+// arrives, or the transfer did not happen first.
+const rdmaPattern = 0xa5
 
 // replySize is the answer length task i asks for.
 func (p *params) replySize(i int) int {
@@ -55,8 +74,16 @@ type task struct {
 	acks   atomic.Uint64 // answers received
 	txB    atomic.Uint64 // request bytes sent
 	rxB    atomic.Uint64 // answer bytes received
+	rdmaB  atomic.Uint64 // bytes the server moved by RDMA for answered requests
 	lat    hist          // request → answer round trips
 	failed error
+
+	// --rdma: one registered buffer per window slot (request seq modulo
+	// depth: answers come in order, so a slot is free again when the
+	// request that used it is answered), and its cookie as the control
+	// message the request carries.
+	rdmaMem [][]byte
+	rdmaCtl [][]rdsoverdat.ControlMessage
 }
 
 // client runs a workload against a server.
@@ -125,6 +152,31 @@ func (c *client) start() error {
 		s.SetOption(rdsoverdat.SendTimeout(c.p.timeout))
 		t.s = s
 		c.tasks = append(c.tasks, t)
+		if c.p.rdma != rdmaNone {
+			if err := c.mapRDMA(t); err != nil {
+				c.close()
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// mapRDMA registers a buffer per window slot of t for the server's RDMA.
+func (c *client) mapRDMA(t *task) error {
+	var flags rdsoverdat.RDMAFlags
+	if c.p.rdma == rdmaWrite {
+		flags = rdsoverdat.RDMAReadWrite // the server may write it
+	}
+	mem := make([]byte, c.p.depth*c.p.rdmaSize)
+	for i := range c.p.depth {
+		b := mem[i*c.p.rdmaSize : (i+1)*c.p.rdmaSize]
+		ck, err := t.s.GetMR(b, flags)
+		if err != nil {
+			return fmt.Errorf("registering RDMA memory: %w", err)
+		}
+		t.rdmaMem = append(t.rdmaMem, b)
+		t.rdmaCtl = append(t.rdmaCtl, []rdsoverdat.ControlMessage{rdsoverdat.RDMADest(ck)})
 	}
 	return nil
 }
@@ -172,7 +224,16 @@ func (c *client) runTask(t *task, end time.Time, stopping *atomic.Bool) error {
 	send := func() error {
 		h := stressHdr(out)
 		h.encode(opRequest, uint16(t.id), seq, int64(time.Since(c.t0)), uint32(t.reply))
-		if _, err := t.s.SendTo(out, t.dst, 0); err != nil {
+		var err error
+		if c.p.rdma == rdmaNone {
+			_, err = t.s.SendTo(out, t.dst, 0)
+		} else {
+			slot := seq % uint64(c.p.depth)
+			h.SetRDMA(c.p.rdmaSize, c.p.rdma == rdmaWrite)
+			clear(t.rdmaMem[slot])
+			_, err = t.s.SendMsg(&rdsoverdat.Msg{Data: out, Addr: t.dst, Control: t.rdmaCtl[slot]}, 0)
+		}
+		if err != nil {
 			return err
 		}
 		seq++
@@ -202,6 +263,12 @@ func (c *client) runTask(t *task, end time.Time, stopping *atomic.Bool) error {
 			continue
 		}
 		t.lat.record(time.Since(c.t0) - time.Duration(h.Stamp()))
+		if c.p.rdma != rdmaNone {
+			if err := c.checkRDMA(t, h.Seq()); err != nil {
+				return err
+			}
+			t.rdmaB.Add(uint64(c.p.rdmaSize))
+		}
 		t.acks.Add(1)
 		t.rxB.Add(uint64(n))
 		outstanding--
@@ -210,6 +277,21 @@ func (c *client) runTask(t *task, end time.Time, stopping *atomic.Bool) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkRDMA checks, for --rdma write, that the server's data is in the
+// slot of request seq when its answer arrives (RDS promises the transfer
+// completes first); the first, middle and last bytes suffice to catch an
+// answer that overtook its RDMA.
+func (c *client) checkRDMA(t *task, seq uint64) error {
+	if c.p.rdma != rdmaWrite {
+		return nil
+	}
+	b := t.rdmaMem[seq%uint64(c.p.depth)]
+	if b[0] != rdmaPattern || b[len(b)/2] != rdmaPattern || b[len(b)-1] != rdmaPattern {
+		return fmt.Errorf("the answer to request %d arrived before its RDMA WRITE's data", seq)
 	}
 	return nil
 }

@@ -71,6 +71,8 @@ type options struct {
 	histogram bool
 	timeout   time.Duration
 	interval  time.Duration
+	rdma      string
+	rdmaSize  int
 	set       map[string]bool
 }
 
@@ -98,6 +100,10 @@ func tool(stdout, stderr io.Writer) rdstool.Tool {
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "how long to wait for the server's hello answer, and for any\n"+
 		"answer while requests are outstanding, before failing")
 	fs.DurationVar(&o.interval, "interval", time.Second, "time between progress lines")
+	fs.StringVar(&o.rdma, "rdma", "", "read or write: before answering each request the server moves -D bytes\n"+
+		"by RDMA READ from, or RDMA WRITE into, memory the client registered for it (RDS zerocopy;\n"+
+		"--transport dat only). write also checks that the data is in place when the answer arrives")
+	fs.IntVar(&o.rdmaSize, "D", 65536, "RDMA bytes per request with --rdma (1-1048576)")
 	return rdstool.Tool{Name: "rds-stress", Synopsis: synopsis, Flags: fs,
 		Run: func(ctx context.Context, args []string) error {
 			o.set = map[string]bool{}
@@ -181,6 +187,27 @@ func (o *options) params() (params, error) {
 		return p, rdstool.Usagef("-d %d: want 1-4096", o.depth)
 	case o.timeout <= 0 || o.interval <= 0:
 		return p, rdstool.Usagef("--timeout and --interval must be positive")
+	}
+	switch o.rdma {
+	case "":
+	case "read":
+		p.rdma = rdmaRead
+	case "write":
+		p.rdma = rdmaWrite
+	default:
+		return p, rdstool.Usagef("--rdma %q: want read or write", o.rdma)
+	}
+	if p.rdma != rdmaNone {
+		p.rdmaSize = o.rdmaSize
+		switch {
+		case o.common.Transport != rdstool.TransportDAT:
+			return p, rdstool.Usagef("--rdma needs --transport dat (RDS has RDMA only over its RDMA transport)")
+		case o.rdmaSize < 1 || o.rdmaSize > rdsoverdat.DefaultRDMAMaxBytes:
+			return p, rdstool.Usagef("-D %d: want 1-%d", o.rdmaSize, rdsoverdat.DefaultRDMAMaxBytes)
+		case o.tasks*o.depth > rdsoverdat.DefaultRDMAMaxMRs:
+			return p, rdstool.Usagef("--rdma maps -t x -d = %d buffers, more than a node may (%d)",
+				o.tasks*o.depth, rdsoverdat.DefaultRDMAMaxMRs)
+		}
 	}
 	return p, nil
 }

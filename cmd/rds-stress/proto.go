@@ -18,7 +18,10 @@ import (
 //	8  seq     uint64  request number within its task (echoed); hello: a nonce
 //	16 stamp   int64   client's send time in ns since its start (echoed)
 //	24 reply   uint32  length the answer must have (>= hdrLen)
-//	28 status  uint32  hello reply: 0 ok, else the server's errno-like failure
+//	28 status  uint32  hello reply: 0 ok, else a failure;
+//	           request: bytes the server moves by RDMA before answering
+//	           (0: none), bit 31 set for an RDMA WRITE into the client's
+//	           memory, clear for an RDMA READ from it (--rdma)
 type stressHdr []byte
 
 const (
@@ -30,7 +33,10 @@ const (
 	offStamp   = 16
 	offReply   = 24
 	offStatus  = 28
+	offRDMA    = 28 // the status field of a request
 	hdrLen     = 32
+
+	rdmaWriteBit = 1 << 31
 
 	stressMagic   = 0x52445374 // "RDSt"
 	stressVersion = 1
@@ -93,3 +99,18 @@ func (h stressHdr) Reply() uint32      { return binary.BigEndian.Uint32(h[offRep
 func (h stressHdr) Status() uint32     { return binary.BigEndian.Uint32(h[offStatus:]) }
 func (h stressHdr) SetOp(o op)         { h[offOp] = byte(o) }
 func (h stressHdr) SetStatus(s uint32) { binary.BigEndian.PutUint32(h[offStatus:], s) }
+
+// RDMA returns a request's RDMA length and direction.
+func (h stressHdr) RDMA() (n int, write bool) {
+	v := binary.BigEndian.Uint32(h[offRDMA:])
+	return int(v &^ rdmaWriteBit), v&rdmaWriteBit != 0
+}
+
+// SetRDMA sets a request's RDMA length (< 1<<31) and direction.
+func (h stressHdr) SetRDMA(n int, write bool) {
+	v := uint32(n)
+	if write {
+		v |= rdmaWriteBit
+	}
+	binary.BigEndian.PutUint32(h[offRDMA:], v)
+}

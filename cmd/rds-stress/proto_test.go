@@ -12,6 +12,14 @@ func TestHdrRoundTrip(t *testing.T) {
 	if h.Op() != opRequest || h.Task() != 7 || h.Seq() != 1<<40 || h.Stamp() != -5 || h.Reply() != 1000 || h.Status() != 0 {
 		t.Fatalf("decoded %v %d %d %d %d", h.Op(), h.Task(), h.Seq(), h.Stamp(), h.Reply())
 	}
+	h.SetRDMA(65536, true)
+	if n, w := h.RDMA(); n != 65536 || !w {
+		t.Errorf("RDMA() = %d, %v", n, w)
+	}
+	h.SetRDMA(4096, false)
+	if n, w := h.RDMA(); n != 4096 || w {
+		t.Errorf("RDMA() = %d, %v", n, w)
+	}
 	for _, c := range []struct {
 		name string
 		mod  func([]byte) []byte

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -107,18 +108,40 @@ func (sv *server) closeTasks() {
 	}
 }
 
-// serveTask answers each request on s until s is closed.
+// serveTask answers each request on s until s is closed. A request that
+// carries a cookie (RDMADest) and asks for RDMA gets its answer with an
+// RDMAArgs: the transport runs the RDMA READ or WRITE on the client's
+// memory before it sends the answer.
 func (sv *server) serveTask(s *rdsoverdat.Socket) {
 	defer sv.wg.Done()
+	s.SetOption(rdsoverdat.RecvErr(true)) // failed RDMA ops come back as notifications
 	in := make([]byte, maxMsg)
 	out := make([]byte, maxMsg)
+	// RDMA buffers, made on first use: src holds the pattern WRITEs send
+	// and is never written; sink takes what READs fetch (concurrent
+	// READs may mix there, and nobody reads it).
+	var src, sink []byte
+	ctl := make([]rdsoverdat.ControlMessage, 0, 4)
 	for {
-		m := rdsoverdat.Msg{Data: in}
+		m := rdsoverdat.Msg{Data: in, Control: ctl[:0]}
 		n, err := s.RecvMsg(&m, 0)
 		if err != nil {
 			return // closed
 		}
-		if len(m.Control) > 0 {
+		var cookie rdsoverdat.Cookie
+		hasCookie, notice := false, false
+		for _, c := range m.Control {
+			switch v := c.(type) {
+			case rdsoverdat.RDMADest:
+				cookie, hasCookie = rdsoverdat.Cookie(v), true
+			case rdsoverdat.RDMANotify:
+				sv.log.Warn().Stringer("status", v.Status).Msg("RDMA op failed")
+				notice = true
+			default:
+				notice = true // congestion updates
+			}
+		}
+		if notice {
 			continue
 		}
 		h, err := parseHdr(in[:n])
@@ -127,7 +150,23 @@ func (sv *server) serveTask(s *rdsoverdat.Socket) {
 		}
 		copy(out, h)
 		stressHdr(out).SetOp(opAck)
-		if _, err := s.SendTo(out[:h.Reply()], m.Addr, 0); err != nil {
+		reply := rdsoverdat.Msg{Data: out[:h.Reply()], Addr: m.Addr}
+		if size, write := h.RDMA(); size > 0 && size <= rdsoverdat.DefaultRDMAMaxBytes && hasCookie {
+			args := rdsoverdat.RDMAArgs{Cookie: cookie, RemoteBytes: uint64(size)}
+			if write {
+				if src == nil {
+					src = bytes.Repeat([]byte{rdmaPattern}, rdsoverdat.DefaultRDMAMaxBytes)
+				}
+				args.Flags, args.Local = rdsoverdat.RDMAReadWrite, [][]byte{src[:size]}
+			} else {
+				if sink == nil {
+					sink = make([]byte, rdsoverdat.DefaultRDMAMaxBytes)
+				}
+				args.Local = [][]byte{sink[:size]}
+			}
+			reply.Control = []rdsoverdat.ControlMessage{args}
+		}
+		if _, err := s.SendMsg(&reply, 0); err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
