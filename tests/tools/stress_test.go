@@ -81,3 +81,24 @@ func TestStressUnreachable(t *testing.T) {
 		t.Errorf("took %v, stderr %q", r.took, r.stderr)
 	}
 }
+
+// --rdma runs the RDS zerocopy path: the server RDMA-writes into (or
+// reads from) the client's registered memory before each answer, and
+// write checks that the data is there when the answer arrives.
+func TestStressRDMA(t *testing.T) {
+	t.Parallel()
+	for _, op := range []string{"write", "read"} {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			srvAddr, cliAddr := addr(t), addr(t)
+			sock := filepath.Join(t.TempDir(), "srv.sock")
+			srv := start(t, "rds-stress", "-r", srvAddr, "-p", "4000", "--info-socket", sock)
+			srv.waitFile(t, sock)
+			r := run(t, "", nil, "rds-stress", "-r", cliAddr, "-s", srvAddr, "-p", "4000", "-T", "1", "-q", "64",
+				"-d", "4", "--rdma", op, "-D", "100000", "--info-socket", "none")
+			r.want(t, 0, "rdma MB/s", "with RDMA "+strings.ToUpper(op)+" of 100000 bytes over dat")
+			srv.stop(t).want(t, 0)
+		})
+	}
+	run(t, "", nil, "rds-stress", "--transport", "tcp", "--rdma", "write").want(t, 2, "stderr:", "--rdma needs --transport dat")
+}
