@@ -110,7 +110,9 @@ func (o *options) run(ctx context.Context, args []string, stdin io.Reader, stdou
 	c := &cat{o: o, s: s, out: &syncWriter{w: stdout}, buf: make([]byte, wire.MaxMsgSize+1)}
 	switch mode {
 	case modeListen:
-		return c.listen(ctx)
+		err := c.listen(ctx)
+		rdstool.Linger(ctx, st) // let the transport acknowledge the last datagrams
+		return err
 	case modePing:
 		return c.pingLoop(ctx, dst.Addr())
 	default:

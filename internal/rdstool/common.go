@@ -1,12 +1,14 @@
 package rdstool
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/godapl/godapl/rdsoverdat"
 	"github.com/rs/zerolog"
@@ -146,4 +148,24 @@ func SourceFor(dst netip.Addr) (netip.Addr, error) {
 		return netip.Addr{}, errors.New("no local address")
 	}
 	return a.AddrPort().Addr().Unmap(), nil
+}
+
+// AckLinger is how long a tool that has received what it waited for keeps
+// its node up before closing it. Closing a node is a host leaving the
+// network: acknowledgements its transport has not sent yet are lost
+// (the dat transport acks by sequence, a moment after delivery), and the
+// sender would count its last datagrams unacknowledged. In the kernel a
+// closing socket leaves the connection, and its acks, to the module.
+const AckLinger = 250 * time.Millisecond
+
+// Linger waits AckLinger, or less if ctx ends (interrupted tools leave
+// at once); nothing for a kernel stack, whose connections outlive us.
+func Linger(ctx context.Context, st *rdsoverdat.Stack) {
+	if st.Kernel() {
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(AckLinger):
+	}
 }

@@ -91,6 +91,7 @@ func run(t *testing.T, stdin string, env []string, name string, args ...string) 
 	if ctx.Err() != nil {
 		t.Fatalf("%s %v hung:\n%s\n%s", name, args, r.stdout, r.stderr)
 	}
+	t.Logf("%s %s: exit %d in %v", name, strings.Join(args, " "), r.code, r.took.Round(time.Millisecond))
 	return r
 }
 
