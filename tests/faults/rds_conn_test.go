@@ -32,11 +32,16 @@ func eachTransport(t *testing.T, fn func(t *testing.T, tr string)) {
 }
 
 // midStream waits until the receiver has taken another 500 messages, so
-// that the next fault hits a connection that is carrying traffic.
-func midStream(t *testing.T, rcv *child) {
+// that the next fault hits a connection that is carrying traffic; if
+// traffic stops instead, it fails with both ends' last reports.
+func midStream(t *testing.T, rcv, snd *child) {
 	t.Helper()
 	from := rcv.last().Received
-	rcv.waitFor("traffic", 30*time.Second, func(r report) bool { return r.Received >= from+500 })
+	for deadline := time.Now().Add(30 * time.Second); rcv.last().Received < from+500; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("delivery stopped: no traffic for 30 s after %d messages\nreceiver %+v\nsender   %+v", from, rcv.last(), snd.last())
+		}
+	}
 }
 
 // stopAndDrain stops a sender that runs until told, then drains as drain.
@@ -67,7 +72,7 @@ func testRDSConnReset(t *testing.T, tr string) {
 
 	destroyed := 0
 	for range faults {
-		midStream(t, rcv)
+		midStream(t, rcv, snd)
 		destroyed += resetTCP(t, r.a, tr)
 	}
 	s, rc := stopAndDrain(t, snd, rcv)
@@ -89,7 +94,7 @@ func testRDSLinkDownUp(t *testing.T, tr string) {
 	snd := startChild(t, r.a, "rds-send", senderConf(r, tr, 0))
 
 	for range outages {
-		midStream(t, rcv)
+		midStream(t, rcv, snd)
 		if err := r.veth.SetUp(false); err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +135,7 @@ func testRDSPeerRestart(t *testing.T, tr string) {
 		time.Sleep(200 * time.Millisecond)
 		rcv = startChild(t, r.b, "rds-recv", receiverConf(r, tr))
 	}
-	midStream(t, rcv)
+	midStream(t, rcv, snd)
 	s := snd.stop(60 * time.Second)
 	// What the dead receivers had read but not reported, and what TCP had
 	// acknowledged into their buffers, is gone with them; the sender must

@@ -46,7 +46,7 @@ func testSoak(t *testing.T, tr string) {
 		if early[0].RSS == 0 && time.Since(start) >= d/4 {
 			early = [2]report{snd.last(), rcv.last()}
 		}
-		midStream(t, rcv)
+		midStream(t, rcv, snd)
 		switch i % 2 {
 		case 0:
 			resetTCP(t, r.a, tr)
