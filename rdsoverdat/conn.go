@@ -332,6 +332,30 @@ func (p *Path) NextTx() *Message {
 // TxDone gives back the reference NextTx handed out.
 func (p *Path) TxDone(m *Message) { m.release() }
 
+// TxAbort gives back a message NextTx handed out that the transport
+// could not (completely) transmit because its connection failed under
+// it: the message returns to the front of the send queue, for the path's
+// next connection, and the reference is released. The transport must not
+// have taken a later message meanwhile, so that order is kept. A message
+// with an RDMA op is dropped instead, as Down drops it: its op may have
+// run in part.
+func (p *Path) TxAbort(m *Message) {
+	p.mu.Lock()
+	if m.onList == &p.retrans {
+		p.retrans.remove(m)
+		if m.rdma != nil {
+			m.rdma.dropped()
+			p.complete(m)
+		} else {
+			var one msgList
+			one.pushBack(m)
+			p.sendQ.spliceFront(&one)
+		}
+	}
+	p.mu.Unlock()
+	m.release()
+}
+
 // DropAcked frees the retransmit list's leading messages whose ack key
 // is at most key (rds_send_path_drop_acked): the peer has them.
 func (p *Path) DropAcked(key uint64) int {

@@ -210,7 +210,9 @@ func (dn *datNode) setup() error {
 	if dn.srq, err = srq.Create(dn.ia, dn.pz, srq.Attr{MaxRecvDTOs: d}); err != nil {
 		return err
 	}
-	if dn.rx, err = lmr.Alloc(dn.ia, dn.pz, d*datSlot, dat.MemPrivLocalWrite); err != nil {
+	// Go memory rather than lmr.Alloc's mapping: a peer's provider that
+	// still places data while the IA closes never touches unmapped pages.
+	if dn.rx, err = lmr.Create(dn.ia, dn.pz, make([]byte, d*datSlot), dat.MemPrivLocalWrite, dat.VATypeVA); err != nil {
 		return err
 	}
 	for i := range d {
@@ -276,8 +278,8 @@ func (dn *datNode) Connect(p *Path) { dn.dpath(p).connect(false) }
 
 func (dn *datNode) Kick(p *Path) {
 	dp := dn.dpath(p)
-	if e := dp.up.Load(); e != nil {
-		e.kick()
+	if dp.up.Load() != nil {
+		dp.kick()
 		return
 	}
 	dp.connect(false)
@@ -318,10 +320,10 @@ func (dn *datNode) Close() error {
 	}
 	dn.mu.Lock()
 	eps := dn.eps
-	dn.eps = nil
+	dn.eps = nil // newEP refuses from now on
 	dn.mu.Unlock()
 	for e := range eps {
-		e.retireTx()
+		e.retireRDMA()
 	}
 	return dn.ia.Close(dat.CloseAbrupt)
 }

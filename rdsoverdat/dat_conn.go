@@ -27,6 +27,7 @@ type datPath struct {
 	dn *datNode
 	p  *Path
 	up atomic.Pointer[datEP] // the EP carrying the path while it is up
+	datTx
 	// ackNext is the sequence of the last message received on the path,
 	// what h_ack and the private data's ack_seq announce.
 	ackNext atomic.Uint64
@@ -114,7 +115,7 @@ func (dn *datNode) newEP(dp *datPath, active bool) (*datEP, error) {
 	s := dn.cfg.SendDepth
 	e.signalEvery = uint64(min(datSignalEvery, max(1, s/2)))
 	var err error
-	if e.tx, err = lmr.Alloc(dn.ia, dn.pz, s*datSlot+wire.HeaderLen, dat.MemPrivLocalRead); err != nil {
+	if e.tx, err = lmr.Create(dn.ia, dn.pz, make([]byte, s*datSlot+wire.HeaderLen), dat.MemPrivLocalRead, dat.VATypeVA); err != nil {
 		dn.unreserve(g)
 		return nil, err
 	}
@@ -133,6 +134,12 @@ func (dn *datNode) newEP(dp *datPath, active bool) (*datEP, error) {
 	}
 	e.ackIOV[0] = e.tx.Triplet(s*datSlot, wire.HeaderLen)
 	dn.mu.Lock()
+	if dn.eps == nil { // closing
+		dn.mu.Unlock()
+		e.ep.Free()
+		e.tx.Free()
+		return nil, errClosed
+	}
 	dn.eps[e] = struct{}{}
 	want := dn.cfg.RecvDepth + datEVDSpare + len(dn.eps)*(s+1+datRDMADepth)
 	if want > dn.evdLen && dn.evd.Resize(want) == nil {
@@ -298,7 +305,6 @@ func (dn *datNode) retire(e *datEP) {
 // retired runs on the event goroutine when e's retire event comes up.
 func (dn *datNode) retired(e *datEP) {
 	e.ep.Free()
-	e.retireTx()
 	if e.rxm != nil {
 		e.rxm.release()
 		e.rxm = nil
@@ -310,23 +316,22 @@ func (dn *datNode) retired(e *datEP) {
 		dn.reserved -= e.grant
 	}
 	dn.mu.Unlock()
-	if live {
-		e.tx.Free()
+	if !live {
+		return
 	}
-}
-
-// retireTx stops transmission on e for good and hands back the message it
-// was sending (the path's Down has requeued it already).
-func (e *datEP) retireTx() {
-	e.dead.Store(true)
-	for !e.inXmit.CompareAndSwap(false, true) {
+	// A transmission that loaded e before it was dropped may still be
+	// writing into its slots: free them under the path's guard. Any later
+	// transmission uses the path's current EP, which is not e.
+	dp := e.dp
+	for !dp.inXmit.CompareAndSwap(false, true) {
 		time.Sleep(10 * time.Microsecond)
 	}
-	if e.txm != nil {
-		e.dp.p.TxDone(e.txm)
-		e.txm = nil
-	}
+	e.tx.Free()
 	e.retireRDMA()
+	dp.inXmit.Store(false)
+	if dp.want.Load() {
+		dp.kick() // a kick that found the guard taken by us
+	}
 }
 
 // datEPOf returns the transport EP behind a DAT EP handle.

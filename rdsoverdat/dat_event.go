@@ -79,7 +79,7 @@ func (dn *datNode) wake(e *datEP) {
 func (dn *datNode) flushWakes() {
 	for _, e := range dn.wakes {
 		if e.stalled.Load() && !e.dead.Load() {
-			e.kick()
+			e.dp.kick()
 		}
 	}
 	// A receiver woken by this batch may answer at once, and its reply

@@ -11,7 +11,7 @@ import (
 
 // The dat transmit side (rds_ib_xmit, ib_send.c). Transmission runs in
 // whichever goroutine kicks the path, as the kernel's rds_send_xmit does:
-// the first to find the EP idle (inXmit) sends until the path's queue is
+// the first to find the path idle (inXmit) sends until its queue is
 // empty or it runs out of credits or send slots; everybody else only
 // leaves a wake-up (want). A stalled sender is restarted by the event
 // goroutine when credits arrive or send slots complete.
@@ -51,21 +51,15 @@ type datEP struct {
 
 	credits datCredits
 
-	// Transmit state, owned by whoever holds inXmit.
-	inXmit     atomic.Bool
-	want       atomic.Bool
-	stalled    atomic.Bool // waiting for credits or send slots
-	txm        *Message    // message being fragmented
-	txOff      int         // payload bytes of txm already posted
-	txPosted   uint64      // fragments posted
-	txDrained  bool        // the queue was empty when txm was taken
-	sinceAck   int         // messages since the last ACK_REQUIRED
-	sinceBytes int
-	iov        [1]dat.LMRTriplet
+	// Transmit state of this EP's send ring, used under the path's
+	// inXmit; txDone is set by the event goroutine.
+	stalled  atomic.Bool // waiting for credits or send slots
+	txPosted uint64      // fragments posted
+	iov      [1]dat.LMRTriplet
 	// signalEvery: a signalled completion every this many fragments, so
 	// that a full ring always has one coming.
 	signalEvery uint64
-	txDone      atomic.Uint64 // fragments completed (set by the event goroutine)
+	txDone      atomic.Uint64 // fragments completed
 	rdma        datRDMA       // RDMA work requests (dat_rdma.go)
 
 	// Ack state: ackRequested by the receive side, cleared by a
@@ -83,45 +77,64 @@ type datEP struct {
 	rxm *Message
 }
 
-// kick transmits what the path has queued, unless another goroutine is at
-// it (it will see want).
-func (e *datEP) kick() {
-	e.want.Store(true)
-	for e.want.Load() {
-		if !e.inXmit.CompareAndSwap(false, true) {
+// datTx is a path's transmit state, owned by whoever holds inXmit.
+type datTx struct {
+	inXmit     atomic.Bool
+	want       atomic.Bool
+	txm        *Message // message being fragmented
+	txEP       *datEP   // the EP txm's fragments went to
+	txOff      int      // payload bytes of txm already posted
+	txDrained  bool     // the queue was empty when txm was taken
+	sinceAck   int      // messages since the last ACK_REQUIRED
+	sinceBytes int
+}
+
+// kick transmits what the path has queued on its current EP, unless
+// another goroutine is at it (it will see want). One guard per path, not
+// per EP: a sender still holding an EP that just died and the new EP's
+// sender never run at once, so a message the dead EP could not send goes
+// back to the queue (TxAbort) before anything after it leaves.
+func (dp *datPath) kick() {
+	dn := dp.dn
+	dp.want.Store(true)
+	for dp.want.Load() {
+		if !dp.inXmit.CompareAndSwap(false, true) {
 			return
 		}
-		e.want.Store(false)
-		e.stalled.Store(false) // set again if this round stalls
-		if !e.dead.Load() {
-			e.dn.xmits.Add(1)
-			if !e.dn.closing.Load() {
-				e.xmit()
-			}
-			e.dn.xmits.Add(-1)
+		dp.want.Store(false)
+		dn.xmits.Add(1)
+		if e := dp.up.Load(); e != nil && !e.dead.Load() && !dn.closing.Load() {
+			e.stalled.Store(false) // set again if this round stalls
+			dp.xmit(e)
 		}
-		e.inXmit.Store(false)
+		dn.xmits.Add(-1)
+		dp.inXmit.Store(false)
 	}
 }
 
-// xmit sends messages until the queue is empty or a stall. inXmit held.
-func (e *datEP) xmit() {
-	p := e.dp.p
-	depth := uint64(e.dn.cfg.SendDepth)
+// xmit sends messages on e until the queue is empty or a stall. inXmit
+// is held.
+func (dp *datPath) xmit(e *datEP) {
+	p := dp.p
+	depth := uint64(dp.dn.cfg.SendDepth)
+	if dp.txm != nil && dp.txEP != e {
+		p.TxAbort(dp.txm) // its EP died mid-message: start it over on e
+		dp.txm = nil
+	}
 	for {
-		m := e.txm
+		m := dp.txm
 		if m == nil {
 			if m = p.NextTx(); m == nil {
 				return
 			}
-			e.txm, e.txOff = m, 0
-			e.prepare(m)
+			dp.txm, dp.txEP, dp.txOff = m, e, 0
+			dp.prepare(m)
 		}
 		if stop, skip := e.xmitRDMA(m); stop {
 			return
 		} else if skip {
 			p.TxDone(m)
-			e.txm = nil
+			dp.txm = nil
 			continue
 		}
 		total := len(m.buf)
@@ -142,34 +155,41 @@ func (e *datEP) xmit() {
 				e.stalled.Store(false)
 			}
 			off := int(e.txPosted%depth) * datSlot
-			n := datFragment(e.tx.Bytes()[off:off+datSlot], m.hdr[:], m.buf, e.txOff, uint8(adv))
-			last := e.txOff+n == total
+			n := datFragment(e.tx.Bytes()[off:off+datSlot], m.hdr[:], m.buf, dp.txOff, uint8(adv))
+			last := dp.txOff+n == total
 			flags := dat.CompletionSuppress
 			if e.txPosted%e.signalEvery == e.signalEvery-1 {
 				flags = dat.CompletionDefault
 			}
-			if e.txOff == 0 && m.rdma != nil && m.rdma.Fence() {
+			if dp.txOff == 0 && m.rdma != nil && m.rdma.Fence() {
 				flags |= dat.CompletionBarrierFence // after the op's READs (dat_rdma.go)
 			}
 			if last {
 				flags |= dat.CompletionSolicitedWait
-				if e.txDrained {
+				if dp.txDrained {
 					flags &^= dat.CompletionSuppress
 				}
 			}
 			e.iov[0] = e.tx.Triplet(off, wire.HeaderLen+n)
 			if err := e.ep.PostSend(e.iov[:], dat.DTOCookie(e.txPosted), flags); err != nil {
+				// The connection is going down (its event follows),
+				// or is unusable: the message waits for the next one.
 				e.credits.unGrab(got, adv)
-				return // the connection is going down; its event follows
+				p.TxAbort(m)
+				dp.txm = nil
+				if !e.dead.Load() {
+					e.ep.Disconnect(dat.CloseAbrupt)
+				}
+				return
 			}
 			e.txPosted++
-			e.txOff += n
+			dp.txOff += n
 			if last {
 				break
 			}
 		}
 		p.TxDone(m)
-		e.txm = nil
+		dp.txm = nil
 	}
 }
 
@@ -200,23 +220,23 @@ func (e *datEP) stall(credit bool) {
 
 // prepare finalizes m's header once for all its fragments: flags, the
 // piggybacked ack, h_credit 0 and the checksum.
-func (e *datEP) prepare(m *Message) {
+func (dp *datPath) prepare(m *Message) {
 	h := m.Header()
 	f := m.WireFlags()
+	q, _ := dp.p.Pending()
+	dp.txDrained = q == 0
 	if !m.IsCongMap() {
-		e.sinceAck++
-		e.sinceBytes += len(m.buf)
-		q, _ := e.dp.p.Pending()
-		e.txDrained = q == 0
-		if m.AckRequired() || e.txDrained || e.sinceAck >= datMaxUnackedPackets || e.sinceBytes >= datMaxUnackedBytes {
+		dp.sinceAck++
+		dp.sinceBytes += len(m.buf)
+		if m.AckRequired() || dp.txDrained || dp.sinceAck >= datMaxUnackedPackets || dp.sinceBytes >= datMaxUnackedBytes {
 			f |= wire.FlagAckRequired
-			e.sinceAck, e.sinceBytes = 0, 0
+			dp.sinceAck, dp.sinceBytes = 0, 0
 		}
 	}
 	h.SetFlags(f)
 	h.SetCredit(0)
-	e.ackRequested.Store(false) // rds_ib_piggyb_ack
-	h.SetAck(wire.Seq(e.dp.ackNext.Load()))
+	dp.txEP.ackRequested.Store(false) // rds_ib_piggyb_ack
+	h.SetAck(wire.Seq(dp.ackNext.Load()))
 	h.SetChecksum()
 }
 

@@ -343,7 +343,7 @@ func TestDATProtocolError(t *testing.T) {
 	defer rawIA.Close(dat.CloseAbrupt)
 	pz, _ := rawIA.CreatePZ()
 	ev, _ := evd.Create(rawIA, 64, nil, dat.EVDDTO|dat.EVDConnection)
-	buf, err := lmr.Alloc(rawIA, pz, 32*datSlot, dat.MemPrivLocalRead|dat.MemPrivLocalWrite)
+	buf, err := lmr.Create(rawIA, pz, make([]byte, 32*datSlot), dat.MemPrivLocalRead|dat.MemPrivLocalWrite, dat.VATypeVA)
 	if err != nil {
 		t.Fatal(err)
 	}
