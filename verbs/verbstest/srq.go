@@ -13,6 +13,7 @@ var srqTests = []testCase{
 	{"QueueLimits", testSRQQueueLimits},
 	{"DestroyInUse", testSRQDestroyInUse},
 	{"DisconnectKeepsReceives", testSRQDisconnectKeepsReceives},
+	{"RecvInProgress", testSRQRecvInProgress},
 }
 
 // srqScene is two QPs on the first device sharing one SRQ and one CQ,

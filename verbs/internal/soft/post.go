@@ -268,14 +268,23 @@ func (qp *QP) TakeRecv(w *RecvWQE) bool {
 		qp.mu.Unlock()
 		return false
 	}
+	var ok bool
 	if qp.srq == nil {
-		ok := qp.rq.pop(w)
+		ok = qp.rq.pop(w)
 		qp.mu.Unlock()
-		return ok
+	} else {
+		qp.mu.Unlock()
+		ok = qp.srq.take(w)
 	}
-	qp.mu.Unlock()
-	return qp.srq.take(w)
+	if ok {
+		qp.recvTaken.Add(1)
+	}
+	return ok
 }
+
+// RecvInProgress implements verbs.RecvInProgress: receives taken with
+// TakeRecv whose CompleteRecv has not run.
+func (qp *QP) RecvInProgress() int { return int(qp.recvTaken.Load()) }
 
 // CompleteRecv reports a receive taken with TakeRecv.
 func (qp *QP) CompleteRecv(w *RecvWQE, status verbs.WCStatus, byteLen uint32, flags verbs.WCFlags, invRKey uint32) {
@@ -283,6 +292,8 @@ func (qp *QP) CompleteRecv(w *RecvWQE, status verbs.WCStatus, byteLen uint32, fl
 	if status != verbs.WCSuccess {
 		wc.Flags, wc.ByteLen, wc.InvalidatedRKey = 0, 0, 0
 	}
+	// Before the push: whoever polls the completion sees it not counted.
+	qp.recvTaken.Add(-1)
 	qp.recvCQ.Push(&wc)
 }
 

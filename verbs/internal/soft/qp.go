@@ -53,6 +53,8 @@ type QP struct {
 	destroyed bool          // +checklocks:mu
 
 	inline atomic.Pointer[inlineRef] // link as an InlineReceiver, while connected
+
+	recvTaken atomic.Int32 // receives taken by TakeRecv, not yet completed
 }
 
 // CreateQP implements verbs.PD.
