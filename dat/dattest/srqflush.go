@@ -1,6 +1,7 @@
 package dattest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,13 +9,17 @@ import (
 	"github.com/godapl/godapl/dat/srq"
 )
 
-// testRecvQueryShared: EPs sharing an SRQ report exact counts (none held)
-// whenever no message is in progress on any of them, including after
-// their messages completed and before the completions are dequeued.
+// testRecvQueryShared: EPs sharing an SRQ report exact counts whether
+// none of them, or several at once, hold a buffer in progress: idle, after
+// their messages completed but before the completions are dequeued, and
+// while all of them receive large messages concurrently (each holds at
+// most one buffer then, and never reports DAT_VALUE_UNKNOWN).
 func testRecvQueryShared(t *testing.T, e *env) {
-	r := NewSRQRig(t, e.a, e.b, SRQRigAttr{SRQ: srq.Attr{MaxRecvDTOs: 8}, Conns: 3})
+	const conns, big, rounds = 3, 1 << 20, 4
+	r := NewSRQRig(t, e.a, e.b, SRQRigAttr{SRQ: srq.Attr{MaxRecvDTOs: 8}, Conns: conns, BufSize: conns*big + 4096})
+	small := conns * big
 	for k := 0; k < 6; k++ {
-		if err := r.SRQ.PostRecv([]dat.LMRTriplet{r.Srv.Buf.Triplet(64*k, 64)}, dat.DTOCookie(k)); err != nil {
+		if err := r.SRQ.PostRecv([]dat.LMRTriplet{r.Srv.Buf.Triplet(small+64*k, 64)}, dat.DTOCookie(k)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,6 +43,64 @@ func testRecvQueryShared(t *testing.T, e *env) {
 		Expect(t, r.RecvEVDs[0], dat.DTOCompletionEvent)
 	}
 	want("dequeued")
+
+	// The rest of the small buffers go first; drain them.
+	for i := 0; i < 3; i++ {
+		r.Send(t, i, 0, 16)
+	}
+	for range 3 {
+		Expect(t, r.RecvEVDs[0], dat.DTOCompletionEvent)
+	}
+	want("small buffers used up")
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var bad string
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for i, c := range r.Conns {
+				if n, span, err := c.Srv.RecvQuery(); err != nil || n < 0 || n > 1 || span != n {
+					bad = fmt.Sprintf("connection %d: recv_query %d %d %v while receiving one message", i, n, span, err)
+				}
+			}
+		}
+	}()
+	for round := 0; round < rounds; round++ {
+		for i := range r.Conns {
+			if err := r.SRQ.PostRecv([]dat.LMRTriplet{r.Srv.Buf.Triplet(i*big, big)}, dat.DTOCookie(100*round+i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range r.Conns {
+			r.Send(t, i, 0, big)
+		}
+		for range r.Conns {
+			ev := Expect(t, r.RecvEVDs[0], dat.DTOCompletionEvent)
+			if ev.DTO.Status != dat.DTOSuccess || ev.DTO.Length != big {
+				t.Fatalf("round %d: %+v", round, ev.DTO)
+			}
+			for i, c := range r.Conns {
+				if ev.DTO.EP != dat.Handle(c.Srv) {
+					continue
+				}
+				if n, _, err := c.Srv.RecvQuery(); err != nil || n != 0 {
+					t.Fatalf("round %d: connection %d: recv_query %d %v after its completion was dequeued, want 0", round, i, n, err)
+				}
+			}
+		}
+	}
+	close(stop)
+	<-done
+	if bad != "" {
+		t.Fatal(bad)
+	}
+	want("after the concurrent rounds")
 }
 
 // testFlushMidMessage: a receive caught by a disconnect while its message

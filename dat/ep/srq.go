@@ -33,10 +33,11 @@ func (e *EP) SRQ() *srq.SRQ {
 
 // RecvQuery reports the receive buffers allocated to the EP whose
 // completions were not generated yet, and the span of them
-// (dat_ep_recv_query). For an EP on an SRQ that other connected EPs share,
-// both are dat.ValueUnknown while messages are arriving on several of
-// them: the provider cannot tell which EP holds a buffer in progress. When
-// no message is in progress on any of them, the EP holds none (0, 0).
+// (dat_ep_recv_query). For an EP on an SRQ they count the buffers the EP
+// took for messages still arriving, exact even while several EPs of the
+// SRQ receive at once (the soft-iWARP and mem providers' QPs implement
+// verbs.RecvInProgress). Over a provider without that hook, both are
+// dat.ValueUnknown while messages arrive on several EPs of the SRQ.
 func (e *EP) RecvQuery() (nbufsAllocated, bufsAllocSpan int, err error) {
 	return e.c().RecvQuery()
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/verbs"
 )
 
 // canTake are the states in which an EP takes buffers from its SRQ.
@@ -75,14 +76,14 @@ func (ep *EP) SRQ() *SRQ { return ep.srq }
 //
 // Without an SRQ a buffer is allocated when posted: the count is the
 // receives posted minus the completions already generated. With an SRQ a
-// buffer is allocated when a message starts arriving and the EP takes it.
-// The verbs layer does not say which QP holds a buffer in progress, only
-// how many the SRQ's EPs hold together (taken from the SRQ, completion not
-// generated), so the count is exact when that total is 0 (every EP holds
-// none), when the EP cannot take buffers (none), and when it is the only
-// EP of its SRQ that can (all of them); otherwise it is DAT_VALUE_UNKNOWN.
-// Messages of one connection arrive in order (iWARP's MSN order), so
-// buffers are allocated without gaps and the span equals the count.
+// buffer is allocated when a message starts arriving and the EP takes it:
+// the count is what the EP's QP reports through verbs.RecvInProgress.
+// Over a provider without that hook only the SRQ's total is known, so the
+// count is exact when that total is 0, when the EP cannot take buffers,
+// and when it is the only EP of its SRQ that can; otherwise it is
+// DAT_VALUE_UNKNOWN. Messages of one connection arrive in order (iWARP's
+// MSN order), so buffers are allocated without gaps and the span equals
+// the count.
 func (ep *EP) RecvQuery() (nbufs, span int, err error) {
 	if err := ep.live("ep_recv_query"); err != nil {
 		return 0, 0, err
@@ -95,6 +96,11 @@ func (ep *EP) allocated() int {
 	if s := ep.srq; s != nil {
 		if !canTake.has(ep.State()) {
 			return 0
+		}
+		if c := ep.cfg.Load(); c != nil {
+			if r, ok := c.qp.(verbs.RecvInProgress); ok {
+				return r.RecvInProgress()
+			}
 		}
 		n := s.inProgress()
 		if n == 0 || s.soleReceiver(ep) {
