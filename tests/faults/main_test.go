@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -23,6 +24,15 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	}
+	// The scenarios spend their time waiting on child processes and
+	// links, not computing: run four at once unless -test.parallel says
+	// otherwise.
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", "4")
 	}
 	if netns.Available() == nil {
 		netns.Sweep()
