@@ -84,10 +84,15 @@ func TestRDMAUseOnce(t *testing.T) {
 		win := make([]byte, 100)
 		ck := r.request(t, r.cli, r.srv, []byte("req"), RDMAMap{Mem: win, Flags: RDMAUseOnce | RDMAReadWrite})
 		src := bytes.Repeat([]byte{5}, 100)
-		r.op(t, r.srv, r.cli, []byte("ack1"), RDMAArgs{Cookie: ck, RemoteBytes: 100, Local: [][]byte{src}, Flags: RDMAReadWrite, UserToken: 1})
+		r.op(t, r.srv, r.cli, []byte("ack1"), RDMAArgs{Cookie: ck, RemoteBytes: 100, Local: [][]byte{src}, Flags: RDMAReadWrite | RDMANotifyMe, UserToken: 1})
 		expectNext(t, r.cli, []byte("ack1"))
 		if !bytes.Equal(win, src) {
 			t.Fatal("first WRITE missing")
+		}
+		// Success needs the client's ack of ack1; wait for it, or the
+		// failure below could drop the first op along with the second.
+		if n := r.notes(t, r.srv, 1); n[0] != (RDMANotify{UserToken: 1, Status: RDMASuccess}) {
+			t.Fatalf("first op: %+v", n[0])
 		}
 		src2 := bytes.Repeat([]byte{6}, 100)
 		r.op(t, r.srv, r.cli, []byte("ack2"), RDMAArgs{Cookie: ck, RemoteBytes: 100, Local: [][]byte{src2}, Flags: RDMAReadWrite, UserToken: 2})
