@@ -24,7 +24,8 @@ import (
 //
 //   - Per node: one IA on the node's address, one PZ, one SRQ whose
 //     receive buffers (48-byte header slot + 4096-byte fragment each) come
-//     from one preregistered LMR and are reposted as soon as their
+//     from preregistered LMR chunks (more are added as connections need
+//     them, dat_credit.go) and are reposted as soon as their
 //     completion is consumed, one PSP on conn_qual 18634 (RDS_PORT, the
 //     historical RDS-over-IB port), and one EVD that takes every stream:
 //     receive and send completions, connection requests and connection
@@ -46,11 +47,12 @@ import (
 //     ack-only frames (at most one in flight) for ACK_REQUIRED and for
 //     credit advertisements.
 //
-// Type is TransIB: the kernel's RDMA transport number, which covers
-// iWARP as well as InfiniBand (RDS_TRANS_IWARP is a deprecated alias of
-// nothing that exists any more), so an application that asks for the
-// kernel's RDMA transport with SO_RDS_TRANSPORT gets this one. Its name
-// in listings is "dat".
+// Type is TransIB: the kernel's one RDMA transport (rds_rdma) answers to
+// RDS_TRANS_IB for InfiniBand, RoCE and iWARP alike; the old separate
+// iWARP number (1) is deprecated and unused. So an application that asks
+// for the kernel's RDMA transport with SO_RDS_TRANSPORT gets this one.
+// Its name in listings is "dat", the API it runs on, since the same code
+// runs over any verbs provider.
 
 // DATConfig configures the dat transport. The zero value is usable: the
 // soft-iWARP provider on each node's own address.
@@ -66,11 +68,14 @@ type DATConfig struct {
 	// 18634); both ends must agree.
 	Port int
 	// RecvDepth is the number of receive buffers posted on each node's
-	// SRQ (default 1024, RDS_IB_DEFAULT_RECV_WR).
+	// SRQ (default 1024, RDS_IB_DEFAULT_RECV_WR), and the step by which
+	// the SRQ grows when connections need more.
 	RecvDepth int
-	// ConnCredits is the share of the SRQ one connection may grant its
-	// peer (default RecvDepth/4, at least 2). A connection gets this
-	// many buffers or what is left, and none below 2 (it then retries).
+	// ConnCredits is the share of the SRQ one connection grants its peer
+	// (default RecvDepth/4 up to 64, at least 2): its receive window of
+	// 4 KiB fragments. A connection that finds fewer buffers free grows
+	// the SRQ; if that fails it gets what is left, none below 2 (it then
+	// retries).
 	ConnCredits int
 	// SendDepth is the number of fragments a connection may have posted
 	// and not completed (default 256, RDS_IB_DEFAULT_SEND_WR).
@@ -110,7 +115,7 @@ func DAT(cfg DATConfig) Transport {
 	}
 	cfg.RecvDepth = max(cfg.RecvDepth, 2)
 	if cfg.ConnCredits <= 0 {
-		cfg.ConnCredits = cfg.RecvDepth / 4
+		cfg.ConnCredits = min(cfg.RecvDepth/4, 64)
 	}
 	cfg.ConnCredits = min(max(cfg.ConnCredits, 2), cfg.RecvDepth, datMaxCredits)
 	if cfg.SendDepth <= 0 {
@@ -152,8 +157,11 @@ type datNode struct {
 	pz   *ia.PZ
 	evd  *evd.EVD
 	srq  *srq.SRQ
-	rx   *lmr.LMR // the SRQ's buffers, RecvDepth slots
-	psp  *ep.PSP
+	// rx holds the SRQ's buffers, RecvDepth per chunk; buffer i is slot
+	// i%RecvDepth of chunk i/RecvDepth. Copy-on-write under mu.
+	rx    atomic.Pointer[[]*lmr.LMR]
+	nbufs atomic.Int64 // buffers posted so far: valid cookies
+	psp   *ep.PSP
 
 	ctx     context.Context // cancelled by Close
 	cancel  context.CancelFunc
@@ -170,6 +178,7 @@ type datNode struct {
 	paths    []*datPath
 	eps      map[*datEP]struct{} // every EP not yet retired
 	reserved int                 // SRQ buffers granted to live EPs
+	capacity int                 // SRQ buffers in all
 }
 
 // Attach opens the node's IA on its address, posts the SRQ and listens.
@@ -210,38 +219,75 @@ func (dn *datNode) setup() error {
 	if dn.srq, err = srq.Create(dn.ia, dn.pz, srq.Attr{MaxRecvDTOs: d}); err != nil {
 		return err
 	}
-	// Go memory rather than lmr.Alloc's mapping: a peer's provider that
-	// still places data while the IA closes never touches unmapped pages.
-	if dn.rx, err = lmr.Create(dn.ia, dn.pz, make([]byte, d*datSlot), dat.MemPrivLocalWrite, dat.VATypeVA); err != nil {
+	dn.rx.Store(new([]*lmr.LMR))
+	if err := dn.growLocked(); err != nil {
 		return err
-	}
-	for i := range d {
-		if err := dn.repost(i); err != nil {
-			return err
-		}
 	}
 	dn.psp, err = ep.CreatePSP(dn.ia, dat.ConnQual(dn.cfg.Port), dn.evd, dat.PSPConsumer)
 	return err
 }
 
-// repost gives receive buffer i back to the SRQ.
-func (dn *datNode) repost(i int) error {
-	dn.rxIOV[0] = dn.rx.Triplet(i*datSlot, datSlot)
-	return dn.srq.PostRecv(dn.rxIOV[:], dat.DTOCookie(i))
+// growLocked adds RecvDepth receive buffers to the SRQ: a chunk of Go
+// memory (not lmr.Alloc's mapping, so that a peer's provider still
+// placing data while the IA closes never touches unmapped pages),
+// published before its buffers are posted so that the event goroutine can
+// map any completion's cookie. dn.mu is held (or the node is not running
+// yet).
+func (dn *datNode) growLocked() error {
+	d := dn.cfg.RecvDepth
+	old := *dn.rx.Load()
+	if len(old) > 0 {
+		if err := dn.srq.Resize(dn.capacity + d); err != nil {
+			return err
+		}
+	}
+	l, err := lmr.Create(dn.ia, dn.pz, make([]byte, d*datSlot), dat.MemPrivLocalWrite, dat.VATypeVA)
+	if err != nil {
+		return err
+	}
+	chunks := append(old[:len(old):len(old)], l)
+	dn.rx.Store(&chunks)
+	var iov [1]dat.LMRTriplet
+	for i := range d {
+		if err := dn.post(dn.capacity+i, &iov); err != nil {
+			return err
+		}
+	}
+	dn.capacity += d
+	dn.nbufs.Store(int64(dn.capacity))
+	return nil
 }
+
+// post puts receive buffer i on the SRQ, with iov as scratch.
+func (dn *datNode) post(i int, iov *[1]dat.LMRTriplet) error {
+	d := dn.cfg.RecvDepth
+	iov[0] = (*dn.rx.Load())[i/d].Triplet((i%d)*datSlot, datSlot)
+	return dn.srq.PostRecv(iov[:], dat.DTOCookie(i))
+}
+
+// repost gives receive buffer i back to the SRQ (event goroutine).
+func (dn *datNode) repost(i int) error { return dn.post(i, &dn.rxIOV) }
 
 // rxBuf returns receive buffer i.
 func (dn *datNode) rxBuf(i int) []byte {
-	return dn.rx.Bytes()[i*datSlot : (i+1)*datSlot]
+	d := dn.cfg.RecvDepth
+	b := (*dn.rx.Load())[i/d].Bytes()
+	return b[(i%d)*datSlot : (i%d+1)*datSlot]
 }
 
-// reserve takes a connection's share of the SRQ: ConnCredits buffers or
-// what is left, nothing if fewer than 2 are left (one credit is always
-// kept back for advertisements, so a single one would be useless).
+// reserve takes a connection's share of the SRQ: ConnCredits buffers,
+// growing the SRQ by RecvDepth buffers when fewer are free, or what is
+// left if it cannot grow; nothing if fewer than 2 are left (one credit is
+// always kept back for advertisements, so a single one is useless).
 func (dn *datNode) reserve() int {
 	dn.mu.Lock()
 	defer dn.mu.Unlock()
-	g := min(dn.cfg.ConnCredits, dn.cfg.RecvDepth-dn.reserved)
+	for dn.capacity-dn.reserved < dn.cfg.ConnCredits {
+		if dn.eps == nil || dn.growLocked() != nil {
+			break
+		}
+	}
+	g := min(dn.cfg.ConnCredits, dn.capacity-dn.reserved)
 	if g < 2 {
 		return 0
 	}

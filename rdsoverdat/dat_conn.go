@@ -50,7 +50,6 @@ const (
 var (
 	errDatNoCredits = errors.New("rds dat: no receive buffers left to grant a connection")
 	errDatLost      = errors.New("rds dat: connection lost")
-	errDatProtocol  = errors.New("rds dat: protocol error")
 )
 
 // isActive reports whether our connection wins a simultaneous connect.
@@ -141,7 +140,7 @@ func (dn *datNode) newEP(dp *datPath, active bool) (*datEP, error) {
 		return nil, errClosed
 	}
 	dn.eps[e] = struct{}{}
-	want := dn.cfg.RecvDepth + datEVDSpare + len(dn.eps)*(s+1+datRDMADepth)
+	want := dn.capacity + datEVDSpare + len(dn.eps)*(s+1+datRDMADepth)
 	if want > dn.evdLen && dn.evd.Resize(want) == nil {
 		dn.evdLen = want
 	}

@@ -20,7 +20,8 @@ import (
 //
 // Sharing one SRQ: each connection is granted a fixed share of the
 // node's receive buffers when its EP is created (datNode.reserve,
-// ConnCredits or what is left) and tells the peer that number in the
+// ConnCredits, growing the SRQ by RecvDepth buffers when fewer are free,
+// or what is left if it cannot grow) and tells the peer that number in the
 // private data; from then on the peer holds at most that many of our
 // buffers (its send credits plus frames in flight plus our unadvertised
 // posted credits add up to the share), and a buffer the connection

@@ -87,7 +87,7 @@ func (r *datReasm) next(h wire.Header, n int) (first, done bool, err error) {
 // onRecv handles a receive completion of SRQ buffer c.Cookie.
 func (dn *datNode) onRecv(c *dat.DTOCompletion) {
 	i := int(c.Cookie)
-	if c.Cookie >= dat.DTOCookie(dn.cfg.RecvDepth) {
+	if c.Cookie >= dat.DTOCookie(dn.nbufs.Load()) {
 		return
 	}
 	e := datEPOf(c.EP)

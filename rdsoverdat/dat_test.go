@@ -449,3 +449,31 @@ func TestDATSimultaneousConnect(t *testing.T) {
 		}
 	})
 }
+
+// More peers than the initial SRQ can grant credits to: the SRQ grows,
+// and every peer gets through.
+func TestDATSRQGrows(t *testing.T) {
+	leakCheck(t)
+	st := datStack(t, DATConfig{Provider: mem.New(), RecvDepth: 8, ConnCredits: 4})
+	as := testAddrs(6)
+	dst := mustBind(t, st, ap(as[0], 0))
+	for _, a := range as[1:] {
+		s := mustBind(t, st, ap(a, 0))
+		if _, err := s.SendTo(make([]byte, 20000), dst.BoundAddr(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, 20000)
+	for range as[1:] {
+		if n, _ := recvTimeout(t, dst, buf, 10*time.Second); n != 20000 {
+			t.Fatalf("got %d bytes", n)
+		}
+	}
+	dn := st.Node(as[0]).trans[TransIB].(*datNode)
+	dn.mu.Lock()
+	c, r := dn.capacity, dn.reserved
+	dn.mu.Unlock()
+	if c < 20 || r > c {
+		t.Errorf("SRQ of %d buffers, %d granted", c, r)
+	}
+}
