@@ -25,6 +25,15 @@
 // The wire format (headers, extension headers, congestion maps) lives in
 // rdsoverdat/wire and is shared by all transports.
 //
+// RDMA zerocopy (rds-rdma(7); rdma*.go, dat_rdma.go). A client maps
+// memory (GetMR, or an RDMAMap control message on its request) and sends
+// the cookie; the server replies with an RDMAArgs control message, and
+// the transport moves the bytes with an RDMA READ or WRITE posted before
+// the reply on the same connection, so the reply arrives only after the
+// data. Outcomes come back as RDMANotify control messages. Only
+// transports with the RDMACapable ability carry RDMA (dat, like the
+// kernel's rds_rdma); elsewhere the calls fail with EOPNOTSUPP.
+//
 // Backends. NewStack(Config{Kernel: true}) returns a Stack whose Sockets
 // are the host kernel's own AF_RDS sockets (kernel.go) behind the same
 // API, so a program moves between in-kernel RDS and rdsoverdat by its
