@@ -60,6 +60,12 @@ func (FreeMR) OptionName() string       { return "RDS_FREE_MR" }
 // its transport has no RDMA, EINVAL for an empty range, one above
 // RDMALimits.MaxBytes or unknown flags, EAGAIN if the node holds
 // RDMALimits.MaxMRs mappings, EBUSY if the transport cannot register.
+//
+// Send the cookie to the server with an RDMADest control message: with
+// it goes the address the mapping starts at (wire.ExtRDMAAddr), which a
+// transport addressing MRs by virtual address (dat) needs. A cookie
+// passed inside a message's payload reaches only zero-based mappings;
+// over dat the server's ops on it fail with a remote error.
 func (s *Socket) GetMR(mem []byte, flags RDMAFlags) (Cookie, error) {
 	c, err := s.getMR(mem, flags)
 	if err != nil {
