@@ -42,7 +42,7 @@ func (c *tcpConn) routineRecv() {
 			c.shutdown(err, true)
 			return
 		}
-		rd.big = len(m.buf) >= tcpDirectMin
+		rd.big = len(m.buf) >= tcpDirectReadMin
 		p.Receive(m)
 	}
 }
@@ -56,7 +56,7 @@ type tcpReader struct {
 	nc   net.Conn
 	buf  []byte // staging, holding buf[r:w] not yet consumed
 	r, w int
-	big  bool // the last payload was at least tcpDirectMin bytes
+	big  bool // the last payload was at least tcpDirectReadMin bytes
 }
 
 // readFull fills p from the stream; a stream ending inside p is
@@ -67,7 +67,7 @@ func (rd *tcpReader) readFull(p []byte) error {
 	for n < len(p) {
 		var k int
 		var err error
-		if len(p)-n >= tcpDirectMin {
+		if len(p)-n >= tcpDirectReadMin {
 			k, err = rd.nc.Read(p[n:])
 			n += k
 		} else {

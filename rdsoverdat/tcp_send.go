@@ -27,9 +27,13 @@ const (
 	ackPollMax = 10 * time.Millisecond
 	tcpBufSize = 64 << 10
 	// tcpDirectMin is the payload size from which a payload goes out of
-	// (or comes in to) the message itself rather than the staging
-	// buffer: above it, a system call costs less than the copy.
-	tcpDirectMin = 2 << 10
+	// the message itself rather than through the staging buffer (it
+	// costs an iovec, not a system call). tcpDirectReadMin is the same on
+	// the receive side, where reading around the staging buffer costs
+	// system calls: a header read alone and the payload read on its own
+	// beat one copy only for large payloads.
+	tcpDirectMin     = 2 << 10
+	tcpDirectReadMin = 32 << 10
 	// tcpBatchBytes and tcpBatchSegs bound one writev.
 	tcpBatchBytes = 256 << 10
 	tcpBatchSegs  = 64

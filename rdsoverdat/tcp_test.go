@@ -110,7 +110,7 @@ func TestTCPBatchAndReaderStream(t *testing.T) {
 	}
 	defer rc.Close()
 
-	sizes := []int{0, 1, 64, tcpDirectMin - 1, tcpDirectMin, 70000, 48, 300 << 10, 5, tcpBufSize, 3}
+	sizes := []int{0, 1, 64, tcpDirectMin - 1, tcpDirectMin, 70000, 48, tcpDirectReadMin - 1, tcpDirectReadMin, 300 << 10, 5, tcpBufSize, 3}
 	var want []byte
 	var msgs []*Message
 	for i, n := range sizes {
@@ -149,7 +149,7 @@ func TestTCPBatchAndReaderStream(t *testing.T) {
 		if err := rd.readFull(p); err != nil {
 			t.Fatal(err)
 		}
-		rd.big = len(p) >= tcpDirectMin
+		rd.big = len(p) >= tcpDirectReadMin
 		got = append(append(got, hdr[:]...), p...)
 	}
 	if err := <-errc; err != nil {
