@@ -154,9 +154,31 @@ func (s *Socket) deliver(m *Message) bool {
 	signal(s.rxSig)
 	signal(s.pollSig)
 	if congest {
-		node.congSet(port)
+		s.syncCong(node, port)
 	}
 	return true
+}
+
+// syncCong makes the node's congestion bit for port follow s.congested.
+// The bit cannot be changed under s.mu (announcing a change locks every
+// socket), so a delivery that congests the port and a read that
+// uncongests it can reach the map in the wrong order: the read clears a
+// bit not yet set, the delivery then sets it, and the port stays
+// congested with nobody left to clear it (senders wait for good). Each
+// caller changes s.congested under s.mu and then calls syncCong, which
+// applies the state current at that moment, serialized by congMu: the
+// last call applies the last change.
+func (s *Socket) syncCong(node *Node, port wire.Port) {
+	s.congMu.Lock()
+	defer s.congMu.Unlock()
+	s.mu.Lock()
+	want := s.congested
+	s.mu.Unlock()
+	if want {
+		node.congSet(port)
+	} else {
+		node.congClear(port)
+	}
 }
 
 // RecvMsg receives one message into m.Data (recvmsg(2)) and returns the
@@ -254,7 +276,7 @@ func (s *Socket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 				signal(s.rxSig)
 			}
 			if uncongest {
-				node.congClear(port)
+				s.syncCong(node, port)
 			}
 			return n, nil
 		}

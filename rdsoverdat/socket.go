@@ -30,6 +30,10 @@ type Socket struct {
 	// pollSig on any of these (for Wait).
 	rxSig, txSig, pollSig chan struct{}
 
+	// congMu serializes syncCong, which makes the node's map follow
+	// congested; it is taken without mu held, and takes mu inside.
+	congMu sync.Mutex
+
 	mu          sync.Mutex
 	node        *Node
 	bound       netip.AddrPort
@@ -235,7 +239,7 @@ func (s *Socket) Close() error {
 	if n != nil {
 		n.unbind(s, wire.Port(bound.Port()))
 		if congested {
-			n.congClear(wire.Port(bound.Port()))
+			s.syncCong(n, wire.Port(bound.Port()))
 		}
 		n.cancel(s, netip.AddrPort{})
 	}
