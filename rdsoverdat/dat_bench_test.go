@@ -27,3 +27,9 @@ func BenchmarkRDSDATRTT64(b *testing.B)      { benchRTT(b, datBenchCfg()) }
 func BenchmarkRDSDATMemRate64(b *testing.B)  { benchStream(b, datMemBenchCfg(), 64) }
 func BenchmarkRDSDATMemTput64K(b *testing.B) { benchStream(b, datMemBenchCfg(), 65536) }
 func BenchmarkRDSDATMemRTT64(b *testing.B)   { benchRTT(b, datMemBenchCfg()) }
+
+// The 64 KiB stream with a 1 MiB receive window (256 credits) instead of
+// the default 64, to show what the window costs.
+func BenchmarkRDSDATTput64KWide(b *testing.B) {
+	benchStream(b, Config{Transports: []Transport{DAT(DATConfig{ConnCredits: 256})}}, 65536)
+}
