@@ -118,7 +118,11 @@ type QP interface {
 	Modify(s QPState) error
 	// PostSend posts send requests in order and returns how many were
 	// posted; on error wrs[n] is the request that failed and nothing after
-	// it was posted.
+	// it was posted. Their completions come in posting order: a request's
+	// completion (or, unsignalled and successful, its retirement) never
+	// precedes an earlier request's, as in the IB and iWARP verbs, so a
+	// consumer may take a signalled completion as proof that every earlier
+	// unsignalled request succeeded.
 	PostSend(wrs []SendWR) (int, error)
 	// PostRecv posts receives like PostSend posts sends.
 	PostRecv(wrs []RecvWR) (int, error)

@@ -11,6 +11,7 @@ var rdmaTests = []testCase{
 	{"ReadSizes", testRDMAReadSizes},
 	{"WriteThenSend", testRDMAWriteThenSend},
 	{"ReadsUpToORD", testRDMAReadsUpToORD},
+	{"SendQueueOrder", testSendQueueOrder},
 }
 
 // remoteOff is where RDMA tests aim inside the peer's MR: not aligned to

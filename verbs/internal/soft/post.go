@@ -95,8 +95,7 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 	}
 	qp.sqTail++
 	if qp.state == verbs.QPStateError {
-		w.done = true
-		qp.pushSendLocked(w, verbs.WCWRFlushErr, 0)
+		w.done, w.status = true, verbs.WCWRFlushErr
 		qp.advanceHeadLocked()
 		qp.sqNext = qp.sqTail
 		return nil
@@ -148,7 +147,6 @@ func (qp *QP) NextSend(w *SendWQE) bool {
 		if s.Opcode == verbs.OpBindMW || s.Opcode == verbs.OpLocalInv {
 			qp.sqNext++
 			s.done = true
-			qp.pushSendLocked(s, s.status, 0)
 			qp.advanceHeadLocked()
 			continue
 		}
@@ -168,7 +166,8 @@ func (qp *QP) NextSend(w *SendWQE) bool {
 }
 
 // CompleteSend finishes the in-flight send request seq. byteLen is
-// reported for RDMA Reads. Unknown or already flushed sequence numbers are
+// reported for RDMA Reads. The completion is queued once every earlier
+// request has completed too. Unknown or already flushed sequence numbers are
 // ignored. An error status does not by itself end the stream: the provider
 // calls Fail when the error is fatal, as it always is for RC.
 func (qp *QP) CompleteSend(seq uint64, status verbs.WCStatus, byteLen uint32) {
@@ -182,13 +181,12 @@ func (qp *QP) CompleteSend(seq uint64, status verbs.WCStatus, byteLen uint32) {
 		qp.mu.Unlock()
 		return
 	}
-	w.done = true
+	w.done, w.status, w.byteLen = true, status, byteLen
 	kick := false
 	if w.Opcode == verbs.OpRDMARead {
 		qp.readsOut--
 		kick = qp.sqNext < qp.sqTail
 	}
-	qp.pushSendLocked(w, status, byteLen)
 	qp.advanceHeadLocked()
 	qp.checkDrainedLocked()
 	link := qp.link
@@ -210,8 +208,17 @@ func (qp *QP) pushSendLocked(w *SendWQE, status verbs.WCStatus, byteLen uint32) 
 	qp.sendCQ.Push(&wc)
 }
 
+// advanceHeadLocked retires the finished requests at the head of the send
+// queue and queues their completions: in posting order, as the verbs model
+// promises, so a Write that finishes while an earlier Read is outstanding
+// waits for the Read.
 func (qp *QP) advanceHeadLocked() {
-	for qp.sqHead < qp.sqNext && qp.sq[qp.sqHead%uint64(len(qp.sq))].done {
+	for qp.sqHead < qp.sqNext {
+		w := &qp.sq[qp.sqHead%uint64(len(qp.sq))]
+		if !w.done {
+			return
+		}
+		qp.pushSendLocked(w, w.status, w.byteLen)
 		qp.sqHead++
 	}
 }

@@ -238,12 +238,14 @@ func (qp *QP) Fail(err error) {
 func (qp *QP) enterErrorLocked() {
 	wasConnected := qp.state == verbs.QPStateRTR || qp.state == verbs.QPStateRTS || qp.state == verbs.QPStateSQD
 	qp.state = verbs.QPStateError
+	// In posting order: requests that finished behind an unfinished one
+	// report how they finished, the rest are flushed.
 	for seq := qp.sqHead; seq < qp.sqTail; seq++ {
 		w := &qp.sq[seq%uint64(len(qp.sq))]
 		if !w.done {
-			w.done = true
-			qp.pushSendLocked(w, verbs.WCWRFlushErr, 0)
+			w.done, w.status, w.byteLen = true, verbs.WCWRFlushErr, 0
 		}
+		qp.pushSendLocked(w, w.status, w.byteLen)
 	}
 	qp.sqHead, qp.sqNext = qp.sqTail, qp.sqTail
 	qp.readsOut = 0

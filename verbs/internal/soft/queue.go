@@ -24,7 +24,8 @@ type SendWQE struct {
 	Signaled   bool
 
 	done     bool
-	status   verbs.WCStatus // preset for work the engine runs itself (bind, local invalidate)
+	status   verbs.WCStatus // preset for work the engine runs itself (bind, local invalidate); final once done
+	byteLen  uint32         // an RDMA Read's length, once done
 	bind     verbs.MWBind
 	isInline bool
 }
