@@ -96,8 +96,8 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 	qp.sqTail++
 	if qp.state == verbs.QPStateError {
 		w.done, w.status = true, verbs.WCWRFlushErr
-		qp.advanceHeadLocked()
 		qp.sqNext = qp.sqTail
+		qp.advanceHeadLocked()
 		return nil
 	}
 	// Binds and local invalidations take effect now, so that a key they
