@@ -29,10 +29,6 @@ import (
 var unfuzzedParsers = map[string]string{
 	"verbs/mem.parseAddr":        "parses the caller's own address string, never remote input",
 	"rdsoverdat.parseRDMACmsgs":  "parses the application's own control messages, never remote input",
-	"rdsoverdat.parseDatPrivate": "GAP (remote input, dat transport): reached by no fuzz target; owner of rdsoverdat/dat*.go",
-	"rdsoverdat.parseDatFrag":    "GAP (remote input, dat transport): reached by no fuzz target; owner of rdsoverdat/dat*.go",
-	"internal/perf.parseRequest": "GAP (remote input, rdma-perf private data): reached by no fuzz target; owner of internal/perf",
-	"internal/perf.parseReply":   "GAP (remote input, rdma-perf private data): reached by no fuzz target; owner of internal/perf",
 }
 
 // parserRoots are the directories whose parsers read remote input.

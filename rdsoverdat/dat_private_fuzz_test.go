@@ -1,0 +1,35 @@
+package rdsoverdat
+
+import (
+	"net/netip"
+	"testing"
+)
+
+// FuzzDATPrivate feeds arbitrary connection private data (what a peer's
+// connect request or accept carries) to the parser: it must never panic,
+// and whatever it accepts must read back through every accessor and
+// re-encode to the same fields.
+func FuzzDATPrivate(f *testing.F) {
+	var b [64]byte
+	f.Add([]byte(encodeDatPrivate(b[:], netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"), 7, 64)))
+	f.Add([]byte(encodeDatPrivate(b[:], netip.MustParseAddr("10.0.0.9"), netip.MustParseAddr("10.0.0.1"), 0, 2)))
+	f.Add([]byte{})
+	f.Add(make([]byte, 8))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		p, err := parseDatPrivate(in)
+		if err != nil {
+			return
+		}
+		if p.Credit() < 2 || p.MinorMask()&datMinorMask == 0 {
+			t.Fatalf("accepted credit %d mask %#x", p.Credit(), p.MinorMask())
+		}
+		var out [64]byte
+		q := encodeDatPrivate(out[:], p.Saddr(), p.Daddr(), p.AckSeq(), p.Credit())
+		if q.Saddr() != p.Saddr() || q.Daddr() != p.Daddr() || q.AckSeq() != p.AckSeq() || q.Credit() != p.Credit() {
+			t.Fatalf("re-encoding changed the fields: %x -> %x", in, []byte(q))
+		}
+		if _, err := parseDatPrivate(q); err != nil {
+			t.Fatalf("own encoding refused: %v", err)
+		}
+	})
+}
