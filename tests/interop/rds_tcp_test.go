@@ -98,14 +98,14 @@ func kernAddr(port int) string { return rdsVM.ip + ":" + strconv.Itoa(port) }
 // the Go node echoes; the kernel socket receives the echo.
 func TestRDSTCPKernelSendsToGo(t *testing.T) {
 	ctx, bin, _ := rdsTest(t, 2*time.Minute)
-	goSide := startJob(t, nsExec(ctx, t, bin, "-bind", hostAddr(4010), "-echo", "-timeout", "20s"))
+	goSide := startJob(t, nsExec(ctx, t, bin, "-transport", "tcp", "-bind", hostAddr(4010), "-echo", "-timeout", "20s"))
 	time.Sleep(time.Second) // the Go node listens on 16385 once bound
 	out, err := rdsVM.exec(ctx, t, "python3", filepath.Join(lab.dir, "rds_smoke.py"), "--no-local",
 		"--addr", rdsVM.ip, "--peer", hostAddr(4010)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("rds_smoke.py: %v\n%s\nGo side:\n%s", err, out, goSide.out.String())
 	}
-	want := "reply from " + hostAddr(4010) + ": b'echo: hello from the VM kernel RDS/TCP'"
+	want := "reply from " + hostAddr(4010) + ": b'hello from the VM kernel RDS/TCP'"
 	if !strings.Contains(string(out), want) {
 		t.Fatalf("kernel output lacks %q:\n%s\nGo side:\n%s", want, out, goSide.out.String())
 	}
@@ -140,11 +140,11 @@ func TestRDSTCPSizes(t *testing.T) {
 // answered with 0-byte pongs from port 0).
 func TestRDSTCPPing(t *testing.T) {
 	ctx, bin, _ := rdsTest(t, 2*time.Minute)
-	out, err := nsExec(ctx, t, bin, "-bind", hostAddr(4013), "-ping", rdsVM.ip, "-count", "3", "-timeout", "20s").CombinedOutput()
+	out, err := nsExec(ctx, t, bin, "-transport", "tcp", "-bind", hostAddr(4013), "-ping", rdsVM.ip, "-count", "3", "-timeout", "20s").CombinedOutput()
 	if err != nil || strings.Count(string(out), "from "+kernAddr(0)+" len 0") != 3 {
 		t.Fatalf("Go pinging the kernel: %v\n%s", err, out)
 	}
-	goSide := startJob(t, nsExec(ctx, t, bin, "-bind", hostAddr(4014), "-echo", "-timeout", "15s"))
+	goSide := startJob(t, nsExec(ctx, t, bin, "-transport", "tcp", "-bind", hostAddr(4014), "-echo", "-timeout", "15s"))
 	time.Sleep(time.Second)
 	kout, err := rdsVM.exec(ctx, t, "python3", kernelPeer(), "--timeout", "10", "ping", rdsVM.ip, hostIP, "3").CombinedOutput()
 	if err != nil || strings.Count(string(kout), "kernel pong 0 from "+hostAddr(0)) != 3 {
