@@ -27,8 +27,8 @@ import (
 // unfuzzedParsers are known parsers without a fuzz target of their own,
 // keyed "dir.func", each with why that is acceptable or who owns the gap.
 var unfuzzedParsers = map[string]string{
-	"verbs/mem.parseAddr":        "parses the caller's own address string, never remote input",
-	"rdsoverdat.parseRDMACmsgs":  "parses the application's own control messages, never remote input",
+	"verbs/mem.parseAddr":       "parses the caller's own address string, never remote input",
+	"rdsoverdat.parseRDMACmsgs": "parses the application's own control messages, never remote input",
 }
 
 // parserRoots are the directories whose parsers read remote input.
