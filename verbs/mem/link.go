@@ -18,6 +18,7 @@ type link struct {
 	pending atomic.Bool
 	w       soft.SendWQE
 	slices  [][]byte
+	holds   soft.Holds // of slices, while copying
 	placer  soft.Placer
 	rwqe    soft.RecvWQE
 }
@@ -48,16 +49,20 @@ func (l *link) run(w *soft.SendWQE) {
 		l.send(w, peer)
 	case verbs.OpRDMAWrite:
 		var dst []byte
+		var hold soft.Hold
 		if w.Len > 0 { // zero-length writes are not checked (RFC 5041, siw)
 			var f soft.Fault
-			dst, f = peer.qp.ResolveRemote(w.RKey, w.RemoteAddr, w.Len, verbs.AccessRemoteWrite)
+			dst, hold, f = peer.qp.ResolveRemote(w.RKey, w.RemoteAddr, w.Len, verbs.AccessRemoteWrite)
 			if f != soft.FaultNone {
 				qp.CompleteSend(w.Seq, verbs.WCRemAccessErr, 0)
 				peer.terminate(f.DDPTagged())
 				return
 			}
 		}
-		if !l.gather(w, dst) {
+		ok := l.gather(w, dst)
+		hold.Release()
+		if !ok {
+			l.failLocal(w)
 			return
 		}
 		l.c.dev.Counters.BytesSent.Add(w.Len)
@@ -65,44 +70,54 @@ func (l *link) run(w *soft.SendWQE) {
 		qp.CompleteSend(w.Seq, verbs.WCSuccess, 0)
 	case verbs.OpRDMARead:
 		var src []byte
+		var srcHold soft.Hold
 		if w.Len > 0 {
 			var f soft.Fault
-			src, f = peer.qp.ResolveRemote(w.RKey, w.RemoteAddr, w.Len, verbs.AccessRemoteRead)
+			src, srcHold, f = peer.qp.ResolveRemote(w.RKey, w.RemoteAddr, w.Len, verbs.AccessRemoteRead)
 			if f != soft.FaultNone {
 				qp.CompleteSend(w.Seq, verbs.WCRemAccessErr, 0)
 				peer.terminate(f.RDMAP())
 				return
 			}
 		}
-		dst, f := qp.ResolveSGE(&w.SGL[0], true)
+		dst, dstHold, f := qp.ResolveSGE(&w.SGL[0], true)
 		if f != soft.FaultNone {
-			qp.CompleteSend(w.Seq, verbs.WCLocProtErr, 0)
-			l.c.shutdown(&verbs.TerminateError{Layer: verbs.TermLayerRDMAP, EType: 0, Code: soft.CodeRDMAPUnspecified}, verbs.ErrDisconnected)
+			srcHold.Release()
+			l.failLocal(w)
 			return
 		}
 		copy(dst, src)
+		dstHold.Release()
+		srcHold.Release()
 		l.c.dev.Counters.BytesReceived.Add(w.Len)
 		peer.dev.Counters.BytesSent.Add(w.Len)
 		qp.CompleteSend(w.Seq, verbs.WCSuccess, uint32(w.Len))
 	}
 }
 
-// gather copies w's data into dst (len(dst) == w.Len). A local memory
-// fault fails the request and the connection, as siw does.
+// gather copies w's data into dst (len(dst) == w.Len); it reports false
+// when w's local memory is no longer valid.
 func (l *link) gather(w *soft.SendWQE, dst []byte) bool {
 	var f soft.Fault
-	l.slices, f = l.c.qp.SendSlices(w, l.slices[:0])
+	l.slices, f = l.c.qp.SendSlices(w, l.slices[:0], &l.holds)
 	if f != soft.FaultNone {
-		l.c.qp.CompleteSend(w.Seq, verbs.WCLocProtErr, 0)
-		l.c.shutdown(&verbs.TerminateError{Layer: verbs.TermLayerRDMAP, EType: 0, Code: soft.CodeRDMAPUnspecified}, verbs.ErrDisconnected)
 		return false
 	}
 	off := 0
 	for _, b := range l.slices {
 		off += copy(dst[off:], b)
 	}
+	l.holds.Release()
 	clear(l.slices)
 	return true
+}
+
+// failLocal fails w for a local memory fault, and the connection with it,
+// as siw does. The caller holds no memory: completing and terminating
+// take locks that an invalidation may be waiting behind.
+func (l *link) failLocal(w *soft.SendWQE) {
+	l.c.qp.CompleteSend(w.Seq, verbs.WCLocProtErr, 0)
+	l.c.shutdown(&verbs.TerminateError{Layer: verbs.TermLayerRDMAP, EType: 0, Code: soft.CodeRDMAPUnspecified}, verbs.ErrDisconnected)
 }
 
 // send delivers a Send into the peer's next receive.
@@ -122,7 +137,7 @@ func (l *link) send(w *soft.SendWQE, peer *conn) {
 		return
 	}
 	var f soft.Fault
-	l.slices, f = qp.SendSlices(w, l.slices[:0])
+	l.slices, f = qp.SendSlices(w, l.slices[:0], &l.holds)
 	if f != soft.FaultNone {
 		peer.qp.CompleteRecv(r, verbs.WCWRFlushErr, 0, 0, 0)
 		qp.CompleteSend(w.Seq, verbs.WCLocProtErr, 0)
@@ -133,21 +148,28 @@ func (l *link) send(w *soft.SendWQE, peer *conn) {
 	p.Reset(peer.qp, r)
 	for _, b := range l.slices {
 		n, f := p.Write(b)
-		if f != soft.FaultNone {
+		if f != soft.FaultNone || n < len(b) {
+			p.Release()
+			l.holds.Release()
 			clear(l.slices)
+		}
+		if f != soft.FaultNone {
 			peer.qp.CompleteRecv(r, verbs.WCLocProtErr, 0, 0, 0)
 			qp.CompleteSend(w.Seq, verbs.WCRemOpErr, 0)
 			peer.terminate(&verbs.TerminateError{Layer: verbs.TermLayerDDP, EType: 0, Code: 0}) // catastrophic
 			return
 		}
 		if n < len(b) {
-			clear(l.slices)
 			peer.qp.CompleteRecv(r, verbs.WCLocLenErr, 0, 0, 0)
 			qp.CompleteSend(w.Seq, verbs.WCRemOpErr, 0)
 			peer.terminate(soft.NoBuffer())
 			return
 		}
 	}
+	// Release before the invalidation below, which waits for every access
+	// to its STag, possibly this receive's own.
+	p.Release()
+	l.holds.Release()
 	clear(l.slices)
 	var flags verbs.WCFlags
 	var inv uint32

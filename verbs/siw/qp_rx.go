@@ -51,7 +51,6 @@ type rxState struct {
 
 	// The Read whose response is being placed (the oldest outstanding).
 	read       outboundRead
-	readMem    []byte
 	readPlaced uint32
 	// A Read that failed and must complete with readStatus before the QP
 	// is flushed.
@@ -156,6 +155,15 @@ func (s *stream) malformed(cause iwarp.TermCause, h iwarp.Header) bool {
 }
 
 // readPayload reads the FPDU's payload into dst (exactly len(dst) bytes).
+// When dst is registered memory the caller holds it (soft.Hold) across
+// the read, which may block on the socket: a deregistration of that
+// memory then waits for the rest of this one FPDU. The hold never spans
+// two FPDUs, so a peer that pauses between segments delays nothing; a
+// peer that stalls inside one delays the Dereg until the bytes come or
+// the stream ends — any teardown (disconnect, Terminate, QP destroy,
+// device close) closes the socket, which fails the read and releases the
+// hold. Holding only across bytes already buffered would instead cost
+// the direct socket-to-memory read that large payloads take.
 func (s *stream) readPayload(dst []byte) bool {
 	for len(dst) > 0 {
 		n, err := s.rx.fr.ReadPayload(dst)
@@ -213,12 +221,17 @@ func (s *stream) rxSend(h iwarp.Header) bool {
 			s.terminate(causeLocal, nil)
 			return false
 		}
-		if !s.readPayload(dst) {
+		ok := s.readPayload(dst)
+		if !ok {
+			rx.placer.Release()
 			return false
 		}
 		rx.placer.Advance(len(dst))
 		left -= len(dst)
 	}
+	// Between FPDUs the receive holds no memory: a peer that pauses mid
+	// message must not hold up a deregistration.
+	rx.placer.Release()
 	if !s.finishFrame() {
 		return false
 	}
@@ -265,12 +278,14 @@ func (s *stream) rxWrite(h iwarp.Header) bool {
 	}
 	n := h.PayloadLen()
 	if n > 0 {
-		mem, f := s.qp.ResolveRemote(uint32(t.STag()), t.TO(), uint64(n), verbs.AccessRemoteWrite)
+		mem, hold, f := s.qp.ResolveRemote(uint32(t.STag()), t.TO(), uint64(n), verbs.AccessRemoteWrite)
 		if f != soft.FaultNone {
 			s.terminate(taggedCause(f), h)
 			return false
 		}
-		if !s.readPayload(mem) {
+		ok := s.readPayload(mem)
+		hold.Release()
+		if !ok {
 			return false
 		}
 	}
@@ -311,10 +326,12 @@ func (s *stream) rxReadRequest(h iwarp.Header) bool {
 		return false
 	}
 	if r.size > 0 {
-		if _, f := s.qp.ResolveRemote(r.srcSTag, r.srcTO, uint64(r.size), verbs.AccessRemoteRead); f != soft.FaultNone {
+		_, hold, f := s.qp.ResolveRemote(r.srcSTag, r.srcTO, uint64(r.size), verbs.AccessRemoteRead)
+		if f != soft.FaultNone {
 			s.terminate(readCause(f), h)
 			return false
 		}
+		hold.Release()
 	}
 	if !s.irq.push(&r) {
 		s.terminate(causeIRDOverflow, h)
@@ -338,16 +355,7 @@ func (s *stream) rxReadResponse(h iwarp.Header) bool {
 		if !s.orq.front(&rx.read) {
 			return s.malformed(causeNoRead, h)
 		}
-		rx.readMem, rx.readPlaced = nil, 0
-		if rx.read.size > 0 {
-			mem, f := s.qp.ResolveSGE(&rx.read.sink, true)
-			if f != soft.FaultNone {
-				s.failRead(verbs.WCLocProtErr)
-				s.terminate(taggedCause(f), h)
-				return false
-			}
-			rx.readMem = mem
-		}
+		rx.readPlaced = 0
 		rx.tagOn, rx.tagOp = true, iwarp.OpRDMAReadResponse
 	}
 	n := h.PayloadLen()
@@ -361,7 +369,22 @@ func (s *stream) rxReadResponse(h iwarp.Header) bool {
 		s.failRead(verbs.WCBadRespErr)
 		return s.malformed(iwarp.TermDDPTaggedBaseBounds, h)
 	}
-	if !s.readPayload(rx.readMem[rx.readPlaced:end]) || !s.finishFrame() {
+	if n > 0 {
+		// The sink is resolved, and held, for each segment: between
+		// segments the Read holds no memory.
+		mem, hold, f := s.qp.ResolveSGE(&rx.read.sink, true)
+		if f != soft.FaultNone {
+			s.failRead(verbs.WCLocProtErr)
+			s.terminate(taggedCause(f), h)
+			return false
+		}
+		ok := s.readPayload(mem[rx.readPlaced:end])
+		hold.Release()
+		if !ok {
+			return false
+		}
+	}
+	if !s.finishFrame() {
 		return false
 	}
 	rx.readPlaced = uint32(end)

@@ -1,6 +1,7 @@
 package siw
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -65,17 +66,17 @@ type txState struct {
 	// The send work request being segmented.
 	cur    soft.SendWQE
 	curOn  bool
-	slices [][]byte // its memory, one slice per SGE (or the inline copy)
-	si     int      // current slice
-	soff   int      // offset in the current slice
-	off    uint64   // bytes of cur queued so far
+	slices [][]byte   // its memory, one slice per SGE (or the inline copy)
+	holds  soft.Holds // of slices, while a segment is framed
+	si     int        // current slice
+	soff   int        // offset in the current slice
+	off    uint64     // bytes of cur queued so far
 	msn    iwarp.MSN
 	op     iwarp.Opcode
 
 	// The inbound Read being answered.
 	rr     inboundRead
 	rrOn   bool
-	rrMem  []byte
 	rrSent uint32
 
 	done   []uint64 // send queue sequence numbers to complete after the flush
@@ -256,18 +257,21 @@ func (s *stream) txNext() error {
 
 // startSend prepares tx.cur for segmentation. A local buffer that is no
 // longer valid (deregistered since the post) fails the request and the
-// stream, as siw does.
+// stream, as siw does. The memory is checked here and held again for
+// each segment (holdSlices): between segments tx holds none.
 func (s *stream) startSend() bool {
 	tx := &s.tx
 	w := &tx.cur
 	var f soft.Fault
-	tx.slices, f = s.qp.SendSlices(w, tx.slices[:0])
+	tx.slices, f = s.qp.SendSlices(w, tx.slices[:0], &tx.holds)
+	tx.holds.Release()
 	if w.Opcode == verbs.OpRDMARead {
-		_, f = s.qp.ResolveSGE(&w.SGL[0], true)
+		var h soft.Hold
+		_, h, f = s.qp.ResolveSGE(&w.SGL[0], true)
+		h.Release()
 	}
 	if f != soft.FaultNone {
-		s.qp.CompleteSend(w.Seq, verbs.WCLocProtErr, 0)
-		s.terminate(causeLocal, nil)
+		s.failLocal()
 		return false
 	}
 	tx.curOn, tx.si, tx.soff, tx.off = true, 0, 0, 0
@@ -322,10 +326,34 @@ func (tx *txState) nextPayload(max int) []byte {
 	return cur
 }
 
-// txSegment queues the next FPDU of the Send or RDMA Write tx.cur.
+// errLocalFault stops the transmit loops after failLocal has ended the
+// stream.
+var errLocalFault = errors.New("siw: local memory fault")
+
+// failLocal fails tx.cur and the stream for a local memory fault.
+func (s *stream) failLocal() {
+	s.qp.CompleteSend(s.tx.cur.Seq, verbs.WCLocProtErr, 0)
+	s.terminate(causeLocal, nil)
+}
+
+// txSegment queues the next FPDU of the Send or RDMA Write tx.cur. The
+// message's memory is resolved again and held while the segment is
+// gathered and framed (the frame writer computes the CRC and copies small
+// payloads then); a buffer deregistered since the last segment fails the
+// request. A large payload the blocking writer keeps by reference until
+// its flush is read by the kernel (writev), which faults cleanly (EFAULT)
+// rather than crash if the application frees it in between.
 func (s *stream) txSegment() error {
 	tx := &s.tx
 	w := &tx.cur
+	var f soft.Fault
+	tx.slices, f = s.qp.SendSlices(w, tx.slices[:0], &tx.holds)
+	if f != soft.FaultNone {
+		tx.curOn = false
+		s.failLocal()
+		return errLocalFault
+	}
+	defer tx.holds.Release()
 	var hdr iwarp.Header
 	var payload []byte
 	if tx.op == iwarp.OpRDMAWrite {
@@ -417,20 +445,23 @@ func (s *stream) txReadResponses(budget int) (int, error) {
 			if !s.irq.front(&tx.rr) {
 				break
 			}
-			tx.rrMem, tx.rrSent = nil, 0
-			if tx.rr.size > 0 {
-				// Checked when the request arrived; checked again because
-				// the memory may have been deregistered since.
-				mem, f := s.qp.ResolveRemote(tx.rr.srcSTag, tx.rr.srcTO, uint64(tx.rr.size), verbs.AccessRemoteRead)
-				if f != soft.FaultNone {
-					s.terminate(readCause(f), tx.rr.hdr[:])
-					return n, nil
-				}
-				tx.rrMem = mem
-			}
+			tx.rrSent = 0
 			tx.rrOn = true
 		}
-		chunk := tx.rrMem[tx.rrSent:]
+		// Checked when the request arrived; checked again, and held while
+		// it is framed, for every segment, because the memory may have
+		// been deregistered since.
+		var chunk []byte
+		var hold soft.Hold
+		if tx.rr.size > 0 {
+			mem, h, f := s.qp.ResolveRemote(tx.rr.srcSTag, tx.rr.srcTO, uint64(tx.rr.size), verbs.AccessRemoteRead)
+			if f != soft.FaultNone {
+				tx.rrOn = false
+				s.terminate(readCause(f), tx.rr.hdr[:])
+				return n, nil
+			}
+			chunk, hold = mem[tx.rrSent:], h
+		}
 		if max := iwarp.MaxPayload(iwarp.TaggedHeaderLen, s.maxULPDU); len(chunk) > max {
 			chunk = chunk[:max]
 		}
@@ -439,7 +470,9 @@ func (s *stream) txReadResponses(budget int) (int, error) {
 		iwarp.TaggedHeader(hdr).Encode(&iwarp.TaggedFields{
 			Opcode: iwarp.OpRDMAReadResponse, Last: last, STag: tx.rr.sinkSTag, TO: tx.rr.sinkTO + uint64(tx.rrSent),
 		})
-		if err := tx.frame(hdr, chunk); err != nil {
+		err := tx.frame(hdr, chunk)
+		hold.Release()
+		if err != nil {
 			return n, err
 		}
 		tx.rrSent += uint32(len(chunk))

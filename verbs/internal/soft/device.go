@@ -130,19 +130,21 @@ func (d *Device) CreateCQ(attr verbs.CQAttr) (verbs.CQ, error) {
 
 // ResolveRemote checks a peer's access to [addr, addr+n) under stag for a
 // QP of pd and returns the memory. need is AccessRemoteRead or
-// AccessRemoteWrite. A fault is counted in Stats.ProtectionErrors.
-func (d *Device) ResolveRemote(stag uint32, pd *PD, addr, n uint64, need verbs.Access) ([]byte, Fault) {
-	b, _, f := d.stags.check(stag, pd, addr, n, need)
+// AccessRemoteWrite. A fault is counted in Stats.ProtectionErrors. The
+// caller releases the Hold as soon as its copy is done.
+func (d *Device) ResolveRemote(stag uint32, pd *PD, addr, n uint64, need verbs.Access) ([]byte, Hold, Fault) {
+	b, h, f := d.stags.check(stag, pd, addr, n, need)
 	if f != FaultNone {
 		d.Counters.ProtectionErrors.Add(1)
 	}
-	return b, f
+	return b, h, f
 }
 
 // InvalidateRemote invalidates stag on behalf of a peer's Send with
 // Invalidate. It fails for unknown STags, other PDs, and MRs not
 // registered for remote access (RFC 5040 lets only remotely accessible
-// STags be invalidated by the peer).
+// STags be invalidated by the peer). Like every invalidation it waits for
+// accesses in progress, so the caller must hold none to this STag.
 func (d *Device) InvalidateRemote(stag uint32, pd *PD) Fault {
 	r := d.stags.lookup(stag)
 	switch {
@@ -156,7 +158,7 @@ func (d *Device) InvalidateRemote(stag uint32, pd *PD) Fault {
 	if r.mw != nil {
 		r.mw.invalidate()
 	} else {
-		r.valid.Store(false)
+		r.invalidate()
 	}
 	return FaultNone
 }

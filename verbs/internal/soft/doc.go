@@ -23,6 +23,12 @@
 // request; the provider must itself complete (with flush status) any
 // receive it took and had not finished.
 //
+// Every resolution of memory returns a Hold (a Placer keeps its own): the
+// provider releases it as soon as its copy is done, and never holds one
+// while it waits for anything but its socket. Invalidating or
+// deregistering an STag waits for the holds on it, so once Dereg returns
+// the application may free the memory (hold.go).
+//
 // A Link that also implements InlineReceiver lets a goroutine blocked in
 // CQ.Wait run the stream's receive side itself, when the CQ serves that
 // QP alone (inline.go); CQ pushes from other goroutines interrupt it.

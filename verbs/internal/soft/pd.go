@@ -122,7 +122,7 @@ func (mr *MR) Invalidate() error {
 	if mr.dereg {
 		return verbs.ErrClosed
 	}
-	mr.region.valid.Store(false)
+	mr.region.invalidate()
 	return nil
 }
 
@@ -176,8 +176,9 @@ func (mw *MW) Dealloc() error {
 	return nil
 }
 
+// unbindLocked ends the current binding and waits for accesses through it.
 func (mw *MW) unbindLocked() {
-	mw.region.valid.Store(false)
+	mw.region.invalidate()
 	if p := mw.parent; p != nil {
 		p.mu.Lock()
 		p.windows--

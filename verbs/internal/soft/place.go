@@ -7,18 +7,33 @@ import "github.com/godapl/godapl/verbs"
 // message of n bytes exactly the first n bytes of the list are written.
 // Memory is resolved one element at a time, when first needed, so a
 // message never touches an element it does not reach.
+//
+// The memory of the current element is held (see Hold) from the Next that
+// resolves it until the element is full or Release is called: the
+// provider calls Release when it stops copying for now (after a segment,
+// on failure, and before it applies a Send with Invalidate), so that an
+// idle receive never delays a deregistration.
 type Placer struct {
 	qp   *QP
 	w    *RecvWQE
 	i    int    // current element
 	off  uint32 // bytes written into element i
-	cur  []byte // memory of element i
+	cur  []byte // memory of element i, while held
+	hold Hold
 	done uint64 // bytes placed
 }
 
 // Reset prepares p to place a message into w for qp.
 func (p *Placer) Reset(qp *QP, w *RecvWQE) {
+	p.Release()
 	*p = Placer{qp: qp, w: w}
+}
+
+// Release ends p's access to the current element's memory; the next call
+// of Next resolves it again.
+func (p *Placer) Release() {
+	p.hold.Release()
+	p.hold, p.cur = Hold{}, nil
 }
 
 // Placed returns the bytes placed so far.
@@ -37,15 +52,15 @@ func (p *Placer) Next(n int) ([]byte, Fault) {
 		if p.off == sge.Length {
 			p.i++
 			p.off = 0
-			p.cur = nil
+			p.Release()
 			continue
 		}
 		if p.cur == nil {
-			b, f := p.qp.dev.resolveLocal(p.qp.pd, sge, true)
+			b, h, f := p.qp.dev.resolveLocal(p.qp.pd, sge, true)
 			if f != FaultNone {
 				return nil, f
 			}
-			p.cur = b
+			p.cur, p.hold = b, h
 		}
 		b := p.cur[p.off:]
 		if len(b) > n {
@@ -63,7 +78,7 @@ func (p *Placer) Advance(k int) {
 }
 
 // Write places b, returning how much fit; n < len(b) means the message is
-// longer than the receive (WCLocLenErr).
+// longer than the receive (WCLocLenErr). The caller releases p when done.
 func (p *Placer) Write(b []byte) (int, Fault) {
 	n := 0
 	for n < len(b) {

@@ -71,9 +71,11 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 	}
 	write := wr.Opcode == verbs.OpRDMARead
 	for i := range wr.SGL {
-		if _, f := qp.dev.resolveLocal(qp.pd, &wr.SGL[i], write); f != FaultNone {
+		_, h, f := qp.dev.resolveLocal(qp.pd, &wr.SGL[i], write)
+		if f != FaultNone {
 			return f.Err()
 		}
+		h.Release()
 	}
 
 	seq := qp.sqTail
@@ -88,8 +90,9 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 		w.isInline = true
 		off := 0
 		for i := range wr.SGL {
-			b, _ := qp.dev.resolveLocal(qp.pd, &wr.SGL[i], false)
+			b, h, _ := qp.dev.resolveLocal(qp.pd, &wr.SGL[i], false)
 			off += copy(w.Inline[off:], b)
+			h.Release()
 		}
 		w.InlineLen = off
 	}
@@ -126,7 +129,7 @@ func (qp *QP) localInvalidate(stag uint32) verbs.WCStatus {
 	if r.mw != nil {
 		r.mw.invalidate()
 	} else {
-		r.valid.Store(false)
+		r.invalidate()
 	}
 	return verbs.WCSuccess
 }
@@ -305,22 +308,27 @@ func (qp *QP) CompleteRecv(w *RecvWQE, status verbs.WCStatus, byteLen uint32, fl
 }
 
 // ResolveSGE returns the memory a local SGE names, checked against the QP's
-// PD; write asks for local write rights (receives, RDMA Read sinks).
-func (qp *QP) ResolveSGE(sge *verbs.SGE, write bool) ([]byte, Fault) {
+// PD; write asks for local write rights (receives, RDMA Read sinks). The
+// caller releases the Hold as soon as its copy is done.
+func (qp *QP) ResolveSGE(sge *verbs.SGE, write bool) ([]byte, Hold, Fault) {
 	return qp.dev.resolveLocal(qp.pd, sge, write)
 }
 
 // SendSlices appends to out the memory of w's data, in order: the inline
-// copy, or one slice per SGE. It fails if an MR went away since the post.
-func (qp *QP) SendSlices(w *SendWQE, out [][]byte) ([][]byte, Fault) {
+// copy, or one slice per SGE, and keeps their accesses in hs, which the
+// caller releases when done with the memory. It fails, holding nothing,
+// if an MR went away since the post.
+func (qp *QP) SendSlices(w *SendWQE, out [][]byte, hs *Holds) ([][]byte, Fault) {
 	if w.isInline {
 		return append(out, w.Inline[:w.InlineLen]), FaultNone
 	}
 	for i := 0; i < w.NumSGE; i++ {
-		b, f := qp.dev.resolveLocal(qp.pd, &w.SGL[i], false)
+		b, h, f := qp.dev.resolveLocal(qp.pd, &w.SGL[i], false)
 		if f != FaultNone {
+			hs.Release()
 			return out, f
 		}
+		hs.add(h)
 		if len(b) > 0 {
 			out = append(out, b)
 		}
@@ -328,12 +336,14 @@ func (qp *QP) SendSlices(w *SendWQE, out [][]byte) ([][]byte, Fault) {
 	return out, FaultNone
 }
 
-// ResolveRemote checks an inbound tagged access against this QP's PD.
-func (qp *QP) ResolveRemote(stag uint32, addr, n uint64, need verbs.Access) ([]byte, Fault) {
+// ResolveRemote checks an inbound tagged access against this QP's PD. The
+// caller releases the Hold as soon as its copy is done.
+func (qp *QP) ResolveRemote(stag uint32, addr, n uint64, need verbs.Access) ([]byte, Hold, Fault) {
 	return qp.dev.ResolveRemote(stag, qp.pd, addr, n, need)
 }
 
-// InvalidateRemote applies a peer's Send with Invalidate.
+// InvalidateRemote applies a peer's Send with Invalidate. The caller must
+// hold no access to the STag (release the Placer first).
 func (qp *QP) InvalidateRemote(stag uint32) Fault {
 	return qp.dev.InvalidateRemote(stag, qp.pd)
 }

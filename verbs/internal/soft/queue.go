@@ -81,25 +81,26 @@ func (r *recvRing) resize(n int) {
 // checkRecvSGL validates a receive's scatter list against pd.
 func checkRecvSGL(d *Device, pd *PD, sgl []verbs.SGE) error {
 	for i := range sgl {
-		if _, f := d.resolveLocal(pd, &sgl[i], true); f != FaultNone {
+		_, h, f := d.resolveLocal(pd, &sgl[i], true)
+		if f != FaultNone {
 			return f.Err()
 		}
+		h.Release()
 	}
 	return nil
 }
 
 // resolveLocal checks a local SGE against pd: its lkey must name a valid
 // MR (windows have no local access) of pd covering the range, writable if
-// write is set.
-func (d *Device) resolveLocal(pd *PD, sge *verbs.SGE, write bool) ([]byte, Fault) {
+// write is set. The caller releases the Hold when done with the memory.
+func (d *Device) resolveLocal(pd *PD, sge *verbs.SGE, write bool) ([]byte, Hold, Fault) {
 	need := verbs.Access(0)
 	if write {
 		need = verbs.AccessLocalWrite
 	}
 	r := d.stags.lookup(sge.LKey)
 	if r == nil || r.mw != nil {
-		return nil, FaultSTag
+		return nil, Hold{}, FaultSTag
 	}
-	b, _, f := d.stags.check(sge.LKey, pd, sge.Addr, uint64(sge.Length), need)
-	return b, f
+	return d.stags.check(sge.LKey, pd, sge.Addr, uint64(sge.Length), need)
 }

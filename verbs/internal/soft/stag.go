@@ -63,7 +63,8 @@ type region struct {
 	pd    *PD
 	ext   atomic.Pointer[extent]
 	valid atomic.Bool
-	mw    *MW // set for windows
+	users atomic.Int32 // accesses in progress (Holds, see hold.go)
+	mw    *MW          // set for windows
 }
 
 // stagTable maps STag indexes to regions.
@@ -127,16 +128,18 @@ func (t *stagTable) nextKey() uint8 {
 	return b[0]
 }
 
-// remove frees r's index.
+// remove frees r's index and waits for accesses in progress. The wait
+// happens outside the table lock: a goroutine holding one region may be
+// resolving another.
 func (t *stagTable) remove(r *region) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	idx := r.stag.Load() >> stagIndexShift
 	if int(idx) < len(t.entries) && t.entries[idx].Load() == r {
 		t.entries[idx].Store(nil)
 		t.free = append(t.free, idx)
 	}
-	r.valid.Store(false)
+	t.mu.Unlock()
+	r.invalidate()
 }
 
 // lookup returns the valid region with exactly this STag.
@@ -155,28 +158,39 @@ func (t *stagTable) lookup(stag uint32) *region {
 }
 
 // check resolves [addr, addr+n) of the region named by stag for access
-// need by an object of pd.
-func (t *stagTable) check(stag uint32, pd *PD, addr, n uint64, need verbs.Access) ([]byte, *region, Fault) {
-	r := t.lookup(stag)
+// need by an object of pd. On success the access is held: the caller
+// releases the Hold when it is done with the memory.
+func (t *stagTable) check(stag uint32, pd *PD, addr, n uint64, need verbs.Access) ([]byte, Hold, Fault) {
+	r := t.acquire(stag)
 	if r == nil {
-		return nil, nil, FaultSTag
+		return nil, Hold{}, FaultSTag
 	}
+	b, f := r.span(pd, addr, n, need)
+	if f != FaultNone {
+		r.users.Add(-1)
+		return nil, Hold{}, f
+	}
+	return b, Hold{r}, FaultNone
+}
+
+// span checks [addr, addr+n) against r's current extent.
+func (r *region) span(pd *PD, addr, n uint64, need verbs.Access) ([]byte, Fault) {
 	if r.pd != pd {
-		return nil, r, FaultPD
+		return nil, FaultPD
 	}
 	e := r.ext.Load()
 	if e == nil {
-		return nil, r, FaultSTag
+		return nil, FaultSTag
 	}
 	if e.access&need != need {
-		return nil, r, FaultAccess
+		return nil, FaultAccess
 	}
 	if addr+n < addr {
-		return nil, r, FaultTOWrap
+		return nil, FaultTOWrap
 	}
 	if addr < e.base || addr+n > e.base+uint64(len(e.buf)) {
-		return nil, r, FaultBounds
+		return nil, FaultBounds
 	}
 	off := addr - e.base
-	return e.buf[off : off+n : off+n], r, FaultNone
+	return e.buf[off : off+n : off+n], FaultNone
 }
