@@ -257,22 +257,19 @@ func (s *stream) txNext() error {
 
 // startSend prepares tx.cur for segmentation. A local buffer that is no
 // longer valid (deregistered since the post) fails the request and the
-// stream, as siw does. The memory is checked here and held again for
-// each segment (holdSlices): between segments tx holds none.
+// stream, as siw does. A Read's sink is checked here; the memory of a
+// Send or Write is resolved, and held, for each segment (txSegment), so
+// that between segments tx holds none.
 func (s *stream) startSend() bool {
 	tx := &s.tx
 	w := &tx.cur
-	var f soft.Fault
-	tx.slices, f = s.qp.SendSlices(w, tx.slices[:0], &tx.holds)
-	tx.holds.Release()
 	if w.Opcode == verbs.OpRDMARead {
-		var h soft.Hold
-		_, h, f = s.qp.ResolveSGE(&w.SGL[0], true)
+		_, h, f := s.qp.ResolveSGE(&w.SGL[0], true)
 		h.Release()
-	}
-	if f != soft.FaultNone {
-		s.failLocal()
-		return false
+		if f != soft.FaultNone {
+			s.failLocal()
+			return false
+		}
 	}
 	tx.curOn, tx.si, tx.soff, tx.off = true, 0, 0, 0
 	switch w.Opcode {

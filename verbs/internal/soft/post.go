@@ -71,11 +71,9 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 	}
 	write := wr.Opcode == verbs.OpRDMARead
 	for i := range wr.SGL {
-		_, h, f := qp.dev.resolveLocal(qp.pd, &wr.SGL[i], write)
-		if f != FaultNone {
+		if f := qp.dev.checkLocal(qp.pd, &wr.SGL[i], write); f != FaultNone {
 			return f.Err()
 		}
-		h.Release()
 	}
 
 	seq := qp.sqTail

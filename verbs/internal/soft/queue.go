@@ -81,11 +81,9 @@ func (r *recvRing) resize(n int) {
 // checkRecvSGL validates a receive's scatter list against pd.
 func checkRecvSGL(d *Device, pd *PD, sgl []verbs.SGE) error {
 	for i := range sgl {
-		_, h, f := d.resolveLocal(pd, &sgl[i], true)
-		if f != FaultNone {
+		if f := d.checkLocal(pd, &sgl[i], true); f != FaultNone {
 			return f.Err()
 		}
-		h.Release()
 	}
 	return nil
 }
@@ -103,4 +101,20 @@ func (d *Device) resolveLocal(pd *PD, sge *verbs.SGE, write bool) ([]byte, Hold,
 		return nil, Hold{}, FaultSTag
 	}
 	return d.stags.check(sge.LKey, pd, sge.Addr, uint64(sge.Length), need)
+}
+
+// checkLocal is resolveLocal for checks at post time, which copy nothing:
+// it takes no hold, so posting does not contend with the provider's
+// copies on the region's access count.
+func (d *Device) checkLocal(pd *PD, sge *verbs.SGE, write bool) Fault {
+	need := verbs.Access(0)
+	if write {
+		need = verbs.AccessLocalWrite
+	}
+	r := d.stags.lookup(sge.LKey)
+	if r == nil || r.mw != nil {
+		return FaultSTag
+	}
+	_, f := r.span(pd, sge.Addr, uint64(sge.Length), need)
+	return f
 }
