@@ -92,3 +92,43 @@ func testReceiverStopsReading(t *testing.T, tr string) {
 		t.Errorf("the receiver read %d messages during its pause", r1.Received-r0.Received)
 	}
 }
+
+// TestRDSSRQExhausted: a dat receiver whose node posts only a handful of
+// receive buffers in its SRQ, against many sender sockets. iWARP has no
+// RNR retry, so the credits alone must stop the senders whenever the
+// peer's buffers are all in use: every message still arrives exactly once
+// and in order, and the senders are seen waiting for credits.
+func TestRDSSRQExhausted(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, false)
+	const (
+		sockets   = 16
+		recvDepth = 8 // the smallest SRQ: a grant of 2 credits
+	)
+	count := scale(200, 2000)
+	rcv := startChild(t, r.b, "rds-recv", roleConf{Local: r.addrB, Sockets: sockets, Size: 6000,
+		Transport: "dat", RecvDepth: recvDepth})
+	start := time.Now()
+	// 6000-byte messages are two fragments each, so each one needs both
+	// credits of the grant.
+	snd := startChild(t, r.a, "rds-send", roleConf{Local: r.addrA, Peer: r.addrB, Sockets: sockets, Dests: sockets,
+		Size: 6000, Count: count, Transport: "dat"})
+	s, rc := drain(t, snd, rcv)
+	c := tally(fmt.Sprintf("dat: SRQ of %d buffers, %d sender sockets", recvDepth, sockets), time.Since(start), s, rc)
+	c.Extra = fmt.Sprintf("credit-stalls=%d", s.CreditStalls)
+	exact(t, c, s, rc)
+	if c.Sent != uint64(sockets*count) {
+		t.Errorf("sent %d, want %d", c.Sent, sockets*count)
+	}
+	if s.CreditStalls == 0 {
+		t.Error("no send ever waited for credits: the SRQ was never exhausted")
+	}
+	// A send that found no posted receive would have terminated the
+	// connection (no RNR retry): delivery would still be exact through
+	// retransmission, so the resets are what tell. (Only the sender's:
+	// its final report precedes its exit, which the receiver does count
+	// as a reset.)
+	if s.Resets != 0 {
+		t.Errorf("%d connection resets while sending: a send outran the posted receives", s.Resets)
+	}
+}
