@@ -38,7 +38,8 @@ func bin(t *testing.T, name string) string {
 	t.Helper()
 	once.Do(func() {
 		cmd := exec.Command("go", "build", "-o", binDir+"/",
-			"../../cmd/rds-stress", "../../cmd/rds-ping", "../../cmd/rds-cat", "../../cmd/rds-info")
+			"../../cmd/rds-stress", "../../cmd/rds-ping", "../../cmd/rds-cat", "../../cmd/rds-info",
+			"../../cmd/rping", "../../cmd/rdma-perf")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
