@@ -154,6 +154,13 @@ func (c *Conn) setNPaths(peer int, present bool) {
 // peerGenUpdate handles a GEN_NUM from the peer (rds_conn_peer_gen_update):
 // a different non-zero number than before means the peer restarted, so the
 // sequence spaces start over and unacknowledged messages are not resent.
+//
+// Messages still queued are renumbered in the new space (and are no longer
+// retransmissions: the new peer never saw them), so that everything sent
+// from now on carries increasing sequence numbers. A transport acking by
+// sequence number depends on that: an ack frees the messages up to it in
+// send order, and one old, higher number queued behind the reset would
+// hold every new message behind it forever.
 func (c *Conn) peerGenUpdate(g uint32) {
 	if g == 0 {
 		return
@@ -167,6 +174,12 @@ func (c *Conn) peerGenUpdate(g uint32) {
 		p.nextTxSeq, p.nextRxSeq = 1, 0
 		for m := p.retrans.head; m != nil; m = m.next {
 			m.flags |= msgFlush
+		}
+		for m := p.sendQ.head; m != nil; m = m.next {
+			m.flags &^= msgRetransmitted
+			m.sequence = p.nextTxSeq
+			p.nextTxSeq++
+			m.Header().SetSequence(m.sequence)
 		}
 		p.mu.Unlock()
 	}
@@ -357,11 +370,15 @@ func (p *Path) TxAbort(m *Message) {
 }
 
 // DropAcked frees the retransmit list's leading messages whose ack key
-// is at most key (rds_send_path_drop_acked): the peer has them.
+// is at most key (rds_send_path_drop_acked): the peer has them. With
+// acks by sequence number, messages of the peer's previous incarnation
+// (msgFlush) go with any ack: their numbers belong to the old sequence
+// space, and an ack in the new one follows them on the same connection.
 func (p *Path) DropAcked(key uint64) int {
+	c := p.conn
 	p.mu.Lock()
 	n := 0
-	for m := p.retrans.head; m != nil && m.ackKey <= key; m = p.retrans.head {
+	for m := p.retrans.head; m != nil && (m.ackKey <= key || c.ackBySeq && m.flags&msgFlush != 0); m = p.retrans.head {
 		p.retrans.remove(m)
 		m.rdma.acked()
 		p.complete(m)

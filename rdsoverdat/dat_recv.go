@@ -16,7 +16,7 @@ import (
 // that does not fit (other sequence, length or ports, wrong size) is a
 // protocol error that resets this connection only. A complete message
 // goes to the core, then its sequence number becomes the connection's
-// ack, requested promptly if the sender asked with ACK_REQUIRED. The
+// ack (even if lower than before: the peer restarted), requested promptly if the sender asked with ACK_REQUIRED. The
 // buffer is reposted at once and counted as a posted credit of the
 // connection it came from.
 
@@ -120,7 +120,9 @@ func (e *datEP) recv(b []byte) {
 		e.protocolError()
 		return
 	}
-	if a := h.Ack(); a > e.lastAck {
+	// Any change, not only a larger number: when the peer learns that we
+	// restarted, its acks start over in the new sequence space.
+	if a := h.Ack(); a != e.lastAck {
 		e.lastAck = a
 		p.DropAcked(uint64(a))
 	}
@@ -160,9 +162,11 @@ func (e *datEP) recv(b []byte) {
 	if cong {
 		return
 	}
-	if uint64(seq) > e.dp.ackNext.Load() {
-		e.dp.ackNext.Store(uint64(seq))
-	}
+	// The last sequence received, not the largest (rds_ib_set_ack): one
+	// connection delivers in order, and after the peer restarts its
+	// sequence numbers start over at 1, below what its previous
+	// incarnation sent.
+	e.dp.ackNext.Store(uint64(seq))
 	if ackReq {
 		e.ackRequested.Store(true)
 		e.dn.wake(e)

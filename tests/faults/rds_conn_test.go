@@ -111,15 +111,6 @@ func testRDSLinkDownUp(t *testing.T, tr string) {
 func TestRDSPeerRestart(t *testing.T) { eachTransport(t, testRDSPeerRestart) }
 
 func testRDSPeerRestart(t *testing.T, tr string) {
-	if tr == "dat" {
-		// After the receiver restarts, the sender's path restarts its
-		// sequence numbers at 1 (Conn.peerGenUpdate), but the new
-		// receiver has already seen messages with the old, higher
-		// numbers, and both h_ack (datPath.ackNext) and the sender's
-		// datEP.lastAck only move forward: the new messages are never
-		// acknowledged and the senders stall with SO_SNDBUF full.
-		knownBug(t, "dat: acknowledgements stop after a peer restart")
-	}
 	r := newRig(t, false)
 	restarts := scale(2, 10)
 	rcv := startChild(t, r.b, "rds-recv", receiverConf(r, tr))
