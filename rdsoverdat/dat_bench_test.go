@@ -28,6 +28,11 @@ func BenchmarkRDSDATMemRate64(b *testing.B)  { benchStream(b, datMemBenchCfg(), 
 func BenchmarkRDSDATMemTput64K(b *testing.B) { benchStream(b, datMemBenchCfg(), 65536) }
 func BenchmarkRDSDATMemRTT64(b *testing.B)   { benchRTT(b, datMemBenchCfg()) }
 
+// 1 MiB messages: 256 fragments each, four times the default window, so
+// the stream runs on credits coming back while the message is sent.
+func BenchmarkRDSDATTput1M(b *testing.B)    { benchStream(b, datBenchCfg(), 1<<20) }
+func BenchmarkRDSDATMemTput1M(b *testing.B) { benchStream(b, datMemBenchCfg(), 1<<20) }
+
 // The 64 KiB stream with a 1 MiB receive window (256 credits) instead of
 // the default 64, to show what the window costs.
 func BenchmarkRDSDATTput64KWide(b *testing.B) {
