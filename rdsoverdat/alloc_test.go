@@ -50,3 +50,29 @@ func TestSendRecvAllocs(t *testing.T) {
 		})
 	}
 }
+
+// Messages of every size up to RDS_MAX_MSG_SIZE reuse their storage, the
+// large ones from their own size class (bigPools), and a small message
+// never comes back with a large buffer.
+func TestMessagePoolSizes(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool is randomized under -race")
+	}
+	for _, n := range []int{0, 64, 4096, maxPooledBuf, maxPooledBuf + 1, 2 * maxPooledBuf, 1 << 20} {
+		newMessage(n).release()
+		if a := testing.AllocsPerRun(50, func() { newMessage(n).release() }); a != 0 {
+			t.Errorf("newMessage(%d): %.1f allocs per message", n, a)
+		}
+		m := newMessage(n)
+		if len(m.buf) != n {
+			t.Errorf("newMessage(%d): len %d", n, len(m.buf))
+		}
+		m.release()
+	}
+	newMessage(1 << 20).release()
+	m := newMessage(100)
+	if cap(m.buf) > maxPooledBuf {
+		t.Errorf("a 100-byte message got a %d-byte buffer", cap(m.buf))
+	}
+	m.release()
+}

@@ -55,13 +55,38 @@ const (
 
 var msgPool = sync.Pool{New: func() any { return new(Message) }}
 
-// maxPooledBuf bounds the payload storage a pooled Message keeps, so that
-// one 1 MiB message does not pin a megabyte per pooled object forever.
+// maxPooledBuf bounds the payload storage a Message keeps in msgPool, so
+// that small messages never hold on to a large buffer.
 const maxPooledBuf = 256 << 10
+
+// bigPools keep Messages with large payload storage, one pool per size
+// class (cap 512 KiB and 1 MiB, wire.MaxMsgSize): without them every
+// message above maxPooledBuf costs a fresh buffer on each side, and the
+// garbage collector that 2 MiB per 1 MiB message keeps busy slowed such
+// streams threefold on a loaded machine (docs/RDS-PERFORMANCE.md). A
+// sync.Pool lets the collector drop what stays unused, so a burst of
+// large messages pins nothing for good.
+var bigPools = [2]sync.Pool{
+	{New: func() any { return &Message{buf: make([]byte, 0, 2*maxPooledBuf)} }},
+	{New: func() any { return &Message{buf: make([]byte, 0, wire.MaxMsgSize)} }},
+}
+
+// bigPool returns the pool for payload capacity c (> maxPooledBuf).
+func bigPool(c int) *sync.Pool {
+	if c <= 2*maxPooledBuf {
+		return &bigPools[0]
+	}
+	return &bigPools[1]
+}
 
 // newMessage returns a Message with room for n payload bytes.
 func newMessage(n int) *Message {
-	m := msgPool.Get().(*Message)
+	var m *Message
+	if n > maxPooledBuf && n <= wire.MaxMsgSize {
+		m = bigPool(n).Get().(*Message)
+	} else {
+		m = msgPool.Get().(*Message)
+	}
 	if cap(m.buf) < n {
 		c := 64
 		for c < n {
@@ -74,7 +99,8 @@ func newMessage(n int) *Message {
 	return m
 }
 
-// release drops one reference; the last one returns m to the pool.
+// release drops one reference; the last one returns m to the pool of its
+// buffer's size.
 func (m *Message) release() {
 	switch r := m.refs.Add(-1); {
 	case r > 0:
@@ -83,11 +109,13 @@ func (m *Message) release() {
 		panic("rdsoverdat: message released twice")
 	}
 	buf := m.buf
-	if cap(buf) > maxPooledBuf {
-		buf = nil
-	}
 	*m = Message{buf: buf[:0]}
-	msgPool.Put(m)
+	switch c := cap(buf); {
+	case c <= maxPooledBuf:
+		msgPool.Put(m)
+	case c <= wire.MaxMsgSize:
+		bigPool(c).Put(m)
+	}
 }
 
 // Header returns the message's header; transports may set the flag,
