@@ -31,6 +31,12 @@ func (e *EP) c() *core.EP { return (*core.EP)(e) }
 var handles = core.HandleMaker{
 	CR: func(c *core.CR) dat.Handle { return (*CR)(c) },
 	EP: func(c *core.EP) dat.Handle { return (*EP)(c) },
+	SP: func(c *core.SP) dat.Handle {
+		if c.HandleType() == dat.HandleTypeRSP {
+			return (*RSP)(c)
+		}
+		return (*PSP)(c)
+	},
 }
 
 // Create creates an EP in UNCONNECTED (dat_ep_create). Receive

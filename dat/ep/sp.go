@@ -46,9 +46,7 @@ func CreatePSP(i *ia.IA, qual dat.ConnQual, e *evd.EVD, flags dat.PSPFlags) (*PS
 	if err != nil {
 		return nil, err
 	}
-	p := (*PSP)(c)
-	c.SetHandle(p)
-	return p, nil
+	return (*PSP)(c), nil
 }
 
 // CreatePSPAny listens on a free qualifier the provider picks and returns
@@ -58,10 +56,8 @@ func CreatePSPAny(i *ia.IA, e *evd.EVD, flags dat.PSPFlags) (*PSP, dat.ConnQual,
 	if err != nil {
 		return nil, 0, err
 	}
-	p := (*PSP)(c)
-	c.SetHandle(p)
 	q, _ := c.Query()
-	return p, q.ConnQual, nil
+	return (*PSP)(c), q.ConnQual, nil
 }
 
 func spParam(i *core.SP) (SPParam, error) {
@@ -101,9 +97,7 @@ func CreateRSP(i *ia.IA, qual dat.ConnQual, e *EP, ev *evd.EVD) (*RSP, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := (*RSP)(c)
-	c.SetHandle(r)
-	return r, nil
+	return (*RSP)(c), nil
 }
 
 // Query reports the RSP (dat_rsp_query).

@@ -16,6 +16,9 @@ import (
 type HandleMaker struct {
 	CR func(*CR) dat.Handle
 	EP func(*EP) dat.Handle
+	// SP wraps a service point. Its handle is set before the listener
+	// starts, since the first connection request may arrive at once.
+	SP func(*SP) dat.Handle
 }
 
 // SP is a service point: a PSP (persistent, any number of requests) or an
@@ -60,6 +63,9 @@ func CreatePSP(ia *IA, qual dat.ConnQual, any bool, evd *EVD, flags dat.PSPFlags
 	}
 	sp := &SP{ia: ia, qual: qual, flags: flags, mk: mk}
 	sp.init(dat.HandleTypePSP)
+	if mk.SP != nil {
+		sp.SetHandle(mk.SP(sp))
+	}
 	if err := sp.start(op, evd, any); err != nil {
 		return nil, err
 	}
@@ -78,6 +84,9 @@ func CreateRSP(ia *IA, qual dat.ConnQual, ep *EP, evd *EVD, mk HandleMaker) (*SP
 	}
 	sp := &SP{ia: ia, qual: qual, mk: mk, ep: ep}
 	sp.init(dat.HandleTypeRSP)
+	if mk.SP != nil {
+		sp.SetHandle(mk.SP(sp))
+	}
 	ep.mu.Lock()
 	if err := ep.require(op, canReserve); err != nil {
 		ep.mu.Unlock()
