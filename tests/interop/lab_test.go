@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/godapl/godapl/internal/testutil"
 )
 
 // Environment knobs.
@@ -309,7 +311,7 @@ func (v *labVM) killjobs(t *testing.T) {
 // of that.
 type job struct {
 	cmd  *exec.Cmd
-	out  lockedBuffer
+	out  testutil.LockedBuffer
 	done chan struct{}
 	err  error // the command's exit; valid once done is closed
 }
@@ -352,25 +354,6 @@ func (j *job) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for the command's copier goroutines
-// writing while the test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // waitVMListen waits until a TCP socket in the VM listens on addr

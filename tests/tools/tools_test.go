@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/godapl/godapl/internal/testutil"
 )
 
 var (
@@ -119,31 +121,14 @@ func (r result) want(t *testing.T, code int, subs ...string) {
 // and returns its result.
 type daemon struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
-	errb *lockedBuffer
+	out  *testutil.LockedBuffer
+	errb *testutil.LockedBuffer
 	done chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func start(t *testing.T, name string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{cmd: exec.Command(bin(t, name), args...), out: &lockedBuffer{}, errb: &lockedBuffer{},
+	d := &daemon{cmd: exec.Command(bin(t, name), args...), out: &testutil.LockedBuffer{}, errb: &testutil.LockedBuffer{},
 		done: make(chan error, 1)}
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.errb
 	if err := d.cmd.Start(); err != nil {

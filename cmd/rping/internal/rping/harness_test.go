@@ -1,7 +1,6 @@
 package rping
 
 import (
-	"bytes"
 	"context"
 	"runtime"
 	"sync"
@@ -69,24 +68,6 @@ func (f fabric) listen(t *testing.T) (verbs.Device, verbs.Listener) {
 	}
 	t.Cleanup(func() { l.Close() })
 	return dev, l
-}
-
-// lockedBuffer collects output written from several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // testTimeout bounds every run in these tests; a hang fails, not blocks.

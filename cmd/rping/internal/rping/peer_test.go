@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/godapl/godapl/internal/testutil"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -88,7 +89,7 @@ func TestServerBogusLength(t *testing.T) {
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				checkLeaks(t)
-				var out lockedBuffer
+				var out testutil.LockedBuffer
 				peer, done := serverAgainstRaw(t, f, Config{Size: DefaultSize, Stderr: &out})
 				peer.sendRaw(t, make([]byte, c.len))
 				err := <-done

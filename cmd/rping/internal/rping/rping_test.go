@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/godapl/godapl/internal/testutil"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -21,7 +22,7 @@ func runPair(t *testing.T, f fabric, cfg Config) (srvErr, cliErr error, srvOut, 
 	ctx := testContext(t)
 	sdev, l := f.listen(t)
 	cdev := f.open(t)
-	var sout, cout lockedBuffer
+	var sout, cout testutil.LockedBuffer
 	scfg, ccfg := cfg, cfg
 	scfg.Stdout, scfg.Stderr = &sout, &sout
 	ccfg.Stdout, ccfg.Stderr = &cout, &cout
@@ -106,14 +107,14 @@ func TestPersistentServer(t *testing.T) {
 		ctx, stop := context.WithCancel(testContext(t))
 		defer stop()
 		sdev, l := f.listen(t)
-		var sout lockedBuffer
+		var sout testutil.LockedBuffer
 		done := make(chan error, 1)
 		go func() {
 			done <- ServePersistent(ctx, sdev, l, Config{Size: 1000, Verbose: true, Stdout: &sout, Stderr: &sout})
 		}()
 		const clients, count = 3, 20
 		var wg sync.WaitGroup
-		outs := make([]lockedBuffer, clients)
+		outs := make([]testutil.LockedBuffer, clients)
 		errs := make([]error, clients)
 		for i := range clients {
 			wg.Go(func() {
@@ -156,7 +157,7 @@ func TestPersistentServerStopsLiveConnections(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- ServePersistent(ctx, sdev, l, Config{Size: DefaultSize}) }()
 		// A client pinging forever, stopped only by the server going away.
-		var out lockedBuffer
+		var out testutil.LockedBuffer
 		cli := make(chan error, 1)
 		go func() {
 			cli <- Client(t.Context(), f.open(t), l.Addr().String(), Config{Size: DefaultSize, Verbose: true, Stdout: &out})
