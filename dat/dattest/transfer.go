@@ -326,6 +326,66 @@ var dtoTests = []testCase{
 		ExpectDTO(t, cli.EVD, 3, dat.DTOErrFlushed)
 		waitConnEvent(t, srv.EVD, sep)
 	}},
+	{"QueueWrap", func(t *testing.T, e *env) {
+		// An EP queue's slots are used in posting order and retire as
+		// their completions are handed out: fill a 3-deep queue, drain
+		// it, and go round many times, with suppressed DTOs (which retire
+		// without an event) in the mix and the receive side in step.
+		srv, cli := NewSide(t, e.a, 4096), NewSide(t, e.b, 4096)
+		sep, cep := Connect(t, srv, cli, &dat.EPAttr{MaxRequestDTOs: 3, MaxRecvDTOs: 3})
+		iov := []dat.LMRTriplet{cli.Buf.Triplet(0, 8)}
+		remote := srv.Buf.RMRTriplet(0, 8)
+		cookie := dat.DTOCookie(0)
+		for round := 0; round < 40; round++ {
+			var want []dat.DTOCookie
+			suppressed := round%3 == 1
+			for k := 0; ; k++ {
+				cookie++
+				flags := dat.CompletionDefault
+				if suppressed && k == 0 {
+					flags = dat.CompletionSuppress
+				}
+				err := cep.PostRDMAWrite(iov, cookie, remote, flags)
+				if err != nil {
+					WantErr(t, err, dat.InsufficientResources, dat.NoSubtype)
+					// A suppressed DTO that has completed retires at once
+					// and frees its slot.
+					if k != 3 && (!suppressed || k != 4) {
+						t.Fatalf("round %d: %d writes posted on a 3-deep queue", round, k)
+					}
+					break
+				}
+				if flags == dat.CompletionDefault {
+					want = append(want, cookie)
+				}
+			}
+			if _, _, qIdle, _ := cep.Status(); qIdle && len(want) > 0 {
+				t.Fatalf("round %d: request queue idle with %d completions not dequeued", round, len(want))
+			}
+			for _, c := range want {
+				ExpectDTO(t, cli.EVD, c, dat.DTOSuccess)
+			}
+			if _, _, qIdle, _ := cep.Status(); !qIdle {
+				t.Fatalf("round %d: request queue busy after its completions", round)
+			}
+			for k := 0; k < 3; k++ {
+				if err := sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(64, 8)}, dat.DTOCookie(100+k), 0); err != nil {
+					t.Fatalf("round %d: receive %d: %v", round, k, err)
+				}
+			}
+			WantErr(t, sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(64, 8)}, 9, 0), dat.InsufficientResources, dat.NoSubtype)
+			for k := 0; k < 3; k++ {
+				if err := cep.PostSend(iov, 0, dat.CompletionSuppress); err != nil {
+					t.Fatalf("round %d: send %d: %v", round, k, err)
+				}
+				ExpectDTO(t, srv.EVD, dat.DTOCookie(100+k), dat.DTOSuccess)
+			}
+			if _, rIdle, _, _ := sep.Status(); !rIdle {
+				t.Fatalf("round %d: receive queue busy after its completions", round)
+			}
+		}
+		ExpectEmpty(t, cli.EVD)
+	}},
 	{"SendWithoutReceive", func(t *testing.T, e *env) {
 		srv, cli := NewSide(t, e.a, 4096), NewSide(t, e.b, 4096)
 		sep, cep := Connect(t, srv, cli, nil)

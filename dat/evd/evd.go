@@ -43,13 +43,11 @@ func Async(i *ia.IA) *EVD {
 // Dequeue removes the oldest event (dat_evd_dequeue). An empty EVD
 // returns an error matching dat.ErrQueueEmpty; a waiter owning the EVD
 // makes it DAT_INVALID_STATE. Dequeue never allocates.
-func (e *EVD) Dequeue() (dat.Event, error) {
-	var ev dat.Event
-	if err := e.c().Dequeue(&ev); err != nil {
-		return ev, err
+func (e *EVD) Dequeue() (ev dat.Event, err error) {
+	if err = e.c().Dequeue(&ev); err == nil {
+		ev.EVD = e
 	}
-	ev.EVD = e
-	return ev, nil
+	return ev, err
 }
 
 // Wait blocks until at least threshold events are queued, then removes
@@ -57,14 +55,12 @@ func (e *EVD) Dequeue() (dat.Event, error) {
 // ctx stands for DAT's timeout: its deadline ends the wait with
 // DAT_TIMEOUT_EXPIRED, its cancellation with DAT_INTERRUPTED_CALL.
 // Freeing the EVD or closing the IA under the waiter gives DAT_ABORT.
-func (e *EVD) Wait(ctx context.Context, threshold int) (dat.Event, int, error) {
-	var ev dat.Event
-	n, err := e.c().Wait(ctx, threshold, &ev)
-	if err != nil {
-		return ev, n, err
+func (e *EVD) Wait(ctx context.Context, threshold int) (ev dat.Event, n int, err error) {
+	// The event is written in place, into the result.
+	if n, err = e.c().Wait(ctx, threshold, &ev); err == nil {
+		ev.EVD = e
 	}
-	ev.EVD = e
-	return ev, n, nil
+	return ev, n, err
 }
 
 // PostSE queues a software event carrying data (dat_evd_post_se). The EVD

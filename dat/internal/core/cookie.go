@@ -5,16 +5,16 @@ import (
 	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
-	"github.com/godapl/godapl/verbs"
 )
 
 // A verbs work request ID names the DTO it was posted for without any
-// allocation or map: the owner (an EP, later an SRQ) by index and
-// generation in the IA's owner table, the queue, and the slot of that
-// queue's cookie table. The completion maps back through the same path.
+// allocation or map: the owner (an EP or an SRQ) by index and generation
+// in the IA's owner table, the queue, and the request: its seq in an EP
+// queue's slot ring (low 31 bits), or its slot in an SRQ's cookie table.
+// The completion maps back through the same path.
 //
 //	63          40 39   32  31   30           0
-//	| owner index | gen  | recv | cookie slot  |
+//	| owner index | gen  | recv | seq or slot  |
 const (
 	wrOwnerShift = 40
 	wrGenShift   = 32
@@ -25,6 +25,7 @@ const (
 
 // cookieSlot is what a DTO's completion needs to become a DAT event.
 type cookieSlot struct {
+	seq    uint32 // the request's seq (slot rings; 0 in cookie tables)
 	cookie dat.DTOCookie
 	op     dat.DTOOp
 	flags  dat.CompletionFlags
@@ -32,8 +33,11 @@ type cookieSlot struct {
 	rmr    *RMR   // RMR bind and unbind
 }
 
-// cookieTable is a queue's preallocated slots: one per DTO that is posted
-// and whose completion has not been handed to the consumer yet. Bounding
+// cookieTable is an SRQ's preallocated slots: one per DTO that is posted
+// and whose completion has not been handed to the consumer yet. (An EP's
+// own queues complete in posting order and use a slotRing instead; an
+// SRQ's buffers are taken by several EPs and dequeued from several EVDs
+// in any order, so its slots need a free list.) Bounding
 // that number by the queue's size is also what keeps the EVD's CQ from
 // ever overflowing (see EVD).
 //
@@ -146,14 +150,15 @@ func (t *cookieTable) idle() bool {
 	return t.usedLocked() == 0
 }
 
-// owner is an entry of the IA's owner table: the cookie tables of one EP,
+// owner is an entry of the IA's owner table: the slot rings of one EP,
 // or the receive table of one SRQ.
 type owner struct {
-	id   uint64 // index<<wrOwnerShift | gen<<wrGenShift
-	ep   *EP
-	srq  *SRQ
-	req  cookieTable
-	recv cookieTable
+	id    uint64 // index<<wrOwnerShift | gen<<wrGenShift
+	ep    *EP
+	srq   *SRQ
+	req   slotRing    // EP
+	recv  slotRing    // EP without an SRQ
+	table cookieTable // SRQ
 }
 
 // ownerTable maps the owner index of a work request ID to its owner: read
@@ -224,104 +229,4 @@ func (ia *IA) lookupOwner(id uint64) *owner {
 		return nil
 	}
 	return o
-}
-
-// wcStatus maps verbs completion statuses to DAT's, as the reference
-// implementation does.
-func wcStatus(s verbs.WCStatus) dat.DTOStatus {
-	switch s {
-	case verbs.WCSuccess:
-		return dat.DTOSuccess
-	case verbs.WCLocLenErr:
-		return dat.DTOErrLocalLength
-	case verbs.WCLocQPOpErr:
-		return dat.DTOErrLocalEP
-	case verbs.WCLocProtErr, verbs.WCLocAccessErr:
-		return dat.DTOErrLocalProtection
-	case verbs.WCWRFlushErr:
-		return dat.DTOErrFlushed
-	case verbs.WCMWBindErr:
-		return dat.RMROperationFailed
-	case verbs.WCBadRespErr:
-		return dat.DTOErrBadResponse
-	case verbs.WCRemAccessErr:
-		return dat.DTOErrRemoteAccess
-	case verbs.WCRemInvReqErr, verbs.WCRemOpErr, verbs.WCRemAbortErr:
-		return dat.DTOErrRemoteResponder
-	case verbs.WCRespTimeoutErr:
-		return dat.DTOErrReceiverNotReady
-	}
-	return dat.DTOErrTransport
-}
-
-// translate turns a work completion into the event it stands for. It
-// returns false for completions that produce no event: those of freed EPs
-// and successful suppressed DTOs (whose slots it frees at once). On true
-// the caller owns e.tbl's slot until the event is handed out.
-func (ia *IA) translate(wc *verbs.WC, e *ringEntry) bool {
-	o := ia.lookupOwner(wc.ID)
-	if o == nil {
-		return false
-	}
-	tbl := &o.req
-	if wc.ID&wrRecvBit != 0 {
-		tbl = &o.recv
-	}
-	slot := uint32(wc.ID & wrSlotMask)
-	s, ok := tbl.peek(slot)
-	if !ok {
-		return false
-	}
-	epHandle := dat.Handle(nil)
-	if o.srq != nil {
-		// The EP is the one whose QP consumed the buffer; a freed EP's
-		// late completion (its buffers vanish with it) frees the slot.
-		ep := ia.epByQPN(wc.QPN)
-		if ep == nil {
-			tbl.put(slot)
-			return false
-		}
-		epHandle = ep.handle
-	} else if o.ep != nil {
-		epHandle = o.ep.handle
-	}
-	status := wcStatus(wc.Status)
-	if status == dat.DTOSuccess && s.flags&dat.CompletionSuppress != 0 {
-		tbl.put(slot)
-		return false
-	}
-	e.tbl, e.slot = tbl, slot
-	e.quiet = s.flags&dat.CompletionUnsignalled != 0 && status == dat.DTOSuccess
-	ev := &e.ev
-	*ev = dat.Event{}
-	if s.op == dat.DTOBindMW {
-		ev.Number = dat.RMRBindCompletionEvent
-		ev.RMRBind = dat.RMRBindCompletion{Cookie: s.cookie, Status: status}
-		if s.rmr != nil {
-			ev.RMRBind.RMR = s.rmr.handle
-			if status != dat.DTOSuccess {
-				ev.RMRBind.Status = dat.RMROperationFailed
-				if wc.Status == verbs.WCWRFlushErr {
-					ev.RMRBind.Status = dat.DTOErrFlushed
-				}
-			}
-		}
-		return true
-	}
-	ev.Number = dat.DTOCompletionEvent
-	d := &ev.DTO
-	d.EP, d.Cookie, d.Status, d.Op = epHandle, s.cookie, status, s.op
-	if status == dat.DTOSuccess {
-		switch s.op {
-		case dat.DTOReceive:
-			d.Length = wc.ByteLen
-			if wc.Flags&verbs.WCWithInv != 0 {
-				d.Op = dat.DTOReceiveWithInvalidate
-				d.RMRContext = dat.RMRContext(wc.InvalidatedRKey)
-			}
-		default: // sends and RDMA report what was posted (a split Read's total)
-			d.Length = s.length
-		}
-	}
-	return true
 }

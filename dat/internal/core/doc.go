@@ -9,8 +9,9 @@
 // methods, and events can carry the public handle (kept in each object's
 // Object.handle, set by the package that created it).
 //
-// Lock order: IA.mu before EVD.mu; EP.mu before EVD.mu; EVD.mu before the
-// verbs CQ's lock, IA.ownMu (read) and cookieTable.mu; EP.sendMu and
-// EP.recvMu before cookieTable.mu. No lock is held across a blocking verbs
-// call (Connect, Accept, Listener.Accept, CQ.Wait).
+// Lock order: IA.mu before EVD.mu; EP.mu before EVD.mu; EP.sendMu and
+// EP.recvMu before EVD.mu (a poster that finds its slot ring full, and
+// ep_get_status, read the ring's head under the EVD's lock); EVD.mu before
+// the verbs CQ's lock, IA.ownMu (read) and cookieTable.mu. No lock is held
+// across a blocking verbs call (Connect, Accept, Listener.Accept, CQ.Wait).
 package core

@@ -242,8 +242,8 @@ func (ep *EP) configure(op string, pz *PZ, recv, req, conn *EVD, a dat.EPAttr) e
 		}
 	}
 	own := &owner{ep: ep}
-	own.req.init(max(sendDepth, 1))
-	own.recv.init(max(a.MaxRecvDTOs, 1))
+	own.req.init(max(sendDepth, 1), req)
+	own.recv.init(max(a.MaxRecvDTOs, 1), recv)
 	if err := ia.addOwner(own); err != nil {
 		if qp != nil {
 			qp.Destroy()
@@ -420,9 +420,22 @@ func (ep *EP) Status() (st dat.EPState, recvIdle, reqIdle bool, err error) {
 	ep.mu.Unlock()
 	recvIdle, reqIdle = true, true
 	if own != nil {
-		recvIdle, reqIdle = own.recv.idle(), own.req.idle()
+		recvIdle, reqIdle = ep.queueIdle(&own.recv, &ep.recvMu), ep.queueIdle(&own.req, &ep.sendMu)
 	}
 	return ep.State(), recvIdle, reqIdle, nil
+}
+
+// queueIdle reports whether every request posted on q has retired; mu is
+// q's post lock.
+func (ep *EP) queueIdle(q *slotRing, mu *sync.Mutex) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	if q.evd == nil {
+		return q.outstandingLocked() == 0
+	}
+	q.evd.mu.Lock()
+	defer q.evd.mu.Unlock()
+	return q.outstandingLocked() == 0
 }
 
 // Modify changes the EP's PZ, EVDs or attributes (ep_modify). The PZ may

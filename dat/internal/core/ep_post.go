@@ -124,12 +124,14 @@ func (ep *EP) postRequest(r *request) error {
 	if r.dop == dat.DTORDMARead && k > 1 {
 		return ep.postSplitRead(r, qp, own, k, total)
 	}
-	slot, ok := own.req.get(cookieSlot{cookie: r.cookie, op: r.dop, flags: r.flags, length: uint32(total)})
+	q := &own.req
+	seq, ok := q.reserve()
 	if !ok {
 		return errPostFull
 	}
+	*q.slot(seq) = cookieSlot{seq: seq, cookie: r.cookie, op: r.dop, flags: r.flags, length: uint32(total)}
 	w := &ep.swr[0]
-	*w = verbs.SendWR{ID: own.id | uint64(slot), SGL: ep.ssgl[:k]}
+	*w = verbs.SendWR{ID: own.id | uint64(seq&wrSlotMask), SGL: ep.ssgl[:k]}
 	ep.fill(w, r)
 	if r.dop == dat.DTORDMARead && k == 0 {
 		// A zero-length Read still needs its single (empty) sink element.
@@ -142,9 +144,9 @@ func (ep *EP) postRequest(r *request) error {
 	_, err := qp.PostSend(ep.swr[:])
 	w.SGL = nil
 	if err != nil {
-		own.req.put(slot)
 		return postErr(r.op, err)
 	}
+	q.commit(seq)
 	return nil
 }
 
@@ -177,26 +179,23 @@ func (ep *EP) fill(w *verbs.SendWR, r *request) {
 // pieces of the remote range, in order. Only the last piece carries the
 // DAT cookie; the others are internal and produce no event.
 func (ep *EP) postSplitRead(r *request, qp verbs.QP, own *owner, k int, total uint64) error {
-	slots := make([]uint32, 0, verbs.MaxSGE) // a multi-segment read is off the hot path
+	q := &own.req
+	seq, ok := q.reserveN(k)
+	if !ok {
+		return errPostFull
+	}
 	for i := 0; i < k; i++ {
-		s := cookieSlot{op: dat.DTORDMARead, flags: dat.CompletionSuppress | dat.CompletionUnsignalled}
+		s := cookieSlot{seq: seq + uint32(i), op: dat.DTORDMARead, flags: dat.CompletionSuppress | dat.CompletionUnsignalled}
 		if i == k-1 {
-			s = cookieSlot{cookie: r.cookie, op: dat.DTORDMARead, flags: r.flags, length: uint32(total)}
+			s = cookieSlot{seq: seq + uint32(i), cookie: r.cookie, op: dat.DTORDMARead, flags: r.flags, length: uint32(total)}
 		}
-		slot, ok := own.req.get(s)
-		if !ok {
-			for _, sl := range slots {
-				own.req.put(sl)
-			}
-			return errPostFull
-		}
-		slots = append(slots, slot)
+		*q.slot(seq + uint32(i)) = s
 	}
 	sgl := ep.ssgl
-	wrs := make([]verbs.SendWR, k)
+	wrs := make([]verbs.SendWR, k) // a multi-segment read is off the hot path
 	off := uint64(0)
 	for i := 0; i < k; i++ {
-		wrs[i] = verbs.SendWR{ID: own.id | uint64(slots[i]), Opcode: verbs.OpRDMARead, SGL: sgl[i : i+1],
+		wrs[i] = verbs.SendWR{ID: own.id | uint64((seq+uint32(i))&wrSlotMask), Opcode: verbs.OpRDMARead, SGL: sgl[i : i+1],
 			RemoteAddr: uint64(r.remote.VirtualAddress) + off, RKey: uint32(r.remote.RMRContext)}
 		if i == 0 && r.flags&dat.CompletionBarrierFence != 0 {
 			wrs[i].Flags |= verbs.SendFence
@@ -204,10 +203,10 @@ func (ep *EP) postSplitRead(r *request, qp verbs.QP, own *owner, k int, total ui
 		off += uint64(sgl[i].Length)
 	}
 	n, err := qp.PostSend(wrs)
+	if n > 0 {
+		q.commit(seq + uint32(n) - 1)
+	}
 	if err != nil {
-		for _, sl := range slots[n:] {
-			own.req.put(sl)
-		}
 		return postErr(r.op, err)
 	}
 	return nil
@@ -259,18 +258,20 @@ func (ep *EP) postRecv(op string, qp verbs.QP, own *owner, pz *PZ, iov []dat.LMR
 		}
 		k++
 	}
-	slot, ok := own.recv.get(cookieSlot{cookie: cookie, op: dat.DTOReceive, flags: flags})
+	q := &own.recv
+	seq, ok := q.reserve()
 	if !ok {
 		return errPostFull
 	}
+	*q.slot(seq) = cookieSlot{seq: seq, cookie: cookie, op: dat.DTOReceive, flags: flags}
 	w := &ep.rwr[0]
-	*w = verbs.RecvWR{ID: own.id | wrRecvBit | uint64(slot), SGL: ep.rsgl[:k]}
+	*w = verbs.RecvWR{ID: own.id | wrRecvBit | uint64(seq&wrSlotMask), SGL: ep.rsgl[:k]}
 	_, err := qp.PostRecv(ep.rwr[:])
 	w.SGL = nil
 	if err != nil {
-		own.recv.put(slot)
 		return postErr(op, err)
 	}
+	q.commit(seq)
 	return nil
 }
 
@@ -345,15 +346,16 @@ func (ep *EP) BindRMR(rmr *RMR, lmr *LMR, t dat.LMRTriplet, priv dat.MemPriv, co
 	defer rmr.mu.Unlock()
 	ep.sendMu.Lock()
 	defer ep.sendMu.Unlock()
-	slot, ok := own.req.get(cookieSlot{cookie: cookie, op: dat.DTOBindMW, flags: flags, rmr: rmr})
+	q := &own.req
+	seq, ok := q.reserve()
 	if !ok {
 		return 0, errPostFull
 	}
 	old := rmr.ctx
 	w := &ep.swr[0]
 	if unbind && old == 0 {
-		// Unbinding an unbound RMR changes nothing; it still completes.
-		own.req.put(slot)
+		// Unbinding an unbound RMR changes nothing; it still completes,
+		// without taking the slot.
 		ep.mu.Lock()
 		req := ep.reqEVD
 		ep.mu.Unlock()
@@ -362,17 +364,19 @@ func (ep *EP) BindRMR(rmr *RMR, lmr *LMR, t dat.LMRTriplet, priv dat.MemPriv, co
 		}
 		return 0, nil
 	}
+	*q.slot(seq) = cookieSlot{seq: seq, cookie: cookie, op: dat.DTOBindMW, flags: flags, rmr: rmr}
+	id := own.id | uint64(seq&wrSlotMask)
 	if unbind {
-		*w = verbs.SendWR{ID: own.id | uint64(slot), Opcode: verbs.OpLocalInv, InvalidateRKey: uint32(old)}
+		*w = verbs.SendWR{ID: id, Opcode: verbs.OpLocalInv, InvalidateRKey: uint32(old)}
 	} else {
-		*w = verbs.SendWR{ID: own.id | uint64(slot), Opcode: verbs.OpBindMW, Bind: bind}
+		*w = verbs.SendWR{ID: id, Opcode: verbs.OpBindMW, Bind: bind}
 	}
 	_, err := qp.PostSend(ep.swr[:])
 	*w = verbs.SendWR{}
 	if err != nil {
-		own.req.put(slot)
 		return 0, postErr(op, err)
 	}
+	q.commit(seq)
 	rmr.setBinding(lmr, t, priv, unbind)
 	return rmr.ctx, nil
 }

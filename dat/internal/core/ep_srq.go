@@ -109,16 +109,21 @@ func (ep *EP) allocated() int {
 		return dat.ValueUnknown
 	}
 	ep.mu.Lock()
-	own, recv := ep.own, ep.recvEVD
+	own := ep.own
 	ep.mu.Unlock()
 	if own == nil {
 		return 0
 	}
-	generated := 0
-	if recv != nil {
-		generated, _ = recv.countTable(&own.recv, nil)
+	q := &own.recv
+	ep.recvMu.Lock()
+	defer ep.recvMu.Unlock()
+	if q.evd == nil {
+		return q.outstandingLocked()
 	}
-	return max(own.recv.inUse()-generated, 0)
+	q.evd.mu.Lock()
+	defer q.evd.mu.Unlock()
+	generated := q.evd.countHeldLocked(nil, q)
+	return max(q.outstandingLocked()-generated, 0)
 }
 
 // epWatermarks are an EP's high watermarks (ep_set_watermark).

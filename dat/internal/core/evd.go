@@ -14,8 +14,7 @@ import (
 // holds never exceeds the queue sizes of the EPs attached to it.
 type ringEntry struct {
 	ev    dat.Event
-	tbl   *cookieTable
-	slot  uint32
+	hold  hold
 	quiet bool // UNSIGNALLED: queued, but wakes neither waiter nor CNO
 }
 
@@ -23,9 +22,18 @@ type ringEntry struct {
 //
 // DTO and RMR-bind completions arrive on a verbs CQ that the EVD owns;
 // connection, CR, async and software events are pushed by the provider's
-// goroutines. Both meet in one ring, in arrival order: every push and
-// every dequeue first drains the CQ into the ring, so a DISCONNECTED
-// event never overtakes the flushed completions that preceded it.
+// goroutines. They are handed out in arrival order:
+//
+//   - While the ring holds nothing, a dequeue (or a wait that need not
+//     block) takes a completion straight from the CQ and translates it
+//     into the caller's event: one copy, and the slot it held retires at
+//     once (the DTO hot path). Completions are polled in small batches
+//     into wcs ("raw": polled, not yet translated), which hands out first.
+//   - A push first drains the raw completions and the CQ into the ring and
+//     queues its event behind them, so a DISCONNECTED event never
+//     overtakes the flushed completions that preceded it; while the ring
+//     holds events, dequeues take them from it, and everything arriving
+//     meanwhile stays raw or in the CQ, behind them.
 //
 // Sizes: the consumer's qlen bounds the events the EVD holds for the
 // purpose of overflow (a connection or CR event that finds qlen events
@@ -49,7 +57,9 @@ type EVD struct {
 	ring     []ringEntry  // +checklocks:mu
 	head, n  int          // +checklocks:mu
 	loud     int          // entries not quiet +checklocks:mu
-	wcs      [16]verbs.WC // drain scratch +checklocks:mu
+	wcs      [16]verbs.WC // completions polled from the CQ +checklocks:mu
+	wcHead   int          // wcs[wcHead:wcN] are raw: polled, not translated +checklocks:mu
+	wcN      int          // +checklocks:mu
 	waiter   bool         // +checklocks:mu
 	enabled  bool         // +checklocks:mu
 	unwait   bool         // +checklocks:mu
@@ -202,41 +212,75 @@ func (e *EVD) armWatch() {
 	}
 }
 
-// drainLocked moves completions from the CQ into the ring while there is
-// room.
+// drainLocked moves completions into the ring while there is room: the
+// raw ones first, then the CQ's.
 func (e *EVD) drainLocked() {
 	if e.cq == nil {
 		return
 	}
 	for {
-		room := len(e.ring) - e.n
-		if room == 0 {
-			return
-		}
-		k := e.cq.Poll(e.wcs[:min(room, len(e.wcs))])
-		for i := 0; i < k; i++ {
+		for e.wcHead < e.wcN {
+			if e.n == len(e.ring) {
+				return
+			}
 			ent := &e.ring[(e.head+e.n)%len(e.ring)]
-			if e.ia.translate(&e.wcs[i], ent) {
-				ent.ev.EVD = nil
+			h, quiet, ok := e.translateLocked(&e.wcs[e.wcHead], &ent.ev)
+			e.wcHead++
+			if ok {
+				ent.hold, ent.quiet = h, quiet
 				e.n++
-				if !ent.quiet {
+				if !quiet {
 					e.loud++
 				}
 			}
 		}
-		if k < len(e.wcs) {
+		room := len(e.ring) - e.n
+		if room == 0 || !e.pollRawLocked(room) {
 			return
 		}
 	}
 }
 
-// popLocked removes the oldest event into ev and frees its cookie slot.
+// pollRawLocked polls up to max completions into wcs, which holds no raw
+// ones; false when the CQ had none.
+func (e *EVD) pollRawLocked(max int) bool {
+	e.wcHead = 0
+	e.wcN = e.cq.Poll(e.wcs[:min(max, len(e.wcs))])
+	return e.wcN > 0
+}
+
+// takeLocked hands the oldest completion out into ev when the ring is
+// empty (nothing can be older): a raw one, or the CQ's next. Its slot
+// retires at once. False when there is none.
+func (e *EVD) takeLocked(ev *dat.Event) bool {
+	for {
+		if e.wcHead == e.wcN && (e.cq == nil || !e.pollRawLocked(len(e.ring))) {
+			return false
+		}
+		wc := &e.wcs[e.wcHead]
+		e.wcHead++
+		if h, _, ok := e.translateLocked(wc, ev); ok {
+			h.releaseLocked()
+			return true
+		}
+	}
+}
+
+// nextLocked hands out the oldest event, from the ring or else straight
+// from the CQ; false when there is none.
+func (e *EVD) nextLocked(ev *dat.Event) bool {
+	if e.n == 0 {
+		return e.takeLocked(ev)
+	}
+	e.popLocked(ev)
+	return true
+}
+
+// popLocked removes the oldest ring event into ev and frees its slot.
 func (e *EVD) popLocked(ev *dat.Event) {
 	ent := &e.ring[e.head]
 	*ev = ent.ev
-	if ent.tbl != nil {
-		ent.tbl.put(ent.slot)
-	}
+	ent.hold.releaseLocked()
 	if !ent.quiet {
 		e.loud--
 	}
@@ -245,12 +289,38 @@ func (e *EVD) popLocked(ev *dat.Event) {
 	e.n--
 }
 
+// queuedLocked returns the events queued without asking the CQ: ring and
+// raw completions (some of which may translate to nothing).
+func (e *EVD) queuedLocked() int { return e.n + e.wcN - e.wcHead }
+
 func (e *EVD) countLocked() int {
-	n := e.n
+	n := e.queuedLocked()
 	if e.cq != nil {
 		n += e.cq.Len()
 	}
 	return n
+}
+
+// retiredHead returns the head of q, one of the slot rings completing to
+// e, after draining the CQ (which retires successful suppressed DTOs): a
+// poster that found q full asks here.
+func (e *EVD) retiredHead(q *slotRing) uint32 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.drainLocked()
+	return q.head
+}
+
+// dropRawLocked frees the slots of raw completions (the EVD is going).
+func (e *EVD) dropRawLocked() {
+	for e.wcHead < e.wcN {
+		var ev dat.Event
+		h, _, ok := e.translateLocked(&e.wcs[e.wcHead], &ev)
+		e.wcHead++
+		if ok {
+			h.releaseLocked()
+		}
+	}
 }
 
 var errOverflow = errors.New("dat: event queue full")
@@ -284,8 +354,9 @@ func (e *EVD) pushSoft(ev *dat.Event, software bool) error {
 // Push queues a connection, CR or async event from the provider.
 func (e *EVD) Push(ev dat.Event) bool { return e.pushSoft(&ev, false) == nil }
 
-// Dequeue removes the oldest event (evd_dequeue). It never blocks and
-// never allocates; an empty EVD returns dat.ErrQueueEmpty itself.
+// Dequeue removes the oldest event into ev, which must be the zero Event
+// (evd_dequeue). It never blocks and never allocates; an empty EVD returns
+// dat.ErrQueueEmpty itself.
 func (e *EVD) Dequeue(ev *dat.Event) error {
 	const op = "evd_dequeue"
 	if e == nil || e.freed.Load() {
@@ -296,13 +367,11 @@ func (e *EVD) Dequeue(ev *dat.Event) error {
 		e.mu.Unlock()
 		return errDequeueWaiter
 	}
-	e.drainLocked()
-	if e.n == 0 {
-		e.mu.Unlock()
+	ok := e.nextLocked(ev)
+	e.mu.Unlock()
+	if !ok {
 		return errDequeueEmpty
 	}
-	e.popLocked(ev)
-	e.mu.Unlock()
 	return nil
 }
 
@@ -312,7 +381,7 @@ var (
 )
 
 // Wait blocks until at least threshold events are queued and removes the
-// oldest (evd_wait). It returns the number of events left. ctx bounds the
+// oldest into ev, which must be the zero Event (evd_wait). It returns the number of events left. ctx bounds the
 // wait: its deadline gives DAT_TIMEOUT_EXPIRED, its cancellation
 // DAT_INTERRUPTED_CALL, both with nothing dequeued.
 func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
@@ -335,6 +404,15 @@ func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, erro
 		e.mu.Unlock()
 		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDWaiter)
 	}
+	if threshold == 1 && e.nextLocked(ev) {
+		// The hot path: an event is there, nothing blocks. The count
+		// leaves out the CQ's completions that were not polled yet: the
+		// caller cannot tell them from arrivals after the return, so
+		// they are not worth the CQ's lock.
+		nmore := e.queuedLocked()
+		e.mu.Unlock()
+		return nmore, nil
+	}
 	e.waiter = true
 	blocked := false
 	for {
@@ -342,14 +420,7 @@ func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, erro
 		if e.n >= threshold && (!blocked || e.loud > 0) {
 			e.popLocked(ev)
 			e.waiter = false
-			nmore := e.n
-			if e.n+1 == len(e.ring) {
-				// The drain stopped for room: more may wait in the CQ.
-				// Otherwise the CQ holds only what arrived after the
-				// drain, which the caller cannot tell from arrivals after
-				// the return, so it is not worth the CQ's lock.
-				nmore = e.countLocked()
-			}
+			nmore := e.queuedLocked()
 			e.mu.Unlock()
 			return nmore, nil
 		}
@@ -541,9 +612,7 @@ func (e *EVD) Purge(ep *EP) {
 	for i := 0; i < e.n; i++ {
 		ent := e.ring[(e.head+i)%len(e.ring)]
 		if h != nil && (ent.ev.DTO.EP == h || ent.ev.Conn.EP == h) {
-			if ent.tbl != nil {
-				ent.tbl.put(ent.slot)
-			}
+			ent.hold.releaseLocked()
 			if !ent.quiet {
 				e.loud--
 			}
@@ -650,6 +719,7 @@ func (e *EVD) destroy() {
 		var ev dat.Event
 		e.popLocked(&ev)
 	}
+	e.dropRawLocked()
 	e.mu.Unlock()
 	if cno != nil {
 		cno.detach(e)
@@ -693,20 +763,22 @@ func (e *EVD) Grow(op string, delta int) error {
 	return nil
 }
 
-// countTable drains the CQ and counts the queued events holding a slot
-// of t and, among them, those of the EP with handle h.
-func (e *EVD) countTable(t *cookieTable, h dat.Handle) (all, mine int) {
+// countHeld drains the CQ and counts the queued events holding a slot of
+// t (an SRQ's table) or q (an EP queue).
+func (e *EVD) countHeld(t *cookieTable, q *slotRing) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.countHeldLocked(t, q)
+}
+
+func (e *EVD) countHeldLocked(t *cookieTable, q *slotRing) int {
 	e.drainLocked()
+	n := 0
 	for i := 0; i < e.n; i++ {
-		ent := &e.ring[(e.head+i)%len(e.ring)]
-		if ent.tbl == t {
-			all++
-			if h != nil && ent.ev.DTO.EP == h {
-				mine++
-			}
+		h := &e.ring[(e.head+i)%len(e.ring)].hold
+		if (t != nil && h.tbl == t) || (q != nil && h.q == q) {
+			n++
 		}
 	}
-	return all, mine
+	return n
 }

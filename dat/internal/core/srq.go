@@ -109,7 +109,7 @@ func CreateSRQ(ia *IA, pz *PZ, maxDTOs, maxIOV, lw int) (*SRQ, error) {
 	s.state.Store(uint32(dat.SRQStateOperational))
 	s.maxIOV.Store(int32(maxIOV))
 	s.own = &owner{srq: s}
-	s.own.recv.init(maxDTOs)
+	s.own.table.init(maxDTOs)
 	if err := ia.addOwnerOp(op, s.own); err != nil {
 		vsrq.Destroy()
 		return nil, err
@@ -171,7 +171,7 @@ func (s *SRQ) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie) error {
 		}
 		k++
 	}
-	slot, ok := s.own.recv.get(cookieSlot{cookie: cookie, op: dat.DTOReceive})
+	slot, ok := s.own.table.get(cookieSlot{cookie: cookie, op: dat.DTOReceive})
 	if !ok {
 		return errSRQFull
 	}
@@ -180,7 +180,7 @@ func (s *SRQ) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie) error {
 	_, err := s.vsrq.PostRecv(s.rwr[:])
 	w.SGL = nil
 	if err != nil {
-		s.own.recv.put(slot)
+		s.own.table.put(slot)
 		if errors.Is(err, verbs.ErrQueueFull) {
 			return errSRQFull
 		}
@@ -201,7 +201,7 @@ func (s *SRQ) Query() (SRQParam, error) {
 	p := SRQParam{State: dat.SRQState(s.state.Load()), PZ: s.pz, MaxRecvIOV: s.iov, LowWatermark: s.lw}
 	s.mu.Unlock()
 	s.postMu.Lock()
-	t := &s.own.recv
+	t := &s.own.table
 	t.mu.Lock()
 	p.MaxRecvDTOs = t.limit
 	p.Outstanding = t.usedLocked()
@@ -232,7 +232,7 @@ func (s *SRQ) Resize(n int) error {
 	if n < s.lw {
 		return dat.NewError(op, dat.InvalidState, dat.InvalidStateSRQInUse)
 	}
-	t := &s.own.recv
+	t := &s.own.table
 	if n < t.inUse() {
 		return dat.NewError(op, dat.InvalidState, dat.InvalidStateSRQInUse)
 	}
@@ -276,7 +276,7 @@ func (s *SRQ) SetLW(lw int) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if lw < 0 || lw > s.own.recv.limitNow() {
+	if lw < 0 || lw > s.own.table.limitNow() {
 		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
 	}
 	if err := s.vsrq.Modify(verbs.SRQAttr{Limit: lw}, verbs.SRQLimit); err != nil {
@@ -406,10 +406,10 @@ func (s *SRQ) inProgress() int {
 	s.mu.Unlock()
 	s.postMu.Lock()
 	defer s.postMu.Unlock()
-	t := &s.own.recv
+	t := &s.own.table
 	generated := 0
 	for _, e := range evds {
-		all, _ := e.countTable(t, nil)
+		all := e.countHeld(t, nil)
 		generated += all
 	}
 	n := t.inUse() - s.vsrq.Posted() - generated

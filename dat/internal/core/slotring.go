@@ -1,0 +1,106 @@
+package core
+
+// slotRing is the cookie slots of one EP queue (its request queue or its
+// own receive queue), used in posting order.
+//
+// A queue completes its work requests in the order they were posted (the
+// verbs promise for a send queue and for a receive queue without an SRQ),
+// and its completions reach the consumer in that order through one EVD. So
+// the slots need no free list: request number seq uses slot seq&mask, the
+// work request ID carries seq (with the owner's index and generation, see
+// cookie.go), and handing a completion out retires every slot up to it. A
+// completion that retires a later slot also retires the slots of earlier
+// requests that never produced a completion (those posted unsignalled).
+//
+// No lock of its own: the poster's fields are guarded by the queue's post
+// lock (EP.sendMu, EP.recvMu), head by the mu of the EVD the queue
+// completes to, the only place its completions are handed out. A poster
+// works from seen, its own copy of head, and reads head under evd.mu only
+// when seen makes the queue look full, so that a post and a dequeue share
+// no lock or atomic write on the hot path. A slot is written by the poster
+// before its work request is posted, and the verbs layer orders that
+// before the completion that names it; it is written again only after the
+// poster has seen (under evd.mu) that its previous request retired.
+type slotRing struct {
+	slots []cookieSlot // a power of two, at least limit
+	mask  uint32
+	limit uint32 // requests that may be outstanding at once: the queue's size
+	evd   *EVD   // where the queue completes; nil: nobody hands completions out
+
+	// Poster's, under the post lock.
+	tail uint32 // seq of the next request
+	seen uint32 // head as the poster last read it
+
+	// lastSig is seq+1 of the last request posted signalled, and unsig
+	// counts the unsignalled ones posted since (request queues only,
+	// see EP.signalled). Poster's, under the post lock.
+	lastSig uint32
+	unsig   uint32
+
+	// head: every request before it has retired. Under evd.mu.
+	head uint32
+}
+
+func (q *slotRing) init(limit int, evd *EVD) {
+	n := 1
+	for n < limit {
+		n <<= 1
+	}
+	q.slots = make([]cookieSlot, n)
+	q.mask = uint32(n - 1)
+	q.limit = uint32(limit)
+	q.evd = evd
+}
+
+// reserve returns the seq of the next request, or false when limit
+// requests are outstanding. The caller holds the post lock and, once the
+// slot is filled and the request posted, calls commit (or nothing, if the
+// post fails).
+func (q *slotRing) reserve() (uint32, bool) { return q.reserveN(1) }
+
+// reserveN is reserve for k consecutive requests; it returns the first.
+func (q *slotRing) reserveN(k int) (uint32, bool) {
+	if q.tail+uint32(k)-q.seen > q.limit {
+		if q.evd == nil || uint32(k) > q.limit {
+			return 0, false
+		}
+		q.seen = q.evd.retiredHead(q)
+		if q.tail+uint32(k)-q.seen > q.limit {
+			return 0, false
+		}
+	}
+	return q.tail, true
+}
+
+// slot returns the slot of seq for the poster to fill.
+func (q *slotRing) slot(seq uint32) *cookieSlot { return &q.slots[seq&q.mask] }
+
+// commit records that the requests up to seq were posted.
+func (q *slotRing) commit(seq uint32) { q.tail = seq + 1 }
+
+// lookupLocked returns the slot of the request whose ID carries seq31 (the
+// low wrSlotBits of its seq), or nil for a completion of a request that has
+// already retired. The caller holds evd.mu and a completion naming seq31.
+func (q *slotRing) lookupLocked(seq31 uint32) (*cookieSlot, uint32) {
+	seq := q.head + (seq31-q.head)&wrSlotMask
+	if seq-q.head >= q.limit {
+		return nil, 0
+	}
+	s := &q.slots[seq&q.mask]
+	if s.seq != seq {
+		return nil, 0
+	}
+	return s, seq
+}
+
+// retireLocked retires every request up to and including seq: its
+// completion has been handed out (or dropped). The caller holds evd.mu.
+func (q *slotRing) retireLocked(seq uint32) {
+	if seq+1-q.head <= q.limit {
+		q.head = seq + 1
+	}
+}
+
+// outstanding returns the requests posted and not retired. The caller
+// holds the post lock and evd.mu (or the queue has no EVD).
+func (q *slotRing) outstandingLocked() int { return int(q.tail - q.head) }
