@@ -34,6 +34,8 @@ const (
 	// addresses (47 bits on amd64 and arm64 with 4-level tables). The
 	// last type below ExtMax, far from the kernel's growing list.
 	ExtRDMAAddr ExtType = 15
+	// ExtRDMACheck (14, rdmacheck.go) marks the dat transport's check
+	// frames.
 
 	// ExtMax is __RDS_EXTHDR_MAX: types at or above it end parsing.
 	ExtMax = 16
@@ -56,6 +58,7 @@ var extSize = [ExtMax]uint8{
 	ExtGenNum:    4,
 	ExtSportIdx:  1,
 	ExtRDMAAddr:  6,
+	ExtRDMACheck: 1,
 }
 
 // ExtBodyLen returns the body length of type t, 0 if t is undefined.
