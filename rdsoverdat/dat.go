@@ -179,6 +179,9 @@ type datNode struct {
 	eps      map[*datEP]struct{} // every EP not yet retired
 	reserved int                 // SRQ buffers granted to live EPs
 	capacity int                 // SRQ buffers in all
+
+	mrs    datMRTable    // mappings lent to peers (dat_rdma_mr.go)
+	locals datLocalCache // registrations of the node's own buffers
 }
 
 // Attach opens the node's IA on its address, posts the SRQ and listens.
@@ -349,6 +352,7 @@ func (dn *datNode) Close() error {
 		return nil
 	}
 	dn.cancel()
+	dn.mrs.wakeAll() // a FreeMR waiting for a peer stops waiting
 	dn.mu.Lock()
 	paths := dn.paths
 	dn.mu.Unlock()
@@ -371,6 +375,7 @@ func (dn *datNode) Close() error {
 	for e := range eps {
 		e.retireRDMA()
 	}
+	dn.locals.clear()
 	return dn.ia.Close(dat.CloseAbrupt)
 }
 

@@ -114,12 +114,12 @@ func (dn *datNode) newEP(dp *datPath, active bool) (*datEP, error) {
 	s := dn.cfg.SendDepth
 	e.signalEvery = uint64(min(datSignalEvery, max(1, s/2)))
 	var err error
-	if e.tx, err = lmr.Create(dn.ia, dn.pz, make([]byte, s*datSlot+wire.HeaderLen), dat.MemPrivLocalRead, dat.VATypeVA); err != nil {
+	if e.tx, err = lmr.Create(dn.ia, dn.pz, make([]byte, s*datSlot+wire.HeaderLen+datSlot), dat.MemPrivLocalRead, dat.VATypeVA); err != nil {
 		dn.unreserve(g)
 		return nil, err
 	}
 	e.ep, err = ep.CreateWithSRQ(dn.ia, dn.pz, dn.evd, dn.evd, dn.evd, dn.srq,
-		&dat.EPAttr{MaxRequestDTOs: s + 1 + datRDMADepth, MaxRequestIOV: 1})
+		&dat.EPAttr{MaxRequestDTOs: s + datEPExtraDTOs, MaxRequestIOV: 1})
 	if err == nil {
 		err = e.ep.SetConsumerContext(e)
 	}
@@ -140,7 +140,7 @@ func (dn *datNode) newEP(dp *datPath, active bool) (*datEP, error) {
 		return nil, errClosed
 	}
 	dn.eps[e] = struct{}{}
-	want := dn.capacity + datEVDSpare + len(dn.eps)*(s+1+datRDMADepth)
+	want := dn.capacity + datEVDSpare + len(dn.eps)*(s+datEPExtraDTOs)
 	if want > dn.evdLen && dn.evd.Resize(want) == nil {
 		dn.evdLen = want
 	}

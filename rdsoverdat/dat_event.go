@@ -88,6 +88,7 @@ func (dn *datNode) flushWakes() {
 	for i, e := range dn.wakes {
 		e.queued = false
 		e.sendAck()
+		e.sendAnswers()
 		dn.wakes[i] = nil
 	}
 	dn.wakes = dn.wakes[:0]

@@ -1,106 +1,158 @@
 package rdsoverdat
 
 import (
-	"errors"
+	"math"
 	"sync"
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/lmr"
-	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
 // RDMA over the dat transport (rds_ib's ib_rdma.c and rds_ib_xmit_rdma).
+// Mappings and local registrations are in dat_rdma_mr.go, the in-band
+// checks in dat_rdma_check.go; this file posts an op.
 //
-// Mappings are DAT LMRs registered over exactly the application's range
-// with exactly the remote rights asked for: read always, write with
-// RDMAReadWrite. The LMR's rmr_context is the cookie's R_Key, so a peer
-// reaches that range in that direction and nothing else, and freeing the
-// LMR revokes it at once. (An RMR bound inside a larger LMR would grant
-// the same, but binding needs an EP and a round of completions; an LMR
-// per mapping is what the kernel's FMR pools amount to.) LMRs are
-// addressed by virtual address, so the address of the first byte goes
-// with the cookie (wire.ExtRDMAAddr).
+// An op goes out in three steps on the EP that carries its message:
 //
-// An op is posted as one RDMA READ or WRITE work request per local
-// buffer, each buffer registered as an LMR for the op's lifetime, on the
-// EP's request queue ahead of the message's Sends; RC ordering delivers
-// a WRITE's data before the Send that follows it, and RDMAFence makes
-// the first Send wait for earlier READs (dat.CompletionBarrierFence).
-// iWARP completes an RDMA WRITE when it has been sent, and a peer that
-// rejects it (a freed or used-once cookie, a range outside the mapping)
-// just terminates the connection: the WRITE's own completion cannot tell
-// the sender. So a WRITE op first posts two 1-byte RDMA READs of the
-// first and last byte of its remote range: the peer answers a READ on a
-// bad R_Key or range with a Terminate naming that READ, which completes
-// with a remote access error, and the WRITEs after it in the stream are
-// never placed. The first WRITE is fenced behind those READs, so the
-// peer has read the two bytes before it overwrites them. A silent WRITE
-// op, whose message is never acknowledged, ends with one more 1-byte
-// READ: its response follows the WRITEs' placement in the stream, so the
-// op's completion means the data is in the peer's memory. (A WRITE into a mapping the client made read-only still
-// fails only by breaking the connection: it reports RDMADropped.)
+//  1. a check request to the peer that owns the memory; the sender stalls
+//     until the answer comes (a refused op completes with
+//     RDS_RDMA_REMOTE_ERROR and its message is dropped, the connection
+//     carrying on);
+//  2. one RDMA READ or WRITE work request per local buffer, each buffer
+//     registered through the node's cache of local LMRs;
+//  3. the message's Sends, on the same request queue, so RC ordering
+//     delivers a WRITE's data before the Send that follows it; RDMAFence,
+//     and any READ op (see below), makes the first Send wait for the
+//     op's READs (dat.CompletionBarrierFence). An op with no message (a
+//     silent one, or one that failed here after its check) ends with a
+//     release record instead, fenced the same way.
 //
-// At most datRDMADepth work requests are outstanding per EP; a sender
-// with more to post stalls like one without send slots. Every RDMA work
-// request is signalled: its completion frees its LMR and, the last of an
-// op, reports the op's status.
+// The peer's mapping stays pinned from its answer until the op's message
+// or release record arrives, so that both must come after the op has
+// touched the memory: a WRITE's data is placed before the Send behind it,
+// but an RDMA READ is served by the peer after its request arrived, maybe
+// after a Send behind it. So every READ op fences its Sends, whether
+// RDMAFence was asked for or not.
+//
+// A silent WRITE op, whose message is never acknowledged, ends with a
+// 1-byte READ of its last byte before the release: the READ's response
+// follows the WRITEs' placement in the stream, so the op's completion
+// means the data is in the peer's memory.
+//
+// At most datRDMADepth RDMA work requests are outstanding per EP; a
+// sender with more to post stalls like one without send slots. Every RDMA
+// work request is signalled: its completion returns its local
+// registration and, the last of an op, reports the op's status.
 
 const (
 	// datRDMACookie marks an RDMA work request's completion cookie.
 	datRDMACookie = dat.DTOCookie(1 << 62)
 	// datRDMADepth is the RDMA work requests an EP may have outstanding.
 	datRDMADepth = 16
+	// datRDMASeqMask keeps work request numbers below datCheckCookie.
+	datRDMASeqMask = 1<<61 - 1
 )
 
 // datRDMA is an EP's RDMA state.
 type datRDMA struct {
 	// Progress of the op of the message being sent (inXmit held).
-	cur    *RDMAOp
-	next   int     // local buffers of cur already posted
-	roff   uint64  // remote address of the next one
-	probed bool    // cur's checking READs are posted
-	done   *RDMAOp // the last op posted in full
-	probe  *lmr.LMR
+	cur      *RDMAOp
+	next     int     // local buffers of cur already posted
+	roff     uint64  // remote address of the next one
+	tailRead bool    // cur's silent-WRITE READ is posted
+	failed   bool    // cur failed here after its check: only the release is left
+	done     *RDMAOp // the last op posted in full
+	probe    *lmr.LMR
+	checkID  uint32                        // the last check id used
+	askBuf   [datRDMALookahead + 1]*RDMAOp // scratch of askRDMA
 
-	mu   sync.Mutex
-	seq  uint64
-	outs map[dat.DTOCookie]datRDMAWR // posted, not completed
+	mu    sync.Mutex
+	seq   uint64
+	outs  map[dat.DTOCookie]datRDMAWR // posted, not completed
+	asked []*RDMAOp                   // checks sent, not answered, oldest first
+
+	// Owner side of the checks, the event goroutine's.
+	grants      []datGrant  // ops admitted, not over, oldest first
+	answers     []datAnswer // answers not sent yet
+	ansInFlight bool
+	ansBlocked  bool // the answer frame found no send credit
+	ansIOV      [1]dat.LMRTriplet
 }
 
 type datRDMAWR struct {
 	op   *RDMAOp
-	l    *lmr.LMR
+	loc  *datLocal // nil: the probe LMR
 	last bool
 }
 
 // RDMALimits implements RDMACapable.
 func (dn *datNode) RDMALimits() RDMALimits { return dn.cfg.RDMA }
 
-// datMR is a mapping: an LMR with remote rights.
-type datMR struct{ l *lmr.LMR }
+// datXmit says what xmit does with a message after xmitRDMA.
+type datXmit uint8
 
-func (m datMR) RKey() uint32 { return uint32(m.l.RMRContext()) }
-func (m datMR) Addr() uint64 { return uint64(m.l.Addr()) }
-func (m datMR) Free() error  { return m.l.Free() }
+const (
+	datXmitSend datXmit = iota // send the message's fragments
+	datXmitStop                // stop transmitting for now (stalled, or the EP is going down)
+	datXmitSkip                // the message has no Sends (a silent op): done with it
+	datXmitDrop                // the op failed: the message must not arrive (TxAbort)
+)
 
-var errDatMRAddr = errors.New("rds dat: memory above the addresses a cookie can announce")
-
-// RegisterMR implements RDMACapable.
-func (dn *datNode) RegisterMR(mem []byte, write bool) (RDMAMR, error) {
-	priv := dat.MemPrivLocalRead | dat.MemPrivRemoteRead
-	if write {
-		priv |= dat.MemPrivLocalWrite | dat.MemPrivRemoteWrite
+// xmitRDMA checks and posts m's op, if it has one not yet posted, ahead
+// of its Sends (inXmit held).
+func (e *datEP) xmitRDMA(m *Message) datXmit {
+	op := m.rdma
+	if op == nil || e.rdma.done == op {
+		return datXmitSend
 	}
-	l, err := lmr.Create(dn.ia, dn.pz, mem, priv, dat.VATypeVA)
-	if err != nil {
-		return nil, err
+	if op.Len() > math.MaxUint32 {
+		op.Complete(RDMAOtherError) // a check cannot name it
+		e.rdma.done = op
+		return datXmitDrop
 	}
-	if a := uint64(l.Addr()); a+uint64(len(mem)) > wire.MaxRDMAAddr {
-		l.Free()
-		return nil, errDatMRAddr
+	if op.check.ep != e || op.check.state.Load() == checkAsked {
+		// Ask about op if it was not, and about the ops after it while
+		// it waits for its answer.
+		if !e.askRDMA(op) {
+			return datXmitStop
+		}
 	}
-	return datMR{l}, nil
+	switch op.check.state.Load() {
+	case checkAsked:
+		e.stall(false)
+		if op.check.state.Load() == checkAsked {
+			return datXmitStop // onAnswer wakes us
+		}
+		e.stalled.Store(false)
+		if op.check.state.Load() == checkRefused {
+			return e.refused(op)
+		}
+	case checkRefused:
+		return e.refused(op)
+	}
+	switch e.postRDMA(op) {
+	case datRDMAStall, datRDMAStop:
+		return datXmitStop
+	case datRDMAFailed:
+		e.rdma.done = op
+		return datXmitDrop
+	}
+	e.rdma.done = op
+	if op.Silent() {
+		return datXmitSkip
+	}
+	return datXmitSend
 }
+
+func (e *datEP) refused(op *RDMAOp) datXmit {
+	op.Complete(RDMARemoteError)
+	e.rdma.done = op
+	return datXmitDrop
+}
+
+// datFenced reports whether a message's first Send waits for its op's
+// READs: with RDMAFence, and for every READ op (see the top of the file).
+func datFenced(op *RDMAOp) bool { return op != nil && (op.Fence() || !op.Write()) }
 
 // datRDMAResult says how posting a message's op went.
 type datRDMAResult uint8
@@ -112,38 +164,14 @@ const (
 	datRDMAFailed                      // the op failed here: its message must not go
 )
 
-// xmitRDMA posts m's op, if it has one not yet posted, ahead of its
-// Sends (inXmit held). stop: stop transmitting for now; skip: m has no
-// Sends (a silent op, or a failed one whose message must not arrive).
-func (e *datEP) xmitRDMA(m *Message) (stop, skip bool) {
-	op := m.rdma
-	if op == nil || e.rdma.done == op {
-		return false, false
-	}
-	switch e.postRDMA(op) {
-	case datRDMAStall, datRDMAStop:
-		return true, false
-	case datRDMAFailed:
-		return false, true
-	}
-	e.rdma.done = op
-	return false, op.Silent()
-}
-
-// postRDMA posts what is left of op (inXmit held).
+// postRDMA posts what is left of the admitted op (inXmit held).
 func (e *datEP) postRDMA(op *RDMAOp) datRDMAResult {
 	r := &e.rdma
 	if r.cur != op {
-		r.cur, r.next, r.roff, r.probed = op, 0, op.RemoteAddr(), false
-	}
-	if op.Write() && !r.probed {
-		if res := e.probeRDMA(op); res != datRDMAPosted {
-			return res
-		}
-		r.probed = true
+		r.cur, r.next, r.roff, r.tailRead, r.failed = op, 0, op.RemoteAddr(), false, false
 	}
 	local := op.Local()
-	for r.next < len(local) {
+	for !r.failed && r.next < len(local) {
 		b := local[r.next]
 		if len(b) == 0 {
 			r.next++
@@ -152,42 +180,57 @@ func (e *datEP) postRDMA(op *RDMAOp) datRDMAResult {
 		if !e.rdmaRoom(1) {
 			return datRDMAStall
 		}
-		priv := dat.MemPrivLocalWrite // a READ lands in b
-		if op.Write() {
-			priv = dat.MemPrivLocalRead
-		}
-		l, err := lmr.Create(e.dn.ia, e.dn.pz, b, priv, dat.VATypeVA)
+		loc, off, err := e.dn.locals.get(e.dn, b)
 		if err != nil {
 			op.Complete(RDMAOtherError)
-			r.cur = nil
-			return datRDMAFailed
+			r.failed = true // the peer still waits for the op's end
+			break
 		}
-		last := !(op.Write() && op.Silent()) // a silent WRITE ends with a READ
+		last := !(op.Silent() && op.Write()) // a silent WRITE ends with a READ
 		for _, rest := range local[r.next+1:] {
 			if len(rest) > 0 {
 				last = false
 				break
 			}
 		}
-		flags := dat.CompletionDefault
-		if op.Write() && r.roff == op.RemoteAddr() {
-			flags = dat.CompletionBarrierFence // after the checking READs
-		}
-		if !e.postRDMAWR(op, l, l.Triplet(0, len(b)), r.roff, op.Write(), last, flags) {
+		if !e.postRDMAWR(op, loc, loc.l.Triplet(off, len(b)), r.roff, op.Write(), last) {
 			return datRDMAStop // the connection is going down; Down drops the op
 		}
 		r.next++
 		r.roff += uint64(len(b))
 	}
-	if op.Write() && op.Silent() {
+	if !r.failed && op.Silent() && op.Write() && !r.tailRead {
 		if !e.rdmaRoom(1) {
 			return datRDMAStall
 		}
-		if !e.postRDMAWR(op, nil, r.probe.Triplet(0, 1), r.roff-1, false, true, dat.CompletionDefault) {
-			return datRDMAStop
+		if r.probe == nil {
+			l, err := lmr.Alloc(e.dn.ia, e.dn.pz, 1, dat.MemPrivLocalWrite)
+			if err != nil {
+				op.Complete(RDMAOtherError)
+				r.failed = true
+			} else {
+				r.probe = l
+			}
+		}
+		if !r.failed {
+			if !e.postRDMAWR(op, nil, r.probe.Triplet(0, 1), r.roff-1, false, true) {
+				return datRDMAStop
+			}
+			r.tailRead = true
+		}
+	}
+	if r.failed || op.Silent() {
+		if !e.releaseRDMA(op, r.failed || !op.Write() || r.tailRead) {
+			if e.dead.Load() {
+				return datRDMAStop
+			}
+			return datRDMAStall
 		}
 	}
 	r.cur = nil
+	if r.failed {
+		return datRDMAFailed
+	}
 	return datRDMAPosted
 }
 
@@ -213,67 +256,45 @@ func (e *datEP) rdmaRoom(k int) bool {
 }
 
 // postRDMAWR posts one RDMA work request of op moving local to or from
-// raddr; l is the LMR to free when it completes (nil: the probe LMR).
-func (e *datEP) postRDMAWR(op *RDMAOp, l *lmr.LMR, local dat.LMRTriplet, raddr uint64, write, last bool, flags dat.CompletionFlags) bool {
+// raddr; loc is the registration it holds until it completes (nil: the
+// probe LMR). last: its completion is the op's.
+func (e *datEP) postRDMAWR(op *RDMAOp, loc *datLocal, local dat.LMRTriplet, raddr uint64, write, last bool) bool {
 	r := &e.rdma
 	r.mu.Lock()
 	r.seq++
-	ck := datRDMACookie | dat.DTOCookie(r.seq&(1<<62-1))
+	ck := datRDMACookie | dat.DTOCookie(r.seq&datRDMASeqMask)
 	if r.outs == nil {
-		r.outs = make(map[dat.DTOCookie]datRDMAWR)
+		r.outs = make(map[dat.DTOCookie]datRDMAWR, datRDMADepth)
 	}
-	r.outs[ck] = datRDMAWR{op: op, l: l, last: last}
+	r.outs[ck] = datRDMAWR{op: op, loc: loc, last: last}
 	r.mu.Unlock()
 	iov := [1]dat.LMRTriplet{local}
 	remote := dat.RMRTriplet{VirtualAddress: dat.VAddr(raddr), SegmentLength: local.SegmentLength, RMRContext: dat.RMRContext(op.RKey())}
 	var err error
 	if write {
-		err = e.ep.PostRDMAWrite(iov[:], ck, remote, flags)
+		err = e.ep.PostRDMAWrite(iov[:], ck, remote, dat.CompletionDefault)
 	} else {
-		err = e.ep.PostRDMARead(iov[:], ck, remote, flags)
+		err = e.ep.PostRDMARead(iov[:], ck, remote, dat.CompletionDefault)
 	}
 	if err != nil {
 		r.mu.Lock()
 		delete(r.outs, ck)
 		r.mu.Unlock()
-		if l != nil {
-			l.Free()
+		if loc != nil {
+			e.dn.locals.put(loc)
 		}
 		return false
 	}
 	return true
 }
 
-// probeRDMA posts the checking READs of a WRITE op: the first and the
-// last byte of its remote range, into the EP's probe LMR.
-func (e *datEP) probeRDMA(op *RDMAOp) datRDMAResult {
-	r := &e.rdma
-	ends := []uint64{op.RemoteAddr(), op.RemoteAddr() + uint64(op.Len()) - 1}
-	if op.Len() == 1 {
-		ends = ends[:1]
-	}
-	if !e.rdmaRoom(len(ends)) {
-		return datRDMAStall
-	}
-	if r.probe == nil {
-		l, err := lmr.Alloc(e.dn.ia, e.dn.pz, 2, dat.MemPrivLocalWrite)
-		if err != nil {
-			op.Complete(RDMAOtherError)
-			r.cur = nil
-			return datRDMAFailed
-		}
-		r.probe = l
-	}
-	for i, a := range ends {
-		if !e.postRDMAWR(op, nil, r.probe.Triplet(i, 1), a, false, false, dat.CompletionDefault) {
-			return datRDMAStop
-		}
-	}
-	return datRDMAPosted
-}
-
-// onRDMADone handles an RDMA work request's completion (event goroutine).
+// onRDMADone handles the completion of an RDMA work request or of the
+// answer frame (event goroutine).
 func (e *datEP) onRDMADone(c *dat.DTOCompletion) {
+	if c.Cookie == datCheckCookie {
+		e.onAnswersSent(c)
+		return
+	}
 	r := &e.rdma
 	r.mu.Lock()
 	wr, ok := r.outs[c.Cookie]
@@ -282,8 +303,8 @@ func (e *datEP) onRDMADone(c *dat.DTOCompletion) {
 	if !ok {
 		return
 	}
-	if wr.l != nil {
-		wr.l.Free()
+	if wr.loc != nil {
+		e.dn.locals.put(wr.loc)
 	}
 	switch {
 	case c.Status == dat.DTOErrFlushed:
@@ -299,7 +320,9 @@ func (e *datEP) onRDMADone(c *dat.DTOCompletion) {
 	}
 }
 
-// datRDMAStatus maps a failed RDMA work request to an RDS status.
+// datRDMAStatus maps a failed RDMA work request to an RDS status. With
+// the checks a peer refuses nothing the checks admitted, so this is for
+// a peer that broke its word.
 func datRDMAStatus(s dat.DTOStatus) RDMAStatus {
 	switch s {
 	case dat.DTOErrRemoteAccess, dat.DTOErrRemoteResponder, dat.DTOErrBadResponse:
@@ -308,8 +331,9 @@ func datRDMAStatus(s dat.DTOStatus) RDMAStatus {
 	return RDMAOtherError
 }
 
-// retireRDMA frees the LMRs of work requests that will never complete
-// (the EP is gone); their ops are dropped by the path's Down.
+// retireRDMA returns the registrations of work requests that will never
+// complete (the EP is gone; their ops are dropped by the path's Down)
+// and ends the EP's checks.
 func (e *datEP) retireRDMA() {
 	r := &e.rdma
 	r.mu.Lock()
@@ -317,8 +341,8 @@ func (e *datEP) retireRDMA() {
 	r.outs = nil
 	r.mu.Unlock()
 	for _, wr := range outs {
-		if wr.l != nil {
-			wr.l.Free()
+		if wr.loc != nil {
+			e.dn.locals.put(wr.loc)
 		}
 		wr.op.Complete(RDMADropped)
 	}
@@ -327,6 +351,7 @@ func (e *datEP) retireRDMA() {
 		r.probe = nil
 	}
 	r.cur, r.done = nil, nil
+	e.retireChecks()
 }
 
 var _ RDMACapable = (*datNode)(nil)

@@ -128,12 +128,19 @@ func (e *datEP) recv(b []byte) {
 	}
 	if c := h.Credit(); c > 0 {
 		e.credits.addSend(uint32(c))
-		if e.stalled.Load() || e.ackBlocked {
+		if e.stalled.Load() || e.ackBlocked || e.rdma.ansBlocked {
 			e.dn.wake(e)
 		}
 	}
 	if isDatAck(h, frag) {
 		node.stats.ackReceived.Add(1)
+		return
+	}
+	if wire.IsRDMACheckFrame(h) { // between or inside the fragments of a message
+		if !e.onChecks(h, frag) {
+			node.stats.recvDropBadHeader.Add(1)
+			e.protocolError()
+		}
 		return
 	}
 	first, done, err := e.rx.next(h, len(frag))
@@ -156,6 +163,12 @@ func (e *datEP) recv(b []byte) {
 		return
 	}
 	e.rxm = nil
+	if !e.rdmaArrived(h) {
+		m.release()
+		node.stats.recvDropBadHeader.Add(1)
+		e.protocolError()
+		return
+	}
 	seq, cong := h.Sequence(), h.IsCongMap()
 	ackReq := !cong && h.Flags()&wire.FlagAckRequired != 0
 	p.Receive(m)

@@ -36,13 +36,17 @@ const (
 	datAckCookie = dat.DTOCookie(1 << 63)
 )
 
+// datEPExtraDTOs are an EP's request DTOs beyond its send slots: the
+// ack-only frame, the RDMA check answer frame, the RDMA work requests.
+const datEPExtraDTOs = 2 + datRDMADepth
+
 // datEP is one DAT EP of a path: a connection incarnation with its own
 // credits, send slots and reassembly state.
 type datEP struct {
 	dn     *datNode
 	dp     *datPath
 	ep     *ep.EP
-	tx     *lmr.LMR // SendDepth slots, then the ack-only frame's header
+	tx     *lmr.LMR // SendDepth slots, the ack-only frame's header, the RDMA check answer frame
 	active bool
 	grant  int                 // SRQ buffers granted to the peer
 	peer   [datPrivateLen]byte // the peer's private data
@@ -85,6 +89,7 @@ type datTx struct {
 	txEP       *datEP   // the EP txm's fragments went to
 	txOff      int      // payload bytes of txm already posted
 	txDrained  bool     // the queue was empty when txm was taken
+	ahead      datAhead // messages taken after txm (dat_rdma_check.go)
 	sinceAck   int      // messages since the last ACK_REQUIRED
 	sinceBytes int
 }
@@ -118,22 +123,26 @@ func (dp *datPath) xmit(e *datEP) {
 	p := dp.p
 	depth := uint64(dp.dn.cfg.SendDepth)
 	if dp.txm != nil && dp.txEP != e {
-		p.TxAbort(dp.txm) // its EP died mid-message: start it over on e
-		dp.txm = nil
+		dp.abortTx() // its EP died mid-message: start it over on e
 	}
 	for {
 		m := dp.txm
 		if m == nil {
-			if m = p.NextTx(); m == nil {
+			if m = dp.nextTx(); m == nil {
 				return
 			}
 			dp.txm, dp.txEP, dp.txOff = m, e, 0
 			dp.prepare(m)
 		}
-		if stop, skip := e.xmitRDMA(m); stop {
+		switch e.xmitRDMA(m) {
+		case datXmitStop:
 			return
-		} else if skip {
+		case datXmitSkip:
 			p.TxDone(m)
+			dp.txm = nil
+			continue
+		case datXmitDrop:
+			p.TxAbort(m) // the op failed: its message is dropped now, not left for an ack
 			dp.txm = nil
 			continue
 		}
@@ -161,7 +170,7 @@ func (dp *datPath) xmit(e *datEP) {
 			if e.txPosted%e.signalEvery == e.signalEvery-1 {
 				flags = dat.CompletionDefault
 			}
-			if dp.txOff == 0 && m.rdma != nil && m.rdma.Fence() {
+			if dp.txOff == 0 && datFenced(m.rdma) {
 				flags |= dat.CompletionBarrierFence // after the op's READs (dat_rdma.go)
 			}
 			if last {
@@ -175,8 +184,7 @@ func (dp *datPath) xmit(e *datEP) {
 				// The connection is going down (its event follows),
 				// or is unusable: the message waits for the next one.
 				e.credits.unGrab(got, adv)
-				p.TxAbort(m)
-				dp.txm = nil
+				dp.abortTx()
 				if !e.dead.Load() {
 					e.ep.Disconnect(dat.CloseAbrupt)
 				}
@@ -224,7 +232,7 @@ func (dp *datPath) prepare(m *Message) {
 	h := m.Header()
 	f := m.WireFlags()
 	q, _ := dp.p.Pending()
-	dp.txDrained = q == 0
+	dp.txDrained = q == 0 && dp.ahead.n == 0
 	if !m.IsCongMap() {
 		dp.sinceAck++
 		dp.sinceBytes += len(m.buf)

@@ -255,5 +255,11 @@ func (s NodeStats) Counters() []Counter {
 		{"recv_drop_bad_header", s.RecvDropBadHeader},
 		{"recv_drop_bad_cong_map", s.RecvDropBadCongMap},
 		{"recv_immediate_retry", s.RecvImmediateRetries},
+		{"rdma_success", s.RDMASuccess},
+		{"rdma_remote_error", s.RDMARemoteError},
+		{"rdma_canceled", s.RDMACanceled},
+		{"rdma_dropped", s.RDMADropped},
+		{"rdma_other_error", s.RDMAOtherError},
+		{"send_rdma_bytes", s.SendRDMABytes},
 	}
 }

@@ -128,9 +128,11 @@ func (l RDMALimits) WithDefaults() RDMALimits {
 type RDMACapable interface {
 	RDMALimits() RDMALimits
 	// RegisterMR makes mem readable by peers of the node, and writable
-	// if write, until the MR is freed; nothing outside mem is reachable
-	// through it. mem stays referenced until then.
-	RegisterMR(mem []byte, write bool) (RDMAMR, error)
+	// with RDMAReadWrite, until the MR is freed; nothing outside mem is
+	// reachable through it. With RDMAUseOnce the MR serves one op at
+	// most (the core releases it when that op's message arrives). mem
+	// stays referenced until the MR is freed.
+	RegisterMR(mem []byte, flags RDMAFlags) (RDMAMR, error)
 }
 
 // RDMAMR is a registration made by RDMACapable.RegisterMR.
@@ -141,6 +143,8 @@ type RDMAMR interface {
 	// zero-based MR). It travels with the cookie (wire.ExtRDMAAddr).
 	Addr() uint64
 	// Free revokes the MR: once it returns, no peer access succeeds.
+	// A transport that lets ops through by checking them with this node
+	// first (dat) waits for the ops it let through to end.
 	Free() error
 }
 
@@ -165,6 +169,11 @@ type RDMAOp struct {
 	parts atomic.Int32
 	// outcome is 0 while pending, else the RDMAStatus plus one.
 	outcome atomic.Int32
+	stats   *nodeCounters // the sending node's, counting outcomes
+
+	// check is the dat transport's check of the op with the peer
+	// (dat_rdma_check.go).
+	check datCheck
 }
 
 // Write reports an RDMA WRITE (local buffers to the peer's memory);
@@ -204,6 +213,9 @@ func (o *RDMAOp) Complete(st RDMAStatus) {
 	}
 	if !o.outcome.CompareAndSwap(0, int32(st)+1) {
 		return
+	}
+	if o.stats != nil {
+		o.stats.countRDMA(st, o.n)
 	}
 	if o.sock != nil && (o.notify || (st != RDMASuccess && o.recver)) {
 		o.sock.rdmaNotify(RDMANotify{UserToken: o.token, Status: st})

@@ -10,9 +10,11 @@ import (
 // nodes of one Stack, plus RDMA ops done as checked copies against a
 // registry of MRs, with the rules of an RDMA device: an op names an MR by
 // R_Key and a zero-based range that must lie inside it, a WRITE needs a
-// writable MR, a freed MR is gone, and a failed op breaks the connection
-// (its message is not delivered). It tests the core's RDMA logic apart
-// from DAT; zerocopy_test.go runs the same cases over the dat transport.
+// writable MR, and a freed MR is gone. A failed op completes with a
+// remote error and its message is not delivered, while the connection
+// stays up, as the dat transport's in-band checks have it. It tests the
+// core's RDMA logic apart from DAT; zerocopy_test.go runs the same cases
+// over the dat transport.
 //
 // hold parks transmitted messages (taken by NextTx, neither delivered
 // nor acknowledged) so that a test can reset a path with an op in flight.
@@ -89,7 +91,7 @@ type memPath struct {
 
 func (l *memNode) RDMALimits() RDMALimits { return l.t.lim }
 
-func (l *memNode) RegisterMR(mem []byte, write bool) (RDMAMR, error) {
+func (l *memNode) RegisterMR(mem []byte, flags RDMAFlags) (RDMAMR, error) {
 	if l.t.failReg.Load() {
 		return nil, errors.New("memrdma: registration refused")
 	}
@@ -97,7 +99,7 @@ func (l *memNode) RegisterMR(mem []byte, write bool) (RDMAMR, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.nextKey++
-	r := &memMR{t: t, key: t.nextKey, mem: mem, write: write}
+	r := &memMR{t: t, key: t.nextKey, mem: mem, write: flags&RDMAReadWrite != 0}
 	t.mrs[r.key] = r
 	return r, nil
 }
@@ -137,14 +139,12 @@ func (l *memNode) Kick(p *Path) {
 	}
 }
 
-// xmit posts m's op, then its SEND: a failed op breaks the connection.
+// xmit posts m's op, then its SEND: a failed op drops the message.
 func (l *memNode) xmit(p *Path, m *Message) {
 	if op := m.RDMA(); op != nil {
 		if st := l.t.exec(op); st != RDMASuccess {
 			op.Complete(st)
-			p.TxDone(m)
-			p.Down(errors.New("memrdma: remote access error"))
-			p.Up()
+			p.TxAbort(m)
 			return
 		}
 		if !op.Silent() {

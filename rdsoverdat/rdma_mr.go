@@ -173,7 +173,7 @@ func (s *Socket) registerMR(node *Node, rc RDMACapable, mem []byte, flags RDMAFl
 		node.rdmaMRs.Add(-1)
 		return nil, eAGAIN
 	}
-	mr, err := rc.RegisterMR(mem, flags&RDMAReadWrite != 0)
+	mr, err := rc.RegisterMR(mem, flags&(RDMAReadWrite|RDMAUseOnce))
 	if err != nil {
 		node.rdmaMRs.Add(-1)
 		return nil, syscall.EBUSY

@@ -180,6 +180,7 @@ func (s *Socket) rdmaOp(args *RDMAArgs, conn *Conn, rc RDMACapable, payload int)
 		token:  args.UserToken,
 		notify: args.Flags&RDMANotifyMe != 0,
 		recver: recver,
+		stats:  &conn.node.stats,
 	}
 	op.parts.Store(2)
 	if op.silent {

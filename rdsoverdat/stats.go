@@ -38,6 +38,15 @@ type NodeStats struct {
 	RecvDropBadHeader    uint64 // malformed headers (connection dropped)
 	RecvDropBadCongMap   uint64 // congestion maps of the wrong length
 	RecvImmediateRetries uint64 // reserved for transports that retry receives
+	// RDMA ops by outcome (rds-rdma(7) RDS_RDMA_* statuses), counted on
+	// the node that sent them whether or not a notification was asked
+	// for; SendRDMABytes is the bytes the successful ones moved.
+	RDMASuccess     uint64
+	RDMARemoteError uint64
+	RDMACanceled    uint64
+	RDMADropped     uint64
+	RDMAOtherError  uint64
+	SendRDMABytes   uint64 // send_rdma_bytes
 }
 
 // nodeCounters is the live, atomically updated form of NodeStats. Field
@@ -49,6 +58,18 @@ type nodeCounters struct {
 	congUpdateQueued, congUpdateSent, congUpdateReceived, congSendError, congSendBlocked,
 	creditStall, ackSent, ackReceived, recvDropBadHeader, recvDropBadCongMap,
 	recvImmediateRetries atomic.Uint64
+	rdma          [len(rdmaStatusNames)]atomic.Uint64 // by RDMAStatus
+	sendRDMABytes atomic.Uint64
+}
+
+// countRDMA counts an RDMA op's final outcome; n is its length.
+func (c *nodeCounters) countRDMA(st RDMAStatus, n int) {
+	if st >= 0 && int(st) < len(c.rdma) {
+		c.rdma[st].Add(1)
+	}
+	if st == RDMASuccess {
+		c.sendRDMABytes.Add(uint64(n))
+	}
 }
 
 func (c *nodeCounters) snapshot() NodeStats {
@@ -61,6 +82,8 @@ func (c *nodeCounters) snapshot() NodeStats {
 		c.congUpdateReceived.Load(), c.congSendError.Load(), c.congSendBlocked.Load(), c.creditStall.Load(),
 		c.ackSent.Load(), c.ackReceived.Load(), c.recvDropBadHeader.Load(), c.recvDropBadCongMap.Load(),
 		c.recvImmediateRetries.Load(),
+		c.rdma[RDMASuccess].Load(), c.rdma[RDMARemoteError].Load(), c.rdma[RDMACanceled].Load(),
+		c.rdma[RDMADropped].Load(), c.rdma[RDMAOtherError].Load(), c.sendRDMABytes.Load(),
 	}
 }
 

@@ -18,7 +18,5 @@ func init() {
 func newDATRig(t tb, cfg DATConfig) *rdmaRig {
 	st := NewStack(Config{Transports: []Transport{DAT(cfg)}, RecvBuffer: 64 << 20, SendBuffer: 64 << 20})
 	t.Cleanup(func() { st.Close() })
-	r := newRig(t, st, nil)
-	r.failMayDrop = true
-	return r
+	return newRig(t, st, nil)
 }

@@ -48,13 +48,6 @@ type rdmaRig struct {
 	cliNode  netip.Addr
 	srvNode  netip.Addr
 	mem      *memRDMA // the in-memory transport, nil on others
-	// failMayDrop: a failed op may report RDMADropped rather than
-	// RDMARemoteError. Over DAT a failed op breaks the connection, and
-	// the peer reconnecting can drop it here before the failed work
-	// request's completion is read; over soft-iWARP a WRITE into a
-	// read-only mapping always does (iWARP completes WRITEs locally;
-	// dat_rdma.go).
-	failMayDrop bool
 
 	// Notifications a helper received while waiting for something else.
 	stashMu sync.Mutex
@@ -197,14 +190,29 @@ func (r *rdmaRig) notes(t tb, s *Socket, n int) []RDMANotify {
 	return out
 }
 
-// wantFailed checks the notification of a failed op.
+// wantFailed checks the notification of a failed op: a remote error,
+// with the connection still up (no path between the rig's nodes ever
+// went down).
 func (r *rdmaRig) wantFailed(t tb, s *Socket, token uint64) {
 	t.Helper()
 	n := r.notes(t, s, 1)
-	if n[0].UserToken == token && (n[0].Status == RDMARemoteError || r.failMayDrop && n[0].Status == RDMADropped) {
-		return
+	if n[0].UserToken != token || n[0].Status != RDMARemoteError {
+		t.Fatalf("op %d: notification %+v, want a remote error", token, n[0])
 	}
-	t.Fatalf("op %d: notification %+v, want a remote error", token, n[0])
+	if k := r.resets(); k != 0 {
+		t.Fatalf("op %d: the connection was reset %d times", token, k)
+	}
+}
+
+// resets counts the times a path between the rig's nodes went down.
+func (r *rdmaRig) resets() uint64 {
+	var k uint64
+	for _, ends := range [][2]netip.Addr{{r.cliNode, r.srvNode}, {r.srvNode, r.cliNode}} {
+		if c := r.st.Node(ends[0]).Conn(ends[1], TransIB); c != nil {
+			k += c.Stats().Resets
+		}
+	}
+	return k
 }
 
 // expectNext receives the next message on s and checks its payload:

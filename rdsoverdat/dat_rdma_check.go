@@ -1,0 +1,409 @@
+package rdsoverdat
+
+import (
+	"math"
+	"sync/atomic"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// In-band checks of RDMA ops (wire/rdmacheck.go). iWARP has no way to
+// refuse an RDMA op but to terminate the connection: a READ or WRITE on
+// a freed or used-once R_Key, outside the mapping or against its rights
+// makes the owner's RNIC send a Terminate, and the sender learns of it
+// as a broken connection (its WRITE completed locally long before). So
+// the node running an op (the server, "runner") first asks the node whose
+// memory it names (the client, "owner") with a request record on the
+// same connection; the owner checks the op against its table of mappings
+// (dat_rdma_mr.go) and answers. A refused op completes with
+// RDS_RDMA_REMOTE_ERROR, its message is not sent, and the connection
+// carries on; an admitted one pins its mapping until it is over, so that
+// a FreeMR racing with it waits instead of breaking the connection.
+//
+// Ordering does the bookkeeping. Requests, answers and the ends of ops
+// each travel in order on one reliable connection, so the owner keeps the
+// ops it admitted in a FIFO (grants) and the runner the ops it asked
+// about (asked): an answer is for the oldest request unanswered, and
+// the end of an op (the arrival of its message, which carries
+// RDS_EXTHDR_RDMA, or a release record for an op that sends none) is the
+// end of the oldest admitted op. Ids are checked against the FIFOs all
+// the same; a mismatch is a protocol error that resets the connection.
+// Everything is per EP: when a connection ends, its pins go and its
+// unanswered ops are dropped with their messages (the core never resends
+// an op).
+//
+// The runner sends requests in its ring of send slots like fragments
+// (xmit's goroutine); the owner answers from its event goroutine in one
+// frame of up to wire.MaxRDMAChecks records, one frame in flight per EP,
+// in the slot after the ack frame's header.
+
+// States of datCheck.
+const (
+	checkNone    uint32 = iota
+	checkAsked          // request sent, no answer yet
+	checkGranted        // the owner admitted the op
+	checkRefused        // the owner refused it: remote access error
+)
+
+// datCheck is an op's check, part of the RDMAOp. ep and id are set by
+// the runner's transmit side before the request is posted and read under
+// the EP's rdma.mu by the event goroutine; state is the answer.
+type datCheck struct {
+	ep    *datEP
+	id    uint32
+	state atomic.Uint32
+}
+
+// datGrant is an op the owner admitted: its id and pinned mapping.
+type datGrant struct {
+	id uint32
+	mr *datMR
+}
+
+// datAnswer is an answer waiting to be sent.
+type datAnswer struct {
+	id     uint32
+	status uint16
+}
+
+// datCheckCookie marks the completion of the answer frame; it is routed
+// with the RDMA work requests' (datRDMACookie) and above their numbers.
+const datCheckCookie = datRDMACookie | 1<<61
+
+// datRDMALookahead is how many messages past the one being sent the
+// sender takes from the path while an op waits for its answer, to ask
+// about their ops at once: checks of a stream of ops overlap instead of
+// costing a round trip each.
+const datRDMALookahead = 16
+
+// datAhead is a FIFO of messages taken from the path after txm, in
+// order (inXmit held).
+type datAhead struct {
+	ring [datRDMALookahead]*Message
+	head int
+	n    int
+}
+
+func (a *datAhead) push(m *Message) {
+	a.ring[(a.head+a.n)%len(a.ring)] = m
+	a.n++
+}
+
+func (a *datAhead) pop() *Message {
+	m := a.ring[a.head]
+	a.ring[a.head] = nil
+	a.head = (a.head + 1) % len(a.ring)
+	a.n--
+	return m
+}
+
+func (a *datAhead) at(i int) *Message { return a.ring[(a.head+i)%len(a.ring)] }
+
+// nextTx returns the next message to send: the oldest taken ahead, else
+// the path's next.
+func (dp *datPath) nextTx() *Message {
+	if dp.ahead.n > 0 {
+		return dp.ahead.pop()
+	}
+	return dp.p.NextTx()
+}
+
+// abortTx gives txm and the messages taken after it back to the path
+// (TxAbort), the last first, so that they return in order.
+func (dp *datPath) abortTx() {
+	for dp.ahead.n > 0 {
+		i := dp.ahead.n - 1
+		m := dp.ahead.at(i)
+		dp.ahead.ring[(dp.ahead.head+i)%len(dp.ahead.ring)] = nil
+		dp.ahead.n--
+		dp.p.TxAbort(m)
+	}
+	if dp.txm != nil {
+		dp.p.TxAbort(dp.txm)
+		dp.txm = nil
+	}
+}
+
+// datAskable reports whether op is to be asked about on e: not yet, and
+// short enough to name (an op above 4 GiB fails when it is sent).
+func datAskable(op *RDMAOp, e *datEP) bool {
+	return op != nil && op.check.ep != e && op.Len() <= math.MaxUint32
+}
+
+// askRDMA sends, in one check frame, the requests for head's op and for
+// the ops of the messages after it, taking up to datRDMALookahead of
+// them from the path (inXmit held). Ops already asked on e are skipped.
+// It returns false if head's op was to be asked and could not be: e has
+// no send slot or credit now (it is stalled, woken when it has) or is
+// going down.
+func (e *datEP) askRDMA(head *RDMAOp) bool {
+	r, dp := &e.rdma, e.dp
+	ops := r.askBuf[:0]
+	if head.check.ep != e {
+		ops = append(ops, head)
+	}
+	for i := range dp.ahead.n {
+		if op := dp.ahead.at(i).rdma; datAskable(op, e) {
+			ops = append(ops, op)
+		}
+	}
+	for dp.ahead.n < datRDMALookahead {
+		m := dp.p.NextTx()
+		if m == nil {
+			break
+		}
+		dp.ahead.push(m)
+		if datAskable(m.rdma, e) {
+			ops = append(ops, m.rdma)
+		}
+	}
+	if len(ops) == 0 {
+		return true
+	}
+	off, got, adv, ok := e.ringSlot()
+	if !ok {
+		return head.check.ep == e
+	}
+	slot := e.tx.Bytes()[off : off+wire.HeaderLen+len(ops)*wire.RDMACheckLen]
+	h := wire.Header(slot[:wire.HeaderLen])
+	wire.EncodeRDMACheckHeader(h, len(ops), wire.Seq(e.dp.ackNext.Load()), uint8(adv))
+	h.SetChecksum()
+	r.mu.Lock()
+	for i, op := range ops {
+		r.checkID++
+		op.check.ep, op.check.id = e, r.checkID
+		op.check.state.Store(checkAsked)
+		wire.RDMACheck(slot[wire.HeaderLen+i*wire.RDMACheckLen:]).Encode(&wire.CheckFields{Kind: wire.CheckRequest,
+			Write: op.Write(), ID: r.checkID, RKey: op.RKey(), Length: uint32(op.Len()), Address: op.RemoteAddr()})
+		r.asked = append(r.asked, op)
+	}
+	r.mu.Unlock()
+	if !e.postRing(off, len(slot), got, adv, dat.CompletionDefault) {
+		r.mu.Lock()
+		r.asked = r.asked[:len(r.asked)-len(ops)]
+		r.mu.Unlock()
+		for _, op := range ops {
+			op.check.ep = nil
+		}
+		clear(ops)
+		return false
+	}
+	clear(ops)
+	return true
+}
+
+// releaseRDMA posts the release record of op, which sends no message
+// (inXmit held). fence: after the op's READs completed, so that the
+// owner unpins its mapping only once they were served.
+func (e *datEP) releaseRDMA(op *RDMAOp, fence bool) bool {
+	off, got, adv, ok := e.ringSlot()
+	if !ok {
+		return false
+	}
+	slot := e.tx.Bytes()[off : off+wire.HeaderLen+wire.RDMACheckLen]
+	h := wire.Header(slot[:wire.HeaderLen])
+	wire.EncodeRDMACheckHeader(h, 1, wire.Seq(e.dp.ackNext.Load()), uint8(adv))
+	h.SetChecksum()
+	wire.RDMACheck(slot[wire.HeaderLen:]).Encode(&wire.CheckFields{Kind: wire.CheckRelease, ID: op.check.id})
+	flags := dat.CompletionDefault
+	if fence {
+		flags = dat.CompletionBarrierFence
+	}
+	return e.postRing(off, len(slot), got, adv, flags)
+}
+
+// ringSlot takes the next send slot and a credit, as a fragment does
+// (inXmit held); ok false: stalled (woken when completions or credits
+// arrive).
+func (e *datEP) ringSlot() (off int, got, adv uint32, ok bool) {
+	depth := uint64(e.dn.cfg.SendDepth)
+	if e.txPosted-e.txDone.Load() >= depth {
+		e.stall(false)
+		if e.txPosted-e.txDone.Load() >= depth {
+			return 0, 0, 0, false
+		}
+		e.stalled.Store(false)
+	}
+	got, adv = e.credits.grab(1)
+	if got == 0 {
+		e.stall(true)
+		if got, adv = e.credits.grab(1); got == 0 {
+			return 0, 0, 0, false
+		}
+		e.stalled.Store(false)
+	}
+	return int(e.txPosted%depth) * datSlot, got, adv, true
+}
+
+// postRing posts n bytes of the slot at off as one Send, with the ring's
+// completion cadence (inXmit held). A failure means the connection is
+// going down.
+func (e *datEP) postRing(off, n int, got, adv uint32, flags dat.CompletionFlags) bool {
+	if e.txPosted%e.signalEvery != e.signalEvery-1 {
+		flags |= dat.CompletionSuppress
+	}
+	e.iov[0] = e.tx.Triplet(off, n)
+	if err := e.ep.PostSend(e.iov[:], dat.DTOCookie(e.txPosted), flags); err != nil {
+		e.credits.unGrab(got, adv)
+		if !e.dead.Load() {
+			e.ep.Disconnect(dat.CloseAbrupt)
+		}
+		return false
+	}
+	e.txPosted++
+	return true
+}
+
+// onChecks handles a received check frame (event goroutine); false is a
+// protocol error.
+func (e *datEP) onChecks(h wire.Header, b []byte) bool {
+	n, err := wire.ParseRDMAChecks(h, b)
+	if err != nil {
+		return false
+	}
+	r := &e.rdma
+	for i := range n {
+		c := wire.RDMACheck(b[i*wire.RDMACheckLen : (i+1)*wire.RDMACheckLen])
+		switch c.Kind() {
+		case wire.CheckRequest:
+			if len(r.answers) >= datMaxAnswers {
+				return false // more requests than the peer may have unanswered
+			}
+			a := datAnswer{id: c.ID(), status: uint16(RDMARemoteError)}
+			if m := e.dn.mrs.admit(c, e); m != nil {
+				r.grants = append(r.grants, datGrant{id: c.ID(), mr: m})
+				a.status = uint16(RDMASuccess)
+			}
+			r.answers = append(r.answers, a)
+			e.dn.wake(e)
+		case wire.CheckAnswer:
+			if !e.onAnswer(c) {
+				return false
+			}
+		case wire.CheckRelease:
+			if len(r.grants) == 0 || r.grants[0].id != c.ID() {
+				return false
+			}
+			e.endGrant()
+		}
+	}
+	return true
+}
+
+// datMaxAnswers bounds the answers an owner queues for one EP: a runner
+// asks about at most datRDMALookahead ops at a time.
+const datMaxAnswers = wire.MaxRDMAChecks
+
+// onAnswer records the owner's answer for the oldest request and wakes
+// the sender waiting for it.
+func (e *datEP) onAnswer(c wire.RDMACheck) bool {
+	r := &e.rdma
+	r.mu.Lock()
+	if len(r.asked) == 0 || r.asked[0].check.id != c.ID() {
+		r.mu.Unlock()
+		return false
+	}
+	op := r.asked[0]
+	r.asked[0] = nil
+	r.asked = r.asked[1:]
+	if len(r.asked) == 0 {
+		r.asked = r.asked[:0:0]
+	}
+	r.mu.Unlock()
+	st := checkGranted
+	if c.Status() != uint16(RDMASuccess) {
+		st = checkRefused
+	}
+	op.check.state.Store(st)
+	e.dn.wake(e)
+	return true
+}
+
+// endGrant ends the oldest admitted op (event goroutine).
+func (e *datEP) endGrant() {
+	r := &e.rdma
+	g := r.grants[0]
+	r.grants[0] = datGrant{}
+	r.grants = r.grants[1:]
+	if len(r.grants) == 0 {
+		r.grants = r.grants[:0:0]
+	}
+	e.dn.mrs.unpin(g.mr, e)
+}
+
+// rdmaArrived handles a complete data message with header h before it
+// is delivered (event goroutine): one with RDS_EXTHDR_RDMA ends the
+// oldest admitted op, which must be on that mapping; false is a protocol
+// error (an op the peer never asked about).
+func (e *datEP) rdmaArrived(h wire.Header) bool {
+	if h.ExtArea()[0] == byte(wire.ExtNone) {
+		return true
+	}
+	for it := h.Exts(); it.Next(); {
+		ext := it.Ext()
+		if ext.Type != wire.ExtRDMA {
+			continue
+		}
+		rkey, _ := ext.RKey()
+		r := &e.rdma
+		if len(r.grants) == 0 || r.grants[0].mr.rkey != rkey {
+			return false
+		}
+		e.endGrant()
+		return true
+	}
+	return true
+}
+
+// sendAnswers posts the queued answers in one frame unless one is in
+// flight (event goroutine; retried when its completion or credits come).
+func (e *datEP) sendAnswers() {
+	r := &e.rdma
+	if r.ansInFlight || len(r.answers) == 0 || e.dead.Load() {
+		return
+	}
+	got, adv := e.credits.grab(1)
+	if r.ansBlocked = got == 0; r.ansBlocked {
+		return
+	}
+	n := min(len(r.answers), wire.MaxRDMAChecks)
+	base := e.dn.cfg.SendDepth*datSlot + wire.HeaderLen
+	frame := e.tx.Bytes()[base : base+wire.HeaderLen+n*wire.RDMACheckLen]
+	h := wire.Header(frame[:wire.HeaderLen])
+	wire.EncodeRDMACheckHeader(h, n, wire.Seq(e.dp.ackNext.Load()), uint8(adv))
+	h.SetChecksum()
+	for i, a := range r.answers[:n] {
+		wire.RDMACheck(frame[wire.HeaderLen+i*wire.RDMACheckLen:]).Encode(&wire.CheckFields{
+			Kind: wire.CheckAnswer, ID: a.id, Status: a.status})
+	}
+	r.ansIOV[0] = e.tx.Triplet(base, len(frame))
+	if err := e.ep.PostSend(r.ansIOV[:], datCheckCookie, dat.CompletionDefault); err != nil {
+		e.credits.unGrab(got, adv)
+		return
+	}
+	r.answers = r.answers[:copy(r.answers, r.answers[n:])]
+	r.ansInFlight = true
+}
+
+// onAnswersSent handles the answer frame's completion (event goroutine).
+func (e *datEP) onAnswersSent(c *dat.DTOCompletion) {
+	e.rdma.ansInFlight = false
+	if c.Status == dat.DTOSuccess && len(e.rdma.answers) > 0 {
+		e.dn.wake(e)
+	}
+}
+
+// retireChecks ends the EP's checks: its pins go, its unanswered ops
+// stay unanswered (their messages are dropped with the connection).
+func (e *datEP) retireChecks() {
+	r := &e.rdma
+	for len(r.grants) > 0 {
+		e.endGrant()
+	}
+	r.answers = nil
+	r.mu.Lock()
+	clear(r.asked)
+	r.asked = nil
+	r.mu.Unlock()
+}

@@ -1,0 +1,259 @@
+package rdsoverdat
+
+import (
+	"errors"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// Memory of the dat transport's RDMA: the mappings a node lends to its
+// peers (the owner's side of the checks, dat_rdma_check.go) and the
+// registrations of the node's own buffers its ops move data from or to.
+//
+// Mappings are DAT LMRs registered over exactly the application's range
+// with exactly the remote rights asked for: read always, write with
+// RDMAReadWrite. The LMR's rmr_context is the cookie's R_Key, so a peer
+// reaches that range in that direction and nothing else, and freeing the
+// LMR revokes it at once. (An RMR bound inside a larger LMR would grant
+// the same, but binding needs an EP and a round of completions; an LMR
+// per mapping is what the kernel's FMR pools amount to.) LMRs are
+// addressed by virtual address, so the address of the first byte goes
+// with the cookie (wire.ExtRDMAAddr).
+//
+// The node's table of mappings is what checks are answered from: a
+// request is let through only for a live mapping, inside its range, in a
+// direction it grants, and for a use-once mapping only once; the
+// mapping is then pinned until the op is over (its message arrived, its
+// release record arrived, or its connection ended). Free takes the
+// mapping out of the table at once, so no later check passes, and waits
+// for the pins before it deregisters: ops let through still find their
+// memory, and none reaches it once Free returned.
+
+// datMR is one mapping; the fields below mu are guarded by the node's
+// datMRTable.mu.
+type datMR struct {
+	dn      *datNode
+	l       *lmr.LMR
+	rkey    uint32
+	addr    uint64
+	n       uint64
+	write   bool
+	useOnce bool
+
+	used    bool // a use-once mapping let its op through
+	pins    int  // ops let through and not over
+	holders map[*datEP]int
+	freed   bool
+}
+
+// datMRTable is a node's mappings by R_Key.
+type datMRTable struct {
+	mu   sync.Mutex
+	cond sync.Cond // pins dropped to zero, or the node is closing
+	mrs  map[uint32]*datMR
+}
+
+func (m *datMR) RKey() uint32 { return m.rkey }
+func (m *datMR) Addr() uint64 { return m.addr }
+
+var errDatMRFreed = errors.New("rds dat: mapping freed twice")
+
+// Free implements RDMAMR: no check passes from now on; the LMR goes once
+// the ops let through are over (or the node closes). A peer that has not
+// ended them within ConnectTimeout loses the connections they are on.
+func (m *datMR) Free() error {
+	t := &m.dn.mrs
+	t.mu.Lock()
+	if m.freed {
+		t.mu.Unlock()
+		return errDatMRFreed
+	}
+	m.freed = true
+	delete(t.mrs, m.rkey)
+	if m.pins > 0 {
+		expired, reset := false, false
+		timer := time.AfterFunc(m.dn.cfg.ConnectTimeout, func() {
+			t.mu.Lock()
+			expired = true
+			t.cond.Broadcast()
+			t.mu.Unlock()
+		})
+		for m.pins > 0 && !m.dn.closing.Load() {
+			if expired && !reset {
+				reset = true
+				eps := make([]*datEP, 0, len(m.holders))
+				for e := range m.holders {
+					eps = append(eps, e)
+				}
+				t.mu.Unlock()
+				for _, e := range eps {
+					e.ep.Disconnect(dat.CloseAbrupt) // its retirement unpins
+				}
+				t.mu.Lock()
+				continue
+			}
+			t.cond.Wait()
+		}
+		timer.Stop()
+	}
+	t.mu.Unlock()
+	return m.l.Free()
+}
+
+var errDatMRAddr = errors.New("rds dat: memory above the addresses a cookie can announce")
+
+// RegisterMR implements RDMACapable.
+func (dn *datNode) RegisterMR(mem []byte, flags RDMAFlags) (RDMAMR, error) {
+	write := flags&RDMAReadWrite != 0
+	priv := dat.MemPrivLocalRead | dat.MemPrivRemoteRead
+	if write {
+		priv |= dat.MemPrivLocalWrite | dat.MemPrivRemoteWrite
+	}
+	l, err := lmr.Create(dn.ia, dn.pz, mem, priv, dat.VATypeVA)
+	if err != nil {
+		return nil, err
+	}
+	a := uint64(l.Addr())
+	if a+uint64(len(mem)) > wire.MaxRDMAAddr {
+		l.Free()
+		return nil, errDatMRAddr
+	}
+	m := &datMR{dn: dn, l: l, rkey: uint32(l.RMRContext()), addr: a, n: uint64(len(mem)),
+		write: write, useOnce: flags&RDMAUseOnce != 0}
+	t := &dn.mrs
+	t.mu.Lock()
+	if t.mrs == nil {
+		t.mrs = make(map[uint32]*datMR)
+		t.cond.L = &t.mu
+	}
+	t.mrs[m.rkey] = m
+	t.mu.Unlock()
+	return m, nil
+}
+
+// admit answers a check request that arrived on e: the mapping it may
+// use, pinned, or nil if the op must fail with a remote access error.
+func (t *datMRTable) admit(c wire.RDMACheck, e *datEP) *datMR {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.mrs[c.RKey()]
+	if m == nil || (c.Write() && !m.write) || (m.useOnce && m.used) {
+		return nil
+	}
+	a, n := c.Address(), uint64(c.Length())
+	if n == 0 || a < m.addr || a-m.addr > m.n || n > m.n-(a-m.addr) {
+		return nil
+	}
+	m.pins++
+	m.used = true
+	if m.holders == nil {
+		m.holders = make(map[*datEP]int, 1)
+	}
+	m.holders[e]++
+	return m
+}
+
+// unpin ends the hold of one op on e on m.
+func (t *datMRTable) unpin(m *datMR, e *datEP) {
+	t.mu.Lock()
+	if m.holders[e]--; m.holders[e] <= 0 {
+		delete(m.holders, e)
+	}
+	if m.pins--; m.pins == 0 {
+		t.cond.Broadcast()
+	}
+	t.mu.Unlock()
+}
+
+// wakeAll releases every Free waiting for pins (the node is closing).
+func (t *datMRTable) wakeAll() {
+	t.mu.Lock()
+	if t.cond.L != nil {
+		t.cond.Broadcast()
+	}
+	t.mu.Unlock()
+}
+
+// Local registrations: an op's buffers are registered as LMRs, and the
+// registrations are kept for the next ops on the same memory (a server
+// reusing its buffers pays the registration once), in a small cache of
+// the most recently used ranges. A cached LMR keeps its memory from the
+// garbage collector until it is evicted or the node closes, so the cache
+// is small: datLocalCacheSize ranges, at most RDMALimits.MaxBytes each.
+// An entry is freed when it is evicted and no work request uses it.
+
+const datLocalCacheSize = 32
+
+type datLocal struct {
+	l    *lmr.LMR
+	base uintptr
+	n    int
+	refs int // work requests using it, plus one while cached
+}
+
+type datLocalCache struct {
+	mu   sync.Mutex
+	ents []*datLocal // least recently used first
+}
+
+// get returns a registration covering b, with a reference for one work
+// request, and b's offset in it.
+func (c *datLocalCache) get(dn *datNode, b []byte) (*datLocal, int, error) {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	c.mu.Lock()
+	for i, x := range c.ents {
+		if base >= x.base && base-x.base <= uintptr(x.n) && uintptr(len(b)) <= uintptr(x.n)-(base-x.base) {
+			copy(c.ents[i:], c.ents[i+1:])
+			c.ents[len(c.ents)-1] = x
+			x.refs++
+			c.mu.Unlock()
+			return x, int(base - x.base), nil
+		}
+	}
+	c.mu.Unlock()
+	l, err := lmr.Create(dn.ia, dn.pz, b, dat.MemPrivLocalRead|dat.MemPrivLocalWrite, dat.VATypeVA)
+	if err != nil {
+		return nil, 0, err
+	}
+	x := &datLocal{l: l, base: base, n: len(b), refs: 2}
+	var old *datLocal
+	c.mu.Lock()
+	if len(c.ents) == datLocalCacheSize {
+		old = c.ents[0]
+		copy(c.ents, c.ents[1:])
+		c.ents = c.ents[:len(c.ents)-1]
+	}
+	c.ents = append(c.ents, x)
+	c.mu.Unlock()
+	if old != nil {
+		c.put(old)
+	}
+	return x, 0, nil
+}
+
+// put drops one reference; the last one frees the LMR.
+func (c *datLocalCache) put(x *datLocal) {
+	c.mu.Lock()
+	x.refs--
+	last := x.refs == 0
+	c.mu.Unlock()
+	if last {
+		x.l.Free()
+	}
+}
+
+// clear drops the cache's references (the node is closing).
+func (c *datLocalCache) clear() {
+	c.mu.Lock()
+	ents := c.ents
+	c.ents = nil
+	c.mu.Unlock()
+	for _, x := range ents {
+		c.put(x)
+	}
+}
