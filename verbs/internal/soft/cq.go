@@ -74,6 +74,12 @@ func (cq *CQ) signal() {
 // Poll implements verbs.CQ.
 func (cq *CQ) Poll(wcs []verbs.WC) int {
 	cq.mu.Lock()
+	k := cq.pollLocked(wcs)
+	cq.mu.Unlock()
+	return k
+}
+
+func (cq *CQ) pollLocked(wcs []verbs.WC) int {
 	k := 0
 	for k < len(wcs) && cq.n > 0 {
 		wcs[k] = cq.ring[cq.head]
@@ -84,7 +90,6 @@ func (cq *CQ) Poll(wcs []verbs.WC) int {
 		cq.n--
 		k++
 	}
-	cq.mu.Unlock()
 	return k
 }
 

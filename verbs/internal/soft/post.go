@@ -235,6 +235,10 @@ func (qp *QP) checkDrainedLocked() {
 func (qp *QP) PostRecv(wrs []verbs.RecvWR) (int, error) {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
+	return qp.postRecvLocked(wrs)
+}
+
+func (qp *QP) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 	if qp.destroyed {
 		return 0, verbs.ErrClosed
 	}

@@ -51,6 +51,8 @@ type QP struct {
 	drained   bool          // SQ_DRAINED raised for the current SQD +checklocks:mu
 	rq        recvRing      // +checklocks:mu
 	destroyed bool          // +checklocks:mu
+	// kickPending: sends were posted under LockSend; UnlockSend kicks.
+	kickPending bool // +checklocks:mu
 
 	inline atomic.Pointer[inlineRef] // link as an InlineReceiver, while connected
 

@@ -1,0 +1,54 @@
+package soft
+
+import "github.com/godapl/godapl/verbs"
+
+// The optional lockers of package verbs: the QP's mu and the CQ's mu,
+// lent to the layer above.
+
+var (
+	_ verbs.SendQueueLocker = (*QP)(nil)
+	_ verbs.RecvQueueLocker = (*QP)(nil)
+	_ verbs.CQLocker        = (*CQ)(nil)
+)
+
+// LockSend implements verbs.SendQueueLocker.
+func (qp *QP) LockSend() { qp.mu.Lock() }
+
+// PostSendLocked implements verbs.SendQueueLocker.
+func (qp *QP) PostSendLocked(wrs []verbs.SendWR) (int, error) {
+	n, err := qp.postSendLocked(wrs)
+	if n > 0 {
+		qp.kickPending = true
+	}
+	return n, err
+}
+
+// UnlockSend implements verbs.SendQueueLocker: the link is kicked, as
+// after PostSend, once the lock is released.
+func (qp *QP) UnlockSend() {
+	link := qp.link
+	kick := qp.kickPending && qp.state == verbs.QPStateRTS && link != nil
+	qp.kickPending = false
+	qp.mu.Unlock()
+	if kick {
+		link.Kick()
+	}
+}
+
+// LockRecv implements verbs.RecvQueueLocker.
+func (qp *QP) LockRecv() { qp.mu.Lock() }
+
+// PostRecvLocked implements verbs.RecvQueueLocker.
+func (qp *QP) PostRecvLocked(wrs []verbs.RecvWR) (int, error) { return qp.postRecvLocked(wrs) }
+
+// UnlockRecv implements verbs.RecvQueueLocker.
+func (qp *QP) UnlockRecv() { qp.mu.Unlock() }
+
+// Lock implements verbs.CQLocker.
+func (cq *CQ) Lock() { cq.mu.Lock() }
+
+// PollLocked implements verbs.CQLocker.
+func (cq *CQ) PollLocked(wcs []verbs.WC) int { return cq.pollLocked(wcs) }
+
+// Unlock implements verbs.CQLocker.
+func (cq *CQ) Unlock() { cq.mu.Unlock() }

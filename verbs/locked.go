@@ -1,0 +1,41 @@
+package verbs
+
+// Optional interfaces that let the layer above do its own bookkeeping of a
+// post or a poll under the provider's lock, instead of taking a lock of its
+// own around the provider's. DAT numbers its requests in the order the QP
+// takes them and retires them in the order the CQ hands them out; on the
+// in-memory provider a lock round trip is a tenth of a whole operation, so
+// sharing the provider's lock is what keeps the DAT layer within 10 % of
+// raw verbs. A provider without them costs the caller a lock of its own.
+
+// SendQueueLocker is an optional QP interface: the lock PostSend takes,
+// held by the caller across several posts and its own work.
+type SendQueueLocker interface {
+	// LockSend takes the send queue's lock. The caller must not call any
+	// other method of the QP, or of its CQs, until UnlockSend, except
+	// PostSendLocked and (for the lock order) CQLocker methods of a CQ.
+	LockSend()
+	// PostSendLocked is PostSend for the holder of the lock.
+	PostSendLocked(wrs []SendWR) (int, error)
+	// UnlockSend releases the lock and starts the requests posted under it.
+	UnlockSend()
+}
+
+// RecvQueueLocker is SendQueueLocker for the receive queue.
+type RecvQueueLocker interface {
+	LockRecv()
+	PostRecvLocked(wrs []RecvWR) (int, error)
+	UnlockRecv()
+}
+
+// CQLocker is an optional CQ interface: the lock Poll takes, held by the
+// consumer across polls and its own work on what it polled. The provider
+// takes a CQ's lock after a QP's (completions are queued under the QP's),
+// so a caller holding a QP's send or receive lock may take it, never the
+// other way round. Len, Wait, Resize and Destroy must not be called with
+// it held.
+type CQLocker interface {
+	Lock()
+	PollLocked(wcs []WC) int
+	Unlock()
+}
