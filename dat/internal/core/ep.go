@@ -58,18 +58,20 @@ type EP struct {
 
 	// Post scratch: verbs takes work requests by slice through an
 	// interface, which would make a stack array escape; these live with
-	// the EP and are guarded by the post locks.
-	sendMu sync.Mutex
-	swr    [1]verbs.SendWR
-	ssgl   [verbs.MaxSGE]verbs.SGE
-	recvMu sync.Mutex
-	rwr    [1]verbs.RecvWR
-	rsgl   [verbs.MaxSGE]verbs.SGE
+	// the EP and are guarded by the post locks: the QP's send and receive
+	// queue locks (postCfg.sq, postCfg.rq), which also guard the slot
+	// rings' poster fields.
+	swr  [1]verbs.SendWR
+	ssgl [verbs.MaxSGE]verbs.SGE
+	rwr  [1]verbs.RecvWR
+	rsgl [verbs.MaxSGE]verbs.SGE
 }
 
 // postCfg is the part of an EP's configuration its post paths need.
 type postCfg struct {
 	qp                             verbs.QP
+	sq                             verbs.SendQueueLocker
+	rq                             verbs.RecvQueueLocker
 	own                            *owner
 	pz                             *PZ
 	reqUnsig, recvUnsig            bool // the queues allow UNSIGNALLED
@@ -85,7 +87,7 @@ func (ep *EP) storeCfgLocked() {
 	}
 	a := &ep.attr
 	ep.cfg.Store(&postCfg{
-		qp: ep.qp, own: ep.own, pz: ep.pz,
+		qp: ep.qp, sq: sendQueue(ep.qp), rq: recvQueue(ep.qp), own: ep.own, pz: ep.pz,
 		reqUnsig:   a.RequestCompletionFlags&dat.CompletionUnsignalled != 0,
 		recvUnsig:  a.RecvCompletionFlags&dat.CompletionUnsignalled != 0,
 		maxIOV:     a.MaxRequestIOV,
@@ -415,27 +417,16 @@ func (ep *EP) Status() (st dat.EPState, recvIdle, reqIdle bool, err error) {
 	if err := ep.live("ep_get_status"); err != nil {
 		return 0, false, false, err
 	}
-	ep.mu.Lock()
-	own := ep.own
-	ep.mu.Unlock()
 	recvIdle, reqIdle = true, true
-	if own != nil {
-		recvIdle, reqIdle = ep.queueIdle(&own.recv, &ep.recvMu), ep.queueIdle(&own.req, &ep.sendMu)
+	if c := ep.cfg.Load(); c != nil {
+		c.rq.LockRecv()
+		recvIdle = c.own.recv.outstanding() == 0
+		c.rq.UnlockRecv()
+		c.sq.LockSend()
+		reqIdle = c.own.req.outstanding() == 0
+		c.sq.UnlockSend()
 	}
 	return ep.State(), recvIdle, reqIdle, nil
-}
-
-// queueIdle reports whether every request posted on q has retired; mu is
-// q's post lock.
-func (ep *EP) queueIdle(q *slotRing, mu *sync.Mutex) bool {
-	mu.Lock()
-	defer mu.Unlock()
-	if q.evd == nil {
-		return q.outstandingLocked() == 0
-	}
-	q.evd.mu.Lock()
-	defer q.evd.mu.Unlock()
-	return q.outstandingLocked() == 0
 }
 
 // Modify changes the EP's PZ, EVDs or attributes (ep_modify). The PZ may

@@ -77,7 +77,7 @@ func (ep *EP) postRequest(r *request) error {
 	if cfg == nil {
 		return dat.NewError(r.op, dat.InvalidState, dat.InvalidStateEPPZ)
 	}
-	qp, own, pz := cfg.qp, cfg.own, cfg.pz
+	sq, own, pz := cfg.sq, cfg.own, cfg.pz
 	if r.flags&dat.CompletionUnsignalled != 0 && !cfg.reqUnsig {
 		return dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg5)
 	}
@@ -93,8 +93,8 @@ func (ep *EP) postRequest(r *request) error {
 		need = dat.MemPrivLocalWrite
 	}
 
-	ep.sendMu.Lock()
-	defer ep.sendMu.Unlock()
+	sq.LockSend()
+	defer sq.UnlockSend()
 	// Resolve the local side into SGEs; zero-length segments name nothing.
 	k := 0
 	var total uint64
@@ -122,7 +122,7 @@ func (ep *EP) postRequest(r *request) error {
 		return dat.NewError(r.op, dat.LengthError, dat.NoSubtype)
 	}
 	if r.dop == dat.DTORDMARead && k > 1 {
-		return ep.postSplitRead(r, qp, own, k, total)
+		return ep.postSplitRead(r, sq, own, k, total)
 	}
 	q := &own.req
 	seq, ok := q.reserve()
@@ -141,7 +141,7 @@ func (ep *EP) postRequest(r *request) error {
 			ep.ssgl[0].LKey = uint32(r.iov[0].LMRContext)
 		}
 	}
-	_, err := qp.PostSend(ep.swr[:])
+	_, err := sq.PostSendLocked(ep.swr[:])
 	w.SGL = nil
 	if err != nil {
 		return postErr(r.op, err)
@@ -178,7 +178,7 @@ func (ep *EP) fill(w *verbs.SendWR, r *request) {
 // verbs Read per segment (iWARP reads into one sink STag): consecutive
 // pieces of the remote range, in order. Only the last piece carries the
 // DAT cookie; the others are internal and produce no event.
-func (ep *EP) postSplitRead(r *request, qp verbs.QP, own *owner, k int, total uint64) error {
+func (ep *EP) postSplitRead(r *request, sq verbs.SendQueueLocker, own *owner, k int, total uint64) error {
 	q := &own.req
 	seq, ok := q.reserveN(k)
 	if !ok {
@@ -202,7 +202,7 @@ func (ep *EP) postSplitRead(r *request, qp verbs.QP, own *owner, k int, total ui
 		}
 		off += uint64(sgl[i].Length)
 	}
-	n, err := qp.PostSend(wrs)
+	n, err := sq.PostSendLocked(wrs)
 	if n > 0 {
 		q.commit(seq + uint32(n) - 1)
 	}
@@ -235,7 +235,7 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	if len(iov) > cfg.maxRecvIOV {
 		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
 	}
-	if err := ep.postRecv(op, cfg.qp, cfg.own, cfg.pz, iov, cookie, flags); err != nil {
+	if err := ep.postRecv(op, cfg.rq, cfg.own, cfg.pz, iov, cookie, flags); err != nil {
 		return err
 	}
 	if ep.hw.active.Load() {
@@ -244,10 +244,10 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	return nil
 }
 
-// postRecv is PostRecv's part under recvMu.
-func (ep *EP) postRecv(op string, qp verbs.QP, own *owner, pz *PZ, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
-	ep.recvMu.Lock()
-	defer ep.recvMu.Unlock()
+// postRecv is PostRecv's part under the receive queue's lock.
+func (ep *EP) postRecv(op string, rq verbs.RecvQueueLocker, own *owner, pz *PZ, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
+	rq.LockRecv()
+	defer rq.UnlockRecv()
 	k := 0
 	for i := range iov {
 		if iov[i].SegmentLength == 0 {
@@ -266,7 +266,7 @@ func (ep *EP) postRecv(op string, qp verbs.QP, own *owner, pz *PZ, iov []dat.LMR
 	*q.slot(seq) = cookieSlot{seq: seq, cookie: cookie, op: dat.DTOReceive, flags: flags}
 	w := &ep.rwr[0]
 	*w = verbs.RecvWR{ID: own.id | wrRecvBit | uint64(seq&wrSlotMask), SGL: ep.rsgl[:k]}
-	_, err := qp.PostRecv(ep.rwr[:])
+	_, err := rq.PostRecvLocked(ep.rwr[:])
 	w.SGL = nil
 	if err != nil {
 		return postErr(op, err)
@@ -296,14 +296,12 @@ func (ep *EP) BindRMR(rmr *RMR, lmr *LMR, t dat.LMRTriplet, priv dat.MemPriv, co
 	if priv&^(dat.MemPrivRemoteRead|dat.MemPrivRemoteWrite) != 0 {
 		return 0, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
 	}
-	ep.mu.Lock()
-	qp, own, pz := ep.qp, ep.own, ep.pz
-	unsigOK := ep.attr.RequestCompletionFlags&dat.CompletionUnsignalled != 0
-	ep.mu.Unlock()
-	if qp == nil {
+	cfg := ep.cfg.Load()
+	if cfg == nil {
 		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEPPZ)
 	}
-	if flags&dat.CompletionUnsignalled != 0 && !unsigOK {
+	sq, own, pz := cfg.sq, cfg.own, cfg.pz
+	if flags&dat.CompletionUnsignalled != 0 && !cfg.reqUnsig {
 		return 0, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg8)
 	}
 	if rmr.pz != pz {
@@ -344,26 +342,25 @@ func (ep *EP) BindRMR(rmr *RMR, lmr *LMR, t dat.LMRTriplet, priv dat.MemPriv, co
 
 	rmr.mu.Lock()
 	defer rmr.mu.Unlock()
-	ep.sendMu.Lock()
-	defer ep.sendMu.Unlock()
+	sq.LockSend()
 	q := &own.req
 	seq, ok := q.reserve()
 	if !ok {
+		sq.UnlockSend()
 		return 0, errPostFull
 	}
 	old := rmr.ctx
-	w := &ep.swr[0]
 	if unbind && old == 0 {
 		// Unbinding an unbound RMR changes nothing; it still completes,
 		// without taking the slot.
-		ep.mu.Lock()
-		req := ep.reqEVD
-		ep.mu.Unlock()
-		if req != nil && flags&dat.CompletionSuppress == 0 {
+		sq.UnlockSend()
+		if req := q.evd; req != nil && flags&dat.CompletionSuppress == 0 {
 			req.Push(dat.Event{Number: dat.RMRBindCompletionEvent, RMRBind: dat.RMRBindCompletion{RMR: rmr.handle, Cookie: cookie, Status: dat.DTOSuccess}})
 		}
 		return 0, nil
 	}
+	defer sq.UnlockSend()
+	w := &ep.swr[0]
 	*q.slot(seq) = cookieSlot{seq: seq, cookie: cookie, op: dat.DTOBindMW, flags: flags, rmr: rmr}
 	id := own.id | uint64(seq&wrSlotMask)
 	if unbind {
@@ -371,7 +368,7 @@ func (ep *EP) BindRMR(rmr *RMR, lmr *LMR, t dat.LMRTriplet, priv dat.MemPriv, co
 	} else {
 		*w = verbs.SendWR{ID: id, Opcode: verbs.OpBindMW, Bind: bind}
 	}
-	_, err := qp.PostSend(ep.swr[:])
+	_, err := sq.PostSendLocked(ep.swr[:])
 	*w = verbs.SendWR{}
 	if err != nil {
 		return 0, postErr(op, err)

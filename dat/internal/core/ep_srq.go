@@ -108,22 +108,18 @@ func (ep *EP) allocated() int {
 		}
 		return dat.ValueUnknown
 	}
-	ep.mu.Lock()
-	own := ep.own
-	ep.mu.Unlock()
-	if own == nil {
+	c := ep.cfg.Load()
+	if c == nil {
 		return 0
 	}
-	q := &own.recv
-	ep.recvMu.Lock()
-	defer ep.recvMu.Unlock()
-	if q.evd == nil {
-		return q.outstandingLocked()
+	q := &c.own.recv
+	c.rq.LockRecv()
+	defer c.rq.UnlockRecv()
+	generated := 0
+	if q.evd != nil {
+		generated = q.evd.countHeld(nil, q)
 	}
-	q.evd.mu.Lock()
-	defer q.evd.mu.Unlock()
-	generated := q.evd.countHeldLocked(nil, q)
-	return max(q.outstandingLocked()-generated, 0)
+	return max(q.outstanding()-generated, 0)
 }
 
 // epWatermarks are an EP's high watermarks (ep_set_watermark).

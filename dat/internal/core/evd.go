@@ -2,8 +2,8 @@ package core
 
 import (
 	"context"
-	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/verbs"
@@ -27,13 +27,17 @@ type ringEntry struct {
 //   - While the ring holds nothing, a dequeue (or a wait that need not
 //     block) takes a completion straight from the CQ and translates it
 //     into the caller's event: one copy, and the slot it held retires at
-//     once (the DTO hot path). Completions are polled in small batches
-//     into wcs ("raw": polled, not yet translated), which hands out first.
+//     once (the DTO hot path). It holds only the CQ's own lock (cql), not
+//     mu. Completions are polled in small batches into wcs ("raw": polled,
+//     not yet translated), which hand out first.
 //   - A push first drains the raw completions and the CQ into the ring and
 //     queues its event behind them, so a DISCONNECTED event never
 //     overtakes the flushed completions that preceded it; while the ring
-//     holds events, dequeues take them from it, and everything arriving
-//     meanwhile stays raw or in the CQ, behind them.
+//     holds events, dequeues take them from it under mu, and everything
+//     arriving meanwhile stays raw or in the CQ, behind them. The hot path
+//     sees the ring's count (queued) under cql: a drain publishes it
+//     before it lets go of cql, so no completion that came after those in
+//     the ring can pass them.
 //
 // Sizes: the consumer's qlen bounds the events the EVD holds for the
 // purpose of overflow (a connection or CR event that finds qlen events
@@ -53,22 +57,32 @@ type EVD struct {
 	cq    verbs.CQ // nil without DTO or RMR-bind streams
 
 	mu       sync.Mutex
-	qlen     int          // +checklocks:mu
-	ring     []ringEntry  // +checklocks:mu
-	head, n  int          // +checklocks:mu
-	loud     int          // entries not quiet +checklocks:mu
-	wcs      [16]verbs.WC // completions polled from the CQ +checklocks:mu
-	wcHead   int          // wcs[wcHead:wcN] are raw: polled, not translated +checklocks:mu
-	wcN      int          // +checklocks:mu
-	waiter   bool         // +checklocks:mu
-	enabled  bool         // +checklocks:mu
-	unwait   bool         // +checklocks:mu
-	cno      *CNO         // +checklocks:mu
-	users    int          // EPs, PSPs, RSPs feeding it +checklocks:mu
-	capDTO   int          // sizes of attached EP queues +checklocks:mu
-	nSolicit int          // attached recv queues with SOLICITED_WAIT +checklocks:mu
-	nUnsig   int          // attached queues with UNSIGNALLED +checklocks:mu
-	cqErr    error        // the CQ failed (closed, overflowed) +checklocks:mu
+	qlen     int         // +checklocks:mu
+	ring     []ringEntry // +checklocks:mu
+	head, n  int         // +checklocks:mu
+	loud     int         // entries not quiet +checklocks:mu
+	waiter   atomic.Bool // written under mu, read by the hot path without it
+	enabled  bool        // +checklocks:mu
+	unwait   atomic.Bool // written under mu, read by the hot path without it
+	cno      *CNO        // +checklocks:mu
+	users    int         // EPs, PSPs, RSPs feeding it +checklocks:mu
+	capDTO   int         // sizes of attached EP queues +checklocks:mu
+	nSolicit int         // attached recv queues with SOLICITED_WAIT +checklocks:mu
+	nUnsig   int         // attached queues with UNSIGNALLED +checklocks:mu
+	cqErr    error       // the CQ failed (closed, overflowed) +checklocks:mu
+
+	// queued is n, published for the hot path: stored under mu, and by a
+	// drain before it lets go of the CQ's lock (see takeFast).
+	queued atomic.Int32
+
+	// cql is the CQ's lock (lent by the provider, or DAT's own around the
+	// CQ's Poll). It guards the raw completions and the heads of the
+	// slot rings of the queues completing here, so that the hot path
+	// hands a completion out under one lock. Lock order: mu before cql.
+	cql    verbs.CQLocker
+	wcs    [16]verbs.WC // completions polled from the CQ +checklocks:cql
+	wcHead int          // wcs[wcHead:wcN] are raw: polled, not translated +checklocks:cql
+	wcN    int          // +checklocks:cql
 
 	wake      chan struct{} // capacity 1
 	arm       chan struct{} // capacity 1
@@ -106,7 +120,7 @@ func newEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags, adopt bool) (*EVD, e
 		if err != nil {
 			return nil, dat.Wrap("evd_create", dat.InsufficientResources, dat.ResourceTEVD, err)
 		}
-		e.cq = cq
+		e.cq, e.cql = cq, cqLocker(cq)
 		depth += qlen
 	}
 	e.ring = make([]ringEntry, depth)
@@ -194,7 +208,7 @@ func (e *EVD) signal(loud bool) {
 	}
 	e.mu.Lock()
 	cno := e.cno
-	trigger := cno != nil && e.enabled && !e.waiter
+	trigger := cno != nil && e.enabled && !e.waiter.Load()
 	e.mu.Unlock()
 	if trigger {
 		cno.trigger(e)
@@ -209,251 +223,6 @@ func (e *EVD) armWatch() {
 	select {
 	case e.arm <- struct{}{}:
 	default:
-	}
-}
-
-// drainLocked moves completions into the ring while there is room: the
-// raw ones first, then the CQ's.
-func (e *EVD) drainLocked() {
-	if e.cq == nil {
-		return
-	}
-	for {
-		for e.wcHead < e.wcN {
-			if e.n == len(e.ring) {
-				return
-			}
-			ent := &e.ring[(e.head+e.n)%len(e.ring)]
-			h, quiet, ok := e.translateLocked(&e.wcs[e.wcHead], &ent.ev)
-			e.wcHead++
-			if ok {
-				ent.hold, ent.quiet = h, quiet
-				e.n++
-				if !quiet {
-					e.loud++
-				}
-			}
-		}
-		room := len(e.ring) - e.n
-		if room == 0 || !e.pollRawLocked(room) {
-			return
-		}
-	}
-}
-
-// pollRawLocked polls up to max completions into wcs, which holds no raw
-// ones; false when the CQ had none.
-func (e *EVD) pollRawLocked(max int) bool {
-	e.wcHead = 0
-	e.wcN = e.cq.Poll(e.wcs[:min(max, len(e.wcs))])
-	return e.wcN > 0
-}
-
-// takeLocked hands the oldest completion out into ev when the ring is
-// empty (nothing can be older): a raw one, or the CQ's next. Its slot
-// retires at once. False when there is none.
-func (e *EVD) takeLocked(ev *dat.Event) bool {
-	for {
-		if e.wcHead == e.wcN && (e.cq == nil || !e.pollRawLocked(len(e.ring))) {
-			return false
-		}
-		wc := &e.wcs[e.wcHead]
-		e.wcHead++
-		if h, _, ok := e.translateLocked(wc, ev); ok {
-			h.releaseLocked()
-			return true
-		}
-	}
-}
-
-// nextLocked hands out the oldest event, from the ring or else straight
-// from the CQ; false when there is none.
-func (e *EVD) nextLocked(ev *dat.Event) bool {
-	if e.n == 0 {
-		return e.takeLocked(ev)
-	}
-	e.popLocked(ev)
-	return true
-}
-
-// popLocked removes the oldest ring event into ev and frees its slot.
-func (e *EVD) popLocked(ev *dat.Event) {
-	ent := &e.ring[e.head]
-	*ev = ent.ev
-	ent.hold.releaseLocked()
-	if !ent.quiet {
-		e.loud--
-	}
-	*ent = ringEntry{}
-	e.head = (e.head + 1) % len(e.ring)
-	e.n--
-}
-
-// queuedLocked returns the events queued without asking the CQ: ring and
-// raw completions (some of which may translate to nothing).
-func (e *EVD) queuedLocked() int { return e.n + e.wcN - e.wcHead }
-
-func (e *EVD) countLocked() int {
-	n := e.queuedLocked()
-	if e.cq != nil {
-		n += e.cq.Len()
-	}
-	return n
-}
-
-// retiredHead returns the head of q, one of the slot rings completing to
-// e, after draining the CQ (which retires successful suppressed DTOs): a
-// poster that found q full asks here.
-func (e *EVD) retiredHead(q *slotRing) uint32 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.drainLocked()
-	return q.head
-}
-
-// dropRawLocked frees the slots of raw completions (the EVD is going).
-func (e *EVD) dropRawLocked() {
-	for e.wcHead < e.wcN {
-		var ev dat.Event
-		h, _, ok := e.translateLocked(&e.wcs[e.wcHead], &ev)
-		e.wcHead++
-		if ok {
-			h.releaseLocked()
-		}
-	}
-}
-
-var errOverflow = errors.New("dat: event queue full")
-
-// pushSoft queues a non-DTO event. software events that find the EVD full
-// fail with DAT_QUEUE_FULL; DAT stream events are lost and reported to the
-// IA's async EVD as an overflow.
-func (e *EVD) pushSoft(ev *dat.Event, software bool) error {
-	e.mu.Lock()
-	if e.freed.Load() {
-		e.mu.Unlock()
-		return errOverflow
-	}
-	e.drainLocked()
-	if e.countLocked() >= e.qlen || e.n == len(e.ring) {
-		e.mu.Unlock()
-		if !software && e != e.ia.async {
-			e.ia.PostAsync(dat.Event{Number: dat.AsyncErrorEVDOverflow, Async: dat.AsyncErrorData{Handle: e.handle, Reason: dat.ReasonEVDOverflow}})
-		}
-		return errOverflow
-	}
-	ent := &e.ring[(e.head+e.n)%len(e.ring)]
-	*ent = ringEntry{ev: *ev}
-	e.n++
-	e.loud++
-	e.mu.Unlock()
-	e.signal(true)
-	return nil
-}
-
-// Push queues a connection, CR or async event from the provider.
-func (e *EVD) Push(ev dat.Event) bool { return e.pushSoft(&ev, false) == nil }
-
-// Dequeue removes the oldest event into ev, which must be the zero Event
-// (evd_dequeue). It never blocks and never allocates; an empty EVD returns
-// dat.ErrQueueEmpty itself.
-func (e *EVD) Dequeue(ev *dat.Event) error {
-	const op = "evd_dequeue"
-	if e == nil || e.freed.Load() {
-		return InvalidHandle(op, dat.HandleTypeEVD)
-	}
-	e.mu.Lock()
-	if e.waiter {
-		e.mu.Unlock()
-		return errDequeueWaiter
-	}
-	ok := e.nextLocked(ev)
-	e.mu.Unlock()
-	if !ok {
-		return errDequeueEmpty
-	}
-	return nil
-}
-
-var (
-	errDequeueEmpty  = &dat.Error{Op: "evd_dequeue", Code: dat.QueueEmpty}
-	errDequeueWaiter = &dat.Error{Op: "evd_dequeue", Code: dat.InvalidState, Sub: dat.InvalidStateEVDWaiter}
-)
-
-// Wait blocks until at least threshold events are queued and removes the
-// oldest into ev, which must be the zero Event (evd_wait). It returns the number of events left. ctx bounds the
-// wait: its deadline gives DAT_TIMEOUT_EXPIRED, its cancellation
-// DAT_INTERRUPTED_CALL, both with nothing dequeued.
-func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
-	const op = "evd_wait"
-	if e == nil || e.freed.Load() {
-		return 0, InvalidHandle(op, dat.HandleTypeEVD)
-	}
-	e.mu.Lock()
-	switch {
-	case threshold <= 0 || threshold > e.qlen:
-		e.mu.Unlock()
-		return 0, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg3)
-	case threshold != 1 && e.nSolicit+e.nUnsig > 0:
-		e.mu.Unlock()
-		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDConfigThreshold)
-	case e.unwait:
-		e.mu.Unlock()
-		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDUnwaitable)
-	case e.waiter:
-		e.mu.Unlock()
-		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDWaiter)
-	}
-	if threshold == 1 && e.nextLocked(ev) {
-		// The hot path: an event is there, nothing blocks. The count
-		// leaves out the CQ's completions that were not polled yet: the
-		// caller cannot tell them from arrivals after the return, so
-		// they are not worth the CQ's lock.
-		nmore := e.queuedLocked()
-		e.mu.Unlock()
-		return nmore, nil
-	}
-	e.waiter = true
-	blocked := false
-	for {
-		e.drainLocked()
-		if e.n >= threshold && (!blocked || e.loud > 0) {
-			e.popLocked(ev)
-			e.waiter = false
-			nmore := e.queuedLocked()
-			e.mu.Unlock()
-			return nmore, nil
-		}
-		var err error
-		switch {
-		case e.freed.Load():
-			err = dat.NewError(op, dat.Abort, dat.NoSubtype)
-		case e.unwait:
-			err = dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDUnwaitable)
-		case e.cqErr != nil && e.n < threshold:
-			err = dat.Wrap(op, dat.Abort, dat.NoSubtype, e.cqErr)
-		}
-		if err != nil {
-			e.waiter = false
-			e.mu.Unlock()
-			return 0, err
-		}
-		e.mu.Unlock()
-		e.armWatch()
-		select {
-		case <-e.wake:
-		case <-ctx.Done():
-			e.mu.Lock()
-			e.waiter = false
-			nmore := e.countLocked()
-			e.mu.Unlock()
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nmore, dat.Wrap(op, dat.TimeoutExpired, dat.NoSubtype, ctx.Err())
-			}
-			return nmore, dat.Wrap(op, dat.InterruptedCall, dat.SubInterrupted, ctx.Err())
-		}
-		blocked = true
-		e.mu.Lock()
 	}
 }
 
@@ -491,7 +260,7 @@ func (e *EVD) Query() (EVDParam, error) {
 	if !e.enabled {
 		st = dat.EVDStateDisabled
 	}
-	if e.unwait {
+	if e.unwait.Load() {
 		st |= dat.EVDStateUnwaitable
 	} else {
 		st |= dat.EVDStateWaitable
@@ -602,31 +371,6 @@ func (e *EVD) Detach(capacity int, model dat.CompletionFlags, recv bool) {
 	}
 }
 
-// Purge drops queued events of ep (ep_free destroys its event streams).
-func (e *EVD) Purge(ep *EP) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.drainLocked()
-	h := ep.handle
-	k := 0
-	for i := 0; i < e.n; i++ {
-		ent := e.ring[(e.head+i)%len(e.ring)]
-		if h != nil && (ent.ev.DTO.EP == h || ent.ev.Conn.EP == h) {
-			ent.hold.releaseLocked()
-			if !ent.quiet {
-				e.loud--
-			}
-			continue
-		}
-		e.ring[(e.head+k)%len(e.ring)] = ent
-		k++
-	}
-	for i := k; i < e.n; i++ {
-		e.ring[(e.head+i)%len(e.ring)] = ringEntry{}
-	}
-	e.n = k
-}
-
 // SetEnabled enables or disables CNO triggering (evd_enable/evd_disable).
 func (e *EVD) SetEnabled(op string, on bool) error {
 	if err := e.live(op); err != nil {
@@ -648,7 +392,7 @@ func (e *EVD) SetUnwaitable(op string, on bool) error {
 		return err
 	}
 	e.mu.Lock()
-	e.unwait = on
+	e.unwait.Store(on)
 	e.mu.Unlock()
 	if on {
 		e.signal(false)
@@ -692,7 +436,7 @@ func (e *EVD) Free() error {
 		return dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDAsync)
 	}
 	e.mu.Lock()
-	if e.users > 0 || e.waiter {
+	if e.users > 0 || e.waiter.Load() {
 		e.mu.Unlock()
 		return dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDInUse)
 	}
@@ -719,7 +463,11 @@ func (e *EVD) destroy() {
 		var ev dat.Event
 		e.popLocked(&ev)
 	}
-	e.dropRawLocked()
+	if e.cql != nil {
+		e.cql.Lock()
+		e.dropRawCQLocked()
+		e.cql.Unlock()
+	}
 	e.mu.Unlock()
 	if cno != nil {
 		cno.detach(e)
@@ -734,7 +482,7 @@ func (e *EVD) destroy() {
 func (e *EVD) ready() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.freed.Load() || !e.enabled || e.waiter {
+	if e.freed.Load() || !e.enabled || e.waiter.Load() {
 		return false
 	}
 	e.drainLocked()
@@ -761,24 +509,4 @@ func (e *EVD) Grow(op string, delta int) error {
 		return dat.Wrap(op, dat.InsufficientResources, dat.ResourceTEVD, err)
 	}
 	return nil
-}
-
-// countHeld drains the CQ and counts the queued events holding a slot of
-// t (an SRQ's table) or q (an EP queue).
-func (e *EVD) countHeld(t *cookieTable, q *slotRing) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.countHeldLocked(t, q)
-}
-
-func (e *EVD) countHeldLocked(t *cookieTable, q *slotRing) int {
-	e.drainLocked()
-	n := 0
-	for i := 0; i < e.n; i++ {
-		h := &e.ring[(e.head+i)%len(e.ring)].hold
-		if (t != nil && h.tbl == t) || (q != nil && h.q == q) {
-			n++
-		}
-	}
-	return n
 }

@@ -13,14 +13,15 @@ package core
 // requests that never produced a completion (those posted unsignalled).
 //
 // No lock of its own: the poster's fields are guarded by the queue's post
-// lock (EP.sendMu, EP.recvMu), head by the mu of the EVD the queue
-// completes to, the only place its completions are handed out. A poster
-// works from seen, its own copy of head, and reads head under evd.mu only
-// when seen makes the queue look full, so that a post and a dequeue share
-// no lock or atomic write on the hot path. A slot is written by the poster
-// before its work request is posted, and the verbs layer orders that
-// before the completion that names it; it is written again only after the
-// poster has seen (under evd.mu) that its previous request retired.
+// lock (the QP's send or receive queue lock, see postlock.go), head by
+// the CQ lock of the EVD the queue completes to (EVD.cql), under which its
+// completions are handed out. A poster works from seen, its own copy of
+// head, and reads head only when seen makes the queue look full, so that
+// a post and a dequeue share no lock or atomic write on the hot path. A
+// slot is written by the poster before its work request is posted, and the
+// verbs layer orders that before the completion that names it; it is
+// written again only after the poster has seen (under the CQ lock) that
+// its previous request retired.
 type slotRing struct {
 	slots []cookieSlot // a power of two, at least limit
 	mask  uint32
@@ -37,7 +38,7 @@ type slotRing struct {
 	lastSig uint32
 	unsig   uint32
 
-	// head: every request before it has retired. Under evd.mu.
+	// head: every request before it has retired. Under evd.cql.
 	head uint32
 }
 
@@ -79,8 +80,8 @@ func (q *slotRing) slot(seq uint32) *cookieSlot { return &q.slots[seq&q.mask] }
 func (q *slotRing) commit(seq uint32) { q.tail = seq + 1 }
 
 // lookupLocked returns the slot of the request whose ID carries seq31 (the
-// low wrSlotBits of its seq), or nil for a completion of a request that has
-// already retired. The caller holds evd.mu and a completion naming seq31.
+// low 31 bits of its seq), or nil for a completion of a request that has
+// already retired. The caller holds evd.cql and a completion naming seq31.
 func (q *slotRing) lookupLocked(seq31 uint32) (*cookieSlot, uint32) {
 	seq := q.head + (seq31-q.head)&wrSlotMask
 	if seq-q.head >= q.limit {
@@ -94,7 +95,7 @@ func (q *slotRing) lookupLocked(seq31 uint32) (*cookieSlot, uint32) {
 }
 
 // retireLocked retires every request up to and including seq: its
-// completion has been handed out (or dropped). The caller holds evd.mu.
+// completion has been handed out (or dropped). The caller holds evd.cql.
 func (q *slotRing) retireLocked(seq uint32) {
 	if seq+1-q.head <= q.limit {
 		q.head = seq + 1
@@ -102,5 +103,12 @@ func (q *slotRing) retireLocked(seq uint32) {
 }
 
 // outstanding returns the requests posted and not retired. The caller
-// holds the post lock and evd.mu (or the queue has no EVD).
-func (q *slotRing) outstandingLocked() int { return int(q.tail - q.head) }
+// holds the post lock.
+func (q *slotRing) outstanding() int {
+	if q.evd == nil {
+		return int(q.tail - q.head)
+	}
+	q.evd.cql.Lock()
+	defer q.evd.cql.Unlock()
+	return int(q.tail - q.head)
+}

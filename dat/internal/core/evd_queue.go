@@ -1,0 +1,376 @@
+package core
+
+import (
+	"context"
+	"errors"
+
+	"github.com/godapl/godapl/dat"
+)
+
+// The EVD's queue: the hot path that hands a completion straight from the
+// CQ to the caller, and the ring that orders completions behind pushed
+// events (see EVD).
+
+// drainLocked moves completions into the ring while there is room: the
+// raw ones first, then the CQ's. The caller holds mu.
+func (e *EVD) drainLocked() {
+	if e.cq == nil {
+		return
+	}
+	e.cql.Lock()
+	e.drainCQLocked()
+	e.cql.Unlock()
+}
+
+// drainCQLocked is drainLocked for a caller holding mu and cql. It
+// publishes the ring's count before the caller lets go of cql, so that the
+// hot path, which polls under cql, never hands out a completion that came
+// after those now in the ring.
+func (e *EVD) drainCQLocked() {
+	defer func() { e.queued.Store(int32(e.n)) }()
+	for {
+		for e.wcHead < e.wcN {
+			if e.n == len(e.ring) {
+				return
+			}
+			ent := &e.ring[(e.head+e.n)%len(e.ring)]
+			h, quiet, ok := e.translateLocked(&e.wcs[e.wcHead], &ent.ev)
+			e.wcHead++
+			if ok {
+				ent.hold, ent.quiet = h, quiet
+				e.n++
+				if !quiet {
+					e.loud++
+				}
+			}
+		}
+		room := len(e.ring) - e.n
+		if room == 0 || !e.pollRawCQLocked(room) {
+			return
+		}
+	}
+}
+
+// pollRawCQLocked polls up to max completions into wcs, which holds no
+// raw ones; false when the CQ had none. The caller holds cql.
+func (e *EVD) pollRawCQLocked(max int) bool {
+	e.wcHead = 0
+	e.wcN = e.cql.PollLocked(e.wcs[:min(max, len(e.wcs))])
+	return e.wcN > 0
+}
+
+// takeCQLocked hands the oldest completion out into ev when the ring is
+// empty (nothing can be older): a raw one, or the CQ's next. Its slot
+// retires at once. False when there is none. The caller holds cql.
+func (e *EVD) takeCQLocked(ev *dat.Event) bool {
+	for {
+		if e.wcHead == e.wcN && !e.pollRawCQLocked(len(e.wcs)) {
+			return false
+		}
+		wc := &e.wcs[e.wcHead]
+		e.wcHead++
+		if h, _, ok := e.translateLocked(wc, ev); ok {
+			h.releaseLocked()
+			return true
+		}
+	}
+}
+
+// takeFast is the hot path of a dequeue or a wait that need not block: a
+// completion straight from the CQ under cql alone, while the ring is
+// empty. False when the ring holds events or the CQ has none. It returns
+// the raw completions left, which the caller reports as the events left.
+func (e *EVD) takeFast(ev *dat.Event) (bool, int) {
+	if e.cq == nil || e.queued.Load() != 0 {
+		return false, 0
+	}
+	e.cql.Lock()
+	defer e.cql.Unlock()
+	if e.queued.Load() != 0 || !e.takeCQLocked(ev) {
+		return false, 0
+	}
+	return true, e.wcN - e.wcHead
+}
+
+// nextLocked hands out the oldest event, from the ring or else straight
+// from the CQ; false when there is none. The caller holds mu.
+func (e *EVD) nextLocked(ev *dat.Event) bool {
+	if e.n > 0 {
+		e.popLocked(ev)
+		return true
+	}
+	if e.cq == nil {
+		return false
+	}
+	e.cql.Lock()
+	ok := e.takeCQLocked(ev)
+	e.cql.Unlock()
+	return ok
+}
+
+// popLocked removes the oldest ring event into ev and frees its slot. The
+// caller holds mu.
+func (e *EVD) popLocked(ev *dat.Event) {
+	ent := &e.ring[e.head]
+	*ev = ent.ev
+	e.releaseHoldLocked(&ent.hold)
+	if !ent.quiet {
+		e.loud--
+	}
+	*ent = ringEntry{}
+	e.head = (e.head + 1) % len(e.ring)
+	e.n--
+	e.queued.Store(int32(e.n))
+}
+
+// releaseHoldLocked frees the slot a ring event held: a slot ring's head
+// is guarded by cql. The caller holds mu.
+func (e *EVD) releaseHoldLocked(h *hold) {
+	if h.q != nil {
+		e.cql.Lock()
+		h.releaseLocked()
+		e.cql.Unlock()
+		return
+	}
+	h.releaseLocked()
+}
+
+// rawCount returns the raw completions (some may translate to nothing).
+func (e *EVD) rawCount() int {
+	if e.cq == nil {
+		return 0
+	}
+	e.cql.Lock()
+	defer e.cql.Unlock()
+	return e.wcN - e.wcHead
+}
+
+// countLocked returns the events queued: ring, raw and the CQ's. The
+// caller holds mu.
+func (e *EVD) countLocked() int {
+	n := e.n + e.rawCount()
+	if e.cq != nil {
+		n += e.cq.Len()
+	}
+	return n
+}
+
+// retiredHead returns the head of q, one of the slot rings completing to
+// e, after draining the CQ (which retires successful suppressed DTOs): a
+// poster that found q full asks here, holding its QP's send or receive
+// lock (which comes before mu and cql).
+func (e *EVD) retiredHead(q *slotRing) uint32 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cql.Lock()
+	defer e.cql.Unlock()
+	e.drainCQLocked()
+	return q.head
+}
+
+// dropRawCQLocked frees the slots of raw completions (the EVD is going).
+// The caller holds cql.
+func (e *EVD) dropRawCQLocked() {
+	for e.wcHead < e.wcN {
+		var ev dat.Event
+		h, _, ok := e.translateLocked(&e.wcs[e.wcHead], &ev)
+		e.wcHead++
+		if ok {
+			h.releaseLocked()
+		}
+	}
+}
+
+var errOverflow = errors.New("dat: event queue full")
+
+// pushSoft queues a non-DTO event. software events that find the EVD full
+// fail with DAT_QUEUE_FULL; DAT stream events are lost and reported to the
+// IA's async EVD as an overflow.
+func (e *EVD) pushSoft(ev *dat.Event, software bool) error {
+	e.mu.Lock()
+	if e.freed.Load() {
+		e.mu.Unlock()
+		return errOverflow
+	}
+	e.drainLocked()
+	if e.countLocked() >= e.qlen || e.n == len(e.ring) {
+		e.mu.Unlock()
+		if !software && e != e.ia.async {
+			e.ia.PostAsync(dat.Event{Number: dat.AsyncErrorEVDOverflow, Async: dat.AsyncErrorData{Handle: e.handle, Reason: dat.ReasonEVDOverflow}})
+		}
+		return errOverflow
+	}
+	ent := &e.ring[(e.head+e.n)%len(e.ring)]
+	*ent = ringEntry{ev: *ev}
+	e.n++
+	e.loud++
+	e.queued.Store(int32(e.n))
+	e.mu.Unlock()
+	e.signal(true)
+	return nil
+}
+
+// Push queues a connection, CR or async event from the provider.
+func (e *EVD) Push(ev dat.Event) bool { return e.pushSoft(&ev, false) == nil }
+
+// Dequeue removes the oldest event into ev, which must be the zero Event
+// (evd_dequeue). It never blocks and never allocates; an empty EVD returns
+// dat.ErrQueueEmpty itself.
+func (e *EVD) Dequeue(ev *dat.Event) error {
+	const op = "evd_dequeue"
+	if e == nil || e.freed.Load() {
+		return InvalidHandle(op, dat.HandleTypeEVD)
+	}
+	if e.waiter.Load() {
+		return errDequeueWaiter
+	}
+	if ok, _ := e.takeFast(ev); ok {
+		return nil
+	}
+	e.mu.Lock()
+	if e.waiter.Load() {
+		e.mu.Unlock()
+		return errDequeueWaiter
+	}
+	ok := e.nextLocked(ev)
+	e.mu.Unlock()
+	if !ok {
+		return errDequeueEmpty
+	}
+	return nil
+}
+
+var (
+	errDequeueEmpty  = &dat.Error{Op: "evd_dequeue", Code: dat.QueueEmpty}
+	errDequeueWaiter = &dat.Error{Op: "evd_dequeue", Code: dat.InvalidState, Sub: dat.InvalidStateEVDWaiter}
+)
+
+// Wait blocks until at least threshold events are queued and removes the
+// oldest into ev, which must be the zero Event (evd_wait). It returns the
+// number of events left. ctx bounds the wait: its deadline gives
+// DAT_TIMEOUT_EXPIRED, its cancellation DAT_INTERRUPTED_CALL, both with
+// nothing dequeued.
+//
+// A wait with threshold 1 that finds an event never becomes the EVD's
+// waiter: it returns as a dequeue would. The count it returns leaves out
+// the CQ's completions not polled yet: the caller cannot tell them from
+// arrivals after the return, so they are not worth the CQ's lock.
+func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
+	const op = "evd_wait"
+	if e == nil || e.freed.Load() {
+		return 0, InvalidHandle(op, dat.HandleTypeEVD)
+	}
+	if threshold == 1 && !e.unwait.Load() && !e.waiter.Load() {
+		if ok, nmore := e.takeFast(ev); ok {
+			return nmore, nil
+		}
+	}
+	e.mu.Lock()
+	switch {
+	case threshold <= 0 || threshold > e.qlen:
+		e.mu.Unlock()
+		return 0, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg3)
+	case threshold != 1 && e.nSolicit+e.nUnsig > 0:
+		e.mu.Unlock()
+		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDConfigThreshold)
+	case e.unwait.Load():
+		e.mu.Unlock()
+		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDUnwaitable)
+	case e.waiter.Load():
+		e.mu.Unlock()
+		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDWaiter)
+	}
+	if threshold == 1 && e.nextLocked(ev) {
+		nmore := e.n + e.rawCount()
+		e.mu.Unlock()
+		return nmore, nil
+	}
+	e.waiter.Store(true)
+	blocked := false
+	for {
+		e.drainLocked()
+		if e.n >= threshold && (!blocked || e.loud > 0) {
+			e.popLocked(ev)
+			e.waiter.Store(false)
+			nmore := e.n + e.rawCount()
+			e.mu.Unlock()
+			return nmore, nil
+		}
+		var err error
+		switch {
+		case e.freed.Load():
+			err = dat.NewError(op, dat.Abort, dat.NoSubtype)
+		case e.unwait.Load():
+			err = dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDUnwaitable)
+		case e.cqErr != nil && e.n < threshold:
+			err = dat.Wrap(op, dat.Abort, dat.NoSubtype, e.cqErr)
+		}
+		if err != nil {
+			e.waiter.Store(false)
+			e.mu.Unlock()
+			return 0, err
+		}
+		e.mu.Unlock()
+		e.armWatch()
+		select {
+		case <-e.wake:
+		case <-ctx.Done():
+			e.mu.Lock()
+			e.waiter.Store(false)
+			nmore := e.countLocked()
+			e.mu.Unlock()
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nmore, dat.Wrap(op, dat.TimeoutExpired, dat.NoSubtype, ctx.Err())
+			}
+			return nmore, dat.Wrap(op, dat.InterruptedCall, dat.SubInterrupted, ctx.Err())
+		}
+		blocked = true
+		e.mu.Lock()
+	}
+}
+
+// Purge drops queued events of ep (ep_free destroys its event streams).
+func (e *EVD) Purge(ep *EP) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.drainLocked()
+	h := ep.handle
+	k := 0
+	for i := 0; i < e.n; i++ {
+		ent := e.ring[(e.head+i)%len(e.ring)]
+		if h != nil && (ent.ev.DTO.EP == h || ent.ev.Conn.EP == h) {
+			e.releaseHoldLocked(&ent.hold)
+			if !ent.quiet {
+				e.loud--
+			}
+			continue
+		}
+		e.ring[(e.head+k)%len(e.ring)] = ent
+		k++
+	}
+	for i := k; i < e.n; i++ {
+		e.ring[(e.head+i)%len(e.ring)] = ringEntry{}
+	}
+	e.n = k
+	e.queued.Store(int32(e.n))
+}
+
+// countHeld drains the CQ and counts the queued events holding a slot of
+// t (an SRQ's table) or q (an EP queue).
+func (e *EVD) countHeld(t *cookieTable, q *slotRing) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.countHeldLocked(t, q)
+}
+
+func (e *EVD) countHeldLocked(t *cookieTable, q *slotRing) int {
+	e.drainLocked()
+	n := 0
+	for i := 0; i < e.n; i++ {
+		h := &e.ring[(e.head+i)%len(e.ring)].hold
+		if (t != nil && h.tbl == t) || (q != nil && h.q == q) {
+			n++
+		}
+	}
+	return n
+}
