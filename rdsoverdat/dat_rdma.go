@@ -57,14 +57,14 @@ const (
 type datRDMA struct {
 	// Progress of the op of the message being sent (inXmit held).
 	cur      *RDMAOp
-	next     int     // local buffers of cur already posted
-	roff     uint64  // remote address of the next one
-	tailRead bool    // cur's silent-WRITE READ is posted
-	failed   bool    // cur failed here after its check: only the release is left
-	done     *RDMAOp // the last op posted in full
+	next     int    // local buffers of cur already posted
+	roff     uint64 // remote address of the next one
+	tailRead bool   // cur's silent-WRITE READ is posted
+	failed   bool   // cur failed here after its check: only the release is left
 	probe    *lmr.LMR
 	checkID  uint32                        // the last check id used
 	askBuf   [datRDMALookahead + 1]*RDMAOp // scratch of askRDMA
+	iov      [1]dat.LMRTriplet             // scratch of postRDMAWR
 
 	mu    sync.Mutex
 	seq   uint64
@@ -72,15 +72,17 @@ type datRDMA struct {
 	asked []*RDMAOp                   // checks sent, not answered, oldest first
 
 	// Owner side of the checks, the event goroutine's.
-	grants      []datGrant  // ops admitted, not over, oldest first
+	grants      datGrants   // ops admitted, not over, oldest first
 	answers     []datAnswer // answers not sent yet
 	ansInFlight bool
 	ansBlocked  bool // the answer frame found no send credit
 	ansIOV      [1]dat.LMRTriplet
 }
 
+// datRDMAWR is an outstanding RDMA work request. It holds a reference to
+// its op's message, where the op lives (message.go).
 type datRDMAWR struct {
-	op   *RDMAOp
+	m    *Message
 	loc  *datLocal // nil: the probe LMR
 	last bool
 }
@@ -102,12 +104,11 @@ const (
 // of its Sends (inXmit held).
 func (e *datEP) xmitRDMA(m *Message) datXmit {
 	op := m.rdma
-	if op == nil || e.rdma.done == op {
+	if op == nil || op.check.state.Load() == checkPosted {
 		return datXmitSend
 	}
 	if op.Len() > math.MaxUint32 {
 		op.Complete(RDMAOtherError) // a check cannot name it
-		e.rdma.done = op
 		return datXmitDrop
 	}
 	if op.check.ep != e || op.check.state.Load() == checkAsked {
@@ -130,14 +131,13 @@ func (e *datEP) xmitRDMA(m *Message) datXmit {
 	case checkRefused:
 		return e.refused(op)
 	}
-	switch e.postRDMA(op) {
+	switch e.postRDMA(m) {
 	case datRDMAStall, datRDMAStop:
 		return datXmitStop
 	case datRDMAFailed:
-		e.rdma.done = op
 		return datXmitDrop
 	}
-	e.rdma.done = op
+	op.check.state.Store(checkPosted)
 	if op.Silent() {
 		return datXmitSkip
 	}
@@ -146,7 +146,6 @@ func (e *datEP) xmitRDMA(m *Message) datXmit {
 
 func (e *datEP) refused(op *RDMAOp) datXmit {
 	op.Complete(RDMARemoteError)
-	e.rdma.done = op
 	return datXmitDrop
 }
 
@@ -164,9 +163,9 @@ const (
 	datRDMAFailed                      // the op failed here: its message must not go
 )
 
-// postRDMA posts what is left of the admitted op (inXmit held).
-func (e *datEP) postRDMA(op *RDMAOp) datRDMAResult {
-	r := &e.rdma
+// postRDMA posts what is left of m's admitted op (inXmit held).
+func (e *datEP) postRDMA(m *Message) datRDMAResult {
+	r, op := &e.rdma, m.rdma
 	if r.cur != op {
 		r.cur, r.next, r.roff, r.tailRead, r.failed = op, 0, op.RemoteAddr(), false, false
 	}
@@ -193,7 +192,7 @@ func (e *datEP) postRDMA(op *RDMAOp) datRDMAResult {
 				break
 			}
 		}
-		if !e.postRDMAWR(op, loc, loc.l.Triplet(off, len(b)), r.roff, op.Write(), last) {
+		if !e.postRDMAWR(m, loc, loc.l.Triplet(off, len(b)), r.roff, op.Write(), last) {
 			return datRDMAStop // the connection is going down; Down drops the op
 		}
 		r.next++
@@ -213,7 +212,7 @@ func (e *datEP) postRDMA(op *RDMAOp) datRDMAResult {
 			}
 		}
 		if !r.failed {
-			if !e.postRDMAWR(op, nil, r.probe.Triplet(0, 1), r.roff-1, false, true) {
+			if !e.postRDMAWR(m, nil, r.probe.Triplet(0, 1), r.roff-1, false, true) {
 				return datRDMAStop
 			}
 			r.tailRead = true
@@ -255,26 +254,27 @@ func (e *datEP) rdmaRoom(k int) bool {
 	return true
 }
 
-// postRDMAWR posts one RDMA work request of op moving local to or from
-// raddr; loc is the registration it holds until it completes (nil: the
-// probe LMR). last: its completion is the op's.
-func (e *datEP) postRDMAWR(op *RDMAOp, loc *datLocal, local dat.LMRTriplet, raddr uint64, write, last bool) bool {
+// postRDMAWR posts one RDMA work request of m's op moving local to or
+// from raddr; loc is the registration it holds until it completes (nil:
+// the probe LMR). last: its completion is the op's.
+func (e *datEP) postRDMAWR(m *Message, loc *datLocal, local dat.LMRTriplet, raddr uint64, write, last bool) bool {
 	r := &e.rdma
+	m.refs.Add(1)
 	r.mu.Lock()
 	r.seq++
 	ck := datRDMACookie | dat.DTOCookie(r.seq&datRDMASeqMask)
 	if r.outs == nil {
 		r.outs = make(map[dat.DTOCookie]datRDMAWR, datRDMADepth)
 	}
-	r.outs[ck] = datRDMAWR{op: op, loc: loc, last: last}
+	r.outs[ck] = datRDMAWR{m: m, loc: loc, last: last}
 	r.mu.Unlock()
-	iov := [1]dat.LMRTriplet{local}
-	remote := dat.RMRTriplet{VirtualAddress: dat.VAddr(raddr), SegmentLength: local.SegmentLength, RMRContext: dat.RMRContext(op.RKey())}
+	r.iov[0] = local
+	remote := dat.RMRTriplet{VirtualAddress: dat.VAddr(raddr), SegmentLength: local.SegmentLength, RMRContext: dat.RMRContext(m.rdma.RKey())}
 	var err error
 	if write {
-		err = e.ep.PostRDMAWrite(iov[:], ck, remote, dat.CompletionDefault)
+		err = e.ep.PostRDMAWrite(r.iov[:], ck, remote, dat.CompletionDefault)
 	} else {
-		err = e.ep.PostRDMARead(iov[:], ck, remote, dat.CompletionDefault)
+		err = e.ep.PostRDMARead(r.iov[:], ck, remote, dat.CompletionDefault)
 	}
 	if err != nil {
 		r.mu.Lock()
@@ -283,6 +283,7 @@ func (e *datEP) postRDMAWR(op *RDMAOp, loc *datLocal, local dat.LMRTriplet, radd
 		if loc != nil {
 			e.dn.locals.put(loc)
 		}
+		m.release()
 		return false
 	}
 	return true
@@ -311,10 +312,11 @@ func (e *datEP) onRDMADone(c *dat.DTOCompletion) {
 		// The connection went down: the path's Down drops the op, unless
 		// the work request that broke it reports the cause first.
 	case c.Status != dat.DTOSuccess:
-		wr.op.Complete(datRDMAStatus(c.Status))
+		wr.m.rdma.Complete(datRDMAStatus(c.Status))
 	case wr.last:
-		wr.op.Complete(RDMASuccess)
+		wr.m.rdma.Complete(RDMASuccess)
 	}
+	wr.m.release()
 	if e.stalled.Load() {
 		e.dn.wake(e)
 	}
@@ -344,13 +346,14 @@ func (e *datEP) retireRDMA() {
 		if wr.loc != nil {
 			e.dn.locals.put(wr.loc)
 		}
-		wr.op.Complete(RDMADropped)
+		wr.m.rdma.Complete(RDMADropped)
+		wr.m.release()
 	}
 	if r.probe != nil {
 		r.probe.Free()
 		r.probe = nil
 	}
-	r.cur, r.done = nil, nil
+	r.cur = nil
 	e.retireChecks()
 }
 

@@ -44,6 +44,7 @@ const (
 	checkAsked          // request sent, no answer yet
 	checkGranted        // the owner admitted the op
 	checkRefused        // the owner refused it: remote access error
+	checkPosted         // admitted, and its work requests are posted
 )
 
 // datCheck is an op's check, part of the RDMAOp. ep and id are set by
@@ -110,8 +111,17 @@ func (dp *datPath) nextTx() *Message {
 }
 
 // abortTx gives txm and the messages taken after it back to the path
-// (TxAbort), the last first, so that they return in order.
+// (TxAbort), the last first, so that they return in order. Their EP is
+// going down; it forgets the checks it asked for them, whose ops may be
+// recycled with their messages now.
 func (dp *datPath) abortTx() {
+	if e := dp.txEP; e != nil {
+		r := &e.rdma
+		r.mu.Lock()
+		clear(r.asked)
+		r.asked = r.asked[:0]
+		r.mu.Unlock()
+	}
 	for dp.ahead.n > 0 {
 		i := dp.ahead.n - 1
 		m := dp.ahead.at(i)
@@ -267,12 +277,12 @@ func (e *datEP) onChecks(h wire.Header, b []byte) bool {
 		c := wire.RDMACheck(b[i*wire.RDMACheckLen : (i+1)*wire.RDMACheckLen])
 		switch c.Kind() {
 		case wire.CheckRequest:
-			if len(r.answers) >= datMaxAnswers {
-				return false // more requests than the peer may have unanswered
+			if len(r.answers) >= datMaxAnswers || r.grants.len() >= datMaxGrants {
+				return false // more than the peer may have asked about or in flight
 			}
 			a := datAnswer{id: c.ID(), status: uint16(RDMARemoteError)}
 			if m := e.dn.mrs.admit(c, e); m != nil {
-				r.grants = append(r.grants, datGrant{id: c.ID(), mr: m})
+				r.grants.push(datGrant{id: c.ID(), mr: m})
 				a.status = uint16(RDMASuccess)
 			}
 			r.answers = append(r.answers, a)
@@ -282,7 +292,7 @@ func (e *datEP) onChecks(h wire.Header, b []byte) bool {
 				return false
 			}
 		case wire.CheckRelease:
-			if len(r.grants) == 0 || r.grants[0].id != c.ID() {
+			if r.grants.len() == 0 || r.grants.front().id != c.ID() {
 				return false
 			}
 			e.endGrant()
@@ -292,8 +302,40 @@ func (e *datEP) onChecks(h wire.Header, b []byte) bool {
 }
 
 // datMaxAnswers bounds the answers an owner queues for one EP: a runner
-// asks about at most datRDMALookahead ops at a time.
-const datMaxAnswers = wire.MaxRDMAChecks
+// asks about at most datRDMALookahead+1 ops at a time. datMaxGrants
+// bounds the ops admitted and not over: those asked about plus those in
+// flight, which the connection's credits bound.
+const (
+	datMaxAnswers = wire.MaxRDMAChecks
+	datMaxGrants  = datRDMALookahead + 1 + datMaxCredits
+)
+
+// datGrants is a FIFO of admitted ops that keeps its storage.
+type datGrants struct {
+	s    []datGrant
+	head int
+}
+
+func (f *datGrants) len() int         { return len(f.s) - f.head }
+func (f *datGrants) front() *datGrant { return &f.s[f.head] }
+
+func (f *datGrants) push(g datGrant) {
+	if len(f.s) == cap(f.s) && f.head > 0 {
+		n := copy(f.s, f.s[f.head:])
+		clear(f.s[n:])
+		f.s, f.head = f.s[:n], 0
+	}
+	f.s = append(f.s, g)
+}
+
+func (f *datGrants) pop() datGrant {
+	g := f.s[f.head]
+	f.s[f.head] = datGrant{}
+	if f.head++; f.head == len(f.s) {
+		f.s, f.head = f.s[:0], 0
+	}
+	return g
+}
 
 // onAnswer records the owner's answer for the oldest request and wakes
 // the sender waiting for it.
@@ -305,11 +347,9 @@ func (e *datEP) onAnswer(c wire.RDMACheck) bool {
 		return false
 	}
 	op := r.asked[0]
-	r.asked[0] = nil
-	r.asked = r.asked[1:]
-	if len(r.asked) == 0 {
-		r.asked = r.asked[:0:0]
-	}
+	n := copy(r.asked, r.asked[1:]) // a handful: asked about together
+	r.asked[n] = nil
+	r.asked = r.asked[:n]
 	r.mu.Unlock()
 	st := checkGranted
 	if c.Status() != uint16(RDMASuccess) {
@@ -323,12 +363,7 @@ func (e *datEP) onAnswer(c wire.RDMACheck) bool {
 // endGrant ends the oldest admitted op (event goroutine).
 func (e *datEP) endGrant() {
 	r := &e.rdma
-	g := r.grants[0]
-	r.grants[0] = datGrant{}
-	r.grants = r.grants[1:]
-	if len(r.grants) == 0 {
-		r.grants = r.grants[:0:0]
-	}
+	g := r.grants.pop()
 	e.dn.mrs.unpin(g.mr, e)
 }
 
@@ -347,7 +382,7 @@ func (e *datEP) rdmaArrived(h wire.Header) bool {
 		}
 		rkey, _ := ext.RKey()
 		r := &e.rdma
-		if len(r.grants) == 0 || r.grants[0].mr.rkey != rkey {
+		if r.grants.len() == 0 || r.grants.front().mr.rkey != rkey {
 			return false
 		}
 		e.endGrant()
@@ -398,7 +433,7 @@ func (e *datEP) onAnswersSent(c *dat.DTOCompletion) {
 // stay unanswered (their messages are dropped with the connection).
 func (e *datEP) retireChecks() {
 	r := &e.rdma
-	for len(r.grants) > 0 {
+	for r.grants.len() > 0 {
 		e.endGrant()
 	}
 	r.answers = nil

@@ -35,7 +35,8 @@ type Message struct {
 	congMap  bool // payload is a congestion map snapshot; unsequenced
 	probe    bool // handshake probe or pong: carries extension headers
 	sequence wire.Seq
-	rdma     *RDMAOp // an RDMA op to post before the message (rdma.go)
+	rdma     *RDMAOp // an RDMA op to post before the message (rdma.go): nil or &rdmaOp
+	rdmaOp   RDMAOp
 
 	// Receive side, protected by the receiving socket's mu.
 	from      netip.AddrPort

@@ -150,8 +150,25 @@ type RDMAMR interface {
 
 // RDMAOp is an RDMA operation tied to a message (the kernel's
 // rm_rdma_op), built by the core from an RDMAArgs control message and
-// executed by the transport.
+// executed by the transport. It is stored in its Message and recycled
+// with it: a transport that uses the op after giving the message back
+// (TxDone) holds a reference to the message until then.
 type RDMAOp struct {
+	rdmaOpArgs
+	localBuf [4][]byte // local's storage for up to 4 iovecs
+	// parts counts what success waits for: the transport's report and,
+	// unless silent, the peer's ack of the message.
+	parts atomic.Int32
+	// outcome is 0 while pending, else the RDMAStatus plus one.
+	outcome atomic.Int32
+
+	// check is the dat transport's check of the op with the peer
+	// (dat_rdma_check.go).
+	check datCheck
+}
+
+// rdmaOpArgs are what SendMsg's RDMAArgs make of an op.
+type rdmaOpArgs struct {
 	write  bool
 	fence  bool
 	silent bool
@@ -162,18 +179,22 @@ type RDMAOp struct {
 
 	sock   *Socket
 	token  uint64
-	notify bool // NOTIFY_ME: report success too
-	recver bool // RDS_RECVERR when the op was sent: report failures
-	// parts counts what success waits for: the transport's report and,
-	// unless silent, the peer's ack of the message.
-	parts atomic.Int32
-	// outcome is 0 while pending, else the RDMAStatus plus one.
-	outcome atomic.Int32
-	stats   *nodeCounters // the sending node's, counting outcomes
+	notify bool          // NOTIFY_ME: report success too
+	recver bool          // RDS_RECVERR when the op was sent: report failures
+	stats  *nodeCounters // the sending node's, counting outcomes
+}
 
-	// check is the dat transport's check of the op with the peer
-	// (dat_rdma_check.go).
-	check datCheck
+// init makes o the op of args; args.local is copied.
+func (o *RDMAOp) init(args *rdmaOpArgs) {
+	o.rdmaOpArgs = *args
+	o.local = append(o.localBuf[:0], args.local...)
+	o.outcome.Store(0)
+	o.check = datCheck{}
+	if o.silent {
+		o.parts.Store(1)
+	} else {
+		o.parts.Store(2)
+	}
 }
 
 // Write reports an RDMA WRITE (local buffers to the peer's memory);

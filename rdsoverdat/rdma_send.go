@@ -99,9 +99,10 @@ func parseRDMACmsgs(cm []ControlMessage) (rdmaCmsgs, error) {
 }
 
 // rdmaAttach is what a send's RDMA control messages add to its message:
-// extension headers and an op.
+// extension headers and an op. It lives on SendMsg's stack.
 type rdmaAttach struct {
-	op    *RDMAOp
+	hasOp bool
+	op    rdmaOpArgs
 	exts  [2]wire.Ext
 	nexts int
 }
@@ -109,20 +110,19 @@ type rdmaAttach struct {
 func (a *rdmaAttach) addExt(e wire.Ext) { a.exts[a.nexts] = e; a.nexts++ }
 
 // rdmaPrepare turns the RDMA control messages of a send on conn into
-// what the message carries: it registers an RDMAMap's memory and builds
-// an RDMAArgs' op (rds_cmsg_rdma_map, rds_cmsg_rdma_dest,
+// what the message carries, in *a: it registers an RDMAMap's memory and
+// builds an RDMAArgs' op (rds_cmsg_rdma_map, rds_cmsg_rdma_dest,
 // rds_cmsg_rdma_args).
-func (s *Socket) rdmaPrepare(r *rdmaCmsgs, conn *Conn, payload int) (*rdmaAttach, error) {
+func (s *Socket) rdmaPrepare(r *rdmaCmsgs, conn *Conn, payload int, a *rdmaAttach) error {
 	rc, ok := conn.nt.(RDMACapable)
 	if !ok {
-		return nil, eOPNOTSUPP
+		return eOPNOTSUPP
 	}
-	a := new(rdmaAttach)
 	switch {
 	case r.mapArg != nil:
 		sm, err := s.registerMR(conn.node, rc, r.mapArg.Mem, r.mapArg.Flags)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rkey := sm.mr.RKey()
 		if r.mapArg.CookieAddr != nil {
@@ -138,55 +138,51 @@ func (s *Socket) rdmaPrepare(r *rdmaCmsgs, conn *Conn, payload int) (*rdmaAttach
 			a.addExt(wire.RDMAAddrExt(addr))
 		}
 	case r.args != nil:
-		op, err := s.rdmaOp(r.args, conn, rc, payload)
-		if err != nil {
-			return nil, err
+		if err := s.rdmaOp(r.args, conn, rc, payload, &a.op); err != nil {
+			return err
 		}
-		a.op = op
-		a.addExt(wire.RDMAExt(op.rkey))
+		a.hasOp = true
+		a.addExt(wire.RDMAExt(a.op.rkey))
 	}
-	return a, nil
+	return nil
 }
 
-// rdmaOp checks RDMAArgs and builds the op (rds_cmsg_rdma_args).
-func (s *Socket) rdmaOp(args *RDMAArgs, conn *Conn, rc RDMACapable, payload int) (*RDMAOp, error) {
+// rdmaOp checks RDMAArgs and fills op (rds_cmsg_rdma_args). op.local is
+// args.Local itself, copied when the op is attached.
+func (s *Socket) rdmaOp(args *RDMAArgs, conn *Conn, rc RDMACapable, payload int, op *rdmaOpArgs) error {
 	lim := rc.RDMALimits().WithDefaults()
 	if args.Flags&^opFlags != 0 || len(args.Local) == 0 {
-		return nil, eINVAL
+		return eINVAL
 	}
 	var total uint64
 	for _, b := range args.Local {
 		total += uint64(len(b))
 	}
 	if total == 0 || total != args.RemoteBytes || args.RemoteAddr > math.MaxUint64-total {
-		return nil, eINVAL
+		return eINVAL
 	}
 	if total > uint64(lim.MaxBytes) {
-		return nil, eMSGSIZE
+		return eMSGSIZE
 	}
 	s.mu.Lock()
 	recver := s.recvErr
 	s.mu.Unlock()
 	c := args.Cookie
-	op := &RDMAOp{
+	*op = rdmaOpArgs{
 		write:  args.Flags&RDMAReadWrite != 0,
 		fence:  args.Flags&RDMAFence != 0,
 		silent: args.Flags&RDMASilent != 0 && payload == 0,
 		rkey:   c.RKey(),
 		raddr:  conn.rdmaAddrs.get(c.RKey()) + uint64(c.Offset()) + args.RemoteAddr,
 		n:      int(total),
-		local:  append([][]byte(nil), args.Local...),
+		local:  args.Local,
 		sock:   s,
 		token:  args.UserToken,
 		notify: args.Flags&RDMANotifyMe != 0,
 		recver: recver,
 		stats:  &conn.node.stats,
 	}
-	op.parts.Store(2)
-	if op.silent {
-		op.parts.Store(1)
-	}
-	return op, nil
+	return nil
 }
 
 // attach puts a's extension headers and op on m; m's header is encoded.
@@ -195,5 +191,8 @@ func (a *rdmaAttach) attach(m *Message) {
 	for _, e := range a.exts[:a.nexts] {
 		_ = h.AddExt(e) // two at most, 16 bytes at most: always fit
 	}
-	m.rdma = a.op
+	if a.hasOp {
+		m.rdmaOp.init(&a.op)
+		m.rdma = &m.rdmaOp
+	}
 }

@@ -99,9 +99,10 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 		return 0, eNOTCONN
 	}
 	var ra *rdmaAttach
+	var rdmaArgs rdmaAttach
 	if len(cm) > 0 {
-		var err error
-		if ra, err = s.rdmaPrepare(&rcm, conn, len(p)); err != nil {
+		ra = &rdmaArgs
+		if err := s.rdmaPrepare(&rcm, conn, len(p), ra); err != nil {
 			return 0, err
 		}
 	}

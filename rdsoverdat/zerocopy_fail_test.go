@@ -31,6 +31,9 @@ func TestRDMAResetDrops(t *testing.T) {
 	if n := r.notes(t, r.srv, 1); n[0] != (RDMANotify{UserToken: 5, Status: RDMADropped}) {
 		t.Fatalf("notification %+v", n[0])
 	}
+	if st := r.st.Node(r.srvNode).Stats(); st.RDMADropped != 1 || st.RDMASuccess != 0 {
+		t.Fatalf("counters: %d dropped, %d succeeded", st.RDMADropped, st.RDMASuccess)
+	}
 	expectNext(t, r.cli, []byte("before"))
 	expectNext(t, r.cli, []byte("after"))
 	if !bytes.Equal(win, make([]byte, 32)) {
@@ -74,6 +77,9 @@ func TestRDMACancel(t *testing.T) {
 	}
 	if n := r.notes(t, r.srv, 1); n[0] != (RDMANotify{UserToken: 3, Status: RDMACanceled}) {
 		t.Fatalf("notification %+v", n[0])
+	}
+	if st := r.st.Node(r.srvNode).Stats(); st.RDMACanceled != 1 {
+		t.Fatalf("%d ops counted canceled", st.RDMACanceled)
 	}
 	r.mem.hold.Store(false)
 	r.st.Node(r.srvNode).Conn(r.cliNode, TransIB).Reset() // releases the parked copy

@@ -195,6 +195,9 @@ func TestRDMAAccessChecks(t *testing.T) {
 		if !bytes.Equal(cbuf, orig) {
 			t.Fatal("client memory changed by failed ops")
 		}
+		if st := r.st.Node(r.srvNode).Stats(); st.RDMARemoteError != uint64(len(cases)) || st.RDMADropped != 0 {
+			t.Fatalf("counters: %d remote errors, %d dropped; want %d, 0", st.RDMARemoteError, st.RDMADropped, len(cases))
+		}
 		// The read-only mapping still serves READs, inside its range.
 		dst := make([]byte, 10)
 		r.op(t, r.srv, r.cli, []byte("ok"), RDMAArgs{Cookie: ro, RemoteAddr: 246, RemoteBytes: 10, Local: [][]byte{dst}, Flags: RDMANotifyMe | RDMAFence})
