@@ -127,9 +127,9 @@ func benchDAT(b *testing.B, p benchProvider, op string, n int) {
 	srv, cli := NewSide(b, a, benchBuf), NewSide(b, c, benchBuf)
 	sep, cep := Connect(b, srv, cli, nil)
 	ctx := context.Background()
+	var ev dat.Event
 	wait := func(e *evd.EVD) {
-		ev, _, err := e.Wait(ctx, 1)
-		if err != nil || ev.DTO.Status != dat.DTOSuccess {
+		if _, err := e.WaitInto(ctx, 1, &ev); err != nil || ev.DTO.Status != dat.DTOSuccess {
 			b.Fatalf("%v %+v", err, ev)
 		}
 	}

@@ -63,6 +63,32 @@ func (e *EVD) Wait(ctx context.Context, threshold int) (ev dat.Event, n int, err
 	return ev, n, err
 }
 
+// DequeueInto is Dequeue writing the event into *ev, as dat_evd_dequeue
+// writes the caller's DAT_EVENT: a hot loop that keeps one Event saves the
+// copy of a 256-byte result. *ev is overwritten in full, and left zero on
+// error.
+func (e *EVD) DequeueInto(ev *dat.Event) error {
+	*ev = dat.Event{}
+	if err := e.c().Dequeue(ev); err != nil {
+		return err
+	}
+	ev.EVD = e
+	return nil
+}
+
+// WaitInto is Wait writing the event into *ev, as dat_evd_wait writes the
+// caller's DAT_EVENT; it returns the number of events still queued. *ev is
+// overwritten in full, and left zero on error.
+func (e *EVD) WaitInto(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
+	*ev = dat.Event{}
+	n, err := e.c().Wait(ctx, threshold, ev)
+	if err != nil {
+		return n, err
+	}
+	ev.EVD = e
+	return n, nil
+}
+
 // PostSE queues a software event carrying data (dat_evd_post_se). The EVD
 // must accept software events; a full EVD gives DAT_QUEUE_FULL.
 func (e *EVD) PostSE(data any) error { return e.c().PostSE(data) }

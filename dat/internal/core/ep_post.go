@@ -129,10 +129,9 @@ func (ep *EP) postRequest(r *request) error {
 	if !ok {
 		return errPostFull
 	}
-	*q.slot(seq) = cookieSlot{seq: seq, cookie: r.cookie, op: r.dop, flags: r.flags, length: uint32(total)}
+	q.slot(seq).set(seq, r.cookie, r.dop, r.flags, uint32(total))
 	w := &ep.swr[0]
-	*w = verbs.SendWR{ID: own.id | uint64(seq&wrSlotMask), SGL: ep.ssgl[:k]}
-	ep.fill(w, r)
+	ep.fill(w, r, own.id|uint64(seq&wrSlotMask), ep.ssgl[:k])
 	if r.dop == dat.DTORDMARead && k == 0 {
 		// A zero-length Read still needs its single (empty) sink element.
 		w.SGL = ep.ssgl[:1]
@@ -150,8 +149,12 @@ func (ep *EP) postRequest(r *request) error {
 	return nil
 }
 
-// fill sets the opcode, flags and remote fields of w from r.
-func (ep *EP) fill(w *verbs.SendWR, r *request) {
+// fill sets every field of w but Bind (left zero by BindRMR) from r, id
+// and sgl. Field by field: a composite literal is built on the stack and
+// copied in wide moves that stall on the narrow stores that built it.
+func (ep *EP) fill(w *verbs.SendWR, r *request, id uint64, sgl []verbs.SGE) {
+	w.ID, w.SGL, w.Flags = id, sgl, 0
+	w.RemoteAddr, w.RKey, w.InvalidateRKey = 0, 0, 0
 	if r.flags&dat.CompletionBarrierFence != 0 {
 		w.Flags |= verbs.SendFence
 	}
@@ -263,9 +266,9 @@ func (ep *EP) postRecv(op string, rq verbs.RecvQueueLocker, own *owner, pz *PZ, 
 	if !ok {
 		return errPostFull
 	}
-	*q.slot(seq) = cookieSlot{seq: seq, cookie: cookie, op: dat.DTOReceive, flags: flags}
+	q.slot(seq).set(seq, cookie, dat.DTOReceive, flags, 0)
 	w := &ep.rwr[0]
-	*w = verbs.RecvWR{ID: own.id | wrRecvBit | uint64(seq&wrSlotMask), SGL: ep.rsgl[:k]}
+	w.ID, w.SGL = own.id|wrRecvBit|uint64(seq&wrSlotMask), ep.rsgl[:k]
 	_, err := rq.PostRecvLocked(ep.rwr[:])
 	w.SGL = nil
 	if err != nil {

@@ -85,11 +85,10 @@ func (e *EVD) takeFast(ev *dat.Event) (bool, int) {
 		return false, 0
 	}
 	e.cql.Lock()
-	defer e.cql.Unlock()
-	if e.queued.Load() != 0 || !e.takeCQLocked(ev) {
-		return false, 0
-	}
-	return true, e.wcN - e.wcHead
+	ok := e.queued.Load() == 0 && e.takeCQLocked(ev)
+	raw := e.wcN - e.wcHead
+	e.cql.Unlock()
+	return ok, raw
 }
 
 // nextLocked hands out the oldest event, from the ring or else straight

@@ -1,5 +1,7 @@
 package core
 
+import "github.com/godapl/godapl/dat"
+
 // slotRing is the cookie slots of one EP queue (its request queue or its
 // own receive queue), used in posting order.
 //
@@ -75,6 +77,11 @@ func (q *slotRing) reserveN(k int) (uint32, bool) {
 
 // slot returns the slot of seq for the poster to fill.
 func (q *slotRing) slot(seq uint32) *cookieSlot { return &q.slots[seq&q.mask] }
+
+// set fills a slot of a DTO, field by field (see EP.fill for why).
+func (s *cookieSlot) set(seq uint32, cookie dat.DTOCookie, op dat.DTOOp, flags dat.CompletionFlags, length uint32) {
+	s.seq, s.cookie, s.op, s.flags, s.length, s.rmr = seq, cookie, op, flags, length, nil
+}
 
 // commit records that the requests up to seq were posted.
 func (q *slotRing) commit(seq uint32) { q.tail = seq + 1 }

@@ -65,13 +65,14 @@ func (e *EVD) translateLocked(wc *verbs.WC, ev *dat.Event) (h hold, quiet, ok bo
 		return hold{}, false, false
 	}
 	idx := uint32(wc.ID & wrSlotMask)
-	var s cookieSlot
+	var s *cookieSlot
 	var epHandle dat.Handle
 	if o.srq != nil {
-		var found bool
-		if s, found = o.table.peek(idx); !found {
+		cs, found := o.table.peek(idx)
+		if !found {
 			return hold{}, false, false
 		}
+		s = &cs
 		h.tbl, h.slot = &o.table, idx
 		// The EP is the one whose QP consumed the buffer; a freed EP's
 		// late completion (its buffers vanish with it) frees the slot.
@@ -93,7 +94,7 @@ func (e *EVD) translateLocked(wc *verbs.WC, ev *dat.Event) (h hold, quiet, ok bo
 		if p == nil {
 			return hold{}, false, false
 		}
-		s = *p
+		s = p // stays ours until the hold is released
 		h.q, h.seq = q, seq
 		epHandle = o.ep.handle
 	}
@@ -117,7 +118,10 @@ func (e *EVD) translateLocked(wc *verbs.WC, ev *dat.Event) (h hold, quiet, ok bo
 		ev.Number, ev.RMRBind = dat.RMRBindCompletionEvent, b
 		return h, quiet, true
 	}
-	d := dat.DTOCompletion{EP: epHandle, Cookie: s.cookie, Status: status, Op: s.op}
+	// Field by field into ev (see EP.fill for why).
+	ev.Number = dat.DTOCompletionEvent
+	d := &ev.DTO
+	d.EP, d.Cookie, d.Status, d.Op = epHandle, s.cookie, status, s.op
 	if status == dat.DTOSuccess {
 		switch s.op {
 		case dat.DTOReceive:
@@ -130,6 +134,5 @@ func (e *EVD) translateLocked(wc *verbs.WC, ev *dat.Event) (h hold, quiet, ok bo
 			d.Length = s.length
 		}
 	}
-	ev.Number, ev.DTO = dat.DTOCompletionEvent, d
 	return h, quiet, true
 }
