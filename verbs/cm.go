@@ -27,9 +27,9 @@ type ConnParam struct {
 	LocalAddr string
 }
 
-// ConnEventType names connection manager events, as in rdma_cm. They
-// appear in ConnEventError and are what dat/ turns into DAT connection
-// events.
+// ConnEventType names connection manager events, as in rdma_cm, plus
+// BROKEN, which rdma_cm folds into DISCONNECTED. They are what dat/ turns
+// into DAT connection events.
 type ConnEventType uint8
 
 const (
@@ -39,9 +39,14 @@ const (
 	ConnEventUnreachable
 	ConnEventConnectError
 	ConnEventDisconnected
+	// ConnEventBroken is an established connection that ended through an
+	// error: a Terminate (sent or received) or a transport failure
+	// (ErrBroken). rdma_cm reports these as DISCONNECTED too; DAT keeps
+	// them apart (CONNECTION_EVENT_BROKEN).
+	ConnEventBroken
 )
 
-var connEventNames = [...]string{"CONNECT_REQUEST", "ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR", "DISCONNECTED"}
+var connEventNames = [...]string{"CONNECT_REQUEST", "ESTABLISHED", "REJECTED", "UNREACHABLE", "CONNECT_ERROR", "DISCONNECTED", "BROKEN"}
 
 func (t ConnEventType) String() string {
 	if int(t) < len(connEventNames) {
@@ -63,6 +68,23 @@ func ConnEventOf(err error) ConnEventType {
 		return ConnEventUnreachable
 	}
 	return ConnEventConnectError
+}
+
+// DisconnectEventOf classifies the Err of an ended connection: DISCONNECTED
+// for an orderly end (nil: this side disconnected; ErrDisconnected: the
+// peer closed its side), BROKEN for a stream torn down by a Terminate,
+// for a transport failure (ErrBroken) and for any other error.
+func DisconnectEventOf(err error) ConnEventType {
+	var te *TerminateError
+	switch {
+	case err == nil:
+		return ConnEventDisconnected
+	case errors.As(err, &te), errors.Is(err, ErrBroken):
+		return ConnEventBroken
+	case errors.Is(err, ErrDisconnected):
+		return ConnEventDisconnected
+	}
+	return ConnEventBroken
 }
 
 // Listener is a passive connection endpoint: a port on one or all of the
@@ -110,7 +132,9 @@ type Conn interface {
 	Done() <-chan struct{}
 	// Err says why the connection ended: nil while it is up or after a
 	// local Disconnect, ErrDisconnected when the peer closed it, a
-	// *TerminateError when an error tore the stream down.
+	// *TerminateError when an error tore the stream down, a *BrokenError
+	// (ErrBroken) when the transport failed under it (reset, timeout).
+	// DisconnectEventOf names the event each stands for.
 	Err() error
 	// Disconnect closes the connection gracefully: the stream is closed
 	// without a Terminate, and both sides flush what is left.

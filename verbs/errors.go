@@ -44,6 +44,11 @@ var (
 	ErrUnreachable = errors.New("verbs: peer unreachable")
 	// ErrDisconnected reports a connection ended by the peer.
 	ErrDisconnected = errors.New("verbs: disconnected")
+	// ErrBroken reports a connection that the transport under it lost — a
+	// TCP reset, a retransmission or keepalive timeout — as opposed to an
+	// orderly close. Conn.Err carries it as a *BrokenError, which matches
+	// ErrDisconnected too: the connection has ended either way.
+	ErrBroken = errors.New("verbs: connection broken")
 	// ErrCQOverflow reports that a CQ lost completions because it was full.
 	ErrCQOverflow = errors.New("verbs: completion queue overflow")
 	// ErrClosed reports use of an object after it was closed or destroyed.
@@ -64,6 +69,30 @@ func (e *RejectError) Error() string {
 
 // Is makes errors.Is(err, ErrRejected) true.
 func (e *RejectError) Is(target error) bool { return target == ErrRejected }
+
+// BrokenError is the Conn.Err of a connection whose transport failed: the
+// TCP connection under an iWARP stream was reset or timed out. Err is what
+// the transport said (syscall.ECONNRESET, ETIMEDOUT, EPIPE, ...), so that
+// errors.Is(err, syscall.ECONNRESET) works. Consumers that only care that
+// the connection ended can keep testing for ErrDisconnected; those that
+// report how it ended (DAT's CONNECTION_EVENT_BROKEN) use
+// DisconnectEventOf.
+type BrokenError struct {
+	Err error
+}
+
+func (e *BrokenError) Error() string {
+	if e.Err == nil {
+		return ErrBroken.Error()
+	}
+	return ErrBroken.Error() + ": " + e.Err.Error()
+}
+
+// Is makes errors.Is true for ErrBroken and ErrDisconnected.
+func (e *BrokenError) Is(target error) bool { return target == ErrBroken || target == ErrDisconnected }
+
+// Unwrap returns the transport's error.
+func (e *BrokenError) Unwrap() error { return e.Err }
 
 // TerminateError describes why an RDMA stream was torn down, in the terms of
 // the iWARP Terminate message (RFC 5040 section 7, RFC 5041 section 7,

@@ -25,7 +25,7 @@
 //	CONNECTED                     Disconnect graceful          DISCONNECT_PENDING → DISCONNECTED  DISCONNECTED
 //	CONNECTED, DISCONNECT_PENDING Disconnect abrupt            DISCONNECTED                  DISCONNECTED (outstanding DTOs flushed)
 //	CONNECTED                     peer disconnects             DISCONNECTED                  DISCONNECTED
-//	CONNECTED                     transport error              DISCONNECTED                  BROKEN (and ASYNC_ERROR_EP_BROKEN)
+//	CONNECTED                     transport error              DISCONNECTED                  BROKEN (and ASYNC_ERROR_EP_BROKEN for a Terminate)
 //	DISCONNECTED                  Reset                        UNCONNECTED
 //	all but RESERVED, PASSIVE_CP,
 //	  TENTATIVE_CP                Free                         (freed)

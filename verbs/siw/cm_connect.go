@@ -84,7 +84,9 @@ func (d *Device) Connect(ctx context.Context, qp verbs.QP, addr string, p verbs.
 	tc.SetNoDelay(true)
 	params, reply, err := d.handshake(ctx, tc, p)
 	if err != nil {
-		tc.Close()
+		// The Reply may have arrived unread: without the FIN, a
+		// responder that accepted would see a reset.
+		closeOrderly(tc)
 		if errors.Is(err, verbs.ErrRejected) {
 			d.Counters.ConnsRejected.Add(1)
 		}

@@ -3,9 +3,11 @@ package siw
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -33,11 +35,12 @@ import (
 //
 // Lifecycle. The stream starts when the connection manager has finished
 // the MPA handshake and attached it to the QP (soft.QP.Connect). It ends
-// exactly once, through end, for one of five reasons:
+// exactly once, through end, for one of six reasons:
 //
 //	rx or tx found a protocol or protection error  -> Terminate sent, QP.Fail(*TerminateError)
 //	the peer sent a Terminate                     -> QP.Fail(remote *TerminateError)
-//	the peer closed TCP                           -> QP.Fail(ErrDisconnected)
+//	the peer closed TCP (FIN)                     -> QP.Fail(ErrDisconnected)
+//	TCP failed (reset, timeout)                   -> QP.Fail(*verbs.BrokenError)
 //	Conn.Disconnect                               -> QP.Fail(nil)
 //	the engine closed the link (Modify, Destroy)  -> no Fail: the engine moved the QP itself
 //
@@ -190,7 +193,7 @@ func (s *stream) end(cause error, term *iwarp.Terminate, aborted bool) bool {
 	s.endMu.Unlock()
 	close(s.stop)
 	if term == nil {
-		s.nc.Close()
+		closeOrderly(s.nc)
 	} else {
 		now := time.Now()
 		s.nc.SetWriteDeadline(now.Add(termWriteTimeout))
@@ -260,12 +263,45 @@ func termError(c iwarp.TermCause, remote bool) *verbs.TerminateError {
 	return &verbs.TerminateError{Layer: verbs.TermLayer(c.Layer()), EType: uint8(c.EType()), Code: c.Code(), Remote: remote}
 }
 
-// readErrorCause classifies an error reading the socket: a stream that was
-// already ending keeps its cause; otherwise the peer went away, which is an
-// orderly disconnect whatever TCP said about it.
-func readErrorCause(err error) error {
-	if errors.Is(err, net.ErrClosed) {
+// closeOrderly closes a connection with a FIN first. A close with unread
+// inbound data resets the connection; a peer that sees that reset after
+// our FIN reads EPIPE instead of ECONNRESET, which linkErrorCause counts
+// as the orderly end it is.
+func closeOrderly(tc *net.TCPConn) {
+	tc.CloseWrite()
+	tc.Close()
+}
+
+// linkErrorCause classifies an error reading or writing the socket, as
+// the cause the stream ends with:
+//
+//	net.ErrClosed          we closed it: the stream was already ending
+//	                       and keeps its cause (nil here)
+//	io.EOF, ErrUnexpectedEOF  the peer's FIN, an orderly close (even
+//	                       inside an FPDU: the peer chose to close, TCP
+//	                       did not fail) -> ErrDisconnected
+//	EPIPE                  a reset that came after the peer's FIN: the
+//	                       peer closed in order, with our data unread
+//	                       (Linux reports a RST in CLOSE_WAIT as EPIPE;
+//	                       closeOrderly) -> ErrDisconnected
+//	anything else          the transport failed: a reset without a FIN
+//	                       (ECONNRESET; ECONNABORTED when ours was
+//	                       killed), a retransmission or keepalive
+//	                       timeout (ETIMEDOUT), an unreachable peer
+//	                       -> *verbs.BrokenError
+//
+// Whichever of the stream's readers and writers sees the reset first
+// ends the stream: the kernel hands its error to one of them only, the
+// others then read EOF or write EPIPE.
+//
+// A Terminate is not seen here: the frame reader parses it and
+// rxTerminate ends the stream with the peer's cause.
+func linkErrorCause(err error) error {
+	switch {
+	case errors.Is(err, net.ErrClosed):
 		return nil
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.EPIPE):
+		return verbs.ErrDisconnected
 	}
-	return verbs.ErrDisconnected
+	return &verbs.BrokenError{Err: err}
 }

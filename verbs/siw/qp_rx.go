@@ -142,7 +142,7 @@ func (s *stream) rxFailed(h iwarp.Header, err error) bool {
 	if !s.stopped() && !errors.Is(err, io.EOF) {
 		s.log.Debug().Err(err).Msg("siw: receive failed")
 	}
-	s.end(readErrorCause(err), nil, false)
+	s.end(linkErrorCause(err), nil, false)
 	return false
 }
 

@@ -160,7 +160,7 @@ func (s *stream) runTx() {
 	if err != nil && !s.stopped() {
 		s.log.Debug().Err(err).Msg("siw: transmit failed")
 	}
-	s.end(verbs.ErrDisconnected, nil, false)
+	s.end(linkErrorCause(err), nil, false)
 }
 
 // takeGated runs while the startup rule holds the responder's FPDUs back:

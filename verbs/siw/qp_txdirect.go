@@ -5,8 +5,6 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/godapl/godapl/verbs"
 )
 
 // The direct transmit path. Handing every post to the tx goroutine costs a
@@ -80,13 +78,13 @@ func (s *stream) pumpDirect() bool {
 		}
 		for tx.curOn {
 			if err := s.txNext(); err != nil {
-				s.end(verbs.ErrDisconnected, nil, false)
+				s.end(linkErrorCause(err), nil, false)
 				return false
 			}
 		}
 	}
 	if err := s.flush(); err != nil {
-		s.end(verbs.ErrDisconnected, nil, false)
+		s.end(linkErrorCause(err), nil, false)
 		return false
 	}
 	return len(tx.backlog) > 0

@@ -234,8 +234,11 @@ func TestPeerClose(t *testing.T) {
 	verbstest.MustPostRecv(t, s.side.QP, verbs.RecvWR{ID: 3, SGL: []verbs.SGE{s.side.Buf.SGE(0, 8)}})
 	s.peer.c.Close()
 	verbstest.WaitDone(t, s.conn, peerTimeout)
-	if err := s.conn.Err(); !errors.Is(err, verbs.ErrDisconnected) {
-		t.Fatalf("Err after the peer closed: %v", err)
+	if err := s.conn.Err(); !errors.Is(err, verbs.ErrDisconnected) || errors.Is(err, verbs.ErrBroken) {
+		t.Fatalf("Err after the peer closed: %v, want ErrDisconnected", err)
+	}
+	if ev := verbs.DisconnectEventOf(s.conn.Err()); ev != verbs.ConnEventDisconnected {
+		t.Fatalf("DisconnectEventOf(%v) = %v, want DISCONNECTED", s.conn.Err(), ev)
 	}
 	var te *verbs.TerminateError
 	if errors.As(s.conn.Err(), &te) {

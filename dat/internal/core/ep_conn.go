@@ -142,7 +142,8 @@ func (ep *EP) enterDisconnectedLocked() {
 }
 
 // watch waits for conn to end and reports how: DISCONNECTED for an
-// orderly end (either side), BROKEN for a transport error.
+// orderly end (either side), BROKEN for a Terminate or a transport
+// failure such as a TCP reset (verbs.DisconnectEventOf).
 func (ep *EP) watch(conn verbs.Conn) {
 	select {
 	case <-conn.Done():
@@ -156,8 +157,7 @@ func (ep *EP) watch(conn verbs.Conn) {
 	}
 	ep.conn = nil
 	num := dat.ConnectionEventDisconnected
-	var te *verbs.TerminateError
-	if !ep.localDisc && errors.As(conn.Err(), &te) {
+	if !ep.localDisc && verbs.DisconnectEventOf(conn.Err()) == verbs.ConnEventBroken {
 		num = dat.ConnectionEventBroken
 	}
 	ep.enterDisconnectedLocked()
