@@ -17,6 +17,12 @@ type SendQueueLocker interface {
 	LockSend()
 	// PostSendLocked is PostSend for the holder of the lock.
 	PostSendLocked(wrs []SendWR) (int, error)
+	// SendInProgressLocked returns the requests posted that have neither
+	// completed nor (unsignalled and successful) retired. While the lock
+	// is held it cannot drop, and the completions of the requests it no
+	// longer counts are on the CQ: a consumer that has polled them all
+	// knows that every unsignalled request it posted has succeeded.
+	SendInProgressLocked() int
 	// UnlockSend releases the lock and starts the requests posted under it.
 	UnlockSend()
 }

@@ -23,6 +23,10 @@ func (qp *QP) PostSendLocked(wrs []verbs.SendWR) (int, error) {
 	return n, err
 }
 
+// SendInProgressLocked implements verbs.SendQueueLocker. sqHead passes a
+// request when its completion is queued or, unsignalled, it retires.
+func (qp *QP) SendInProgressLocked() int { return int(qp.sqTail - qp.sqHead) }
+
 // UnlockSend implements verbs.SendQueueLocker: the link is kicked, as
 // after PostSend, once the lock is released.
 func (qp *QP) UnlockSend() {
