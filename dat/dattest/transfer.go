@@ -2,6 +2,7 @@ package dattest
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -386,6 +387,43 @@ var dtoTests = []testCase{
 		}
 		ExpectEmpty(t, cli.EVD)
 	}},
+	{"SuppressedIdle", func(t *testing.T, e *env) {
+		// Suppressed DTOs go unsignalled at the verbs level: posting many
+		// more than the queue holds works without a dequeue (a signalled
+		// one every half queue lets them retire), ep_get_status sees the
+		// trailing ones retire, and a trailing one that fails keeps the
+		// queue busy until its completion is dequeued.
+		srv, cli := NewSide(t, e.a, 4096), NewSide(t, e.b, 4096)
+		sep, cep := Connect(t, srv, cli, &dat.EPAttr{MaxRequestDTOs: 8})
+		iov := []dat.LMRTriplet{cli.Buf.Triplet(0, 8)}
+		for i := 0; i < 101; i++ {
+			copy(cli.Buf.Bytes()[:8], fmt.Sprintf("%08d", i))
+			for {
+				err := cep.PostRDMAWrite(iov, dat.DTOCookie(i), srv.Buf.RMRTriplet(0, 8), dat.CompletionSuppress)
+				if err == nil {
+					break
+				}
+				WantErr(t, err, dat.InsufficientResources, dat.NoSubtype) // siw: still on the wire
+				ExpectEmpty(t, cli.EVD)
+			}
+		}
+		waitIdle(t, cep)
+		ExpectEmpty(t, cli.EVD)
+		syncSend(t, srv, cli, sep, cep)
+		if got := string(srv.Buf.Bytes()[:8]); got != "00000100" {
+			t.Fatalf("peer memory %q after the last write", got)
+		}
+		bad := srv.Buf.RMRTriplet(0, 8)
+		bad.RMRContext ^= 0x5a
+		if err := cep.PostRDMARead(iov, 7, bad, dat.CompletionSuppress); err != nil {
+			t.Fatal(err)
+		}
+		ev := Next(t, cli.EVD)
+		if ev.Number != dat.DTOCompletionEvent || ev.DTO.Cookie != 7 || ev.DTO.Status == dat.DTOSuccess {
+			t.Fatalf("suppressed read from a bad key: %v %+v, want its failure", ev.Number, ev.DTO)
+		}
+		waitIdle(t, cep)
+	}},
 	{"SendWithoutReceive", func(t *testing.T, e *env) {
 		srv, cli := NewSide(t, e.a, 4096), NewSide(t, e.b, 4096)
 		sep, cep := Connect(t, srv, cli, nil)
@@ -536,6 +574,25 @@ var _ = evd.Async
 // syncSend sends a small message from cep to sep and waits for it: after
 // it, every RDMA Write cep posted before has been placed (RDMAP orders
 // Writes before a later Send).
+// waitIdle waits until ep_get_status says x's request queue is idle.
+func waitIdle(t testing.TB, x *ep.EP) {
+	t.Helper()
+	end := time.Now().Add(DefaultTimeout)
+	for {
+		_, _, qIdle, err := x.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if qIdle {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatal("request queue never idle")
+		}
+		time.Sleep(time.Millisecond) // polling a state change, not asserting timing
+	}
+}
+
 func syncSend(t testing.TB, srv, cli *Side, sep, cep *ep.EP) {
 	t.Helper()
 	n := len(srv.Buf.Bytes())

@@ -72,6 +72,7 @@ type postCfg struct {
 	qp                             verbs.QP
 	sq                             verbs.SendQueueLocker
 	rq                             verbs.RecvQueueLocker
+	unsigSuppressed                bool // sq can tell what retired: suppressed DTOs go unsignalled
 	own                            *owner
 	pz                             *PZ
 	reqUnsig, recvUnsig            bool // the queues allow UNSIGNALLED
@@ -86,8 +87,9 @@ func (ep *EP) storeCfgLocked() {
 		return
 	}
 	a := &ep.attr
+	_, lent := ep.qp.(verbs.SendQueueLocker)
 	ep.cfg.Store(&postCfg{
-		qp: ep.qp, sq: sendQueue(ep.qp), rq: recvQueue(ep.qp), own: ep.own, pz: ep.pz,
+		qp: ep.qp, sq: sendQueue(ep.qp), rq: recvQueue(ep.qp), unsigSuppressed: lent, own: ep.own, pz: ep.pz,
 		reqUnsig:   a.RequestCompletionFlags&dat.CompletionUnsignalled != 0,
 		recvUnsig:  a.RecvCompletionFlags&dat.CompletionUnsignalled != 0,
 		maxIOV:     a.MaxRequestIOV,
@@ -228,7 +230,9 @@ func (ep *EP) configure(op string, pz *PZ, recv, req, conn *EVD, a dat.EPAttr) e
 			return dat.Wrap(op, dat.InsufficientResources, dat.ResourceTEVD, err)
 		}
 		init := verbs.QPInitAttr{
-			SendCQ: sendCQ, RecvCQ: recvCQ, SignalAll: true,
+			// Each request says whether it is signalled: suppressed
+			// DTOs need not be (see slotRing).
+			SendCQ: sendCQ, RecvCQ: recvCQ, SignalAll: false,
 			Caps: verbs.QPCaps{MaxSendWR: max(sendDepth, 1), MaxRecvWR: max(a.MaxRecvDTOs, 1), MaxSendSGE: max(a.MaxRequestIOV, 1), MaxRecvSGE: max(a.MaxRecvIOV, 1)},
 		}
 		if ep.srq != nil {
@@ -423,7 +427,7 @@ func (ep *EP) Status() (st dat.EPState, recvIdle, reqIdle bool, err error) {
 		recvIdle = c.own.recv.outstanding() == 0
 		c.rq.UnlockRecv()
 		c.sq.LockSend()
-		reqIdle = c.own.req.outstanding() == 0
+		reqIdle = c.own.req.idleLocked(c.sq)
 		c.sq.UnlockSend()
 	}
 	return ep.State(), recvIdle, reqIdle, nil

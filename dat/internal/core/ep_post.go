@@ -130,8 +130,9 @@ func (ep *EP) postRequest(r *request) error {
 		return errPostFull
 	}
 	q.slot(seq).set(seq, r.cookie, r.dop, r.flags, uint32(total))
+	signalled := !cfg.unsigSuppressed || !q.mayGoUnsignalled(r.flags)
 	w := &ep.swr[0]
-	ep.fill(w, r, own.id|uint64(seq&wrSlotMask), ep.ssgl[:k])
+	ep.fill(w, r, own.id|uint64(seq&wrSlotMask), ep.ssgl[:k], signalled)
 	if r.dop == dat.DTORDMARead && k == 0 {
 		// A zero-length Read still needs its single (empty) sink element.
 		w.SGL = ep.ssgl[:1]
@@ -145,16 +146,19 @@ func (ep *EP) postRequest(r *request) error {
 	if err != nil {
 		return postErr(r.op, err)
 	}
-	q.commit(seq)
+	q.commitSignalled(seq, signalled)
 	return nil
 }
 
 // fill sets every field of w but Bind (left zero by BindRMR) from r, id
 // and sgl. Field by field: a composite literal is built on the stack and
 // copied in wide moves that stall on the narrow stores that built it.
-func (ep *EP) fill(w *verbs.SendWR, r *request, id uint64, sgl []verbs.SGE) {
+func (ep *EP) fill(w *verbs.SendWR, r *request, id uint64, sgl []verbs.SGE, signalled bool) {
 	w.ID, w.SGL, w.Flags = id, sgl, 0
 	w.RemoteAddr, w.RKey, w.InvalidateRKey = 0, 0, 0
+	if signalled {
+		w.Flags = verbs.SendSignaled
+	}
 	if r.flags&dat.CompletionBarrierFence != 0 {
 		w.Flags |= verbs.SendFence
 	}
@@ -198,7 +202,7 @@ func (ep *EP) postSplitRead(r *request, sq verbs.SendQueueLocker, own *owner, k 
 	wrs := make([]verbs.SendWR, k) // a multi-segment read is off the hot path
 	off := uint64(0)
 	for i := 0; i < k; i++ {
-		wrs[i] = verbs.SendWR{ID: own.id | uint64((seq+uint32(i))&wrSlotMask), Opcode: verbs.OpRDMARead, SGL: sgl[i : i+1],
+		wrs[i] = verbs.SendWR{ID: own.id | uint64((seq+uint32(i))&wrSlotMask), Opcode: verbs.OpRDMARead, Flags: verbs.SendSignaled, SGL: sgl[i : i+1],
 			RemoteAddr: uint64(r.remote.VirtualAddress) + off, RKey: uint32(r.remote.RMRContext)}
 		if i == 0 && r.flags&dat.CompletionBarrierFence != 0 {
 			wrs[i].Flags |= verbs.SendFence
@@ -207,7 +211,7 @@ func (ep *EP) postSplitRead(r *request, sq verbs.SendQueueLocker, own *owner, k 
 	}
 	n, err := sq.PostSendLocked(wrs)
 	if n > 0 {
-		q.commit(seq + uint32(n) - 1)
+		q.commitSignalled(seq+uint32(n)-1, true)
 	}
 	if err != nil {
 		return postErr(r.op, err)
@@ -367,16 +371,16 @@ func (ep *EP) BindRMR(rmr *RMR, lmr *LMR, t dat.LMRTriplet, priv dat.MemPriv, co
 	*q.slot(seq) = cookieSlot{seq: seq, cookie: cookie, op: dat.DTOBindMW, flags: flags, rmr: rmr}
 	id := own.id | uint64(seq&wrSlotMask)
 	if unbind {
-		*w = verbs.SendWR{ID: id, Opcode: verbs.OpLocalInv, InvalidateRKey: uint32(old)}
+		*w = verbs.SendWR{ID: id, Opcode: verbs.OpLocalInv, Flags: verbs.SendSignaled, InvalidateRKey: uint32(old)}
 	} else {
-		*w = verbs.SendWR{ID: id, Opcode: verbs.OpBindMW, Bind: bind}
+		*w = verbs.SendWR{ID: id, Opcode: verbs.OpBindMW, Flags: verbs.SendSignaled, Bind: bind}
 	}
 	_, err := sq.PostSendLocked(ep.swr[:])
 	*w = verbs.SendWR{}
 	if err != nil {
 		return 0, postErr(op, err)
 	}
-	q.commit(seq)
+	q.commitSignalled(seq, true)
 	rmr.setBinding(lmr, t, priv, unbind)
 	return rmr.ctx, nil
 }

@@ -45,6 +45,10 @@ func (m *mutexSQ) LockSend()                                    { m.mu.Lock() }
 func (m *mutexSQ) PostSendLocked(w []verbs.SendWR) (int, error) { return m.qp.PostSend(w) }
 func (m *mutexSQ) UnlockSend()                                  { m.mu.Unlock() }
 
+// SendInProgressLocked: unknown. EPs on such a QP post every request
+// signalled (see slotRing).
+func (m *mutexSQ) SendInProgressLocked() int { return -1 }
+
 type mutexRQ struct {
 	mu sync.Mutex
 	qp verbs.QP

@@ -1,6 +1,9 @@
 package core
 
-import "github.com/godapl/godapl/dat"
+import (
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/verbs"
+)
 
 // slotRing is the cookie slots of one EP queue (its request queue or its
 // own receive queue), used in posting order.
@@ -85,6 +88,75 @@ func (s *cookieSlot) set(seq uint32, cookie dat.DTOCookie, op dat.DTOOp, flags d
 
 // commit records that the requests up to seq were posted.
 func (q *slotRing) commit(seq uint32) { q.tail = seq + 1 }
+
+// Unsignalled requests. A DTO posted with COMPLETION_SUPPRESS produces no
+// event when it succeeds, so on a request queue it is posted unsignalled
+// at the verbs level: no completion to generate, poll and drop. Its slot
+// still has to retire, and the verbs layer completes send requests in
+// posting order, so a later signalled completion proves that it succeeded
+// and retires it with everything before it (retireLocked). A failed or
+// flushed unsignalled request still completes, with its cookie. Two things
+// keep that sound:
+//
+//   - At most limit/2-1 unsignalled requests in a row (mayGoUnsignalled):
+//     then one is signalled, suppressed or not, so that a queue full of
+//     requests can always retire once the consumer has dequeued what is
+//     there.
+//   - ep_get_status asks the verbs layer (SendInProgressLocked) whether
+//     the trailing unsignalled requests, those after the last signalled
+//     one, are still in progress (idleLocked).
+
+// mayGoUnsignalled reports whether a request with flags may be posted
+// unsignalled. The caller holds the post lock.
+func (q *slotRing) mayGoUnsignalled(flags dat.CompletionFlags) bool {
+	return flags&dat.CompletionSuppress != 0 && q.unsig+1 < q.limit/2
+}
+
+// commitSignalled is commit for a request queue, which also counts the
+// unsignalled requests since the last signalled one.
+func (q *slotRing) commitSignalled(seq uint32, signalled bool) {
+	q.commit(seq)
+	if signalled {
+		q.lastSig, q.unsig = seq+1, 0
+	} else {
+		q.unsig++
+	}
+}
+
+// idleLocked reports whether every request posted on q has retired,
+// retiring the trailing unsignalled ones when the verbs layer says they
+// are done and none of them failed. The caller holds the send queue's
+// lock, sq (which comes before the EVD's locks).
+func (q *slotRing) idleLocked(sq verbs.SendQueueLocker) bool {
+	if q.evd == nil {
+		return q.tail == q.head
+	}
+	e := q.evd
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cql.Lock()
+	defer e.cql.Unlock()
+	e.drainCQLocked() // retires the suppressed requests that completed signalled
+	switch {
+	case q.head == q.tail:
+		return true
+	case q.lastSig-q.head-1 < q.limit:
+		return false // a signalled request (lastSig-1) has not been handed out
+	case sq.SendInProgressLocked() != 0:
+		return false // or -1: the provider cannot tell
+	case e.wcHead < e.wcN:
+		return false // the ring is full: cannot tell whether a failure waits
+	}
+	// Every request has run, and the failed ones' completions are queued:
+	// any of q's left in the ring keeps the queue busy.
+	for i := 0; i < e.n; i++ {
+		if e.ring[(e.head+i)%len(e.ring)].hold.q == q {
+			return false
+		}
+	}
+	q.head = q.tail
+	return true
+}
 
 // lookupLocked returns the slot of the request whose ID carries seq31 (the
 // low 31 bits of its seq), or nil for a completion of a request that has
