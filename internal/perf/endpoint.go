@@ -2,7 +2,6 @@ package perf
 
 import (
 	"context"
-	"time"
 
 	"github.com/godapl/godapl/verbs"
 )
@@ -88,21 +87,15 @@ func (e *endpoint) postRecvSlot(i, size int) error {
 	return err
 }
 
-// spin is how long poll busy-waits before sleeping in CQ.Wait: long enough
-// to catch a loopback round trip without a scheduler hop.
-const spin = 50 * time.Microsecond
-
-// poll returns at least one completion from cq, spinning briefly first.
+// poll returns at least one completion from cq, sleeping in CQ.Wait
+// when there is none. It does not spin first: a waiter blocked in
+// CQ.Wait on a CQ that serves one QP reads that QP's stream itself (the
+// soft engine's inline receive), so that a round trip costs one wakeup
+// per message, as with TCP. A spinning poller never waits, leaves the
+// receiving to the provider's goroutine (two wakeups per message) and
+// takes a core from it: on two cores, with both ends in one process, a
+// 50 µs spin made the 64 B round trip 121 µs where raw TCP took 17 µs.
 func (e *endpoint) poll(ctx context.Context, cq verbs.CQ) (int, error) {
-	deadline := time.Now().Add(spin)
-	for {
-		if n := cq.Poll(e.wcs[:]); n > 0 {
-			return n, nil
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-	}
 	for {
 		if n := cq.Poll(e.wcs[:]); n > 0 {
 			return n, nil
