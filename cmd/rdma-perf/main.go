@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -38,91 +39,168 @@ var allCases = []testCase{
 	{"pingpong64", perf.Params{Test: perf.TestPingPong, Size: 64, Depth: 1}},
 }
 
+// Exit statuses.
+const (
+	exitOK     = 0
+	exitFailed = 1 // a test or the connection failed
+	exitUsage  = 2 // bad command line
+)
+
 func main() {
-	fs := flag.NewFlagSet("rdma-perf", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: rdma-perf [flags]            both ends in this process on 127.0.0.1
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// options is the command line, checked.
+type options struct {
+	server   bool
+	client   string // host:port of the RDMA server, with -c
+	tcpAddr  string // the server's TCP baseline, with -c
+	addr     string
+	port     int
+	provider string
+	dur      time.Duration
+	cases    []testCase
+	noTCP    bool
+	asJSON   bool
+}
+
+// run is rdma-perf without the process around it; it returns the exit
+// status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rdma-perf: %v (rdma-perf -h lists the flags)\n", err)
+		return exitUsage
+	}
+	if err := o.exec(ctx, stdout); err != nil {
+		fmt.Fprintf(stderr, "rdma-perf: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+const usageHead = `usage: rdma-perf [flags]            both ends in this process on 127.0.0.1
        rdma-perf -s [-a addr] [-p port] serve RDMA and TCP tests
        rdma-perf -c host[:port] [flags]  run against a server
 
 Tests: %s. The TCP baseline of each test uses port+1.
+Exit status: 0 success, 1 runtime failure, 2 bad command line.
 
-`, caseNames())
-		fs.PrintDefaults()
-	}
+`
+
+func parseFlags(args []string, stdout io.Writer) (*options, error) {
+	fs := flag.NewFlagSet("rdma-perf", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by run, in one line
 	var (
-		server   = fs.Bool("s", false, "serve tests until interrupted")
-		client   = fs.String("c", "", "run against the server at `host[:port]`")
-		addr     = fs.String("a", "127.0.0.1", "local `address` to listen on (server and loopback mode)")
-		port     = fs.Int("p", 18516, "RDMA `port` (the TCP baseline uses port+1); 0 picks free ports in loopback mode")
-		provider = fs.String("provider", "siw", "verbs `provider`: siw or mem (mem works in loopback mode only)")
-		dur      = fs.Duration("d", time.Second, "`duration` of each test")
-		tests    = fs.String("t", "all", "comma-separated `tests` to run")
-		noTCP    = fs.Bool("notcp", false, "skip the raw TCP baseline")
-		asJSON   = fs.Bool("json", false, "print results as JSON")
+		o      options
+		client = fs.String("c", "", "run against the server at `host[:port]`")
+		tests  = fs.String("t", "all", "comma-separated `tests` to run")
 	)
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	fs.BoolVar(&o.server, "s", false, "serve tests until interrupted")
+	fs.StringVar(&o.addr, "a", "127.0.0.1", "local `address` to listen on (server and loopback mode)")
+	fs.IntVar(&o.port, "p", 18516, "RDMA `port` (the TCP baseline uses port+1); 0 picks free ports in loopback mode")
+	fs.StringVar(&o.provider, "provider", "siw", "verbs `provider`: siw or mem (mem works in loopback mode only)")
+	fs.DurationVar(&o.dur, "d", time.Second, "`duration` of each test")
+	fs.BoolVar(&o.noTCP, "notcp", false, "skip the raw TCP baseline")
+	fs.BoolVar(&o.asJSON, "json", false, "print results as JSON")
+	fs.Usage = func() {} // -h is handled below; errors by run
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
+			fmt.Fprintf(stdout, usageHead, caseNames())
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
 		}
-		os.Exit(2)
+		return nil, err
 	}
-	cases, err := selectCases(*tests)
-	if err != nil {
-		fail(err)
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	var err error
+	if o.cases, err = selectCases(*tests); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.provider != "siw" && o.provider != "mem":
+		return nil, fmt.Errorf("-provider %q: want siw or mem", o.provider)
+	case o.provider == "mem" && (o.server || *client != ""):
+		return nil, errors.New("-provider mem works in loopback mode only (no -s, no -c)")
+	case o.server && *client != "":
+		return nil, errors.New("-s and -c exclude each other")
+	case o.dur <= 0:
+		return nil, fmt.Errorf("-d %v: want a positive duration", o.dur)
+	case o.port < 0 || o.port > 65534:
+		return nil, fmt.Errorf("-p %d: want a port from 0 to 65534 (the TCP baseline uses port+1)", o.port)
+	case o.server && o.port == 0:
+		return nil, errors.New("-s needs a port (-p), so that clients can find it")
+	}
+	if *client != "" {
+		host, rport := *client, o.port
+		if h, p, err := net.SplitHostPort(*client); err == nil {
+			host = h
+			if rport, err = strconv.Atoi(p); err != nil || rport <= 0 || rport > 65534 {
+				return nil, fmt.Errorf("-c %q: bad port", *client)
+			}
+		}
+		if host == "" {
+			return nil, fmt.Errorf("-c %q: no host", *client)
+		}
+		o.client = net.JoinHostPort(host, strconv.Itoa(rport))
+		o.tcpAddr = net.JoinHostPort(host, strconv.Itoa(rport+1))
+	}
+	return &o, nil
+}
 
-	dev, err := openDevice(*provider)
+// exec runs what o says: serve, run against a server, or both ends here.
+func (o *options) exec(ctx context.Context, stdout io.Writer) error {
+	dev, err := openDevice(o.provider)
 	if err != nil {
-		fail(err)
+		return err
 	}
 	defer dev.Close()
 
 	switch {
-	case *server:
-		if err := serve(ctx, dev, *addr, *port); err != nil {
-			fail(err)
-		}
-	case *client != "":
-		host, rport := *client, *port
-		if h, p, err := net.SplitHostPort(*client); err == nil {
-			host = h
-			if rport, err = strconv.Atoi(p); err != nil {
-				fail(fmt.Errorf("bad port in -c %q", *client))
-			}
-		}
-		rows, err := runAll(ctx, dev, net.JoinHostPort(host, strconv.Itoa(rport)), net.JoinHostPort(host, strconv.Itoa(rport+1)), cases, *dur, *noTCP)
+	case o.server:
+		return serve(ctx, stdout, dev, o.addr, o.port)
+	case o.client != "":
+		rows, err := runAll(ctx, dev, o.client, o.tcpAddr, o.cases, o.dur, o.noTCP)
 		if err != nil {
-			fail(err)
+			return err
 		}
-		report(rows, *provider, host, *dur, *asJSON)
-	default:
-		if *port != 0 && *port == 18516 {
-			*port = 0 // loopback mode: any free ports
-		}
-		peer, err := openDevice(*provider)
-		if err != nil {
-			fail(err)
-		}
-		defer peer.Close()
-		srv, err := perf.Serve(ctx, peer, net.JoinHostPort(*addr, strconv.Itoa(*port)))
-		if err != nil {
-			fail(err)
-		}
-		defer srv.Close()
-		tsrv, err := perf.ServeTCP(net.JoinHostPort(*addr, "0"))
-		if err != nil {
-			fail(err)
-		}
-		defer tsrv.Close()
-		rows, err := runAll(ctx, dev, srv.Addr().String(), tsrv.Addr().String(), cases, *dur, *noTCP)
-		if err != nil {
-			fail(err)
-		}
-		report(rows, *provider, *addr, *dur, *asJSON)
+		host, _, _ := net.SplitHostPort(o.client)
+		report(stdout, rows, o.provider, host, o.dur, o.asJSON)
+		return nil
 	}
+	port := o.port
+	if port == 18516 {
+		port = 0 // loopback mode: any free ports
+	}
+	peer, err := openDevice(o.provider)
+	if err != nil {
+		return err
+	}
+	defer peer.Close()
+	srv, err := perf.Serve(ctx, peer, net.JoinHostPort(o.addr, strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	tsrv, err := perf.ServeTCP(net.JoinHostPort(o.addr, "0"))
+	if err != nil {
+		return err
+	}
+	defer tsrv.Close()
+	rows, err := runAll(ctx, dev, srv.Addr().String(), tsrv.Addr().String(), o.cases, o.dur, o.noTCP)
+	if err != nil {
+		return err
+	}
+	report(stdout, rows, o.provider, o.addr, o.dur, o.asJSON)
+	return nil
 }
 
 func caseNames() string {
@@ -153,7 +231,7 @@ func selectCases(s string) ([]testCase, error) {
 	return out, nil
 }
 
-func serve(ctx context.Context, dev verbs.Device, addr string, port int) error {
+func serve(ctx context.Context, stdout io.Writer, dev verbs.Device, addr string, port int) error {
 	srv, err := perf.Serve(ctx, dev, net.JoinHostPort(addr, strconv.Itoa(port)))
 	if err != nil {
 		return err
@@ -164,7 +242,7 @@ func serve(ctx context.Context, dev verbs.Device, addr string, port int) error {
 		return err
 	}
 	defer tsrv.Close()
-	fmt.Printf("rdma-perf: serving RDMA on %s, TCP baseline on %s\n", srv.Addr(), tsrv.Addr())
+	fmt.Fprintf(stdout, "rdma-perf: serving RDMA on %s, TCP baseline on %s\n", srv.Addr(), tsrv.Addr())
 	<-ctx.Done()
 	return nil
 }
@@ -199,9 +277,4 @@ func runAll(ctx context.Context, dev verbs.Device, raddr, taddr string, cases []
 		rows = append(rows, rw)
 	}
 	return rows, nil
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "rdma-perf:", err)
-	os.Exit(1)
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -60,7 +60,7 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-func report(rows []row, provider, addr string, d time.Duration, asJSON bool) {
+func report(w io.Writer, rows []row, provider, addr string, d time.Duration, asJSON bool) {
 	var figs []figure
 	for _, r := range rows {
 		for _, f := range figures(r) {
@@ -71,13 +71,13 @@ func report(rows []row, provider, addr string, d time.Duration, asJSON bool) {
 		}
 	}
 	if asJSON {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		enc.Encode(map[string]any{"provider": provider, "address": addr, "seconds_per_test": d.Seconds(), "results": figs})
 		return
 	}
-	fmt.Printf("rdma-perf: provider %s on %s, %v per test\n\n", provider, addr, d)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "rdma-perf: provider %s on %s, %v per test\n\n", provider, addr, d)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "test\tunit\tgodapl\traw TCP\tgodapl/TCP\t")
 	for _, f := range figs {
 		tcp, ratio := "-", "-"

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"runtime/pprof"
@@ -38,98 +39,179 @@ import (
 	"github.com/godapl/godapl/rdsoverdat"
 )
 
-func main() {
-	backend := flag.String("backend", "tcp", "tcp (rdsoverdat), kernel (AF_RDS) or rawtcp (plain TCP, the baseline)")
-	port := flag.Int("port", 16386, "TCP port of the tcp backend")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
-	flag.Parse()
-	if flag.NArg() < 1 {
-		fmt.Fprintln(os.Stderr, "usage: rds-bench [-backend tcp|kernel|rawtcp] rx|tx [flags]")
-		os.Exit(2)
-	}
-	fs := flag.NewFlagSet(flag.Arg(0), flag.ExitOnError)
-	bind := fs.String("bind", "", "local RDS address ip:port")
-	to := fs.String("to", "", "receiver's RDS address (tx)")
-	mode := fs.String("mode", "tput", "tput or pingpong")
-	size := fs.Int("size", 64, "message size")
-	secs := fs.Float64("secs", 3, "tput: seconds to send")
-	iters := fs.Int("iters", 2000, "pingpong: timed round trips")
-	ready := fs.String("ready", "", "rx: create this file once bound (and listening), for a script to wait on")
-	fs.Parse(flag.Args()[1:])
+// Exit statuses.
+const (
+	exitOK     = 0
+	exitFailed = 1 // the run failed
+	exitUsage  = 2 // bad command line
+)
 
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// benchArgs is the command line, checked.
+type benchArgs struct {
+	backend    string
+	port       int
+	cpuprofile string
+	role       string // rx or tx
+	bind, to   netip.AddrPort
+	mode       string
+	size       int
+	d          time.Duration
+	iters      int
+	ready      string
+}
+
+// maxSize is the largest message: RDS's 1 MiB.
+const maxSize = 1 << 20
+
+const usageHead = `usage: rds-bench [-backend tcp|kernel|rawtcp] [-port N] [-cpuprofile FILE] rx|tx [flags]
+       (rds-bench rx -h and rds-bench tx -h list the flags of each role)
+Exit status: 0 success, 1 runtime failure, 2 bad command line.
+
+`
+
+// parseArgs parses and checks the command line; -h prints the usage to
+// stdout and returns flag.ErrHelp.
+func parseArgs(args []string, stdout io.Writer) (*benchArgs, error) {
+	a := &benchArgs{}
+	fs := flag.NewFlagSet("rds-bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by run, in one line
+	fs.Usage = func() {}
+	fs.StringVar(&a.backend, "backend", "tcp", "tcp (rdsoverdat), kernel (AF_RDS) or rawtcp (plain TCP, the baseline)")
+	fs.IntVar(&a.port, "port", 16386, "TCP port of the tcp backend")
+	fs.StringVar(&a.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	if err := parseOrHelp(fs, args, stdout); err != nil {
+		return nil, err
+	}
+	if fs.NArg() < 1 {
+		return nil, errors.New("want a role: rx or tx")
+	}
+	a.role = fs.Arg(0)
+	if a.role != "rx" && a.role != "tx" {
+		return nil, fmt.Errorf("role %q: want rx or tx", a.role)
+	}
+	sub := flag.NewFlagSet("rds-bench "+a.role, flag.ContinueOnError)
+	sub.SetOutput(io.Discard)
+	sub.Usage = func() {}
+	bind := sub.String("bind", "", "local RDS address ip:port")
+	to := sub.String("to", "", "receiver's RDS address (tx)")
+	sub.StringVar(&a.mode, "mode", "tput", "tput or pingpong")
+	sub.IntVar(&a.size, "size", 64, "message size")
+	secs := sub.Float64("secs", 3, "tput: seconds to send")
+	sub.IntVar(&a.iters, "iters", 2000, "pingpong: timed round trips")
+	sub.StringVar(&a.ready, "ready", "", "rx: create this file once bound (and listening), for a script to wait on")
+	if err := parseOrHelp(sub, fs.Args()[1:], stdout); err != nil {
+		return nil, err
+	}
+	var err error
+	switch {
+	case sub.NArg() > 0:
+		return nil, fmt.Errorf("unexpected argument %q", sub.Arg(0))
+	case a.backend != "tcp" && a.backend != "kernel" && a.backend != "rawtcp":
+		return nil, fmt.Errorf("-backend %q: want tcp, kernel or rawtcp", a.backend)
+	case a.port <= 0 || a.port > 65535:
+		return nil, fmt.Errorf("-port %d: want 1 to 65535", a.port)
+	case a.mode != "tput" && a.mode != "pingpong":
+		return nil, fmt.Errorf("-mode %q: want tput or pingpong", a.mode)
+	case a.size < 1 || a.size > maxSize:
+		return nil, fmt.Errorf("-size %d: want 1 to %d bytes", a.size, maxSize)
+	case !(*secs > 0):
+		return nil, fmt.Errorf("-secs %v: want a positive number", *secs)
+	case a.iters < 1:
+		return nil, fmt.Errorf("-iters %d: want at least 1", a.iters)
+	}
+	if a.bind, err = netip.ParseAddrPort(*bind); err != nil {
+		return nil, fmt.Errorf("-bind %q: want ip:port", *bind)
+	}
+	if a.role == "tx" {
+		if a.to, err = netip.ParseAddrPort(*to); err != nil {
+			return nil, fmt.Errorf("-to %q: want the receiver's ip:port", *to)
+		}
+	}
+	a.d = time.Duration(*secs * float64(time.Second))
+	return a, nil
+}
+
+// parseOrHelp parses fs; -h prints the usage and fs's flags to stdout.
+func parseOrHelp(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usageHead)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+	}
+	return err
+}
+
+// run is rds-bench without the process around it; it returns the exit
+// status.
+func run(args []string, stdout, stderr io.Writer) int {
+	a, err := parseArgs(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rds-bench: %v (rds-bench -h for the usage)\n", err)
+		return exitUsage
+	}
+	if err := a.exec(stderr); err != nil {
+		fmt.Fprintln(stderr, "rds-bench:", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// exec runs the role a names.
+func (a *benchArgs) exec(stderr io.Writer) error {
+	if a.cpuprofile != "" {
+		f, err := os.Create(a.cpuprofile)
 		if err != nil {
-			fail(err)
+			return err
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	a, err := netip.ParseAddrPort(*bind)
-	if err != nil {
-		fail(err)
-	}
-	buf := make([]byte, max(*size, 64))
-	var dst netip.AddrPort
-	if flag.Arg(0) == "tx" {
-		if dst, err = netip.ParseAddrPort(*to); err != nil {
-			fail(err)
+	buf := make([]byte, max(a.size, 64))
+	if a.backend == "rawtcp" {
+		if a.role == "rx" {
+			return rawRx(a.bind, buf, a.mode, a.ready)
 		}
+		return rawTx(a.to, buf[:a.size], a.mode, a.d, a.iters)
 	}
-	d := time.Duration(*secs * float64(time.Second))
-
 	cfg := rdsoverdat.Config{SendBuffer: 16 << 20, RecvBuffer: 16 << 20}
-	switch *backend {
-	case "rawtcp":
-		switch flag.Arg(0) {
-		case "rx":
-			err = rawRx(a, buf, *mode, *ready)
-		case "tx":
-			err = rawTx(dst, buf[:*size], *mode, d, *iters)
-		default:
-			err = fmt.Errorf("unknown role %q", flag.Arg(0))
-		}
-		if err != nil {
-			fail(err)
-		}
-		return
-	case "tcp":
-		cfg.Transports = []rdsoverdat.Transport{rdsoverdat.TCP(rdsoverdat.TCPConfig{Port: *port})}
-	case "kernel":
+	if a.backend == "kernel" {
 		cfg.Kernel = true
-	default:
-		fail(fmt.Errorf("unknown backend %q", *backend))
+	} else {
+		cfg.Transports = []rdsoverdat.Transport{rdsoverdat.TCP(rdsoverdat.TCPConfig{Port: a.port})}
 	}
 	st := rdsoverdat.NewStack(cfg)
 	defer st.Close()
 	s := st.Socket()
 	if err := s.SetOption(rdsoverdat.TransportOption(rdsoverdat.TransTCP)); err != nil {
-		fail(err)
+		return err
 	}
-	if err := s.Bind(a); err != nil {
-		fail(err)
+	if err := s.Bind(a.bind); err != nil {
+		return err
 	}
-	switch flag.Arg(0) {
-	case "rx":
-		if err := markReady(*ready); err != nil {
-			fail(err)
+	var err error
+	switch {
+	case a.role == "rx":
+		if err = markReady(a.ready); err == nil {
+			err = rx(s, buf, a.mode)
 		}
-		err = rx(s, buf, *mode)
-	case "tx":
-		if *mode == "tput" {
-			err = tput(s, dst, buf[:*size], d)
-		} else {
-			err = pingpong(s, dst, buf[:*size], *iters)
-		}
+	case a.mode == "tput":
+		err = tput(s, a.to, buf[:a.size], a.d)
 	default:
-		err = fmt.Errorf("unknown role %q", flag.Arg(0))
+		err = pingpong(s, a.to, buf[:a.size], a.iters)
 	}
 	if err != nil {
-		fail(err)
+		return err
 	}
 	if retries > 0 {
-		fmt.Fprintf(os.Stderr, "rds-bench %s: %d sends retried (ENOBUFS/EAGAIN)\n", flag.Arg(0), retries)
+		fmt.Fprintf(stderr, "rds-bench %s: %d sends retried (ENOBUFS/EAGAIN)\n", a.role, retries)
 	}
+	return nil
 }
 
 // markReady creates the -ready file, if any.
@@ -138,11 +220,6 @@ func markReady(path string) error {
 		return nil
 	}
 	return os.WriteFile(path, nil, 0o644)
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "rds-bench:", err)
-	os.Exit(1)
 }
 
 // retries counts the sends send had to repeat (reported on stderr).
