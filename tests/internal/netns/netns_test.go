@@ -92,7 +92,7 @@ func TestVethConnectsNamespaces(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "10.201.0.2/24") {
 		t.Fatalf("ip addr inside %s: %v\n%s", b.Name, err, out)
 	}
-	if _, err := dial(b, "10.201.0.1:1", 100*time.Millisecond); err == nil || strings.Contains(err.Error(), "timeout") {
+	if _, err := dial(b, "10.201.0.1:1", 3*time.Second); err == nil || strings.Contains(err.Error(), "timeout") {
 		t.Fatalf("dial to a closed port in a: %v, want connection refused", err)
 	}
 
