@@ -4,7 +4,26 @@
 # tests/ (tests/internal/netns, tests/faults). Idempotent and quiet: it
 # prints nothing when everything is present, and does nothing without
 # root or apt (the tests that need the tools then skip and say why).
+# It also loads the kernel's rds module when the running kernel has one,
+# so that rdsoverdat's kernel-backend tests run (see load_rds).
 set -euo pipefail
+
+# load_rds gives the host AF_RDS for rdsoverdat's TestBackend* kernel
+# halves (Config{Kernel: true}); they bind 127.x addresses, which the
+# kernel serves with its loopback transport, so the rds module alone is
+# enough. rds_tcp is deliberately not loaded: it listens on *:16385 in
+# every network namespace, and rdsoverdat's own tcp transport tests listen
+# on 127.x:16385, which would then fail with EADDRINUSE. Without the
+# module (or without root or modprobe) the kernel halves skip and say so.
+load_rds() {
+	[ -d /proc/sys/net/rds ] && return 0 # loaded (or built in) already
+	if [ "$(id -u)" -ne 0 ] || ! command -v modprobe >/dev/null 2>&1 ||
+		! modprobe -q rds 2>/dev/null; then
+		echo "install-deps: no rds module for kernel $(uname -r): rdsoverdat's kernel-backend tests will skip" >&2
+	fi
+	return 0
+}
+load_rds
 
 need=()
 command -v ip >/dev/null 2>&1 || need+=(iproute2)

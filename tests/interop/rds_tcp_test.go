@@ -283,6 +283,12 @@ func TestRDSTCPCongestion(t *testing.T) {
 	if sent == nil || !strings.Contains(kernel.out.String(), "kernel sink ok "+sent[1]+" in order") {
 		t.Errorf("Go sent %v, the kernel's count differs", sent)
 	}
+	// The kernel's maps: the one every new connection starts with, the
+	// one that congested the port and at least one that cleared it (the
+	// sends after the last ENOBUFS went through only because of it).
+	if n := goStat(t, goSide.out.String(), "CongUpdateReceived"); n < 3 {
+		t.Errorf("Go received %d congestion maps from the kernel, want at least 3", n)
+	}
 }
 
 // TestRDSTCPKernelCongestion is TestRDSTCPCongestion the other way: a
@@ -337,42 +343,65 @@ func TestRDSTCPCancelSentTo(t *testing.T) {
 
 // TestRDSTCPMultipath: the Go node announces NPATHS 8, the 6.1 kernel
 // answers 8, and Go (the smaller address) opens the other seven paths;
-// 32 sockets spread over them. The kernel lists 8 TCP sockets to Go.
+// 32 sockets spread over them. The kernel lists 8 TCP sockets to Go, and
+// its replies (hashed by socket over its 8 paths) reach Go over more
+// than one path. Go holds its connections until the test has read the
+// kernel's view of them (rdspeer -hold; stdin closed afterwards).
 //
-// Still gated by GODAPL_RDS_MULTIPATH=1 (docs/INTEROP-FINDINGS.md §5):
-// of 4 runs, 2 failed because the kernel's info ran after Go's 8 s
-// linger on a loaded host (now 20 s) and 1 lost 4 kernel replies with
-// no reset on either side, which is not explained yet; the next 4 runs
-// passed. A 6.1 kernel has no SPORT_IDX, so it puts each lane on its
-// first free slot rather than on the lane Go meant.
+// The replies that used to go missing now and then were discarded by the
+// kernel itself when the script closed its sockets before the lanes they
+// were queued on came up; the script now drains first
+// (docs/INTEROP-FINDINGS.md §6). A 6.1 kernel has no SPORT_IDX, so it puts
+// each lane on its first free slot rather than on the lane Go meant.
 func TestRDSTCPMultipath(t *testing.T) {
-	if os.Getenv("GODAPL_RDS_MULTIPATH") != "1" {
-		t.Skip("multipath against the 6.1 kernel stranded kernel replies in 1 of 8 runs; set GODAPL_RDS_MULTIPATH=1 to run it")
-	}
 	ctx, _, peer := rdsTest(t, 2*time.Minute)
 	resetKernelConns(ctx, t)
 	kernel := kernelJob(ctx, t, "ports", rdsVM.ip, "4200", "32")
-	goSide := startJob(t, nsExec(ctx, t, peer, "ports", "-paths", "8", "-addr", hostIP, "-base", "4100",
-		"-n", "32", "-to", rdsVM.ip, "-tbase", "4200", "-timeout", "60s", "-linger", "20s"))
-	if err := kernel.wait(ctx); err != nil {
-		t.Fatalf("kernel: %v\n%s\nGo side:\n%s", err, kernel.out.String(), goSide.out.String())
+	cmd := nsExec(ctx, t, peer, "ports", "-paths", "8", "-addr", hostIP, "-base", "4100",
+		"-n", "32", "-to", rdsVM.ip, "-tbase", "4200", "-timeout", "60s", "-hold")
+	hold, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
+	goSide := startJob(t, cmd)
+	defer hold.Close()
+	kerr := kernel.wait(ctx)
+	// Go is done (or has given up) once it holds; then the kernel's view.
+	waitJobOutput(ctx, t, goSide, "holding")
 	// --counters also lists the messages the kernel still holds per path.
 	info, err := rdsVM.exec(ctx, t, "python3", kernelPeer(), "info", rdsVM.ip, "--counters").CombinedOutput()
-	if err != nil {
-		t.Fatalf("info: %v\n%s", err, info)
-	}
+	hold.Close()
 	t.Logf("kernel info:\n%s", info)
+	if err != nil {
+		t.Fatalf("info: %v", err)
+	}
+	if kerr != nil {
+		t.Fatalf("kernel: %v\n%s\nGo side:\n%s", kerr, kernel.out.String(), goSide.out.String())
+	}
 	finish(ctx, t, goSide, kernel, []string{"ports ok 32", "npaths 8", "OK"}, []string{"kernel ports ok 32"})
 	if c := strings.Count(string(info), "-> "+hostIP+":"); c != 8 {
 		t.Errorf("kernel has %d TCP sockets to Go, want 8", c)
 	}
+	// Sequence numbers start at 1 on every path: next_rx above 1 means
+	// the kernel sent a sequenced message there (path 0 always carries
+	// the probe exchange).
+	used := 0
+	for _, m := range regexp.MustCompile(`(?m)^path \d+ up true ups \d+ next_tx \d+ next_rx (\d+)`).FindAllStringSubmatch(goSide.out.String(), -1) {
+		if rx, _ := strconv.Atoi(m[1]); rx > 1 {
+			used++
+		}
+	}
+	if used < 2 {
+		t.Errorf("the kernel's messages came over %d of Go's paths (one is path 0's probe exchange), want several", used)
+	}
 }
 
-// resetKernelConns drops every RDS/TCP connection of the VM kernel
-// (writing an rds_tcp buffer sysctl runs rds_tcp_sysctl_reset; 0, the
-// autotuning default, cannot be written back, so it sets 4 MiB), so that
-// the next test starts from a connection whose path count is unknown.
+// resetKernelConns drops every RDS/TCP path of the VM kernel (writing an
+// rds_tcp buffer sysctl runs rds_tcp_sysctl_reset; 0, the autotuning
+// default, cannot be written back, so it sets 4 MiB), so that the test
+// starts with every path down. The kernel keeps the connection itself,
+// with its path count and sequence numbers; the new Go process's GEN_NUM
+// makes it restart the sequence numbers (rds_conn_peer_gen_update).
 func resetKernelConns(ctx context.Context, t *testing.T) {
 	t.Helper()
 	out, err := rdsVM.exec(ctx, t, "sysctl", "-w", "net.rds.tcp.rds_tcp_rcvbuf=4194304").CombinedOutput()

@@ -33,6 +33,11 @@ success, 1 on a failed check or timeout.
                                non-zero RDS counters and queued messages)
 
 Options: --timeout SECONDS (default 60) for every blocking wait.
+
+Every command that sends waits before it exits until the kernel holds none of
+its messages any more (drain): closing an RDS socket discards what it has not
+transmitted yet, or transmitted without TCP's acknowledgement (rds_release ->
+rds_send_drop_to), silently, with no reset on either side.
 """
 import argparse, ctypes, errno, os, select, socket, struct, sys, time
 
@@ -82,6 +87,31 @@ def parse_dst(d):
     return ip, int(port)
 
 
+def drain(socks, timeout):
+    """Wait until no message of socks is in a send or retransmit queue of
+    the kernel's connections, i.e. all went out and TCP acknowledged them.
+
+    The kernel drops a closing socket's queued and unacknowledged messages
+    (rds_release -> rds_send_drop_to). With multipath that bites a peer that
+    exits right after its last sendto: a message hashed onto a path the
+    smaller-address side has not connected yet waits in that path's send
+    queue and vanishes with the socket (docs/INTEROP-FINDINGS.md §5)."""
+    # Matched by source port alone: 6.1 fills in 0.0.0.0 as the addresses
+    # of these rows (struct rds_info_message).
+    mine = {s.getsockname()[1] for s in socks}
+    deadline = time.time() + timeout
+    while True:
+        left = 0
+        for opt in (RDS_INFO_SEND_MESSAGES, RDS_INFO_RETRANS_MESSAGES):
+            for r in info(socks[0], opt):
+                left += socket.ntohs(struct.unpack("<H", r[20:22])[0]) in mine
+        if not left:
+            return
+        if time.time() > deadline:
+            fail("%d messages still queued or unacknowledged" % left)
+        time.sleep(0.02)
+
+
 def cmd_echo(o):
     s = rds_socket(o.addr, o.port)
     say("kernel ready")
@@ -89,6 +119,7 @@ def cmd_echo(o):
         data, src = recv(s, o.timeout)
         say("kernel recv %d from %s:%d" % (len(data), src[0], src[1]))
         send_retry(s, data, src, time.time() + o.timeout)
+    drain([s], o.timeout)
 
 
 def cmd_ports(o):
@@ -105,6 +136,8 @@ def cmd_ports(o):
             s.sendto(b"%d<-%d:" % (port, src[1]) + data, src)
             left.discard(s)
     say("kernel ports ok %d" % o.n)
+    drain(socks, o.timeout)
+    say("kernel ports drained")
 
 
 def check_seq(data, want, port):
@@ -151,6 +184,7 @@ def cmd_source(o):
         if i % 500 == 0:
             say("kernel sent %d" % i)
     say("kernel source sent %d" % o.count)
+    drain([s], o.timeout)
     time.sleep(o.linger)
 
 
@@ -192,6 +226,7 @@ def cmd_congsource(o):
                 i, enobufs, counter(s, "cong_update_received")))
     say("kernel congsource sent %d enobufs %d" % (o.count, enobufs))
     s.sendto(b"enobufs %d" % enobufs, ctl)
+    drain([s], o.timeout)
     time.sleep(o.linger)
 
 
@@ -223,10 +258,16 @@ def cmd_ping(o):
 
 def info(s, opt):
     # CPython caps getsockopt's buffer at 1024 bytes; call libc directly.
+    # A buffer too small fails with ENOSPC and the length needed.
     libc = ctypes.CDLL(None, use_errno=True)
-    buf = ctypes.create_string_buffer(1 << 16)
-    ln = ctypes.c_uint32(len(buf))
-    size = libc.getsockopt(s.fileno(), SOL_RDS, opt, buf, ctypes.byref(ln))
+    n = 1 << 16
+    while True:
+        buf = ctypes.create_string_buffer(n)
+        ln = ctypes.c_uint32(len(buf))
+        size = libc.getsockopt(s.fileno(), SOL_RDS, opt, buf, ctypes.byref(ln))
+        if size >= 0 or ctypes.get_errno() != errno.ENOSPC:
+            break
+        n = max(2 * n, ln.value + 4096)
     if size < 0:
         fail("getsockopt %d: %s" % (opt, os.strerror(ctypes.get_errno())))
     b = buf.raw[:ln.value]
@@ -245,9 +286,13 @@ def cmd_info(o):
                 seq, ln, la, fa, lp, fp = struct.unpack("<QI4s4sHH", r[:24])
                 say("kernel %s queue seq %d len %d %d -> %d" % (what, seq, ln, socket.ntohs(lp), socket.ntohs(fp)))
     for r in info(s, RDS_INFO_TCP_SOCKETS):
-        la, lp, pa, pp = struct.unpack("<4sH4sH", r[:12])
-        say("kernel tcp %s:%d -> %s:%d" % (socket.inet_ntoa(la), socket.ntohs(lp),
-                                            socket.inet_ntoa(pa), socket.ntohs(pp)))
+        # struct rds_info_tcp_socket: hdr_rem/data_rem are the bytes the
+        # kernel still needs for the message it is reassembling; the
+        # three sequence numbers are TCP's (rds_tcp_is_acked uses una).
+        la, lp, pa, pp, hdr_rem, data_rem, nxt, exp_una, seen_una = struct.unpack("<4sH4sHQQIII", r[:40])
+        say("kernel tcp %s:%d -> %s:%d hdr_rem %d data_rem %d sent_nxt %d expected_una %d seen_una %d" % (
+            socket.inet_ntoa(la), socket.ntohs(lp), socket.inet_ntoa(pa), socket.ntohs(pp),
+            hdr_rem, data_rem, nxt, exp_una, seen_una))
     for r in info(s, RDS_INFO_CONNECTIONS):
         tx, rx, la, fa, tr = struct.unpack("<QQ4s4s16s", r[:40])
         say("kernel conn %s -> %s %s next_tx %d next_rx %d" % (
@@ -263,11 +308,11 @@ def main():
     c = sub.add_parser("sink"); c.add_argument("addr"); c.add_argument("port", type=int); c.add_argument("count", type=int)
     c.add_argument("--ctl", type=int, default=0); c.add_argument("--rcvbuf", type=int, default=0)
     c = sub.add_parser("source"); c.add_argument("addr"); c.add_argument("port", type=int); c.add_argument("dst")
-    c.add_argument("count", type=int); c.add_argument("size", type=int); c.add_argument("--linger", type=float, default=1)
+    c.add_argument("count", type=int); c.add_argument("size", type=int); c.add_argument("--linger", type=float, default=0)
     c.add_argument("--pace", type=float, default=0)
     c = sub.add_parser("congsource"); c.add_argument("addr"); c.add_argument("port", type=int); c.add_argument("dst")
     c.add_argument("count", type=int); c.add_argument("size", type=int); c.add_argument("--ctl", required=True)
-    c.add_argument("--linger", type=float, default=1)
+    c.add_argument("--linger", type=float, default=0)
     c = sub.add_parser("cancelsink"); c.add_argument("addr"); c.add_argument("port_a", type=int)
     c.add_argument("port_b", type=int); c.add_argument("count_b", type=int)
     c = sub.add_parser("ping"); c.add_argument("addr"); c.add_argument("peer"); c.add_argument("count", type=int)

@@ -14,7 +14,11 @@
 //
 // Messages of stream, congest and cancel start with their index as an
 // 8-byte big-endian number, so each side checks order and exactly-once
-// delivery.
+// delivery. At the end it prints the node's and each connection's
+// counters and every path's state (up, sequence numbers, queues); -hold
+// then keeps the connections until stdin ends, so that the test can read
+// the kernel's view of them, and -log debug (or GODAPL_LOG) logs the
+// paths going up and down on stderr.
 package main
 
 import (
@@ -24,6 +28,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -33,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/godapl/godapl/internal/rdstool"
 	"github.com/godapl/godapl/rdsoverdat"
 )
 
@@ -45,6 +51,7 @@ type opts struct {
 	resetAfter               int
 	resetCmd                 string
 	timeout, linger, pace    time.Duration
+	hold                     bool
 }
 
 func main() {
@@ -73,8 +80,15 @@ func main() {
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "overall time limit")
 	fs.DurationVar(&o.pace, "pace", 0, "pause between messages (stream), so that a reset lands mid-stream")
 	fs.DurationVar(&o.linger, "linger", 0, "keep the connections this long after the scenario (for the kernel's view)")
+	fs.BoolVar(&o.hold, "hold", false, "keep the connections after the scenario until stdin ends (for the kernel's view)")
+	logLevel := fs.String("log", "", "log level of the stack's path events on stderr (default $GODAPL_LOG, then warn)")
 	fs.Parse(os.Args[2:])
-	st := rdsoverdat.NewStack(rdsoverdat.Config{Transports: []rdsoverdat.Transport{
+	log, err := rdstool.Logger(*logLevel, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rdspeer:", err)
+		os.Exit(2)
+	}
+	st := rdsoverdat.NewStack(rdsoverdat.Config{Logger: &log, Transports: []rdsoverdat.Transport{
 		rdsoverdat.TCP(rdsoverdat.TCPConfig{Paths: o.paths})}})
 	run := map[string]func(*rdsoverdat.Stack, *opts) error{
 		"sizes": sizes, "ports": ports, "stream": stream, "congest": congest, "cancel": cancel,
@@ -84,9 +98,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rdspeer: unknown scenario", os.Args[1])
 		os.Exit(2)
 	}
-	err := run(st, &o)
+	err = run(st, &o)
 	printConns(st)
 	time.Sleep(o.linger)
+	if o.hold {
+		// The test reads the kernel's view of the connections, then
+		// closes our stdin.
+		fmt.Println("holding")
+		io.Copy(io.Discard, os.Stdin)
+	}
 	st.Close()
 	if err != nil {
 		fmt.Println("FAIL", err)
@@ -404,6 +424,12 @@ func printConns(st *rdsoverdat.Stack) {
 		for _, c := range n.Conns() {
 			fmt.Printf("conn %v -> %v npaths %d peer_gen %#x stats %+v\n",
 				c.LocalAddr(), c.RemoteAddr(), c.NPaths(), c.PeerGenNum(), c.Stats())
+			// Per path, for a failed run: where messages wait, and how
+			// far each path's sequence spaces got.
+			for _, p := range c.Info().Paths {
+				fmt.Printf("path %d up %v ups %d next_tx %d next_rx %d queued %d unacked %d\n",
+					p.Index, p.Up, p.Ups, p.NextTX, p.NextRX, p.Queued, p.Unacked)
+			}
 		}
 	}
 }
