@@ -31,7 +31,8 @@ func backends(t *testing.T, f func(t *testing.T, st *Stack)) {
 func requireKernel(t *testing.T) {
 	t.Helper()
 	if err := KernelAvailable(); err != nil {
-		t.Skipf("the host kernel has no AF_RDS (%v): try `modprobe rds rds_tcp`; "+
+		t.Skipf("the host kernel has no AF_RDS (%v): `modprobe rds` gives it (scripts/install-deps.sh tries; "+
+			"not rds_tcp, whose *:16385 listener breaks this package's tcp tests); "+
 			"tests/interop runs these tests in the lab VM (TestRDSKernelBackendInVM)", err)
 	}
 }
