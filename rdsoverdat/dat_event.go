@@ -58,6 +58,8 @@ func (dn *datNode) handle(ev *dat.Event) {
 			x.connect(true)
 		case *datEP:
 			dn.retired(x)
+		case *datRevoke:
+			x.e.queueRevoke(x.rkey)
 		}
 	default:
 		if ev.Number&^0xff == dat.ConnectionEventEstablished&^0xff {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
 // RDMA over the dat transport (rds_ib's ib_rdma.c and rds_ib_xmit_rdma).
@@ -71,11 +72,18 @@ type datRDMA struct {
 	outs  map[dat.DTOCookie]datRDMAWR // posted, not completed
 	asked []*RDMAOp                   // checks sent, not answered, oldest first
 
+	// Leases the peer granted (dat_rdma_check.go), by R_Key: xmit checks
+	// and posts under leaseMu, the event goroutine revokes under it.
+	leaseMu sync.Mutex
+	leases  map[uint32]datLease
+
 	// Owner side of the checks, the event goroutine's.
-	grants      datGrants   // ops admitted, not over, oldest first
-	answers     []datAnswer // answers not sent yet
+	grants      datGrants          // use-once ops admitted, not over, oldest first
+	lent        map[uint32]*datMR  // leases granted to the peer
+	answers     []wire.CheckFields // records not sent yet
 	ansInFlight bool
 	ansBlocked  bool // the answer frame found no send credit
+	ansFence    bool // the next answer frame waits for earlier READs
 	ansIOV      [1]dat.LMRTriplet
 }
 
@@ -110,6 +118,9 @@ func (e *datEP) xmitRDMA(m *Message) datXmit {
 	if op.Len() > math.MaxUint32 {
 		op.Complete(RDMAOtherError) // a check cannot name it
 		return datXmitDrop
+	}
+	if op.check.ep != e {
+		e.useLease(op)
 	}
 	if op.check.ep != e || op.check.state.Load() == checkAsked {
 		// Ask about op if it was not, and about the ops after it while
@@ -192,7 +203,15 @@ func (e *datEP) postRDMA(m *Message) datRDMAResult {
 				break
 			}
 		}
-		if !e.postRDMAWR(m, loc, loc.l.Triplet(off, len(b)), r.roff, op.Write(), last) {
+		if !e.holdLease(op) {
+			e.dn.locals.put(loc)
+			op.Complete(RDMARemoteError) // the owner is freeing the mapping
+			r.failed = true
+			break
+		}
+		ok := e.postRDMAWR(m, loc, loc.l.Triplet(off, len(b)), r.roff, op.Write(), last)
+		e.dropLease(op)
+		if !ok {
 			return datRDMAStop // the connection is going down; Down drops the op
 		}
 		r.next++
@@ -211,14 +230,20 @@ func (e *datEP) postRDMA(m *Message) datRDMAResult {
 				r.probe = l
 			}
 		}
+		if !r.failed && !e.holdLease(op) {
+			op.Complete(RDMARemoteError)
+			r.failed = true
+		}
 		if !r.failed {
-			if !e.postRDMAWR(m, nil, r.probe.Triplet(0, 1), r.roff-1, false, true) {
+			ok := e.postRDMAWR(m, nil, r.probe.Triplet(0, 1), r.roff-1, false, true)
+			e.dropLease(op)
+			if !ok {
 				return datRDMAStop
 			}
 			r.tailRead = true
 		}
 	}
-	if r.failed || op.Silent() {
+	if (r.failed || op.Silent()) && !op.check.leased { // an op under a lease has no hold to release
 		if !e.releaseRDMA(op, r.failed || !op.Write() || r.tailRead) {
 			if e.dead.Load() {
 				return datRDMAStop

@@ -51,21 +51,82 @@ const (
 // the runner's transmit side before the request is posted and read under
 // the EP's rdma.mu by the event goroutine; state is the answer.
 type datCheck struct {
-	ep    *datEP
-	id    uint32
-	state atomic.Uint32
+	ep     *datEP
+	id     uint32
+	leased bool // granted by a lease: no hold to release, posted under leaseMu
+	state  atomic.Uint32
+}
+
+// datLease is a lease the peer granted: ops inside [addr, addr+n), and
+// writes only if write, need no check.
+type datLease struct {
+	addr, n uint64
+	write   bool
+}
+
+// useLease grants op by a lease the peer gave e, if one covers it
+// (inXmit held).
+func (e *datEP) useLease(op *RDMAOp) {
+	if e.covered(op) {
+		op.check.ep, op.check.leased = e, true
+		op.check.state.Store(checkGranted)
+	}
+}
+
+// covered reports whether a lease of e covers op.
+func (e *datEP) covered(op *RDMAOp) bool {
+	r := &e.rdma
+	r.leaseMu.Lock()
+	l, ok := r.leases[op.RKey()]
+	r.leaseMu.Unlock()
+	a, n := op.RemoteAddr(), uint64(op.Len())
+	return ok && (l.write || !op.Write()) && a >= l.addr && a-l.addr <= l.n && n <= l.n-(a-l.addr)
+}
+
+// holdLease makes sure the lease op was granted by is still there, and
+// keeps it there until dropLease: a revoke waits, so its revoked record
+// is posted after the work request posted meanwhile. False: the lease
+// was revoked. Ops not granted by a lease always pass.
+func (e *datEP) holdLease(op *RDMAOp) bool {
+	if !op.check.leased {
+		return true
+	}
+	r := &e.rdma
+	r.leaseMu.Lock()
+	if _, ok := r.leases[op.RKey()]; !ok {
+		r.leaseMu.Unlock()
+		return false
+	}
+	return true
+}
+
+func (e *datEP) dropLease(op *RDMAOp) {
+	if op.check.leased {
+		e.rdma.leaseMu.Unlock()
+	}
+}
+
+// datRevoke asks the event goroutine to revoke the lease on rkey that e
+// holds (software event from Free).
+type datRevoke struct {
+	e    *datEP
+	rkey uint32
+}
+
+// queueRevoke sends a revoke record for rkey (event goroutine); a dead EP
+// gives its leases back when it is retired.
+func (e *datEP) queueRevoke(rkey uint32) {
+	if e.dead.Load() {
+		return
+	}
+	e.rdma.answers = append(e.rdma.answers, wire.CheckFields{Kind: wire.CheckRevoke, RKey: rkey})
+	e.dn.wake(e)
 }
 
 // datGrant is an op the owner admitted: its id and pinned mapping.
 type datGrant struct {
 	id uint32
 	mr *datMR
-}
-
-// datAnswer is an answer waiting to be sent.
-type datAnswer struct {
-	id     uint32
-	status uint16
 }
 
 // datCheckCookie marks the completion of the answer frame; it is routed
@@ -154,7 +215,7 @@ func (e *datEP) askRDMA(head *RDMAOp) bool {
 		ops = append(ops, head)
 	}
 	for i := range dp.ahead.n {
-		if op := dp.ahead.at(i).rdma; datAskable(op, e) {
+		if op := dp.ahead.at(i).rdma; datAskable(op, e) && !e.covered(op) {
 			ops = append(ops, op)
 		}
 	}
@@ -164,7 +225,7 @@ func (e *datEP) askRDMA(head *RDMAOp) bool {
 			break
 		}
 		dp.ahead.push(m)
-		if datAskable(m.rdma, e) {
+		if datAskable(m.rdma, e) && !e.covered(m.rdma) {
 			ops = append(ops, m.rdma)
 		}
 	}
@@ -280,13 +341,22 @@ func (e *datEP) onChecks(h wire.Header, b []byte) bool {
 			if len(r.answers) >= datMaxAnswers || r.grants.len() >= datMaxGrants {
 				return false // more than the peer may have asked about or in flight
 			}
-			a := datAnswer{id: c.ID(), status: uint16(RDMARemoteError)}
-			if m := e.dn.mrs.admit(c, e); m != nil {
-				r.grants.push(datGrant{id: c.ID(), mr: m})
-				a.status = uint16(RDMASuccess)
-			}
-			r.answers = append(r.answers, a)
+			r.answers = append(r.answers, e.admit(c))
 			e.dn.wake(e)
+		case wire.CheckRevoke:
+			r.leaseMu.Lock() // after any work request posted under the lease
+			delete(r.leases, c.RKey())
+			r.leaseMu.Unlock()
+			r.answers = append(r.answers, wire.CheckFields{Kind: wire.CheckRevoked, RKey: c.RKey()})
+			r.ansFence = true // and after the lease's READs completed
+			e.dn.wake(e)
+		case wire.CheckRevoked:
+			m := r.lent[c.RKey()]
+			if m == nil {
+				return false
+			}
+			delete(r.lent, c.RKey())
+			e.dn.mrs.unlend(m, e)
 		case wire.CheckAnswer:
 			if !e.onAnswer(c) {
 				return false
@@ -337,6 +407,34 @@ func (f *datGrants) pop() datGrant {
 	return g
 }
 
+// admit answers a request (event goroutine): a use-once mapping admits
+// the op alone, pinned until its end; any other mapping grants a lease
+// on the whole mapping, pinned until the peer gave it back.
+func (e *datEP) admit(c wire.RDMACheck) wire.CheckFields {
+	a := wire.CheckFields{Kind: wire.CheckAnswer, ID: c.ID(), Status: uint16(RDMARemoteError)}
+	m := e.dn.mrs.admit(c, e)
+	if m == nil {
+		return a
+	}
+	a.Status = uint16(RDMASuccess)
+	r := &e.rdma
+	if m.useOnce {
+		r.grants.push(datGrant{id: c.ID(), mr: m})
+		return a
+	}
+	if r.lent[m.rkey] == m {
+		e.dn.mrs.unpin(m, e) // leased already: one pin per lease
+	} else {
+		if r.lent == nil {
+			r.lent = make(map[uint32]*datMR)
+		}
+		r.lent[m.rkey] = m
+		e.dn.mrs.lend(m, e)
+	}
+	a.Lease, a.Write, a.RKey, a.Address, a.Length = true, m.write, m.rkey, m.addr, uint32(m.n)
+	return a
+}
+
 // onAnswer records the owner's answer for the oldest request and wakes
 // the sender waiting for it.
 func (e *datEP) onAnswer(c wire.RDMACheck) bool {
@@ -354,6 +452,14 @@ func (e *datEP) onAnswer(c wire.RDMACheck) bool {
 	st := checkGranted
 	if c.Status() != uint16(RDMASuccess) {
 		st = checkRefused
+	} else if c.Lease() {
+		r.leaseMu.Lock()
+		if r.leases == nil {
+			r.leases = make(map[uint32]datLease)
+		}
+		r.leases[c.RKey()] = datLease{addr: c.Address(), n: uint64(c.Length()), write: c.Write()}
+		r.leaseMu.Unlock()
+		op.check.leased = true
 	}
 	op.check.state.Store(st)
 	e.dn.wake(e)
@@ -368,9 +474,12 @@ func (e *datEP) endGrant() {
 }
 
 // rdmaArrived handles a complete data message with header h before it
-// is delivered (event goroutine): one with RDS_EXTHDR_RDMA ends the
-// oldest admitted op, which must be on that mapping; false is a protocol
-// error (an op the peer never asked about).
+// is delivered (event goroutine): one with RDS_EXTHDR_RDMA on the
+// mapping of the oldest admitted use-once op ends that op. One on
+// another mapping ran under a lease (maybe returned since: the revoked
+// record may overtake the message of the lease's last op, not its data);
+// but naming a live use-once mapping it was not admitted for is a
+// protocol error (the core would release that mapping).
 func (e *datEP) rdmaArrived(h wire.Header) bool {
 	if h.ExtArea()[0] == byte(wire.ExtNone) {
 		return true
@@ -382,10 +491,12 @@ func (e *datEP) rdmaArrived(h wire.Header) bool {
 		}
 		rkey, _ := ext.RKey()
 		r := &e.rdma
-		if r.grants.len() == 0 || r.grants.front().mr.rkey != rkey {
+		switch {
+		case r.grants.len() > 0 && r.grants.front().mr.rkey == rkey:
+			e.endGrant()
+		case e.dn.mrs.isUseOnce(rkey):
 			return false
 		}
-		e.endGrant()
 		return true
 	}
 	return true
@@ -408,16 +519,20 @@ func (e *datEP) sendAnswers() {
 	h := wire.Header(frame[:wire.HeaderLen])
 	wire.EncodeRDMACheckHeader(h, n, wire.Seq(e.dp.ackNext.Load()), uint8(adv))
 	h.SetChecksum()
-	for i, a := range r.answers[:n] {
-		wire.RDMACheck(frame[wire.HeaderLen+i*wire.RDMACheckLen:]).Encode(&wire.CheckFields{
-			Kind: wire.CheckAnswer, ID: a.id, Status: a.status})
+	for i := range r.answers[:n] {
+		wire.RDMACheck(frame[wire.HeaderLen+i*wire.RDMACheckLen:]).Encode(&r.answers[i])
 	}
 	r.ansIOV[0] = e.tx.Triplet(base, len(frame))
-	if err := e.ep.PostSend(r.ansIOV[:], datCheckCookie, dat.CompletionDefault); err != nil {
+	flags := dat.CompletionDefault
+	if r.ansFence {
+		flags = dat.CompletionBarrierFence
+	}
+	if err := e.ep.PostSend(r.ansIOV[:], datCheckCookie, flags); err != nil {
 		e.credits.unGrab(got, adv)
 		return
 	}
 	r.answers = r.answers[:copy(r.answers, r.answers[n:])]
+	r.ansFence = r.ansFence && len(r.answers) > 0
 	r.ansInFlight = true
 }
 
@@ -435,6 +550,10 @@ func (e *datEP) retireChecks() {
 	r := &e.rdma
 	for r.grants.len() > 0 {
 		e.endGrant()
+	}
+	for rkey, m := range r.lent {
+		delete(r.lent, rkey)
+		e.dn.mrs.unlend(m, e)
 	}
 	r.answers = nil
 	r.mu.Lock()

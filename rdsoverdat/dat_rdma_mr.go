@@ -48,6 +48,7 @@ type datMR struct {
 	used    bool // a use-once mapping let its op through
 	pins    int  // ops let through and not over
 	holders map[*datEP]int
+	lessees map[*datEP]bool // EPs holding a lease on it (one pin each)
 	freed   bool
 }
 
@@ -75,6 +76,21 @@ func (m *datMR) Free() error {
 	}
 	m.freed = true
 	delete(t.mrs, m.rkey)
+	if len(m.lessees) > 0 {
+		// The event goroutine sends the revokes; the revoked records
+		// that answer them unpin.
+		revokes := make([]*datRevoke, 0, len(m.lessees))
+		for e := range m.lessees {
+			revokes = append(revokes, &datRevoke{e: e, rkey: m.rkey})
+		}
+		t.mu.Unlock()
+		for _, x := range revokes {
+			if m.dn.evd.PostSE(x) != nil {
+				break // closing
+			}
+		}
+		t.mu.Lock()
+	}
 	if m.pins > 0 {
 		expired, reset := false, false
 		timer := time.AfterFunc(m.dn.cfg.ConnectTimeout, func() {
@@ -158,6 +174,14 @@ func (t *datMRTable) admit(c wire.RDMACheck, e *datEP) *datMR {
 	return m
 }
 
+// isUseOnce reports whether rkey names a live use-once mapping.
+func (t *datMRTable) isUseOnce(rkey uint32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.mrs[rkey]
+	return m != nil && m.useOnce
+}
+
 // unpin ends the hold of one op on e on m.
 func (t *datMRTable) unpin(m *datMR, e *datEP) {
 	t.mu.Lock()
@@ -168,6 +192,24 @@ func (t *datMRTable) unpin(m *datMR, e *datEP) {
 		t.cond.Broadcast()
 	}
 	t.mu.Unlock()
+}
+
+// lend records that e holds a lease on m (its pin taken by admit).
+func (t *datMRTable) lend(m *datMR, e *datEP) {
+	t.mu.Lock()
+	if m.lessees == nil {
+		m.lessees = make(map[*datEP]bool, 1)
+	}
+	m.lessees[e] = true
+	t.mu.Unlock()
+}
+
+// unlend ends e's lease on m.
+func (t *datMRTable) unlend(m *datMR, e *datEP) {
+	t.mu.Lock()
+	delete(m.lessees, e)
+	t.mu.Unlock()
+	t.unpin(m, e)
 }
 
 // wakeAll releases every Free waiting for pins (the node is closing).

@@ -140,3 +140,89 @@ func TestRDMAChecksBetweenFragments(t *testing.T) {
 		}
 	})
 }
+
+// A mapping freed while the server streams ops on it, 8 in flight: every
+// op before the free succeeds with its data and its message, every op
+// after it fails with a remote error and no message, and the connection
+// never breaks (over dat the free revokes the server's lease first).
+func TestRDMAFreeWhileStreaming(t *testing.T) {
+	forEachRig(t, RDMALimits{}, func(t *testing.T, r *rdmaRig) {
+		const ops, window, freeAt = 60, 8, 20
+		r.srv.SetOption(RecvErr(true))
+		win := make([]byte, ops*4096) // op i writes the i-th 4 KiB
+		ck, err := r.cli.GetMR(win, RDMAReadWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.request(t, r.cli, r.srv, []byte("req"), RDMADest(ck))
+		srcs := make([][]byte, ops)
+		for i := range srcs {
+			srcs[i] = bytes.Repeat([]byte{byte(i + 1)}, 4096)
+		}
+		credits := make(chan struct{}, ops)
+		for range window {
+			credits <- struct{}{}
+		}
+		sent := make(chan error, 1)
+		go func() {
+			for i := range ops {
+				if i < freeAt+window {
+					<-credits // op freeAt+window goes after the free
+				}
+				m := Msg{Data: []byte{'a', byte(i)}, Addr: r.cli.BoundAddr(), Control: []ControlMessage{RDMAArgs{
+					Cookie: ck, RemoteAddr: uint64(i) * 4096, RemoteBytes: 4096, Local: [][]byte{srcs[i]},
+					Flags: RDMAReadWrite | RDMANotifyMe, UserToken: uint64(i)}}}
+				if _, err := r.srv.SendMsg(&m, 0); err != nil {
+					sent <- err
+					return
+				}
+			}
+			_, err := r.srv.SendTo([]byte("end"), r.cli.BoundAddr(), 0)
+			sent <- err
+		}()
+		acked := 0
+		for {
+			m := expectAny(t, r.cli)
+			if string(m) == "end" {
+				break
+			}
+			if m[0] != 'a' || int(m[1]) != acked {
+				t.Fatalf("message %q after %d acks", m, acked)
+			}
+			if !bytes.Equal(win[acked*4096:][:4096], srcs[acked]) {
+				t.Fatalf("ack %d before its data", acked)
+			}
+			if acked++; acked == freeAt {
+				if err := r.cli.FreeMR(ck, RDMAInvalidate); err != nil {
+					t.Fatal(err)
+				}
+			}
+			credits <- struct{}{}
+		}
+		if err := <-sent; err != nil {
+			t.Fatal(err)
+		}
+		if acked < freeAt || acked >= freeAt+window {
+			t.Fatalf("%d ops ran, want %d to %d", acked, freeAt, freeAt+window-1)
+		}
+		status := make([]RDMAStatus, ops)
+		for _, n := range r.notes(t, r.srv, ops) {
+			status[n.UserToken] = n.Status
+		}
+		for i, st := range status {
+			want := RDMASuccess
+			if i >= acked {
+				want = RDMARemoteError
+			}
+			if st != want {
+				t.Fatalf("op %d: %v, want %v (%d ops acked)", i, st, want, acked)
+			}
+		}
+		if !bytes.Equal(win[acked*4096:], make([]byte, (ops-acked)*4096)) {
+			t.Fatal("ops after the free wrote the memory")
+		}
+		if k := r.resets(); k != 0 {
+			t.Fatalf("%d resets", k)
+		}
+	})
+}

@@ -17,6 +17,13 @@ import (
 // stays up. A release record ends the hold of an op that sends no
 // message (a silent op, or one that failed locally after its check).
 //
+// An answer may grant a lease (CheckLease): the whole mapping, named by
+// its address and length, in the directions the answer's flags give,
+// for every op until the owner revokes it. Ops inside a lease go
+// without a check. The owner revokes a lease before it frees the mapping
+// (a revoke record); the runner stops using it and answers with a
+// revoked record sent after every op it posted under the lease.
+//
 // A check frame is an RDS header with h_sequence 0, both ports 0,
 // h_flags 0, h_len the records' total length and ExtRDMACheck as its
 // first extension, followed by whole RDMACheck records. It is no RDS
@@ -46,15 +53,17 @@ func (e Ext) RDMACheckVersionOf() (v uint8, ok bool) {
 
 // RDMACheck is one check record, big-endian:
 //
-//	 0  kind     u8    CheckRequest, CheckAnswer or CheckRelease
-//	 1  flags    u8    CheckWrite on a request: the op writes the memory
+//	 0  kind     u8    a CheckKind
+//	 1  flags    u8    CheckWrite: a request's op writes the memory, a
+//	                   lease lets ops write; CheckLease: the answer grants one
 //	 2  status   u16   an answer's RDS_RDMA_* status (0: go ahead)
 //	 4  id       u32   the op's check id, chosen by the node running it
-//	 8  rkey     u32   request: the mapping's R_Key
-//	12  length   u32   request: bytes the op moves
-//	16  address  u64   request: address of the first byte, as the op names it
+//	 8  rkey     u32   request, lease, revoke, revoked: the mapping's R_Key
+//	12  length   u32   request: bytes the op moves; lease: the mapping's
+//	16  address  u64   request: address of the first byte, as the op
+//	                   names it; lease: the mapping's first byte
 //
-// Answers and releases use kind, status and id only.
+// Releases use kind and id only, revokes and revokeds kind and rkey.
 type RDMACheck []byte
 
 // Record layout.
@@ -80,15 +89,21 @@ const (
 	CheckRequest CheckKind = 1 // may this op run? (runner to owner)
 	CheckAnswer  CheckKind = 2 // the owner's status for a request
 	CheckRelease CheckKind = 3 // the op that was let through is over (runner to owner)
+	CheckRevoke  CheckKind = 4 // stop using this lease (owner to runner)
+	CheckRevoked CheckKind = 5 // the lease is no longer used (runner to owner)
 )
 
-// CheckWrite is the request flag of an op that writes the owner's memory.
-const CheckWrite = 0x01
+// Record flags.
+const (
+	CheckWrite = 0x01 // a request's op writes; a lease allows writes
+	CheckLease = 0x02 // an answer grants a lease on the whole mapping
+)
 
 // CheckFields are the fields of one record.
 type CheckFields struct {
 	Kind    CheckKind
 	Write   bool
+	Lease   bool
 	Status  uint16
 	ID      uint32
 	RKey    uint32
@@ -98,6 +113,7 @@ type CheckFields struct {
 
 func (c RDMACheck) Kind() CheckKind { return CheckKind(c[CheckKindOffset]) }
 func (c RDMACheck) Write() bool     { return c[CheckFlagsOffset]&CheckWrite != 0 }
+func (c RDMACheck) Lease() bool     { return c[CheckFlagsOffset]&CheckLease != 0 }
 func (c RDMACheck) Status() uint16  { return binary.BigEndian.Uint16(c[CheckStatusOffset:]) }
 func (c RDMACheck) ID() uint32      { return binary.BigEndian.Uint32(c[CheckIDOffset:]) }
 func (c RDMACheck) RKey() uint32    { return binary.BigEndian.Uint32(c[CheckRKeyOffset:]) }
@@ -109,7 +125,10 @@ func (c RDMACheck) Encode(f *CheckFields) {
 	c[CheckKindOffset] = byte(f.Kind)
 	c[CheckFlagsOffset] = 0
 	if f.Write {
-		c[CheckFlagsOffset] = CheckWrite
+		c[CheckFlagsOffset] |= CheckWrite
+	}
+	if f.Lease {
+		c[CheckFlagsOffset] |= CheckLease
 	}
 	binary.BigEndian.PutUint16(c[CheckStatusOffset:], f.Status)
 	binary.BigEndian.PutUint32(c[CheckIDOffset:], f.ID)
@@ -120,7 +139,7 @@ func (c RDMACheck) Encode(f *CheckFields) {
 
 // Decode returns the record's fields.
 func (c RDMACheck) Decode() CheckFields {
-	return CheckFields{Kind: c.Kind(), Write: c.Write(), Status: c.Status(), ID: c.ID(),
+	return CheckFields{Kind: c.Kind(), Write: c.Write(), Lease: c.Lease(), Status: c.Status(), ID: c.ID(),
 		RKey: c.RKey(), Length: c.Length(), Address: c.Address()}
 }
 
@@ -155,10 +174,10 @@ func ParseRDMAChecks(h Header, b []byte) (int, error) {
 	n := len(b) / RDMACheckLen
 	for i := range n {
 		c := RDMACheck(b[i*RDMACheckLen : (i+1)*RDMACheckLen])
-		if k := c.Kind(); k < CheckRequest || k > CheckRelease {
+		if k := c.Kind(); k < CheckRequest || k > CheckRevoked {
 			return 0, ErrCheckKind
 		}
-		if c[CheckFlagsOffset]&^CheckWrite != 0 {
+		if c[CheckFlagsOffset]&^(CheckWrite|CheckLease) != 0 {
 			return 0, ErrCheckFlags
 		}
 	}

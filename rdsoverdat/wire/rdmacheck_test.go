@@ -20,7 +20,10 @@ func TestRDMACheckRoundTrip(t *testing.T) {
 	recs := []CheckFields{
 		{Kind: CheckRequest, Write: true, ID: 1, RKey: 0xdeadbeef, Length: 65536, Address: 0x7f0012345678},
 		{Kind: CheckAnswer, Status: RDS_RDMA_REMOTE_ERROR, ID: 1},
+		{Kind: CheckAnswer, Write: true, Lease: true, ID: 2, RKey: 7, Length: 100, Address: 1 << 44},
 		{Kind: CheckRelease, ID: 0xffffffff},
+		{Kind: CheckRevoke, RKey: 7},
+		{Kind: CheckRevoked, RKey: 7},
 	}
 	h, b := checkFrame(recs...)
 	if !IsRDMACheckFrame(h) || !h.ChecksumOK() || h.Ack() != 7 || h.Credit() != 3 {
@@ -47,7 +50,7 @@ func TestRDMACheckMalformed(t *testing.T) {
 		"len mismatch": {func(h Header, b []byte) []byte { h.SetLen(48); return b }, ErrCheckLen},
 		"empty":        {func(h Header, b []byte) []byte { h.SetLen(0); return nil }, ErrCheckLen},
 		"kind 0":       {func(h Header, b []byte) []byte { b[0] = 0; return b }, ErrCheckKind},
-		"kind 4":       {func(h Header, b []byte) []byte { b[0] = 4; return b }, ErrCheckKind},
+		"kind 6":       {func(h Header, b []byte) []byte { b[0] = 6; return b }, ErrCheckKind},
 		"flags":        {func(h Header, b []byte) []byte { b[1] = 0x80; return b }, ErrCheckFlags},
 		"version":      {func(h Header, b []byte) []byte { h.ExtArea()[1] = 2; return b }, ErrCheckVersion},
 		"no ext":       {func(h Header, b []byte) []byte { h.ExtArea()[0] = 0; return b }, ErrCheckVersion},
@@ -71,7 +74,9 @@ func TestRDMACheckMalformed(t *testing.T) {
 // parses re-encodes to the same bytes.
 func FuzzRDMAChecks(f *testing.F) {
 	h, b := checkFrame(CheckFields{Kind: CheckRequest, Write: true, ID: 9, RKey: 5, Length: 100, Address: 1 << 40},
-		CheckFields{Kind: CheckAnswer, ID: 9, Status: 1}, CheckFields{Kind: CheckRelease, ID: 3})
+		CheckFields{Kind: CheckAnswer, ID: 9, Status: 1}, CheckFields{Kind: CheckRelease, ID: 3},
+		CheckFields{Kind: CheckAnswer, ID: 10, Lease: true, Write: true, RKey: 5, Length: 4096, Address: 1 << 40},
+		CheckFields{Kind: CheckRevoke, RKey: 5}, CheckFields{Kind: CheckRevoked, RKey: 5})
 	f.Add(append([]byte(h), b...))
 	h1, b1 := checkFrame(CheckFields{Kind: CheckAnswer, ID: 1})
 	f.Add(append([]byte(h1), b1...))
