@@ -193,46 +193,18 @@ func TestHostileRDSPeer(t *testing.T) {
 	s0 := node.Node(nodeAddr).Stats()
 	start := time.Now()
 	attacks := rdsAttacks()
-	rounds := scale(3, 40)
-	type tally struct{ runs, closed, open int }
-	results := map[string]*tally{}
-	var mu sync.Mutex
-	var awg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	src := 0
-	for round := range rounds {
-		for i, at := range attacks {
-			// Every connection from its own address below the node's,
-			// so the node accepts it as the peer's connection.
-			src++
-			from := netip.AddrFrom4([4]byte{127, 0, byte(1 + src/250), byte(1 + src%250)})
-			awg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer awg.Done()
-				defer func() { <-sem }()
-				r := rand.New(rand.NewPCG(uint64(round), uint64(i)))
-				closed, err := rdsAttackOnce(from, netip.AddrPortFrom(nodeAddr, uint16(port)), at, r)
-				mu.Lock()
-				defer mu.Unlock()
-				tl := results[at.name]
-				if tl == nil {
-					tl = &tally{}
-					results[at.name] = tl
-				}
-				tl.runs++
-				if err != nil {
-					t.Errorf("%s from %v: %v", at.name, from, err)
-				}
-				if closed {
-					tl.closed++
-				} else {
-					tl.open++
-				}
-			}()
-		}
+	type result struct {
+		from   netip.Addr
+		closed bool
+		err    error
 	}
-	awg.Wait()
+	outcomes := attackLoop(scale(3, 40), attacks, func(n int, at rdsAttack, r *rand.Rand) result {
+		// Every connection from its own address below the node's, so
+		// the node accepts it as the peer's connection.
+		from := netip.AddrFrom4([4]byte{127, 0, byte(1 + (n+1)/250), byte(1 + (n+1)%250)})
+		closed, err := rdsAttackOnce(from, netip.AddrPortFrom(nodeAddr, uint16(port)), at, r)
+		return result{from, closed, err}
+	})
 	// The good stream must still flow after the attack.
 	after := goodRecv.Load()
 	deadline := time.Now().Add(10 * time.Second)
@@ -243,11 +215,20 @@ func TestHostileRDSPeer(t *testing.T) {
 	elapsed := time.Since(start)
 	s1 := node.Node(nodeAddr).Stats()
 
-	for _, at := range attacks {
-		tl := results[at.name]
-		t.Logf("ATTACK %-34s runs=%d closed-by-node=%d left-open=%d", at.name, tl.runs, tl.closed, tl.open)
-		if at.mustClose && tl.closed != tl.runs {
-			t.Errorf("%s: the node kept %d of %d connections that broke the protocol", at.name, tl.open, tl.runs)
+	for i, at := range attacks {
+		closed := 0
+		for _, o := range outcomes[i] {
+			if o.err != nil {
+				t.Errorf("%s from %v: %v", at.name, o.from, o.err)
+			}
+			if o.closed {
+				closed++
+			}
+		}
+		runs := len(outcomes[i])
+		t.Logf("ATTACK %-34s runs=%d closed-by-node=%d left-open=%d", at.name, runs, closed, runs-closed)
+		if at.mustClose && closed != runs {
+			t.Errorf("%s: the node kept %d of %d connections that broke the protocol", at.name, runs-closed, runs)
 		}
 	}
 	runtime.GC()

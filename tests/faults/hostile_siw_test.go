@@ -311,46 +311,15 @@ func TestHostileSiwPeer(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
 	start := time.Now()
-	rounds := scale(3, 40)
 	attacks := hostileAttacks()
-	type tally struct{ runs, closed, terminated, leaks, errs int }
-	results := make(map[string]*tally)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8) // attackers at once
-	for round := range rounds {
-		for i, at := range attacks {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				r := rand.New(rand.NewPCG(uint64(round), uint64(i)))
-				o, err := runAttack(addr, at, r, tgt, 8*time.Second) // > siw.DefaultMPARequestTimeout
-				mu.Lock()
-				defer mu.Unlock()
-				tl := results[at.name]
-				if tl == nil {
-					tl = &tally{}
-					results[at.name] = tl
-				}
-				tl.runs++
-				switch {
-				case err != nil:
-					tl.errs++
-					t.Logf("%s: %v", at.name, err)
-				case o.readResponse:
-					tl.leaks++
-				case o.closed:
-					tl.closed++
-				}
-				if o.terminate {
-					tl.terminated++
-				}
-			}()
-		}
+	type result struct {
+		outcome
+		err error
 	}
-	wg.Wait()
+	outcomes := attackLoop(scale(3, 40), attacks, func(_ int, at attack, r *rand.Rand) result {
+		o, err := runAttack(addr, at, r, tgt, 8*time.Second) // > siw.DefaultMPARequestTimeout
+		return result{o, err}
+	})
 	// Let the last hostile connections' events reach the reaper.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		badMu.Lock()
@@ -376,8 +345,23 @@ func TestHostileSiwPeer(t *testing.T) {
 		}
 	}
 	var runs, closed, terminated, leaks, errs int
-	for _, at := range attacks {
-		tl := results[at.name]
+	for i, at := range attacks {
+		var tl struct{ runs, closed, terminated, leaks, errs int }
+		for _, o := range outcomes[i] {
+			tl.runs++
+			switch {
+			case o.err != nil:
+				tl.errs++
+				t.Logf("%s: %v", at.name, o.err)
+			case o.readResponse:
+				tl.leaks++
+			case o.closed:
+				tl.closed++
+			}
+			if o.terminate {
+				tl.terminated++
+			}
+		}
 		t.Logf("ATTACK %-26s runs=%d closed-by-node=%d terminate-sent=%d read-response=%d errors=%d",
 			at.name, tl.runs, tl.closed, tl.terminated, tl.leaks, tl.errs)
 		runs += tl.runs
