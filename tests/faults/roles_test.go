@@ -192,18 +192,26 @@ func newStack(c roleConf) *rdsoverdat.Stack {
 	})
 }
 
+// startRole is how every role process begins: its configuration, its
+// stop signal, the goroutine count before its stack (for the leak check
+// at the end), its reporter and its stack.
+func startRole() (c roleConf, stop <-chan struct{}, base int, rep *reporter, st *rdsoverdat.Stack, err error) {
+	if c, err = readConf(); err != nil {
+		return
+	}
+	stop = stopSignal()
+	time.Sleep(10 * time.Millisecond) // let the watchers start before counting
+	base = runtime.NumGoroutine()
+	return c, stop, base, newReporter(), newStack(c), nil
+}
+
 // roleRecv binds Sockets sockets and checks what arrives: per sender
 // socket, sequence numbers must come exactly once and in order.
 func roleRecv() error {
-	c, err := readConf()
+	c, stop, base, rep, st, err := startRole()
 	if err != nil {
 		return err
 	}
-	stop := stopSignal()
-	time.Sleep(10 * time.Millisecond) // let the watchers start before counting
-	base := runtime.NumGoroutine()
-	rep := newReporter()
-	st := newStack(c)
 	var socks []*rdsoverdat.Socket
 	for _, addr := range append([]netip.Addr{c.Local}, c.Locals...) {
 		for i := range c.Sockets {
@@ -311,15 +319,10 @@ func settle(base int) int {
 // receiver until Count, Duration or SIGTERM, then waits for every message
 // to be acknowledged and reports.
 func roleSend() error {
-	c, err := readConf()
+	c, stop, base, rep, st, err := startRole()
 	if err != nil {
 		return err
 	}
-	stop := stopSignal()
-	time.Sleep(10 * time.Millisecond) // let the watchers start before counting
-	base := runtime.NumGoroutine()
-	rep := newReporter()
-	st := newStack(c)
 	socks := make([]*rdsoverdat.Socket, c.Sockets)
 	for i := range socks {
 		socks[i] = st.Socket()
