@@ -119,17 +119,8 @@ func TestServerDisconnectsEarly(t *testing.T) {
 func testServerDisconnectsEarly(t *testing.T, f fabric, count int) {
 	checkLeaks(t)
 	ctx := testContext(t)
-	sdev, l := f.listen(t)
-	done := make(chan error, 1)
-	go func() {
-		done <- fakeServer(ctx, t, sdev, l, func(e *endpoint) error {
-			if _, err := e.next("RDMA_READ_ADV"); err != nil {
-				return err
-			}
-			return e.conn.Disconnect()
-		})
-	}()
-	err := Client(ctx, f.open(t), l.Addr().String(), Config{Size: DefaultSize, Count: count})
+	addr, done := afterReadAdv(ctx, t, f, func(e *endpoint) error { return e.conn.Disconnect() })
+	err := Client(ctx, f.open(t), addr, Config{Size: DefaultSize, Count: count})
 	if srvErr := <-done; srvErr != nil {
 		t.Fatal(srvErr)
 	}
@@ -145,25 +136,18 @@ func TestClientBogusGoAhead(t *testing.T) {
 	forEachFabric(t, func(t *testing.T, f fabric) {
 		checkLeaks(t)
 		ctx := testContext(t)
-		sdev, l := f.listen(t)
-		done := make(chan error, 1)
-		go func() {
-			done <- fakeServer(ctx, t, sdev, l, func(e *endpoint) error {
-				if _, err := e.next("RDMA_READ_ADV"); err != nil {
-					return err
-				}
-				e.sendWR[0].SGL[0].Length = 8
-				if err := e.post(e.sendWR[:]); err != nil {
-					return err
-				}
-				_, err := e.next("disconnect")
-				if !errors.Is(err, ErrDisconnected) {
-					return err
-				}
-				return nil
-			})
-		}()
-		err := Client(ctx, f.open(t), l.Addr().String(), Config{Size: DefaultSize, Count: 1})
+		addr, done := afterReadAdv(ctx, t, f, func(e *endpoint) error {
+			e.sendWR[0].SGL[0].Length = 8
+			if err := e.post(e.sendWR[:]); err != nil {
+				return err
+			}
+			_, err := e.next("disconnect")
+			if !errors.Is(err, ErrDisconnected) {
+				return err
+			}
+			return nil
+		})
+		err := Client(ctx, f.open(t), addr, Config{Size: DefaultSize, Count: 1})
 		if err == nil || !strings.Contains(err.Error(), "Received bogus data, size 8") {
 			t.Errorf("client: %v", err)
 		}
@@ -179,42 +163,35 @@ func TestClientDataMismatch(t *testing.T) {
 		for _, validate := range []bool{true, false} {
 			checkLeaks(t)
 			ctx := testContext(t)
-			sdev, l := f.listen(t)
-			done := make(chan error, 1)
-			go func() {
-				done <- fakeServer(ctx, t, sdev, l, func(e *endpoint) error {
-					if _, err := e.next("RDMA_READ_ADV"); err != nil {
-						return err
-					}
-					if err := e.postRDMA(verbs.OpRDMARead, Info(e.info[:])); err != nil {
-						return err
-					}
-					if err := e.expect(evReadDone, "RDMA_READ_COMPLETE", 0); err != nil {
-						return err
-					}
-					e.rdmaBuf[20] ^= 0x01
-					if err := e.post(e.sendWR[:]); err != nil {
-						return err
-					}
-					if err := e.expect(evRecv, "RDMA_WRITE_ADV", 0); err != nil {
-						return err
-					}
-					if err := e.postRDMA(verbs.OpRDMAWrite, Info(e.info[:])); err != nil {
-						return err
-					}
-					if err := e.expect(evWriteDone, "RDMA_WRITE_COMPLETE", 0); err != nil {
-						return err
-					}
-					if err := e.post(e.sendWR[:]); err != nil {
-						return err
-					}
-					if _, err := e.next("disconnect"); !errors.Is(err, ErrDisconnected) {
-						return err
-					}
-					return nil
-				})
-			}()
-			err := Client(ctx, f.open(t), l.Addr().String(), Config{Size: DefaultSize, Count: 1, Validate: validate})
+			addr, done := afterReadAdv(ctx, t, f, func(e *endpoint) error {
+				if err := e.postRDMA(verbs.OpRDMARead, Info(e.info[:])); err != nil {
+					return err
+				}
+				if err := e.expect(evReadDone, "RDMA_READ_COMPLETE", 0); err != nil {
+					return err
+				}
+				e.rdmaBuf[20] ^= 0x01
+				if err := e.post(e.sendWR[:]); err != nil {
+					return err
+				}
+				if err := e.expect(evRecv, "RDMA_WRITE_ADV", 0); err != nil {
+					return err
+				}
+				if err := e.postRDMA(verbs.OpRDMAWrite, Info(e.info[:])); err != nil {
+					return err
+				}
+				if err := e.expect(evWriteDone, "RDMA_WRITE_COMPLETE", 0); err != nil {
+					return err
+				}
+				if err := e.post(e.sendWR[:]); err != nil {
+					return err
+				}
+				if _, err := e.next("disconnect"); !errors.Is(err, ErrDisconnected) {
+					return err
+				}
+				return nil
+			})
+			err := Client(ctx, f.open(t), addr, Config{Size: DefaultSize, Count: 1, Validate: validate})
 			if validate && (err == nil || err.Error() != "data mismatch!") {
 				t.Errorf("-V: client: %v, want data mismatch!", err)
 			}
@@ -226,6 +203,23 @@ func TestClientDataMismatch(t *testing.T) {
 			}
 		}
 	})
+}
+
+// afterReadAdv serves one client on a fresh listener of f with
+// fakeServer: the script then runs once the client's RDMA_READ_ADV has
+// arrived. It returns the address to connect to and the server's result.
+func afterReadAdv(ctx context.Context, t *testing.T, f fabric, then func(*endpoint) error) (addr string, done <-chan error) {
+	sdev, l := f.listen(t)
+	res := make(chan error, 1)
+	go func() {
+		res <- fakeServer(ctx, t, sdev, l, func(e *endpoint) error {
+			if _, err := e.next("RDMA_READ_ADV"); err != nil {
+				return err
+			}
+			return then(e)
+		})
+	}()
+	return l.Addr().String(), res
 }
 
 // fakeServer accepts one connection on l with the engine's endpoint and
