@@ -170,9 +170,9 @@ var evdTests = []testCase{
 	}},
 	{"WaitTimeout", func(t *testing.T, e *env) {
 		s := NewSide(t, e.a, 0)
+		start := time.Now() // before the deadline is set: it cannot come sooner than 50ms after this
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		start := time.Now()
 		_, n, err := s.EVD.Wait(ctx, 1)
 		WantErr(t, err, dat.TimeoutExpired, dat.NoSubtype)
 		if el := time.Since(start); el < 50*time.Millisecond || n != 0 {
@@ -213,6 +213,51 @@ var evdTests = []testCase{
 				t.Fatalf("dequeue %d: %+v %v", i, ev, err)
 			}
 		}
+	}},
+	{"WaitBackground", func(t *testing.T, e *env) {
+		// A wait whose context cannot end blocks in the CQ itself, not
+		// through the EVD's watcher: a DTO completion, a software event,
+		// set_unwaitable and evd_free's teardown (IA close) each end it.
+		srv, cli := NewSide(t, e.a, 4096), NewSide(t, e.b, 4096)
+		_, cep := Connect(t, srv, cli, nil)
+		type result struct {
+			ev  dat.Event
+			err error
+		}
+		wait := func(x *evd.EVD) chan result {
+			r := make(chan result, 1)
+			go func() {
+				ev, _, err := x.Wait(context.Background(), 1)
+				r <- result{ev, err}
+			}()
+			waitWaiter(t, x)
+			return r
+		}
+		r := wait(cli.EVD)
+		if err := cep.PostRDMAWrite([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, 5, srv.Buf.RMRTriplet(0, 8), 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-r; got.err != nil || got.ev.DTO.Cookie != 5 {
+			t.Fatalf("woken by a completion: %v %+v", got.err, got.ev)
+		}
+		r = wait(cli.EVD)
+		if err := cli.EVD.PostSE("x"); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-r; got.err != nil || got.ev.Number != dat.SoftwareEvent || got.ev.Software != "x" {
+			t.Fatalf("woken by a software event: %v %+v", got.err, got.ev)
+		}
+		r = wait(cli.EVD)
+		cli.EVD.SetUnwaitable()
+		WantErr(t, (<-r).err, dat.InvalidState, dat.NoSubtype)
+		cli.EVD.ClearUnwaitable()
+		x, err := evd.Create(e.b, 4, nil, dat.EVDDTO)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = wait(x)
+		e.b.Close(dat.CloseAbrupt)
+		WantErr(t, (<-r).err, dat.Abort, dat.NoSubtype)
 	}},
 	{"PostSEFull", func(t *testing.T, e *env) {
 		x, err := evd.Create(e.a, 4, nil, dat.EVDSoftware)

@@ -204,6 +204,7 @@ func (e *EVD) pushSoft(ev *dat.Event, software bool) error {
 	e.n++
 	e.loud++
 	e.queued.Store(int32(e.n))
+	e.interruptDirectLocked()
 	e.mu.Unlock()
 	e.signal(true)
 	return nil
@@ -309,6 +310,11 @@ func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, erro
 			e.mu.Unlock()
 			return 0, err
 		}
+		if ctx.Done() == nil && e.cq != nil {
+			e.waitDirectLocked()
+			blocked = true
+			continue
+		}
 		e.mu.Unlock()
 		e.armWatch()
 		select {
@@ -325,6 +331,25 @@ func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, erro
 		}
 		blocked = true
 		e.mu.Lock()
+	}
+}
+
+// waitDirectLocked blocks the waiter in CQ.Wait until the CQ has
+// something or a push, SetUnwaitable or destroy interrupts it (see
+// EVD.dctx). The caller holds mu, which is released meanwhile.
+func (e *EVD) waitDirectLocked() {
+	if e.dctx == nil {
+		e.dctx, e.dcancel = context.WithCancel(e.stopCtx)
+	}
+	dctx := e.dctx
+	solicited := e.nSolicit > 0
+	e.inDirect = true
+	e.mu.Unlock()
+	err := e.cq.Wait(dctx, solicited)
+	e.mu.Lock()
+	e.inDirect = false
+	if err != nil && dctx.Err() == nil {
+		e.cqErr = err
 	}
 }
 
