@@ -113,7 +113,9 @@ func (s *stream) runTx() {
 	tx.mu.Lock()
 	var err error
 	if s.rtr != rtrNone {
-		err = s.queueRTR()
+		if err = s.queueRTR(); err != nil {
+			tx.mu.Unlock() // the loop below, which unlocks it, will not run
+		}
 	}
 	s.txOpen.Store(true)
 	var nudge *time.Timer
