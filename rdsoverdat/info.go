@@ -261,5 +261,6 @@ func (s NodeStats) Counters() []Counter {
 		{"rdma_dropped", s.RDMADropped},
 		{"rdma_other_error", s.RDMAOtherError},
 		{"send_rdma_bytes", s.SendRDMABytes},
+		{"recv_direct", s.RecvDirect},
 	}
 }

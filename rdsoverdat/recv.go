@@ -144,6 +144,7 @@ func (s *Socket) deliver(m *Message) bool {
 		return false
 	}
 	s.rxq.push(m)
+	s.cancelOffer() // a direct message must not overtake m
 	s.rcvBytes += len(m.buf)
 	congest := !s.congested && s.rcvBytes > s.rcvbuf
 	if congest {
@@ -280,11 +281,23 @@ func (s *Socket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			}
 			return n, nil
 		}
+		offered := s.offerDirect(m.Data, flags)
 		s.mu.Unlock()
 		if flags&MsgDontWait != 0 {
 			return 0, eAGAIN
 		}
-		if err := s.block(s.rxSig, until, true); err != nil {
+		if !offered {
+			if err := s.block(s.rxSig, until, true); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		err := s.blockOr(s.rxSig, s.rxw.wake, until, true)
+		if n, from, ok := s.withdrawDirect(); ok {
+			m.Addr = from
+			return n, nil // read straight into m.Data (recv_direct.go)
+		}
+		if err != nil {
 			return 0, err
 		}
 	}

@@ -56,6 +56,7 @@ type Socket struct {
 	pathHash    uint32
 	lanes       map[*Conn]*Path // multipath: each connection's lane for this socket
 	rdma        sockRDMA        // RDMA mappings and notifications (rdma_mr.go)
+	rxw         rxWaiter        // a blocked RecvMsg's buffer on offer (recv_direct.go)
 
 	k *kernelSocket // non-nil: a socket of the host kernel (Config.Kernel)
 }
@@ -70,6 +71,7 @@ func (st *Stack) Socket() *Socket {
 		pollSig: make(chan struct{}, 1),
 		sndbuf:  st.cfg.SendBuffer,
 		rcvbuf:  st.cfg.RecvBuffer,
+		rxw:     newRxWaiter(),
 	}
 	st.mu.Lock()
 	if st.closed {
@@ -282,6 +284,11 @@ func (s *Socket) SetWriteDeadline(t time.Time) error {
 // wake-up. It returns nil on a wake-up (the caller re-checks its
 // condition), or the error that ends the wait.
 func (s *Socket) block(sig chan struct{}, until time.Time, read bool) error {
+	return s.blockOr(sig, nil, until, read)
+}
+
+// blockOr is block woken by either of two channels (a nil one never).
+func (s *Socket) blockOr(sig, sig2 chan struct{}, until time.Time, read bool) error {
 	s.mu.Lock()
 	dl := s.wdeadline
 	if read {
@@ -300,6 +307,8 @@ func (s *Socket) block(sig chan struct{}, until time.Time, read bool) error {
 		select {
 		case <-sig:
 			return nil
+		case <-sig2:
+			return nil
 		case <-s.done:
 			return errClosed
 		}
@@ -312,6 +321,8 @@ func (s *Socket) block(sig chan struct{}, until time.Time, read bool) error {
 	defer t.Stop()
 	select {
 	case <-sig:
+		return nil
+	case <-sig2:
 		return nil
 	case <-s.done:
 		return errClosed

@@ -47,6 +47,7 @@ type NodeStats struct {
 	RDMADropped     uint64
 	RDMAOtherError  uint64
 	SendRDMABytes   uint64 // send_rdma_bytes
+	RecvDirect      uint64 // of RecvDelivered, read straight into a waiting receiver's buffer
 }
 
 // nodeCounters is the live, atomically updated form of NodeStats. Field
@@ -60,6 +61,7 @@ type nodeCounters struct {
 	recvImmediateRetries atomic.Uint64
 	rdma          [len(rdmaStatusNames)]atomic.Uint64 // by RDMAStatus
 	sendRDMABytes atomic.Uint64
+	recvDirect    atomic.Uint64
 }
 
 // countRDMA counts an RDMA op's final outcome; n is its length.
@@ -83,7 +85,7 @@ func (c *nodeCounters) snapshot() NodeStats {
 		c.ackSent.Load(), c.ackReceived.Load(), c.recvDropBadHeader.Load(), c.recvDropBadCongMap.Load(),
 		c.recvImmediateRetries.Load(),
 		c.rdma[RDMASuccess].Load(), c.rdma[RDMARemoteError].Load(), c.rdma[RDMACanceled].Load(),
-		c.rdma[RDMADropped].Load(), c.rdma[RDMAOtherError].Load(), c.sendRDMABytes.Load(),
+		c.rdma[RDMADropped].Load(), c.rdma[RDMAOtherError].Load(), c.sendRDMABytes.Load(), c.recvDirect.Load(),
 	}
 }
 

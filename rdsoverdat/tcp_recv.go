@@ -3,8 +3,10 @@ package rdsoverdat
 import (
 	"io"
 	"net"
+	"syscall"
 
 	"github.com/godapl/godapl/rdsoverdat/wire"
+	"golang.org/x/sys/unix"
 )
 
 // The tcp receive side (tcp_recv.c): read a 48-byte header, then exactly
@@ -24,7 +26,7 @@ func (c *tcpConn) routineRecv() {
 		<-c.prevRx
 	}
 	p := c.tp.p
-	rd := tcpReader{nc: c.nc, buf: make([]byte, tcpBufSize)}
+	rd := newTCPReader(c.nc, c.raw)
 	var hdr [wire.HeaderLen]byte
 	for {
 		if err := rd.readFull(hdr[:]); err != nil {
@@ -32,7 +34,19 @@ func (c *tcpConn) routineRecv() {
 			return
 		}
 		c.heard.Store(true)
-		m, err := p.NewRxMessage(wire.Header(hdr[:]))
+		h := wire.Header(hdr[:])
+		if d, ok := p.ClaimDirect(h); ok {
+			// A receiver waits with room: its buffer is the destination.
+			err := rd.readFull(d.Buf)
+			d.Done(err == nil)
+			if err != nil {
+				c.shutdown(err, true)
+				return
+			}
+			rd.big = true
+			continue
+		}
+		m, err := p.NewRxMessage(h)
 		if err != nil {
 			c.shutdown(err, false)
 			return
@@ -48,15 +62,74 @@ func (c *tcpConn) routineRecv() {
 }
 
 // tcpReader reads the stream through a staging buffer, except that the
-// bulk of a large payload is read straight into the message: one copy
-// (out of the socket) instead of two. While the peer sends large
-// messages (big), a header is read on its own, so that the staging
-// buffer does not swallow the next payload only to copy it again.
+// bulk of a large payload is read straight into its destination: one
+// copy (out of the socket) instead of two. While the peer sends large
+// messages (big), a header is not read through the whole staging buffer,
+// so that the staging buffer does not swallow the next payload only to
+// copy it again: the read that ends a large payload also takes the next
+// header into staging (readv of the payload's rest and one header), and a
+// header still missing after that is read on its own.
 type tcpReader struct {
 	nc   net.Conn
-	buf  []byte // staging, holding buf[r:w] not yet consumed
+	raw  syscall.RawConn // for readv; nil reads the payload alone
+	buf  []byte          // staging, holding buf[r:w] not yet consumed
 	r, w int
 	big  bool // the last payload was at least tcpDirectReadMin bytes
+
+	// The pending readv: the payload's rest and the staging buffer's
+	// first header, and what the system call returned. readvFn is
+	// rd.readv as a method value, made once, so a read allocates nothing.
+	vec     [2][]byte
+	vn      int
+	verr    error
+	readvFn func(fd uintptr) bool
+}
+
+func newTCPReader(nc net.Conn, raw syscall.RawConn) *tcpReader {
+	rd := &tcpReader{nc: nc, raw: raw, buf: make([]byte, tcpBufSize)}
+	rd.readvFn = rd.readv
+	return rd
+}
+
+// readv is the RawConn.Read callback: false asks the poller to wait
+// until the socket is readable and call again.
+func (rd *tcpReader) readv(fd uintptr) bool {
+	for {
+		rd.vn, rd.verr = unix.Readv(int(fd), rd.vec[:])
+		switch rd.verr {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		return true
+	}
+}
+
+// readDirect reads the rest of a large payload, p, and as much of the
+// next header as has arrived behind it; the staging buffer is empty.
+func (rd *tcpReader) readDirect(p []byte) (int, error) {
+	if rd.raw == nil {
+		return rd.nc.Read(p)
+	}
+	rd.vec[0], rd.vec[1] = p, rd.buf[:wire.HeaderLen]
+	err := rd.raw.Read(rd.readvFn)
+	n, verr := rd.vn, rd.verr
+	rd.vec[0], rd.vec[1] = nil, nil
+	if err == nil {
+		err = verr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	if n > len(p) {
+		rd.r, rd.w = 0, n-len(p)
+		n = len(p)
+	}
+	return n, nil
 }
 
 // readFull fills p from the stream; a stream ending inside p is
@@ -68,7 +141,7 @@ func (rd *tcpReader) readFull(p []byte) error {
 		var k int
 		var err error
 		if len(p)-n >= tcpDirectReadMin {
-			k, err = rd.nc.Read(p[n:])
+			k, err = rd.readDirect(p[n:])
 			n += k
 		} else {
 			want := len(rd.buf)

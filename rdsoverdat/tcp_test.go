@@ -89,6 +89,14 @@ func TestTCPReconnectRetransmit(t *testing.T) {
 // however the socket splits it.
 func TestTCPBatchAndReaderStream(t *testing.T) {
 	leakCheck(t)
+	// Without a RawConn the reader reads a payload alone; with one, the
+	// read that ends a large payload also takes the next header (readv).
+	for _, readv := range []bool{false, true} {
+		t.Run(fmt.Sprint("readv=", readv), func(t *testing.T) { testBatchAndReaderStream(t, readv) })
+	}
+}
+
+func testBatchAndReaderStream(t *testing.T, readv bool) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +146,14 @@ func TestTCPBatchAndReaderStream(t *testing.T) {
 		errc <- b.write(wc.(*net.TCPConn))
 	}()
 
-	rd := tcpReader{nc: rc, buf: make([]byte, tcpBufSize)}
+	rd := newTCPReader(rc, nil)
+	if readv {
+		raw, err := rc.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = newTCPReader(rc, raw)
+	}
 	var got []byte
 	var hdr [wire.HeaderLen]byte
 	for range sizes {

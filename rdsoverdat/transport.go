@@ -61,6 +61,12 @@ type NodeTransport interface {
 }
 
 // Optional abilities, tested with type assertions on the NodeTransport.
+//
+// One more needs no interface, as it is the transport that asks: a
+// transport that reads a header before its payload may call
+// (*Path).ClaimDirect to read a large payload straight into a blocked
+// RecvMsg's buffer instead of into a Message (recv_direct.go; the tcp
+// transport does).
 
 // Multipather is implemented by transports that may run several paths
 // per connection (the kernel's t_mp_capable): the core then runs the
