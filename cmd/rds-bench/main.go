@@ -279,6 +279,10 @@ func rx(s *rdsoverdat.Socket, buf []byte, mode string) error {
 		dt := time.Since(t0).Seconds()
 		fmt.Printf("tput size=%d msgs=%d secs=%.3f MB/s=%.1f msgs/s=%.0f\n", size, msgs, dt, bytes/dt/1e6, float64(msgs)/dt)
 	}
+	if n := s.Node(); n != nil {
+		st := n.Stats()
+		fmt.Fprintf(os.Stderr, "rds-bench rx: %d of %d messages read straight into the receiver's buffer\n", st.RecvDirect, st.RecvDelivered)
+	}
 	return nil
 }
 
