@@ -15,10 +15,10 @@ import (
 //
 // An op goes out in three steps on the EP that carries its message:
 //
-//  1. a check request to the peer that owns the memory; the sender stalls
-//     until the answer comes (a refused op completes with
-//     RDS_RDMA_REMOTE_ERROR and its message is dropped, the connection
-//     carrying on);
+//  1. unless a lease from an earlier answer covers it, a check request
+//     to the peer that owns the memory; the sender stalls until the
+//     answer comes (a refused op completes with RDS_RDMA_REMOTE_ERROR and
+//     its message is dropped, the connection carrying on);
 //  2. one RDMA READ or WRITE work request per local buffer, each buffer
 //     registered through the node's cache of local LMRs;
 //  3. the message's Sends, on the same request queue, so RC ordering
@@ -29,8 +29,8 @@ import (
 //     release record instead, fenced the same way.
 //
 // The peer's mapping stays pinned from its answer until the op's message
-// or release record arrives, so that both must come after the op has
-// touched the memory: a WRITE's data is placed before the Send behind it,
+// or release record arrives (or, under a lease, the revoked record), so
+// those must come after the op has touched the memory: a WRITE's data is placed before the Send behind it,
 // but an RDMA READ is served by the peer after its request arrived, maybe
 // after a Send behind it. So every READ op fences its Sends, whether
 // RDMAFence was asked for or not.

@@ -18,25 +18,37 @@ import (
 // same connection; the owner checks the op against its table of mappings
 // (dat_rdma_mr.go) and answers. A refused op completes with
 // RDS_RDMA_REMOTE_ERROR, its message is not sent, and the connection
-// carries on; an admitted one pins its mapping until it is over, so that
-// a FreeMR racing with it waits instead of breaking the connection.
+// carries on. An admitted op pins its mapping, so that a FreeMR racing
+// with it waits instead of breaking the connection:
+//
+//   - on a use-once mapping, the op alone, until it is over;
+//   - on any other mapping, the answer grants the runner a lease on the
+//     whole mapping, and later ops inside it are posted without asking,
+//     until FreeMR revokes the lease: the runner drops it under leaseMu,
+//     which it holds while it posts under a lease, and answers with a
+//     revoked record fenced behind its READs, so that record comes after
+//     every op of the lease has reached the memory. A stream of ops on
+//     a registered buffer costs one round trip, not one per op.
 //
 // Ordering does the bookkeeping. Requests, answers and the ends of ops
 // each travel in order on one reliable connection, so the owner keeps the
-// ops it admitted in a FIFO (grants) and the runner the ops it asked
-// about (asked): an answer is for the oldest request unanswered, and
-// the end of an op (the arrival of its message, which carries
+// use-once ops it admitted in a FIFO (grants) and the runner the ops it
+// asked about (asked): an answer is for the oldest request unanswered,
+// and the end of a use-once op (the arrival of its message, which carries
 // RDS_EXTHDR_RDMA, or a release record for an op that sends none) is the
-// end of the oldest admitted op. Ids are checked against the FIFOs all
+// end of the oldest admitted one. Ids are checked against the FIFOs all
 // the same; a mismatch is a protocol error that resets the connection.
-// Everything is per EP: when a connection ends, its pins go and its
-// unanswered ops are dropped with their messages (the core never resends
-// an op).
+// Everything is per EP: when a connection ends, its pins and leases go
+// and its unanswered ops are dropped with their messages (the core never
+// resends an op).
 //
 // The runner sends requests in its ring of send slots like fragments
-// (xmit's goroutine); the owner answers from its event goroutine in one
-// frame of up to wire.MaxRDMAChecks records, one frame in flight per EP,
-// in the slot after the ack frame's header.
+// (xmit's goroutine), for the op it is about to send and, while that one
+// waits, for the ops of up to datRDMALookahead messages after it; the
+// owner answers from its event goroutine in one frame of up to
+// wire.MaxRDMAChecks records, one frame in flight per EP, in the slot
+// after the ack frame's header. Revokes and revoked records travel in
+// the same kind of frame.
 
 // States of datCheck.
 const (

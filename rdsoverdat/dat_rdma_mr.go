@@ -29,10 +29,11 @@ import (
 // request is let through only for a live mapping, inside its range, in a
 // direction it grants, and for a use-once mapping only once; the
 // mapping is then pinned until the op is over (its message arrived, its
-// release record arrived, or its connection ended). Free takes the
-// mapping out of the table at once, so no later check passes, and waits
-// for the pins before it deregisters: ops let through still find their
-// memory, and none reaches it once Free returned.
+// release record arrived, or its connection ended), or, for a lease,
+// until the peer returned it. Free takes the mapping out of the table at
+// once, so no later check passes, revokes its leases, and waits for the
+// pins before it deregisters: ops let through still find their memory,
+// and none reaches it once Free returned.
 
 // datMR is one mapping; the fields below mu are guarded by the node's
 // datMRTable.mu.
