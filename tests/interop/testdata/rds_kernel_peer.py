@@ -17,9 +17,10 @@ success, 1 on a failed check or timeout.
   source ADDR PORT DST COUNT SIZE [--pace SECONDS]
                                send COUNT numbered messages of SIZE bytes to DST
                                (ip:port), retrying on ENOBUFS/EAGAIN, pausing between them
-  congsource ADDR PORT DST COUNT SIZE --ctl CTLDST
-                               send COUNT numbered messages of SIZE bytes to DST without
-                               blocking, then b"END"; at the first ENOBUFS (DST's port is
+  congsource ADDR PORT DST COUNT SIZE --ctl CTLDST [--max N]
+                               send numbered messages of SIZE bytes to DST without blocking
+                               until the first ENOBUFS and COUNT more after it (fail after
+                               N, default 50000, without one), then b"END"; at the first ENOBUFS (DST's port is
                                congested by the peer's map) send b"drain" to CTLDST and retry
                                until the peer's uncongested map lets the message through; the
                                ENOBUFS count goes to CTLDST at the end. Prints the kernel's
@@ -201,9 +202,16 @@ def cmd_congsource(o):
     say("kernel ready")
     deadline = time.time() + o.timeout
     pad = b"k" * max(0, o.size - 8)
-    enobufs = 0
-    for i in range(o.count + 1):
-        data = b"END" if i == o.count else struct.pack(">Q", i) + pad
+    # Until the peer's map says the port is congested the sends just
+    # queue (8 MiB SO_SNDBUF), and on a slow VM that map can take longer
+    # than any fixed count: send until the first ENOBUFS (at most --max
+    # messages), then COUNT more.
+    enobufs, total, i = 0, None, 0
+    while True:
+        if total is None and i >= o.max:
+            fail("%d messages sent, no ENOBUFS: the peer's port never became congested" % i)
+        last = i == total
+        data = b"END" if last else struct.pack(">Q", i) + pad
         first = True
         while True:
             try:
@@ -215,6 +223,7 @@ def cmd_congsource(o):
                 if e.errno == errno.ENOBUFS:
                     enobufs += 1
                     if enobufs == 1:
+                        total = i + o.count
                         say("kernel ENOBUFS at message %d cong_update_received %d" % (i, counter(s, "cong_update_received")))
                         s.sendto(b"drain", ctl)
                     elif first:
@@ -224,7 +233,10 @@ def cmd_congsource(o):
         if not first:
             say("kernel resumed at message %d after %d ENOBUFS cong_update_received %d" % (
                 i, enobufs, counter(s, "cong_update_received")))
-    say("kernel congsource sent %d enobufs %d" % (o.count, enobufs))
+        if last:
+            break
+        i += 1
+    say("kernel congsource sent %d enobufs %d" % (total, enobufs))
     s.sendto(b"enobufs %d" % enobufs, ctl)
     drain([s], o.timeout)
     time.sleep(o.linger)
@@ -312,7 +324,7 @@ def main():
     c.add_argument("--pace", type=float, default=0)
     c = sub.add_parser("congsource"); c.add_argument("addr"); c.add_argument("port", type=int); c.add_argument("dst")
     c.add_argument("count", type=int); c.add_argument("size", type=int); c.add_argument("--ctl", required=True)
-    c.add_argument("--linger", type=float, default=0)
+    c.add_argument("--linger", type=float, default=0); c.add_argument("--max", type=int, default=50000)
     c = sub.add_parser("cancelsink"); c.add_argument("addr"); c.add_argument("port_a", type=int)
     c.add_argument("port_b", type=int); c.add_argument("count_b", type=int)
     c = sub.add_parser("ping"); c.add_argument("addr"); c.add_argument("peer"); c.add_argument("count", type=int)
