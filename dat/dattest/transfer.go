@@ -352,7 +352,7 @@ var dtoTests = []testCase{
 					// A suppressed DTO that has completed retires at once
 					// and frees its slot.
 					if k != 3 && (!suppressed || k != 4) {
-						t.Fatalf("round %d: %d writes posted on a 3-deep queue", round, k)
+						t.Fatalf("round %d: %d writes posted on a 3-deep queue: %v", round, k, err)
 					}
 					break
 				}
@@ -383,6 +383,17 @@ var dtoTests = []testCase{
 			}
 			if _, rIdle, _, _ := sep.Status(); !rIdle {
 				t.Fatalf("round %d: receive queue busy after its completions", round)
+			}
+			// The peer may have received a send before the client's
+			// provider completed it: the next round starts once the
+			// client's queue has retired all three.
+			for deadline := time.Now().Add(DefaultTimeout); ; time.Sleep(100 * time.Microsecond) {
+				if _, _, qIdle, _ := cep.Status(); qIdle {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("round %d: request queue busy after its suppressed sends", round)
+				}
 			}
 		}
 		ExpectEmpty(t, cli.EVD)
