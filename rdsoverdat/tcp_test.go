@@ -37,7 +37,14 @@ func TestTCPSendRecv(t *testing.T) {
 			eventually(t, 5*time.Second, "acks", func() bool { s, _ := a.Buffered(); return s == 0 })
 		})
 	}
-	c := st.Node(as[0]).Conn(as[1], TransTCP)
+	if t.Failed() {
+		return // a subtest failed, perhaps before any node existed
+	}
+	n := st.Node(as[0])
+	if n == nil {
+		t.Fatal("no node for", as[0])
+	}
+	c := n.Conn(as[1], TransTCP)
 	if c == nil || !c.Path(0).IsUp() {
 		t.Fatal("no tcp connection up")
 	}
