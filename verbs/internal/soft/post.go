@@ -9,14 +9,9 @@ const maxMessage = 1<<32 - 1
 
 // PostSend implements verbs.QP.
 func (qp *QP) PostSend(wrs []verbs.SendWR) (int, error) {
-	qp.mu.Lock()
-	n, err := qp.postSendLocked(wrs)
-	link := qp.link
-	kick := n > 0 && qp.state == verbs.QPStateRTS && link != nil
-	qp.mu.Unlock()
-	if kick {
-		link.Kick()
-	}
+	qp.LockSend()
+	n, err := qp.PostSendLocked(wrs)
+	qp.UnlockSend()
 	return n, err
 }
 
