@@ -1,7 +1,6 @@
 package dattest
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -40,7 +39,7 @@ func testRecvQueryShared(t *testing.T, e *env) {
 	// The buffers left the SRQ when the messages began; wait (threshold 3)
 	// until all three completions were generated, taking only the first.
 	// Nobody holds a buffer in progress now, dequeued or not.
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
+	ctx, cancel := deadline()
 	ev, _, err := r.RecvEVDs[0].Wait(ctx, conns)
 	cancel()
 	if err != nil || ev.Number != dat.DTOCompletionEvent || ev.DTO.Status != dat.DTOSuccess {
