@@ -25,7 +25,19 @@ var (
 	ErrInvalidKey = errors.New("verbs: invalid memory key")
 	// ErrProtection reports memory outside a registration's bounds, an access
 	// the registration does not grant, or a registration of another PD.
+	// Providers that tell these apart return ErrBounds, ErrAccess or
+	// ErrWrongPD, which match it with errors.Is.
 	ErrProtection = errors.New("verbs: protection violation")
+	// ErrBounds reports an SGE whose range leaves its registration (or whose
+	// address plus length wraps). It matches ErrProtection.
+	ErrBounds error = &protectionError{"verbs: protection violation: range outside the registration"}
+	// ErrAccess reports an SGE that needs a right its registration does not
+	// grant (local write, for a receive or an RDMA Read sink). It matches
+	// ErrProtection.
+	ErrAccess error = &protectionError{"verbs: protection violation: access not granted"}
+	// ErrWrongPD reports an SGE whose registration belongs to another PD
+	// than the QP's. It matches ErrProtection.
+	ErrWrongPD error = &protectionError{"verbs: protection violation: registration of another PD"}
 	// ErrInUse reports an object that cannot be destroyed while others use it
 	// (a PD with MRs or QPs, a CQ or SRQ attached to a QP).
 	ErrInUse = errors.New("verbs: resource in use")
@@ -55,6 +67,15 @@ var (
 	// It wraps net.ErrClosed so that code handling network errors sees it.
 	ErrClosed = fmt.Errorf("verbs: %w", net.ErrClosed)
 )
+
+// protectionError is one of the kinds of ErrProtection. The values are
+// preallocated, so that a post refused for one costs no allocation.
+type protectionError struct{ msg string }
+
+func (e *protectionError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrProtection) true.
+func (e *protectionError) Is(target error) bool { return target == ErrProtection }
 
 // RejectError is returned by Device.Connect when the passive side rejects
 // the request. It matches ErrRejected with errors.Is.

@@ -34,6 +34,20 @@ type RecvQueueLocker interface {
 	UnlockRecv()
 }
 
+// SGLChecker is an optional QP interface: a provider whose posts check
+// every local SGE says so, and the layer above need not check its own
+// view of the same memory before it posts. ChecksSGL reports that
+// PostSend, PostRecv and their Locked forms refuse an SGE, before they
+// take the request, with ErrInvalidKey (the lkey names no MR: unknown,
+// invalidated, or a memory window), ErrWrongPD, ErrAccess (local write
+// asked of an MR without AccessLocalWrite) or ErrBounds, in that order of
+// precedence for one SGE and for the first faulty SGE of a list. Local
+// read is always granted: a consumer with a finer notion of it checks it
+// itself.
+type SGLChecker interface {
+	ChecksSGL() bool
+}
+
 // CQLocker is an optional CQ interface: the lock Poll takes, held by the
 // consumer across polls and its own work on what it polled. The provider
 // takes a CQ's lock after a QP's (completions are queued under the QP's),

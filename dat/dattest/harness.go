@@ -56,6 +56,7 @@ func suite() []struct {
 		{"EPState", stateTests},
 		{"Connect", connectTests},
 		{"DTO", dtoTests},
+		{"PostChecks", postCheckTests},
 		{"RMR", rmrTests},
 		{"Limits", limitTests},
 		{"Stress", stressTests},

@@ -73,6 +73,7 @@ type postCfg struct {
 	sq                             verbs.SendQueueLocker
 	rq                             verbs.RecvQueueLocker
 	unsigSuppressed                bool // sq can tell what retired: suppressed DTOs go unsignalled
+	checksSGL                      bool // the QP checks SGLs at post time (verbs.SGLChecker)
 	own                            *owner
 	pz                             *PZ
 	reqUnsig, recvUnsig            bool // the queues allow UNSIGNALLED
@@ -88,8 +89,10 @@ func (ep *EP) storeCfgLocked() {
 	}
 	a := &ep.attr
 	_, lent := ep.qp.(verbs.SendQueueLocker)
+	c, ok := ep.qp.(verbs.SGLChecker)
 	ep.cfg.Store(&postCfg{
 		qp: ep.qp, sq: sendQueue(ep.qp), rq: recvQueue(ep.qp), unsigSuppressed: lent, own: ep.own, pz: ep.pz,
+		checksSGL:  ok && c.ChecksSGL(),
 		reqUnsig:   a.RequestCompletionFlags&dat.CompletionUnsignalled != 0,
 		recvUnsig:  a.RecvCompletionFlags&dat.CompletionUnsignalled != 0,
 		maxIOV:     a.MaxRequestIOV,

@@ -93,6 +93,10 @@ func (ep *EP) postRequest(r *request) error {
 		need = dat.MemPrivLocalWrite
 	}
 
+	// The provider checks the SGL as it takes the request: DAT's checks
+	// of the same memory would only repeat its own.
+	trust := cfg.checksSGL && pz.loose.Load() == 0
+
 	sq.LockSend()
 	defer sq.UnlockSend()
 	// Resolve the local side into SGEs; zero-length segments name nothing.
@@ -105,29 +109,34 @@ func (ep *EP) postRequest(r *request) error {
 		k, total = 1, uint64(r.sink.SegmentLength)
 	} else {
 		for i := range r.iov {
-			if r.iov[i].SegmentLength == 0 {
+			t := &r.iov[i]
+			if t.SegmentLength == 0 {
 				continue
 			}
-			if err := ep.ia.CheckLocal(r.op, pz, &r.iov[i], need, &ep.ssgl[k]); err != nil {
+			if trust {
+				s := &ep.ssgl[k]
+				s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
+			} else if err := ep.ia.CheckLocal(r.op, pz, t, need, &ep.ssgl[k]); err != nil {
 				return err
 			}
-			total += uint64(r.iov[i].SegmentLength)
+			total += uint64(t.SegmentLength)
 			k++
 		}
 	}
-	if total > maxMessage {
-		return dat.NewError(r.op, dat.LengthError, dat.NoSubtype)
-	}
-	if (r.dop == dat.DTORDMARead || r.dop == dat.DTORDMAWrite) && total > uint64(r.remote.SegmentLength) {
-		return dat.NewError(r.op, dat.LengthError, dat.NoSubtype)
+	if total > maxMessage || (r.dop == dat.DTORDMARead || r.dop == dat.DTORDMAWrite) && total > uint64(r.remote.SegmentLength) {
+		return ep.refused(trust, r.op, pz, r.iov, need, dat.NewError(r.op, dat.LengthError, dat.NoSubtype))
 	}
 	if r.dop == dat.DTORDMARead && k > 1 {
+		// Posted as several work requests: all checked before the first.
+		if err := ep.refused(trust, r.op, pz, r.iov, need, nil); err != nil {
+			return err
+		}
 		return ep.postSplitRead(r, sq, own, k, total)
 	}
 	q := &own.req
 	seq, ok := q.reserve()
 	if !ok {
-		return errPostFull
+		return ep.refused(trust, r.op, pz, r.iov, need, errPostFull)
 	}
 	q.slot(seq).set(seq, r.cookie, r.dop, r.flags, uint32(total))
 	signalled := !cfg.unsigSuppressed || !q.mayGoUnsignalled(r.flags)
@@ -144,10 +153,32 @@ func (ep *EP) postRequest(r *request) error {
 	_, err := sq.PostSendLocked(ep.swr[:])
 	w.SGL = nil
 	if err != nil {
-		return postErr(r.op, err)
+		return ep.refused(trust, r.op, pz, r.iov, need, postErr(r.op, err))
 	}
 	q.commitSignalled(seq, signalled)
 	return nil
+}
+
+// refused returns err, the reason a post is refused, unless DAT's own
+// checks of iov, which trust skipped, find a fault: that comes first, as
+// when DAT checks before anything else. So the DAT code of a refused post
+// is the one CheckLocal gives (the LMR context, its PZ, its privileges,
+// its bounds, for the first faulty segment) whether or not the provider's
+// check replaced DAT's, and whichever check saw the fault first. A nil err
+// asks for the checks alone.
+func (ep *EP) refused(trust bool, op string, pz *PZ, iov []dat.LMRTriplet, need dat.MemPriv, err error) error {
+	if trust {
+		var sge verbs.SGE
+		for i := range iov {
+			if iov[i].SegmentLength == 0 {
+				continue
+			}
+			if e := ep.ia.CheckLocal(op, pz, &iov[i], need, &sge); e != nil {
+				return e
+			}
+		}
+	}
+	return err
 }
 
 // fill sets every field of w but Bind (left zero by BindRMR) from r, id
@@ -242,7 +273,7 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	if len(iov) > cfg.maxRecvIOV {
 		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
 	}
-	if err := ep.postRecv(op, cfg.rq, cfg.own, cfg.pz, iov, cookie, flags); err != nil {
+	if err := ep.postRecv(op, cfg, iov, cookie, flags); err != nil {
 		return err
 	}
 	if ep.hw.active.Load() {
@@ -252,15 +283,21 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 }
 
 // postRecv is PostRecv's part under the receive queue's lock.
-func (ep *EP) postRecv(op string, rq verbs.RecvQueueLocker, own *owner, pz *PZ, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
+func (ep *EP) postRecv(op string, cfg *postCfg, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
+	rq, own, pz := cfg.rq, cfg.own, cfg.pz
+	trust := cfg.checksSGL && pz.loose.Load() == 0 // see postRequest
 	rq.LockRecv()
 	defer rq.UnlockRecv()
 	k := 0
 	for i := range iov {
-		if iov[i].SegmentLength == 0 {
+		t := &iov[i]
+		if t.SegmentLength == 0 {
 			continue
 		}
-		if err := ep.ia.CheckLocal(op, pz, &iov[i], dat.MemPrivLocalWrite, &ep.rsgl[k]); err != nil {
+		if trust {
+			s := &ep.rsgl[k]
+			s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
+		} else if err := ep.ia.CheckLocal(op, pz, t, dat.MemPrivLocalWrite, &ep.rsgl[k]); err != nil {
 			return err
 		}
 		k++
@@ -268,7 +305,7 @@ func (ep *EP) postRecv(op string, rq verbs.RecvQueueLocker, own *owner, pz *PZ, 
 	q := &own.recv
 	seq, ok := q.reserve()
 	if !ok {
-		return errPostFull
+		return ep.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, errPostFull)
 	}
 	q.slot(seq).set(seq, cookie, dat.DTOReceive, flags, 0)
 	w := &ep.rwr[0]
@@ -276,7 +313,7 @@ func (ep *EP) postRecv(op string, rq verbs.RecvQueueLocker, own *owner, pz *PZ, 
 	_, err := rq.PostRecvLocked(ep.rwr[:])
 	w.SGL = nil
 	if err != nil {
-		return postErr(op, err)
+		return ep.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, postErr(op, err))
 	}
 	q.commit(seq)
 	return nil

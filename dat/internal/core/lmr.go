@@ -38,8 +38,9 @@ type LMRParam struct {
 }
 
 // access maps DAT privileges to verbs access rights. verbs grants local
-// read always and needs local write for remote write; the DAT checks in
-// CheckLocal enforce the privileges exactly as asked. Every LMR may have
+// read always and needs local write for remote write; for LMRs whose
+// privileges verbs therefore cannot enforce (verbsEnforces), the DAT
+// checks in CheckLocal enforce them exactly as asked. Every LMR may have
 // windows bound to it when the device has them.
 func (ia *IA) access(p dat.MemPriv) verbs.Access {
 	var a verbs.Access
@@ -56,6 +57,15 @@ func (ia *IA) access(p dat.MemPriv) verbs.Access {
 		a |= verbs.AccessMWBind
 	}
 	return a
+}
+
+// verbsEnforces reports whether an MR registered with access(p) refuses
+// every local use of its memory that p does not allow: p grants local
+// read, which verbs cannot take away, and grants local write if it grants
+// remote write, which in verbs implies it. Only then may a post leave the
+// LMR's checks to a provider that checks SGLs (verbs.SGLChecker).
+func verbsEnforces(p dat.MemPriv) bool {
+	return p&dat.MemPrivLocalRead != 0 && (p&dat.MemPrivRemoteWrite == 0 || p&dat.MemPrivLocalWrite != 0)
 }
 
 // CreateLMR registers buf (lmr_create with DAT_MEM_TYPE_VIRTUAL). mem, if
@@ -85,8 +95,17 @@ func CreateLMR(ia *IA, pz *PZ, buf []byte, mem *verbs.Mem, memType dat.MemType, 
 	if va != dat.VATypeVA {
 		return nil, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg7)
 	}
+	// Counted before verbs knows the MR, so that no post trusts the
+	// provider with it.
+	loose := !verbsEnforces(priv)
+	if loose {
+		pz.loose.Add(1)
+	}
 	mr, err := pz.pd.RegMR(buf, ia.access(priv))
 	if err != nil {
+		if loose {
+			pz.loose.Add(-1)
+		}
 		code, sub := dat.InsufficientResources, dat.ResourceMemoryRegion
 		if errors.Is(err, verbs.ErrInvalidArgument) {
 			code, sub = dat.InvalidParameter, dat.InvalidArg4
@@ -100,6 +119,9 @@ func CreateLMR(ia *IA, pz *PZ, buf []byte, mem *verbs.Mem, memType dat.MemType, 
 	l.init(dat.HandleTypeLMR)
 	if err := ia.adopt(op, &l.Object, rankLMR, l.destroy); err != nil {
 		mr.Dereg()
+		if loose {
+			pz.loose.Add(-1)
+		}
 		return nil, err
 	}
 	pz.Use()
@@ -179,6 +201,9 @@ func (l *LMR) finish() {
 		e.Store(nil)
 	}
 	l.ia.memMu.Unlock()
+	if !verbsEnforces(l.priv) {
+		l.pz.loose.Add(-1)
+	}
 	l.pz.Unuse()
 	if l.mem != nil {
 		l.mem.Free()

@@ -14,6 +14,11 @@ type PZ struct {
 	ia    *IA
 	pd    verbs.PD
 	users atomic.Int64
+	// loose counts the live LMRs of the PZ whose privileges verbs cannot
+	// enforce (see verbsEnforces). While there are none, a provider that
+	// checks SGLs at post time makes the same checks as DAT's CheckLocal,
+	// and the post paths leave them to it.
+	loose atomic.Int32
 }
 
 // CreatePZ creates a PZ (pz_create).

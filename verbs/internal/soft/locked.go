@@ -9,7 +9,13 @@ var (
 	_ verbs.SendQueueLocker = (*QP)(nil)
 	_ verbs.RecvQueueLocker = (*QP)(nil)
 	_ verbs.CQLocker        = (*CQ)(nil)
+	_ verbs.SGLChecker      = (*QP)(nil)
 )
+
+// ChecksSGL implements verbs.SGLChecker: postOneLocked and
+// postRecvLocked check every SGE with Device.checkLocal, whose faults
+// Fault.Err reports apart.
+func (qp *QP) ChecksSGL() bool { return true }
 
 // LockSend implements verbs.SendQueueLocker.
 func (qp *QP) LockSend() { qp.mu.Lock() }

@@ -37,13 +37,21 @@ func (f Fault) String() string {
 	return [...]string{"none", "invalid STag", "base/bounds violation", "access rights violation", "STag not associated with PD", "TO wrap"}[f]
 }
 
-// Err maps a fault to the verbs sentinel error for synchronous reporting.
+// Err maps a fault to the verbs sentinel error for synchronous reporting:
+// each protection fault to its own kind of verbs.ErrProtection, so that the
+// layer above can rely on the check at post time (verbs.SGLChecker).
 func (f Fault) Err() error {
 	switch f {
 	case FaultNone:
 		return nil
 	case FaultSTag:
 		return verbs.ErrInvalidKey
+	case FaultBounds, FaultTOWrap:
+		return verbs.ErrBounds
+	case FaultAccess:
+		return verbs.ErrAccess
+	case FaultPD:
+		return verbs.ErrWrongPD
 	}
 	return verbs.ErrProtection
 }

@@ -1,0 +1,174 @@
+package dattest
+
+import (
+	"testing"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/ia"
+	"github.com/godapl/godapl/dat/lmr"
+)
+
+// postCheckTests pin the DAT code of every local triplet fault of a post,
+// whoever finds it: DAT itself, or a provider that checks SGLs at post time
+// (verbs.SGLChecker), to which DAT then leaves the checks. The codes are
+// the dat_ep_post_* man pages': an unknown context or a missing privilege
+// DAT_PRIVILEGES_VIOLATION, an LMR of another PZ DAT_PROTECTION_VIOLATION
+// (with the read or write subtype of the access), a segment outside its
+// LMR DAT_INVALID_PARAMETER/ARG3; the first faulty segment decides, and
+// a triplet fault comes before a length error or a full queue.
+var postCheckTests = []testCase{
+	{"Faults", func(t *testing.T, e *env) {
+		srv, cli := NewSide(t, e.a, 4096), NewSide(t, e.b, 4096)
+		sep, cep := Connect(t, srv, cli, &dat.EPAttr{MaxRDMAReadIOV: 2})
+		good := cli.Buf.Triplet(0, 8)
+		unknown := good
+		unknown.LMRContext ^= 0x55
+		otherPZ, err := e.b.CreatePZ()
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := lmr.Create(e.b, otherPZ, make([]byte, 64), dat.MemPrivAll, dat.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ro, err := lmr.Create(e.b, cli.PZ, make([]byte, 64), dat.MemPrivLocalRead|dat.MemPrivRemoteRead, dat.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		past, before, wraps := cli.Buf.Triplet(4000, 200), cli.Buf.Triplet(0, 8), cli.Buf.Triplet(0, 8)
+		before.VirtualAddress--
+		wraps.VirtualAddress, wraps.SegmentLength = ^dat.VAddr(0)-3, 8
+		remote := srv.Buf.RMRTriplet(0, 4096)
+
+		send := func(iov ...dat.LMRTriplet) error { return cep.PostSend(iov, 1, 0) }
+		write := func(iov ...dat.LMRTriplet) error { return cep.PostRDMAWrite(iov, 1, remote, 0) }
+		read := func(iov ...dat.LMRTriplet) error { return cep.PostRDMARead(iov, 1, remote, 0) }
+		recv := func(iov ...dat.LMRTriplet) error { return sep.PostRecv(iov, 1, 0) }
+		srvGood := srv.Buf.Triplet(0, 8)
+		srvUnknown := srvGood
+		srvUnknown.LMRContext ^= 0x55
+		srvOther, err := lmr.Create(e.a, mustPZ(t, e), make([]byte, 64), dat.MemPrivAll, dat.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srvRO, err := lmr.Create(e.a, srv.PZ, make([]byte, 64), dat.MemPrivLocalRead, dat.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases := []struct {
+			what string
+			err  error
+			code dat.Code
+			sub  dat.Subtype
+		}{
+			{"send, unknown context", send(unknown), dat.PrivilegesViolation, dat.PrivilegesRead},
+			{"write, unknown context", write(unknown), dat.PrivilegesViolation, dat.PrivilegesRead},
+			{"read, unknown context", read(unknown), dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"recv, unknown context", recv(srvUnknown), dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"send, other PZ", send(other.Triplet(0, 8)), dat.ProtectionViolation, dat.ProtectionRead},
+			{"write, other PZ", write(other.Triplet(0, 8)), dat.ProtectionViolation, dat.ProtectionRead},
+			{"read, other PZ", read(other.Triplet(0, 8)), dat.ProtectionViolation, dat.ProtectionWrite},
+			{"recv, other PZ", recv(srvOther.Triplet(0, 8)), dat.ProtectionViolation, dat.ProtectionWrite},
+			{"read into read-only", read(ro.Triplet(0, 8)), dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"recv into read-only", recv(srvRO.Triplet(0, 8)), dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"send, past the end", send(past), dat.InvalidParameter, dat.InvalidArg3},
+			{"write, before the start", write(before), dat.InvalidParameter, dat.InvalidArg3},
+			{"send, address wraps", send(wraps), dat.InvalidParameter, dat.InvalidArg3},
+			{"recv, past the end", recv(srv.Buf.Triplet(4000, 200)), dat.InvalidParameter, dat.InvalidArg3},
+			{"second segment", send(good, other.Triplet(0, 8)), dat.ProtectionViolation, dat.ProtectionRead},
+			{"first of two faults", send(past, unknown), dat.InvalidParameter, dat.InvalidArg3},
+			{"split read, second segment", read(good, ro.Triplet(0, 8)), dat.PrivilegesViolation, dat.PrivilegesWrite},
+			// A triplet fault before a length error (the remote range is
+			// shorter than the local one).
+			{"fault and length", cep.PostRDMAWrite([]dat.LMRTriplet{unknown}, 1, srv.Buf.RMRTriplet(0, 4), 0), dat.PrivilegesViolation, dat.PrivilegesRead},
+			{"length alone", cep.PostRDMAWrite([]dat.LMRTriplet{good}, 1, srv.Buf.RMRTriplet(0, 4), 0), dat.LengthError, dat.NoSubtype},
+		}
+		for _, c := range cases {
+			t.Run(c.what, func(t *testing.T) { WantErr(t, c.err, c.code, c.sub) })
+		}
+		// A zero-length segment names nothing, whatever its context.
+		empty := unknown
+		empty.SegmentLength = 0
+		if err := sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(0, 64)}, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := send(empty, good); err != nil {
+			t.Fatalf("send with an empty segment of no LMR: %v", err)
+		}
+		ExpectDTO(t, srv.EVD, 1, dat.DTOSuccess)
+		ExpectDTO(t, cli.EVD, 1, dat.DTOSuccess)
+		ExpectEmpty(t, cli.EVD)
+		ExpectEmpty(t, srv.EVD)
+	}},
+	{"FullQueue", func(t *testing.T, e *env) {
+		srv, cli := NewSide(t, e.a, 4096), NewSide(t, e.b, 4096)
+		_, cep := Connect(t, srv, cli, &dat.EPAttr{MaxRequestDTOs: 2})
+		good, remote := cli.Buf.Triplet(0, 8), srv.Buf.RMRTriplet(0, 8)
+		for i := 0; i < 2; i++ {
+			if err := cep.PostRDMAWrite([]dat.LMRTriplet{good}, dat.DTOCookie(i), remote, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Nothing dequeued: the queue stays full.
+		WantErr(t, cep.PostRDMAWrite([]dat.LMRTriplet{good}, 9, remote, 0), dat.InsufficientResources, dat.ResourceTEP)
+		bad := cli.Buf.Triplet(4090, 8)
+		WantErr(t, cep.PostRDMAWrite([]dat.LMRTriplet{bad}, 9, remote, 0), dat.InvalidParameter, dat.InvalidArg3)
+		for i := 0; i < 2; i++ {
+			ExpectDTO(t, cli.EVD, dat.DTOCookie(i), dat.DTOSuccess)
+		}
+		ExpectEmpty(t, cli.EVD)
+	}},
+	// LMRs whose privileges verbs cannot enforce: verbs always grants local
+	// read, and local write with remote write. While one lives in the EP's
+	// PZ, DAT checks every post itself.
+	{"LoosePrivileges", func(t *testing.T, e *env) {
+		srv, cli := NewSide(t, e.a, 4096), NewSide(t, e.b, 4096)
+		sep, cep := Connect(t, srv, cli, nil)
+		remote := srv.Buf.RMRTriplet(0, 64)
+		noRead, err := lmr.Create(e.b, cli.PZ, make([]byte, 64), dat.MemPrivLocalWrite, dat.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		WantErr(t, cep.PostSend([]dat.LMRTriplet{noRead.Triplet(0, 8)}, 1, 0), dat.PrivilegesViolation, dat.PrivilegesRead)
+		WantErr(t, cep.PostRDMAWrite([]dat.LMRTriplet{noRead.Triplet(0, 8)}, 1, remote, 0), dat.PrivilegesViolation, dat.PrivilegesRead)
+		remoteOnly, err := lmr.Create(e.a, srv.PZ, make([]byte, 64), dat.MemPrivLocalRead|dat.MemPrivRemoteWrite, dat.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		WantErr(t, sep.PostRecv([]dat.LMRTriplet{remoteOnly.Triplet(0, 8)}, 1, 0), dat.PrivilegesViolation, dat.PrivilegesWrite)
+		// The others of the PZ still work, and still are checked.
+		if err := cep.PostRDMAWrite([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, 2, remote, 0); err != nil {
+			t.Fatal(err)
+		}
+		ExpectDTO(t, cli.EVD, 2, dat.DTOSuccess)
+		WantErr(t, cep.PostSend([]dat.LMRTriplet{cli.Buf.Triplet(4090, 8)}, 1, 0), dat.InvalidParameter, dat.InvalidArg3)
+		// Freed, they no longer count; a new one does again.
+		if err := noRead.Free(); err != nil {
+			t.Fatal(err)
+		}
+		if err := remoteOnly.Free(); err != nil {
+			t.Fatal(err)
+		}
+		WantErr(t, cep.PostSend([]dat.LMRTriplet{noRead.Triplet(0, 8)}, 1, 0), dat.PrivilegesViolation, dat.PrivilegesRead)
+		if err := cep.PostRDMAWrite([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, 3, remote, 0); err != nil {
+			t.Fatal(err)
+		}
+		ExpectDTO(t, cli.EVD, 3, dat.DTOSuccess)
+		noRead2, err := lmr.Create(e.b, cli.PZ, make([]byte, 64), dat.MemPrivLocalWrite|dat.MemPrivRemoteRead, dat.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		WantErr(t, cep.PostRDMAWrite([]dat.LMRTriplet{noRead2.Triplet(0, 8)}, 1, remote, 0), dat.PrivilegesViolation, dat.PrivilegesRead)
+		ExpectEmpty(t, cli.EVD)
+		ExpectEmpty(t, srv.EVD)
+	}},
+}
+
+func mustPZ(t *testing.T, e *env) *ia.PZ {
+	t.Helper()
+	pz, err := e.a.CreatePZ()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pz
+}
