@@ -374,9 +374,17 @@ func (p *Path) TxAbort(m *Message) {
 // acks by sequence number, messages of the peer's previous incarnation
 // (msgFlush) go with any ack: their numbers belong to the old sequence
 // space, and an ack in the new one follows them on the same connection.
+//
+// An ack by sequence at or past the next sequence to send cannot be about
+// this sequence space: it comes from a peer that has not yet heard of our
+// restart and acks what our previous incarnation sent. It frees nothing
+// of ours (it would free messages the peer never had).
 func (p *Path) DropAcked(key uint64) int {
 	c := p.conn
 	p.mu.Lock()
+	if c.ackBySeq && key >= uint64(p.nextTxSeq) {
+		key = 0
+	}
 	n := 0
 	for m := p.retrans.head; m != nil && (m.ackKey <= key || c.ackBySeq && m.flags&msgFlush != 0); m = p.retrans.head {
 		p.retrans.remove(m)
@@ -398,6 +406,9 @@ func (p *Path) DropAcked(key uint64) int {
 // connection private data), so that they are not sent again.
 func (p *Path) DropAckedSeq(seq wire.Seq) int {
 	p.mu.Lock()
+	if seq >= p.nextTxSeq {
+		seq = 0 // another sequence space's (see DropAcked)
+	}
 	n := 0
 	for _, l := range []*msgList{&p.retrans, &p.sendQ} {
 		for m := l.head; m != nil && m.sequence <= seq && (l == &p.retrans || m.flags&msgRetransmitted != 0); m = l.head {

@@ -29,8 +29,11 @@ type datPath struct {
 	up atomic.Pointer[datEP] // the EP carrying the path while it is up
 	datTx
 	// ackNext is the sequence of the last message received on the path,
-	// what h_ack and the private data's ack_seq announce.
+	// what h_ack and the private data's ack_seq announce; ackGen is the
+	// peer generation known when it was stored (the private data's
+	// ack_gen). Only the event goroutine stores them (noteReceived).
 	ackNext atomic.Uint64
+	ackGen  atomic.Uint32
 
 	mu      sync.Mutex
 	ep      *datEP      // the EP being set up or carrying the path
@@ -51,6 +54,24 @@ var (
 	errDatNoCredits = errors.New("rds dat: no receive buffers left to grant a connection")
 	errDatLost      = errors.New("rds dat: connection lost")
 )
+
+// noteReceived records seq as the last sequence received on the path.
+// The sequence is stored before its generation and ackSpace loads them
+// the other way round, so a reader that sees the new generation sees the
+// new sequence too; the reverse mix (a new sequence with the old
+// generation) names no space the peer honours, which costs at most
+// retransmissions.
+func (dp *datPath) noteReceived(seq wire.Seq) {
+	dp.ackNext.Store(uint64(seq))
+	dp.ackGen.Store(dp.p.conn.PeerGenNum())
+}
+
+// ackSpace returns what the private data announces: the last sequence
+// received and the peer generation it counts in.
+func (dp *datPath) ackSpace() (wire.Seq, uint32) {
+	gen := dp.ackGen.Load()
+	return wire.Seq(dp.ackNext.Load()), gen
+}
 
 // isActive reports whether our connection wins a simultaneous connect.
 func (dp *datPath) isActive() bool { return dp.dn.node.addr.Less(dp.p.conn.faddr) }
@@ -73,7 +94,8 @@ func (dp *datPath) connect(retry bool) {
 	e, err := dn.newEP(dp, true)
 	if err == nil {
 		var pd [datPrivateLen]byte
-		encodeDatPrivate(pd[:], dn.node.addr, dp.p.conn.faddr, wire.Seq(dp.ackNext.Load()), uint32(e.grant))
+		ack, gen := dp.ackSpace()
+		encodeDatPrivate(pd[:], dn.node.addr, dp.p.conn.faddr, ack, gen, uint32(e.grant))
 		err = e.ep.Connect(dp.p.conn.faddr, dat.ConnQual(dn.cfg.Port), dn.cfg.ConnectTimeout, pd[:], dat.QoSBestEffort, dat.ConnectDefault)
 		if err != nil {
 			e.state = datDead
@@ -204,7 +226,8 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 		dp.p.Down(errDatLost)
 	}
 	var pd [datPrivateLen]byte
-	encodeDatPrivate(pd[:], dn.node.addr, peer.Saddr(), wire.Seq(dp.ackNext.Load()), uint32(e.grant))
+	ack, gen := dp.ackSpace()
+	encodeDatPrivate(pd[:], dn.node.addr, peer.Saddr(), ack, gen, uint32(e.grant))
 	if err := cr.Accept(e.ep, pd[:]); err != nil {
 		e.ep.Disconnect(dat.CloseAbrupt) // its failure event retires it
 	}
@@ -287,7 +310,11 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 	dp.backoff = 0
 	dp.up.Store(e)
 	dp.mu.Unlock()
-	dp.p.DropAckedSeq(peer.AckSeq())
+	if peer.AckGen() == dn.node.stack.genNum {
+		// An ack_seq of another incarnation of ours (we restarted) or of
+		// none the peer knows would free messages it never had.
+		dp.p.DropAckedSeq(peer.AckSeq())
+	}
 	dp.p.Up()
 	dp.p.SendProbe()
 }

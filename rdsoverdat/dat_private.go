@@ -14,6 +14,16 @@ import (
 // struct 8-byte aligned, hence 4 bytes of tail padding (32 bytes in all).
 // The connecting side sends it with the request, the accepting side with
 // the accept.
+//
+// The padding carries one field of ours, ack_gen: the generation number
+// (RDS_EXTHDR_GEN_NUM) of the peer whose sequence space ack_seq counts in.
+// rds_ib trusts ack_seq blindly, so a node that restarted and sent a few
+// messages before its peer heard of the restart could have them freed by
+// the peer's ack of the previous incarnation's numbers, and lose them if
+// the connection then failed. With ack_gen the receiver of the private
+// data honours ack_seq only when it names its own generation. rds_ib
+// writes zeros there, which names no generation: a zero ack_gen costs
+// retransmissions (which the receiver drops as duplicates), never loss.
 type datPrivate []byte
 
 const (
@@ -25,6 +35,7 @@ const (
 	privToSOffset       = 12 // u8 ricpc_dp_toss
 	privAckSeqOffset    = 16 // be64 ricpc_ack_seq: last sequence received
 	privCreditOffset    = 24 // be32 ricpc_credit: receives granted (non-zero: flow control on)
+	privAckGenOffset    = 28 // be32 in the tail padding: ack_gen (ours, see above)
 	datPrivateLen       = 32
 
 	// datMinorMask is RDS_IB_SUPPORTED_PROTOCOLS: 3.0 and 3.1.
@@ -38,8 +49,9 @@ var (
 )
 
 // encodeDatPrivate fills b (datPrivateLen bytes) for a connection from
-// saddr to daddr.
-func encodeDatPrivate(b []byte, saddr, daddr netip.Addr, ack wire.Seq, credit uint32) datPrivate {
+// saddr to daddr; ack counts in the sequence space of the peer's
+// generation ackGen (0: unknown).
+func encodeDatPrivate(b []byte, saddr, daddr netip.Addr, ack wire.Seq, ackGen, credit uint32) datPrivate {
 	p := datPrivate(b[:datPrivateLen])
 	clear(p)
 	s, d := saddr.As4(), daddr.As4()
@@ -50,6 +62,7 @@ func encodeDatPrivate(b []byte, saddr, daddr netip.Addr, ack wire.Seq, credit ui
 	binary.BigEndian.PutUint16(p[privMinorMaskOffset:], datMinorMask)
 	binary.BigEndian.PutUint64(p[privAckSeqOffset:], uint64(ack))
 	binary.BigEndian.PutUint32(p[privCreditOffset:], credit)
+	binary.BigEndian.PutUint32(p[privAckGenOffset:], ackGen)
 	return p
 }
 
@@ -77,3 +90,11 @@ func (p datPrivate) Minor() uint8      { return p[privMinorOffset] }
 func (p datPrivate) MinorMask() uint16 { return binary.BigEndian.Uint16(p[privMinorMaskOffset:]) }
 func (p datPrivate) AckSeq() wire.Seq  { return wire.Seq(binary.BigEndian.Uint64(p[privAckSeqOffset:])) }
 func (p datPrivate) Credit() uint32    { return binary.BigEndian.Uint32(p[privCreditOffset:]) }
+
+// AckGen is ack_gen, 0 when the peer sent only rds_ib's 28 meaningful bytes.
+func (p datPrivate) AckGen() uint32 {
+	if len(p) < datPrivateLen {
+		return 0
+	}
+	return binary.BigEndian.Uint32(p[privAckGenOffset:])
+}

@@ -179,7 +179,7 @@ func (e *datEP) recv(b []byte) {
 	// connection delivers in order, and after the peer restarts its
 	// sequence numbers start over at 1, below what its previous
 	// incarnation sent.
-	e.dp.ackNext.Store(uint64(seq))
+	e.dp.noteReceived(seq)
 	if ackReq {
 		e.ackRequested.Store(true)
 		e.dn.wake(e)
