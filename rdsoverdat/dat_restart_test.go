@@ -15,9 +15,9 @@ import (
 // buffer full.
 //
 // Each incarnation binds while the sender is idle (everything acked, so
-// the larger address does not reconnect on its own): a connection request
-// reaching a PSP that is still being created trips a data race in dat's
-// PSP setup, which this test is not about.
+// the larger address does not reconnect on its own), which keeps the
+// incarnations apart; TestDATAckSpaceFollowsPeerGeneration restarts the
+// sender instead, while the receiver may be reconnecting.
 func TestDATPeerRestartAcks(t *testing.T) {
 	forDAT(t, func(t *testing.T, cfg func() DATConfig) {
 		leakCheck(t)
