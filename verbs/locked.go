@@ -34,6 +34,24 @@ type RecvQueueLocker interface {
 	UnlockRecv()
 }
 
+// SendPostUnlocker is an optional extension of SendQueueLocker: the last
+// post of a locked section and the unlock in one call, which spares the
+// caller a call through the interface on every post.
+type SendPostUnlocker interface {
+	// PostSendUnlock is PostSendLocked and then, if it took every
+	// request, UnlockSend. On an error the lock stays held, so that the
+	// caller can undo its own bookkeeping of the requests before it calls
+	// UnlockSend.
+	PostSendUnlock(wrs []SendWR) (int, error)
+}
+
+// RecvPostUnlocker is SendPostUnlocker for the receive queue: PostRecvLocked
+// and then, if it took every request, UnlockRecv; on an error the lock
+// stays held.
+type RecvPostUnlocker interface {
+	PostRecvUnlock(wrs []RecvWR) (int, error)
+}
+
 // SGLChecker is an optional QP interface: a provider whose posts check
 // every local SGE says so, and the layer above need not check its own
 // view of the same memory before it posts. ChecksSGL reports that

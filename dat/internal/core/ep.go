@@ -70,8 +70,8 @@ type EP struct {
 // postCfg is the part of an EP's configuration its post paths need.
 type postCfg struct {
 	qp                             verbs.QP
-	sq                             verbs.SendQueueLocker
-	rq                             verbs.RecvQueueLocker
+	sq                             sendQ
+	rq                             recvQ
 	unsigSuppressed                bool // sq can tell what retired: suppressed DTOs go unsignalled
 	checksSGL                      bool // the QP checks SGLs at post time (verbs.SGLChecker)
 	own                            *owner

@@ -77,7 +77,7 @@ func (ep *EP) postRequest(r *request) error {
 	if cfg == nil {
 		return dat.NewError(r.op, dat.InvalidState, dat.InvalidStateEPPZ)
 	}
-	sq, own, pz := cfg.sq, cfg.own, cfg.pz
+	sq, pz := cfg.sq, cfg.pz
 	if r.flags&dat.CompletionUnsignalled != 0 && !cfg.reqUnsig {
 		return dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg5)
 	}
@@ -98,7 +98,18 @@ func (ep *EP) postRequest(r *request) error {
 	trust := cfg.checksSGL && pz.loose.Load() == 0
 
 	sq.LockSend()
-	defer sq.UnlockSend()
+	if err := ep.sendLocked(r, cfg, need, trust); err != nil {
+		sq.UnlockSend()
+		return err
+	}
+	return nil
+}
+
+// sendLocked is postRequest's part under the send queue's lock. It
+// returns nil once the request is posted and the lock released, an error
+// with the lock still held.
+func (ep *EP) sendLocked(r *request, cfg *postCfg, need dat.MemPriv, trust bool) error {
+	sq, own, pz := cfg.sq, cfg.own, cfg.pz
 	// Resolve the local side into SGEs; zero-length segments name nothing.
 	k := 0
 	var total uint64
@@ -131,7 +142,11 @@ func (ep *EP) postRequest(r *request) error {
 		if err := ep.refused(trust, r.op, pz, r.iov, need, nil); err != nil {
 			return err
 		}
-		return ep.postSplitRead(r, sq, own, k, total)
+		if err := ep.postSplitRead(r, sq, own, k, total); err != nil {
+			return err
+		}
+		sq.UnlockSend()
+		return nil
 	}
 	q := &own.req
 	seq, ok := q.reserve()
@@ -150,12 +165,14 @@ func (ep *EP) postRequest(r *request) error {
 			ep.ssgl[0].LKey = uint32(r.iov[0].LMRContext)
 		}
 	}
-	_, err := sq.PostSendLocked(ep.swr[:])
-	w.SGL = nil
-	if err != nil {
+	// Committed before the post, which releases the lock when it takes
+	// the request; still under the lock when it does not, and undone.
+	tail, lastSig, unsig := q.tail, q.lastSig, q.unsig
+	q.commitSignalled(seq, signalled)
+	if _, err := sq.PostSendUnlock(ep.swr[:]); err != nil {
+		q.tail, q.lastSig, q.unsig = tail, lastSig, unsig
 		return ep.refused(trust, r.op, pz, r.iov, need, postErr(r.op, err))
 	}
-	q.commitSignalled(seq, signalled)
 	return nil
 }
 
@@ -216,7 +233,7 @@ func (ep *EP) fill(w *verbs.SendWR, r *request, id uint64, sgl []verbs.SGE, sign
 // verbs Read per segment (iWARP reads into one sink STag): consecutive
 // pieces of the remote range, in order. Only the last piece carries the
 // DAT cookie; the others are internal and produce no event.
-func (ep *EP) postSplitRead(r *request, sq verbs.SendQueueLocker, own *owner, k int, total uint64) error {
+func (ep *EP) postSplitRead(r *request, sq sendQ, own *owner, k int, total uint64) error {
 	q := &own.req
 	seq, ok := q.reserveN(k)
 	if !ok {
@@ -274,6 +291,7 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
 	}
 	if err := ep.postRecv(op, cfg, iov, cookie, flags); err != nil {
+		cfg.rq.UnlockRecv()
 		return err
 	}
 	if ep.hw.active.Load() {
@@ -282,12 +300,13 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	return nil
 }
 
-// postRecv is PostRecv's part under the receive queue's lock.
+// postRecv takes the receive queue's lock and posts. It returns nil once
+// the receive is posted and the lock released, an error with the lock
+// still held.
 func (ep *EP) postRecv(op string, cfg *postCfg, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
 	rq, own, pz := cfg.rq, cfg.own, cfg.pz
 	trust := cfg.checksSGL && pz.loose.Load() == 0 // see postRequest
 	rq.LockRecv()
-	defer rq.UnlockRecv()
 	k := 0
 	for i := range iov {
 		t := &iov[i]
@@ -310,12 +329,11 @@ func (ep *EP) postRecv(op string, cfg *postCfg, iov []dat.LMRTriplet, cookie dat
 	q.slot(seq).set(seq, cookie, dat.DTOReceive, flags, 0)
 	w := &ep.rwr[0]
 	w.ID, w.SGL = own.id|wrRecvBit|uint64(seq&wrSlotMask), ep.rsgl[:k]
-	_, err := rq.PostRecvLocked(ep.rwr[:])
-	w.SGL = nil
-	if err != nil {
+	q.commit(seq) // before the post, as in sendLocked
+	if _, err := rq.PostRecvUnlock(ep.rwr[:]); err != nil {
+		q.tail = seq
 		return ep.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, postErr(op, err))
 	}
-	q.commit(seq)
 	return nil
 }
 

@@ -12,20 +12,66 @@ import (
 // it out. For a provider that does not lend its locks, these adapters put
 // a mutex of DAT's around the plain calls: correct, one lock dearer.
 
-// sendQueue returns qp's send queue as a SendQueueLocker.
-func sendQueue(qp verbs.QP) verbs.SendQueueLocker {
-	if l, ok := qp.(verbs.SendQueueLocker); ok {
-		return l
-	}
-	return &mutexSQ{qp: qp}
+//
+// A post ends in one call that posts and unlocks (verbs.SendPostUnlocker,
+// RecvPostUnlocker) where the provider has it, in two calls otherwise.
+
+// sendQ is a send queue as the post paths use it.
+type sendQ interface {
+	verbs.SendQueueLocker
+	verbs.SendPostUnlocker
 }
 
-// recvQueue returns qp's receive queue as a RecvQueueLocker.
-func recvQueue(qp verbs.QP) verbs.RecvQueueLocker {
-	if l, ok := qp.(verbs.RecvQueueLocker); ok {
-		return l
+// recvQ is a receive queue as the post paths use it.
+type recvQ interface {
+	verbs.RecvQueueLocker
+	verbs.RecvPostUnlocker
+}
+
+// sendQueue returns qp's send queue as a sendQ.
+func sendQueue(qp verbs.QP) sendQ {
+	l, ok := qp.(verbs.SendQueueLocker)
+	if !ok {
+		return &mutexSQ{qp: qp}
 	}
-	return &mutexRQ{qp: qp}
+	if q, ok := l.(sendQ); ok {
+		return q
+	}
+	return sqUnlocker{l}
+}
+
+// recvQueue returns qp's receive queue as a recvQ.
+func recvQueue(qp verbs.QP) recvQ {
+	l, ok := qp.(verbs.RecvQueueLocker)
+	if !ok {
+		return &mutexRQ{qp: qp}
+	}
+	if q, ok := l.(recvQ); ok {
+		return q
+	}
+	return rqUnlocker{l}
+}
+
+// sqUnlocker adds PostSendUnlock to a provider's SendQueueLocker.
+type sqUnlocker struct{ verbs.SendQueueLocker }
+
+func (q sqUnlocker) PostSendUnlock(w []verbs.SendWR) (int, error) {
+	n, err := q.PostSendLocked(w)
+	if err == nil {
+		q.UnlockSend()
+	}
+	return n, err
+}
+
+// rqUnlocker adds PostRecvUnlock to a provider's RecvQueueLocker.
+type rqUnlocker struct{ verbs.RecvQueueLocker }
+
+func (q rqUnlocker) PostRecvUnlock(w []verbs.RecvWR) (int, error) {
+	n, err := q.PostRecvLocked(w)
+	if err == nil {
+		q.UnlockRecv()
+	}
+	return n, err
 }
 
 // cqLocker returns cq as a CQLocker.
@@ -45,6 +91,14 @@ func (m *mutexSQ) LockSend()                                    { m.mu.Lock() }
 func (m *mutexSQ) PostSendLocked(w []verbs.SendWR) (int, error) { return m.qp.PostSend(w) }
 func (m *mutexSQ) UnlockSend()                                  { m.mu.Unlock() }
 
+func (m *mutexSQ) PostSendUnlock(w []verbs.SendWR) (int, error) {
+	n, err := m.qp.PostSend(w)
+	if err == nil {
+		m.mu.Unlock()
+	}
+	return n, err
+}
+
 // SendInProgressLocked: unknown. EPs on such a QP post every request
 // signalled (see slotRing).
 func (m *mutexSQ) SendInProgressLocked() int { return -1 }
@@ -57,6 +111,14 @@ type mutexRQ struct {
 func (m *mutexRQ) LockRecv()                                    { m.mu.Lock() }
 func (m *mutexRQ) PostRecvLocked(w []verbs.RecvWR) (int, error) { return m.qp.PostRecv(w) }
 func (m *mutexRQ) UnlockRecv()                                  { m.mu.Unlock() }
+
+func (m *mutexRQ) PostRecvUnlock(w []verbs.RecvWR) (int, error) {
+	n, err := m.qp.PostRecv(w)
+	if err == nil {
+		m.mu.Unlock()
+	}
+	return n, err
+}
 
 type mutexCQ struct {
 	mu sync.Mutex

@@ -6,10 +6,12 @@ import "github.com/godapl/godapl/verbs"
 // lent to the layer above.
 
 var (
-	_ verbs.SendQueueLocker = (*QP)(nil)
-	_ verbs.RecvQueueLocker = (*QP)(nil)
-	_ verbs.CQLocker        = (*CQ)(nil)
-	_ verbs.SGLChecker      = (*QP)(nil)
+	_ verbs.SendQueueLocker  = (*QP)(nil)
+	_ verbs.RecvQueueLocker  = (*QP)(nil)
+	_ verbs.CQLocker         = (*CQ)(nil)
+	_ verbs.SGLChecker       = (*QP)(nil)
+	_ verbs.SendPostUnlocker = (*QP)(nil)
+	_ verbs.RecvPostUnlocker = (*QP)(nil)
 )
 
 // ChecksSGL implements verbs.SGLChecker: postOneLocked and
@@ -35,9 +37,26 @@ func (qp *QP) SendInProgressLocked() int { return int(qp.sqTail - qp.sqHead) }
 
 // UnlockSend implements verbs.SendQueueLocker: the link is kicked, as
 // after PostSend, once the lock is released.
-func (qp *QP) UnlockSend() {
+func (qp *QP) UnlockSend() { qp.unlockSend(false) }
+
+// PostSendUnlock implements verbs.SendPostUnlocker.
+func (qp *QP) PostSendUnlock(wrs []verbs.SendWR) (int, error) {
+	n, err := qp.postSendLocked(wrs)
+	if err != nil {
+		if n > 0 {
+			qp.kickPending = true
+		}
+		return n, err
+	}
+	qp.unlockSend(n > 0)
+	return n, nil
+}
+
+// unlockSend releases the send lock and kicks the link if requests were
+// posted under it: posted, or earlier ones (kickPending).
+func (qp *QP) unlockSend(posted bool) {
 	link := qp.link
-	kick := qp.kickPending && qp.state == verbs.QPStateRTS && link != nil
+	kick := (posted || qp.kickPending) && qp.state == verbs.QPStateRTS && link != nil
 	qp.kickPending = false
 	qp.mu.Unlock()
 	if kick {
@@ -53,6 +72,15 @@ func (qp *QP) PostRecvLocked(wrs []verbs.RecvWR) (int, error) { return qp.postRe
 
 // UnlockRecv implements verbs.RecvQueueLocker.
 func (qp *QP) UnlockRecv() { qp.mu.Unlock() }
+
+// PostRecvUnlock implements verbs.RecvPostUnlocker.
+func (qp *QP) PostRecvUnlock(wrs []verbs.RecvWR) (int, error) {
+	n, err := qp.postRecvLocked(wrs)
+	if err == nil {
+		qp.mu.Unlock()
+	}
+	return n, err
+}
 
 // Lock implements verbs.CQLocker.
 func (cq *CQ) Lock() { cq.mu.Lock() }
