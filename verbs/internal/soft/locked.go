@@ -1,6 +1,10 @@
 package soft
 
-import "github.com/godapl/godapl/verbs"
+import (
+	"sync"
+
+	"github.com/godapl/godapl/verbs"
+)
 
 // The optional lockers of package verbs: the QP's mu and the CQ's mu,
 // lent to the layer above.
@@ -90,3 +94,8 @@ func (cq *CQ) PollLocked(wcs []verbs.WC) int { return cq.pollLocked(wcs) }
 
 // Unlock implements verbs.CQLocker.
 func (cq *CQ) Unlock() { cq.mu.Unlock() }
+
+var _ verbs.CQMutexer = (*CQ)(nil)
+
+// CQMutex implements verbs.CQMutexer: Lock and Unlock are cq.mu's.
+func (cq *CQ) CQMutex() *sync.Mutex { return &cq.mu }
