@@ -75,8 +75,11 @@ func (n EventNumber) Stream() EVDFlags {
 }
 
 // Event is a DAT_EVENT. Number says which of the data members is set; the
-// others are zero. An Event is a plain value: dequeuing copies it out of
-// the EVD, and handles in it are the objects themselves (compare them with
+// others are zero in an Event returned by value (evd.Wait, Dequeue), and
+// left as they were by evd.WaitInto and DequeueInto, which write only
+// what the event needs, as into C's DAT_EVENT union: read only the member
+// Number names. An Event is a plain value: dequeuing copies it out of the
+// EVD, and handles in it are the objects themselves (compare them with
 // ==, or type-assert to *ep.EP, *lmr.RMR, ...).
 type Event struct {
 	Number EventNumber

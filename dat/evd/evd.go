@@ -65,11 +65,19 @@ func (e *EVD) Wait(ctx context.Context, threshold int) (ev dat.Event, n int, err
 
 // DequeueInto is Dequeue writing the event into *ev, as dat_evd_dequeue
 // writes the caller's DAT_EVENT: a hot loop that keeps one Event saves the
-// copy of a 256-byte result. *ev is overwritten in full, and left zero on
-// error.
+// copy of a 256-byte result, and the clearing of one. Like C's DAT_EVENT,
+// whose data is a union, *ev is written as far as the event needs: EVD,
+// Number, and every field of the member Number names (DTO for a DTO
+// completion, RMRBind for an RMR bind, ...); the other members may keep
+// what they held, so read only the member Number names. On error *ev is
+// left alone.
 func (e *EVD) DequeueInto(ev *dat.Event) error {
-	*ev = dat.Event{}
-	if err := e.c().Dequeue(ev); err != nil {
+	c := e.c()
+	if _, ok := c.TakeFast(ev, false); ok {
+		ev.EVD = e
+		return nil
+	}
+	if err := c.DequeueSlow(ev); err != nil {
 		return err
 	}
 	ev.EVD = e
@@ -77,11 +85,18 @@ func (e *EVD) DequeueInto(ev *dat.Event) error {
 }
 
 // WaitInto is Wait writing the event into *ev, as dat_evd_wait writes the
-// caller's DAT_EVENT; it returns the number of events still queued. *ev is
-// overwritten in full, and left zero on error.
+// caller's DAT_EVENT; it returns the number of events still queued. *ev
+// is written as DequeueInto writes it: read only the member Number names.
+// On error *ev is left alone.
 func (e *EVD) WaitInto(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
-	*ev = dat.Event{}
-	n, err := e.c().Wait(ctx, threshold, ev)
+	c := e.c()
+	if threshold == 1 {
+		if n, ok := c.TakeFast(ev, true); ok {
+			ev.EVD = e
+			return n, nil
+		}
+	}
+	n, err := c.WaitSlow(ctx, threshold, ev)
 	if err != nil {
 		return n, err
 	}

@@ -212,21 +212,22 @@ func (ia *IA) removeOwner(o *owner) {
 	t.mu.Lock()
 	idx := uint32(o.id >> wrOwnerShift)
 	if e := t.at(uint64(idx)); e != nil && e.Load() == o {
-		e.Store(&owner{id: o.id})
+		e.Store(&owner{id: o.id | ownerTombstone})
 		t.free = append(t.free, idx)
 	}
 	t.mu.Unlock()
 }
 
+// ownerTombstone marks the id of a removed owner's tombstone: no live
+// owner's id has it, so no work request ID matches a tombstone.
+const ownerTombstone = 1
+
 // lookupOwner returns the live owner of a work request ID.
 func (ia *IA) lookupOwner(id uint64) *owner {
-	e := ia.owners.at(id >> wrOwnerShift)
-	if e == nil {
-		return nil
+	if e := ia.owners.at(id >> wrOwnerShift); e != nil {
+		if o := e.Load(); o != nil && o.id == id&^(1<<wrGenShift-1) {
+			return o
+		}
 	}
-	o := e.Load()
-	if o == nil || (o.ep == nil && o.srq == nil) || o.id != id&^(1<<wrGenShift-1) {
-		return nil
-	}
-	return o
+	return nil
 }

@@ -89,6 +89,7 @@ type EVD struct {
 	// slot rings of the queues completing here, so that the hot path
 	// hands a completion out under one lock. Lock order: mu before cql.
 	cql    verbs.CQLocker
+	cqMu   *sync.Mutex  // what cql locks, when the provider lends it (verbs.CQMutexer)
 	wcs    [16]verbs.WC // completions polled from the CQ +checklocks:cql
 	wcHead int          // wcs[wcHead:wcN] are raw: polled, not translated +checklocks:cql
 	wcN    int          // +checklocks:cql
@@ -130,6 +131,9 @@ func newEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags, adopt bool) (*EVD, e
 			return nil, dat.Wrap("evd_create", dat.InsufficientResources, dat.ResourceTEVD, err)
 		}
 		e.cq, e.cql = cq, cqLocker(cq)
+		if m, ok := cq.(verbs.CQMutexer); ok {
+			e.cqMu = m.CQMutex()
+		}
 		depth += qlen
 	}
 	e.ring = make([]ringEntry, depth)

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/verbs"
 )
 
 // The EVD's queue: the hot path that hands a completion straight from the
@@ -62,6 +63,11 @@ func (e *EVD) pollRawCQLocked(max int) bool {
 // takeCQLocked hands the oldest completion out into ev when the ring is
 // empty (nothing can be older): a raw one, or the CQ's next. Its slot
 // retires at once. False when there is none. The caller holds cql.
+//
+// The common case, a successful DTO of an EP queue completing here, is
+// translated inline, straight from the slot into ev without a hold (this
+// is most of what evd_wait costs over a verbs Poll); the rest takes
+// translateLocked.
 func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 	for {
 		if e.wcHead == e.wcN && !e.pollRawCQLocked(len(e.wcs)) {
@@ -69,6 +75,19 @@ func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 		}
 		wc := &e.wcs[e.wcHead]
 		e.wcHead++
+		if o := e.ia.lookupOwner(wc.ID); o != nil && o.srq == nil && wc.Status == verbs.WCSuccess {
+			q := &o.req
+			if wc.ID&wrRecvBit != 0 {
+				q = &o.recv
+			}
+			s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
+			if s != nil && q.evd == e && s.flags&dat.CompletionSuppress == 0 && s.op != dat.DTOBindMW {
+				ev.Number = dat.DTOCompletionEvent
+				fillDTO(&ev.DTO, o.ep.handle, s, wc, dat.DTOSuccess)
+				q.retireLocked(seq)
+				return true
+			}
+		}
 		if h, _, ok := e.translateLocked(wc, ev); ok {
 			h.releaseLocked()
 			return true
@@ -76,19 +95,31 @@ func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 	}
 }
 
-// takeFast is the hot path of a dequeue or a wait that need not block: a
-// completion straight from the CQ under cql alone, while the ring is
-// empty. False when the ring holds events or the CQ has none. It returns
-// the raw completions left, which the caller reports as the events left.
-func (e *EVD) takeFast(ev *dat.Event) (bool, int) {
-	if e.cq == nil || e.queued.Load() != 0 {
-		return false, 0
+// TakeFast is the hot path of evd_dequeue (wait false) and of an evd_wait
+// with threshold 1 (wait true): while the ring is empty, the oldest
+// completion straight from the CQ into ev (see translateLocked for what
+// it writes), under the CQ's lock alone, which it takes inline when the
+// provider lends its mutex (verbs.CQMutexer). It returns the raw
+// completions left, which the caller reports as the events left. ok false
+// leaves ev alone and sends the caller down the full path (Dequeue,
+// Wait): the EVD is nil or freed, a waiter owns it, a wait finds it
+// unwaitable, the ring holds events, or the CQ has none.
+func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
+	if e == nil || e.cq == nil || e.freed.Load() || e.waiter.Load() || e.queued.Load() != 0 || wait && e.unwait.Load() {
+		return 0, false
+	}
+	if mu := e.cqMu; mu != nil {
+		mu.Lock()
+		ok = e.queued.Load() == 0 && e.takeCQLocked(ev)
+		n = e.wcN - e.wcHead
+		mu.Unlock()
+		return n, ok
 	}
 	e.cql.Lock()
-	ok := e.queued.Load() == 0 && e.takeCQLocked(ev)
-	raw := e.wcN - e.wcHead
+	ok = e.queued.Load() == 0 && e.takeCQLocked(ev)
+	n = e.wcN - e.wcHead
 	e.cql.Unlock()
-	return ok, raw
+	return n, ok
 }
 
 // nextLocked hands out the oldest event, from the ring or else straight
@@ -213,19 +244,26 @@ func (e *EVD) pushSoft(ev *dat.Event, software bool) error {
 // Push queues a connection, CR or async event from the provider.
 func (e *EVD) Push(ev dat.Event) bool { return e.pushSoft(&ev, false) == nil }
 
-// Dequeue removes the oldest event into ev, which must be the zero Event
-// (evd_dequeue). It never blocks and never allocates; an empty EVD returns
-// dat.ErrQueueEmpty itself.
+// Dequeue removes the oldest event into ev (evd_dequeue): a DTO or
+// RMR-bind completion writes Number and the member it names (see
+// translateLocked), any other event the whole Event. It never blocks and
+// never allocates; an empty EVD returns dat.ErrQueueEmpty itself. On
+// error ev is left alone.
 func (e *EVD) Dequeue(ev *dat.Event) error {
+	if _, ok := e.TakeFast(ev, false); ok {
+		return nil
+	}
+	return e.DequeueSlow(ev)
+}
+
+// DequeueSlow is Dequeue after TakeFast failed.
+func (e *EVD) DequeueSlow(ev *dat.Event) error {
 	const op = "evd_dequeue"
 	if e == nil || e.freed.Load() {
 		return InvalidHandle(op, dat.HandleTypeEVD)
 	}
 	if e.waiter.Load() {
 		return errDequeueWaiter
-	}
-	if ok, _ := e.takeFast(ev); ok {
-		return nil
 	}
 	e.mu.Lock()
 	if e.waiter.Load() {
@@ -246,8 +284,8 @@ var (
 )
 
 // Wait blocks until at least threshold events are queued and removes the
-// oldest into ev, which must be the zero Event (evd_wait). It returns the
-// number of events left. ctx bounds the wait: its deadline gives
+// oldest into ev, as Dequeue does (evd_wait). It returns the number of
+// events left. ctx bounds the wait: its deadline gives
 // DAT_TIMEOUT_EXPIRED, its cancellation DAT_INTERRUPTED_CALL, both with
 // nothing dequeued.
 //
@@ -256,14 +294,19 @@ var (
 // the CQ's completions not polled yet: the caller cannot tell them from
 // arrivals after the return, so they are not worth the CQ's lock.
 func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
+	if threshold == 1 {
+		if n, ok := e.TakeFast(ev, true); ok {
+			return n, nil
+		}
+	}
+	return e.WaitSlow(ctx, threshold, ev)
+}
+
+// WaitSlow is Wait after TakeFast failed, or for a threshold above 1.
+func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
 	const op = "evd_wait"
 	if e == nil || e.freed.Load() {
 		return 0, InvalidHandle(op, dat.HandleTypeEVD)
-	}
-	if threshold == 1 && !e.unwait.Load() && !e.waiter.Load() {
-		if ok, nmore := e.takeFast(ev); ok {
-			return nmore, nil
-		}
 	}
 	e.mu.Lock()
 	switch {

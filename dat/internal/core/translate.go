@@ -53,12 +53,13 @@ func (h *hold) releaseLocked() {
 }
 
 // translateLocked turns a work completion of e's CQ into the event it
-// stands for, written into ev, which must be the zero Event (only the
-// members of a DTO or RMR-bind event are set: clearing all 256 bytes of an
-// Event costs as much as the rest of the translation), and returns the
-// slot the event holds. It returns ok false, and leaves ev alone, for
-// completions that produce no event: those of freed EPs, and successful
-// suppressed DTOs (whose slots it frees at once). The caller holds e.mu.
+// stands for, written into ev: Number, and every field of the member
+// Number names (DTO or RMRBind); the other members are left as they were,
+// as in C's DAT_EVENT union (clearing all 256 bytes of an Event costs as
+// much as the rest of the translation). It returns the slot the event
+// holds. It returns ok false, and leaves ev alone, for completions that
+// produce no event: those of freed EPs, and successful suppressed DTOs
+// (whose slots it frees at once). The caller holds e.cql.
 func (e *EVD) translateLocked(wc *verbs.WC, ev *dat.Event) (h hold, quiet, ok bool) {
 	o := e.ia.lookupOwner(wc.ID)
 	if o == nil {
@@ -118,21 +119,24 @@ func (e *EVD) translateLocked(wc *verbs.WC, ev *dat.Event) (h hold, quiet, ok bo
 		ev.Number, ev.RMRBind = dat.RMRBindCompletionEvent, b
 		return h, quiet, true
 	}
-	// Field by field into ev (see EP.fill for why).
 	ev.Number = dat.DTOCompletionEvent
-	d := &ev.DTO
-	d.EP, d.Cookie, d.Status, d.Op = epHandle, s.cookie, status, s.op
-	if status == dat.DTOSuccess {
-		switch s.op {
-		case dat.DTOReceive:
-			d.Length = wc.ByteLen
-			if wc.Flags&verbs.WCWithInv != 0 {
-				d.Op = dat.DTOReceiveWithInvalidate
-				d.RMRContext = dat.RMRContext(wc.InvalidatedRKey)
-			}
-		default: // sends and RDMA report what was posted (a split Read's total)
-			d.Length = s.length
+	fillDTO(&ev.DTO, epHandle, s, wc, status)
+	return h, quiet, true
+}
+
+// fillDTO writes every field of d, the event of the DTO of slot s that
+// completed with wc and status, field by field (see EP.fill for why).
+func fillDTO(d *dat.DTOCompletion, ep dat.Handle, s *cookieSlot, wc *verbs.WC, status dat.DTOStatus) {
+	d.EP, d.Cookie, d.Status, d.Op, d.Length, d.RMRContext = ep, s.cookie, status, s.op, 0, 0
+	switch {
+	case status != dat.DTOSuccess:
+	case s.op != dat.DTOReceive: // sends and RDMA report what was posted (a split Read's total)
+		d.Length = s.length
+	default:
+		d.Length = wc.ByteLen
+		if wc.Flags&verbs.WCWithInv != 0 {
+			d.Op = dat.DTOReceiveWithInvalidate
+			d.RMRContext = dat.RMRContext(wc.InvalidatedRKey)
 		}
 	}
-	return h, quiet, true
 }
