@@ -78,6 +78,24 @@ type postCfg struct {
 	pz                             *PZ
 	reqUnsig, recvUnsig            bool // the queues allow UNSIGNALLED
 	maxIOV, maxReadIOV, maxRecvIOV int
+
+	// What the post paths let through without looking further: the
+	// completion flags a request may carry, by DTO op, and a receive; the
+	// segments a request may have, by DTO op, -1 while the EP's state
+	// posts no requests; the segments of a receive, -1 for an EP on an
+	// SRQ. A post outside them goes through the checks one by one.
+	reqFlags  [4]dat.CompletionFlags
+	reqIOV    [4]int
+	recvFlags dat.CompletionFlags
+	recvIOV   int
+}
+
+// setPostable records in c whether the EP's state st posts requests.
+func (c *postCfg) setPostable(st dat.EPState) {
+	c.reqIOV = [4]int{-1, -1, -1, -1}
+	if canPostRequest.has(st) {
+		c.reqIOV[dat.DTOSend], c.reqIOV[dat.DTORDMAWrite], c.reqIOV[dat.DTORDMARead] = c.maxIOV, c.maxIOV, c.maxReadIOV
+	}
 }
 
 // storeCfgLocked publishes the post snapshot of the current
@@ -89,16 +107,37 @@ func (ep *EP) storeCfgLocked() {
 	}
 	a := &ep.attr
 	_, lent := ep.qp.(verbs.SendQueueLocker)
-	c, ok := ep.qp.(verbs.SGLChecker)
-	ep.cfg.Store(&postCfg{
+	sc, ok := ep.qp.(verbs.SGLChecker)
+	c := &postCfg{
 		qp: ep.qp, sq: sendQueue(ep.qp), rq: recvQueue(ep.qp), unsigSuppressed: lent, own: ep.own, pz: ep.pz,
-		checksSGL:  ok && c.ChecksSGL(),
+		checksSGL:  ok && sc.ChecksSGL(),
 		reqUnsig:   a.RequestCompletionFlags&dat.CompletionUnsignalled != 0,
 		recvUnsig:  a.RecvCompletionFlags&dat.CompletionUnsignalled != 0,
 		maxIOV:     a.MaxRequestIOV,
 		maxReadIOV: a.MaxRDMAReadIOV,
 		maxRecvIOV: a.MaxRecvIOV,
-	})
+	}
+	c.setFast(ep.State(), ep.srq != nil)
+	ep.cfg.Store(c)
+}
+
+// setFast fills what the post paths let through without further checks
+// from the rest of c, the EP's state st and whether it is on an SRQ.
+func (c *postCfg) setFast(st dat.EPState, onSRQ bool) {
+	f := validFlags
+	if !c.reqUnsig {
+		f &^= dat.CompletionUnsignalled
+	}
+	c.reqFlags = [4]dat.CompletionFlags{dat.DTOSend: f, dat.DTORDMAWrite: f &^ dat.CompletionSolicitedWait, dat.DTORDMARead: f &^ dat.CompletionSolicitedWait}
+	c.recvFlags = dat.CompletionSuppress
+	if c.recvUnsig {
+		c.recvFlags |= dat.CompletionUnsignalled
+	}
+	c.recvIOV = c.maxRecvIOV
+	if onSRQ {
+		c.recvIOV = -1
+	}
+	c.setPostable(st)
 }
 
 // EPParam is what ep_query reports.

@@ -64,63 +64,43 @@ func (ep *EP) PostRDMAReadToRMR(local dat.RMRTriplet, cookie dat.DTOCookie, remo
 }
 
 func (ep *EP) postRequest(r *request) error {
-	if ep == nil || ep.freed.Load() {
+	if ep == nil {
 		return errPostFreed
 	}
-	if err := ep.require(r.op, canPostRequest); err != nil {
-		return err
-	}
-	if r.flags&^validFlags != 0 || (r.flags&dat.CompletionSolicitedWait != 0 && r.dop != dat.DTOSend) {
-		return dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg5)
-	}
+	// One load answers the common case of every check before the lock:
+	// the snapshot says which flags and how many segments the request
+	// queue takes, and takes none while the EP is freed or in a state that
+	// posts no requests (postCfg.reqIOV). Anything else goes through the
+	// checks in DAT's order.
 	cfg := ep.cfg.Load()
-	if cfg == nil {
-		return dat.NewError(r.op, dat.InvalidState, dat.InvalidStateEPPZ)
-	}
-	sq, pz := cfg.sq, cfg.pz
-	if r.flags&dat.CompletionUnsignalled != 0 && !cfg.reqUnsig {
-		return dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg5)
-	}
-	limit := cfg.maxIOV
-	if r.dop == dat.DTORDMARead {
-		limit = cfg.maxReadIOV
-	}
-	if len(r.iov) > limit {
-		return dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg2)
+	if cfg == nil || r.flags&^cfg.reqFlags[r.dop&3] != 0 || len(r.iov) > cfg.reqIOV[r.dop&3] {
+		var err error
+		if cfg, err = ep.requestChecks(r); err != nil {
+			return err
+		}
 	}
 	need := dat.MemPrivLocalRead
 	if r.dop == dat.DTORDMARead {
 		need = dat.MemPrivLocalWrite
 	}
-
 	// The provider checks the SGL as it takes the request: DAT's checks
 	// of the same memory would only repeat its own.
-	trust := cfg.checksSGL && pz.loose.Load() == 0
+	trust := cfg.checksSGL && cfg.pz.loose.Load() == 0
+	sq, own, pz := cfg.sq, cfg.own, cfg.pz
 
 	sq.LockSend()
-	if err := ep.sendLocked(r, cfg, need, trust); err != nil {
-		sq.UnlockSend()
-		return err
-	}
-	return nil
-}
-
-// sendLocked is postRequest's part under the send queue's lock. It
-// returns nil once the request is posted and the lock released, an error
-// with the lock still held.
-func (ep *EP) sendLocked(r *request, cfg *postCfg, need dat.MemPriv, trust bool) error {
-	sq, own, pz := cfg.sq, cfg.own, cfg.pz
 	// Resolve the local side into SGEs; zero-length segments name nothing.
 	k := 0
 	var total uint64
 	if r.sink != nil {
 		if err := ep.ia.rmrSink(r.op, pz, r.sink, &ep.ssgl[0]); err != nil {
-			return err
+			return unlockSend(sq, err)
 		}
 		k, total = 1, uint64(r.sink.SegmentLength)
 	} else {
-		for i := range r.iov {
-			t := &r.iov[i]
+		iov := r.iov
+		for i := range iov {
+			t := &iov[i]
 			if t.SegmentLength == 0 {
 				continue
 			}
@@ -128,35 +108,33 @@ func (ep *EP) sendLocked(r *request, cfg *postCfg, need dat.MemPriv, trust bool)
 				s := &ep.ssgl[k]
 				s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
 			} else if err := ep.ia.CheckLocal(r.op, pz, t, need, &ep.ssgl[k]); err != nil {
-				return err
+				return unlockSend(sq, err)
 			}
 			total += uint64(t.SegmentLength)
 			k++
 		}
 	}
-	if total > maxMessage || (r.dop == dat.DTORDMARead || r.dop == dat.DTORDMAWrite) && total > uint64(r.remote.SegmentLength) {
-		return ep.refused(trust, r.op, pz, r.iov, need, dat.NewError(r.op, dat.LengthError, dat.NoSubtype))
+	if total > maxMessage || r.dop != dat.DTOSend && total > uint64(r.remote.SegmentLength) {
+		return unlockSend(sq, ep.refused(trust, r.op, pz, r.iov, need, dat.NewError(r.op, dat.LengthError, dat.NoSubtype)))
 	}
 	if r.dop == dat.DTORDMARead && k > 1 {
 		// Posted as several work requests: all checked before the first.
-		if err := ep.refused(trust, r.op, pz, r.iov, need, nil); err != nil {
-			return err
+		err := ep.refused(trust, r.op, pz, r.iov, need, nil)
+		if err == nil {
+			err = ep.postSplitRead(r, sq, own, k, total)
 		}
-		if err := ep.postSplitRead(r, sq, own, k, total); err != nil {
-			return err
-		}
-		sq.UnlockSend()
-		return nil
+		return unlockSend(sq, err)
 	}
 	q := &own.req
 	seq, ok := q.reserve()
 	if !ok {
-		return ep.refused(trust, r.op, pz, r.iov, need, errPostFull)
+		return unlockSend(sq, ep.refused(trust, r.op, pz, r.iov, need, errPostFull))
 	}
 	q.slot(seq).set(seq, r.cookie, r.dop, r.flags, uint32(total))
 	signalled := !cfg.unsigSuppressed || !q.mayGoUnsignalled(r.flags)
 	w := &ep.swr[0]
-	ep.fill(w, r, own.id|uint64(seq&wrSlotMask), ep.ssgl[:k], signalled)
+	w.ID, w.SGL = own.id|uint64(seq&wrSlotMask), ep.ssgl[:k]
+	fill(w, r, signalled)
 	if r.dop == dat.DTORDMARead && k == 0 {
 		// A zero-length Read still needs its single (empty) sink element.
 		w.SGL = ep.ssgl[:1]
@@ -171,9 +149,46 @@ func (ep *EP) sendLocked(r *request, cfg *postCfg, need dat.MemPriv, trust bool)
 	q.commitSignalled(seq, signalled)
 	if _, err := sq.PostSendUnlock(ep.swr[:]); err != nil {
 		q.tail, q.lastSig, q.unsig = tail, lastSig, unsig
-		return ep.refused(trust, r.op, pz, r.iov, need, postErr(r.op, err))
+		return unlockSend(sq, ep.refused(trust, r.op, pz, r.iov, need, postErr(r.op, err)))
 	}
 	return nil
+}
+
+// unlockSend releases the send queue's lock and returns err.
+func unlockSend(sq sendQ, err error) error {
+	sq.UnlockSend()
+	return err
+}
+
+// requestChecks makes postRequest's checks before the lock one by one, in
+// DAT's order, and returns the first error. It is the way of a post that
+// the snapshot alone does not let through: an error, or an EP that
+// changed under it, in which case it returns the snapshot to post with.
+func (ep *EP) requestChecks(r *request) (*postCfg, error) {
+	if ep.freed.Load() {
+		return nil, errPostFreed
+	}
+	if err := ep.require(r.op, canPostRequest); err != nil {
+		return nil, err
+	}
+	if r.flags&^validFlags != 0 || (r.flags&dat.CompletionSolicitedWait != 0 && r.dop != dat.DTOSend) {
+		return nil, dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg5)
+	}
+	cfg := ep.cfg.Load()
+	if cfg == nil {
+		return nil, dat.NewError(r.op, dat.InvalidState, dat.InvalidStateEPPZ)
+	}
+	if r.flags&dat.CompletionUnsignalled != 0 && !cfg.reqUnsig {
+		return nil, dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg5)
+	}
+	limit := cfg.maxIOV
+	if r.dop == dat.DTORDMARead {
+		limit = cfg.maxReadIOV
+	}
+	if len(r.iov) > limit {
+		return nil, dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg2)
+	}
+	return cfg, nil
 }
 
 // refused returns err, the reason a post is refused, unless DAT's own
@@ -198,36 +213,31 @@ func (ep *EP) refused(trust bool, op string, pz *PZ, iov []dat.LMRTriplet, need 
 	return err
 }
 
-// fill sets every field of w but Bind (left zero by BindRMR) from r, id
-// and sgl. Field by field: a composite literal is built on the stack and
-// copied in wide moves that stall on the narrow stores that built it.
-func (ep *EP) fill(w *verbs.SendWR, r *request, id uint64, sgl []verbs.SGE, signalled bool) {
-	w.ID, w.SGL, w.Flags = id, sgl, 0
-	w.RemoteAddr, w.RKey, w.InvalidateRKey = 0, 0, 0
+// fill sets the fields of w that r decides (all but ID, SGL and Bind;
+// Bind is left zero by BindRMR). Field by field: a composite literal is
+// built on the stack and copied in wide moves that stall on the narrow
+// stores that built it. A Send's r.remote is zero.
+func fill(w *verbs.SendWR, r *request, signalled bool) {
+	w.Opcode = dtoOpcode[r.dop&3]
+	w.RemoteAddr, w.RKey, w.InvalidateRKey = uint64(r.remote.VirtualAddress), uint32(r.remote.RMRContext), 0
+	if r.hasInv {
+		w.Opcode, w.InvalidateRKey = verbs.OpSendWithInv, uint32(r.inv)
+	}
+	var f verbs.SendFlags
 	if signalled {
-		w.Flags = verbs.SendSignaled
+		f = verbs.SendSignaled
 	}
 	if r.flags&dat.CompletionBarrierFence != 0 {
-		w.Flags |= verbs.SendFence
+		f |= verbs.SendFence
 	}
-	switch r.dop {
-	case dat.DTOSend:
-		w.Opcode = verbs.OpSend
-		if r.hasInv {
-			w.Opcode = verbs.OpSendWithInv
-			w.InvalidateRKey = uint32(r.inv)
-		}
-		if r.flags&dat.CompletionSolicitedWait != 0 {
-			w.Flags |= verbs.SendSolicited
-		}
-	case dat.DTORDMAWrite:
-		w.Opcode = verbs.OpRDMAWrite
-		w.RemoteAddr, w.RKey = uint64(r.remote.VirtualAddress), uint32(r.remote.RMRContext)
-	case dat.DTORDMARead:
-		w.Opcode = verbs.OpRDMARead
-		w.RemoteAddr, w.RKey = uint64(r.remote.VirtualAddress), uint32(r.remote.RMRContext)
+	if r.flags&dat.CompletionSolicitedWait != 0 { // Sends only (requestChecks)
+		f |= verbs.SendSolicited
 	}
+	w.Flags = f
 }
+
+// dtoOpcode is the verbs opcode of a request's DTO.
+var dtoOpcode = [4]verbs.Opcode{dat.DTOSend: verbs.OpSend, dat.DTORDMAWrite: verbs.OpRDMAWrite, dat.DTORDMARead: verbs.OpRDMARead}
 
 // postSplitRead posts an RDMA Read with several local segments as one
 // verbs Read per segment (iWARP reads into one sink STag): consecutive
@@ -270,27 +280,17 @@ func (ep *EP) postSplitRead(r *request, sq sendQ, own *owner, k int, total uint6
 // PostRecv posts a receive (ep_post_recv). It is legal in every state; in
 // DISCONNECTED it is flushed at once.
 func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
-	const op = "ep_post_recv"
-	if ep == nil || ep.freed.Load() {
+	if ep == nil {
 		return errPostFreed
 	}
-	if ep.srq != nil {
-		return errPostSRQ
+	cfg := ep.cfg.Load() // see postRequest
+	if cfg == nil || flags&^cfg.recvFlags != 0 || len(iov) > cfg.recvIOV {
+		var err error
+		if cfg, err = ep.recvChecks(iov, flags); err != nil {
+			return err
+		}
 	}
-	if flags&^(dat.CompletionSuppress|dat.CompletionUnsignalled) != 0 {
-		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
-	}
-	cfg := ep.cfg.Load()
-	if cfg == nil {
-		return dat.NewError(op, dat.InvalidState, dat.InvalidStateEPPZ)
-	}
-	if flags&dat.CompletionUnsignalled != 0 && !cfg.recvUnsig {
-		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
-	}
-	if len(iov) > cfg.maxRecvIOV {
-		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
-	}
-	if err := ep.postRecv(op, cfg, iov, cookie, flags); err != nil {
+	if err := ep.postRecv(cfg, iov, cookie, flags); err != nil {
 		cfg.rq.UnlockRecv()
 		return err
 	}
@@ -300,10 +300,36 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	return nil
 }
 
+// recvChecks is requestChecks for PostRecv.
+func (ep *EP) recvChecks(iov []dat.LMRTriplet, flags dat.CompletionFlags) (*postCfg, error) {
+	const op = "ep_post_recv"
+	if ep.freed.Load() {
+		return nil, errPostFreed
+	}
+	if ep.srq != nil {
+		return nil, errPostSRQ
+	}
+	if flags&^(dat.CompletionSuppress|dat.CompletionUnsignalled) != 0 {
+		return nil, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
+	}
+	cfg := ep.cfg.Load()
+	if cfg == nil {
+		return nil, dat.NewError(op, dat.InvalidState, dat.InvalidStateEPPZ)
+	}
+	if flags&dat.CompletionUnsignalled != 0 && !cfg.recvUnsig {
+		return nil, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg4)
+	}
+	if len(iov) > cfg.maxRecvIOV {
+		return nil, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
+	}
+	return cfg, nil
+}
+
 // postRecv takes the receive queue's lock and posts. It returns nil once
 // the receive is posted and the lock released, an error with the lock
 // still held.
-func (ep *EP) postRecv(op string, cfg *postCfg, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
+func (ep *EP) postRecv(cfg *postCfg, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
+	const op = "ep_post_recv"
 	rq, own, pz := cfg.rq, cfg.own, cfg.pz
 	trust := cfg.checksSGL && pz.loose.Load() == 0 // see postRequest
 	rq.LockRecv()

@@ -44,5 +44,14 @@ func (ep *EP) require(op string, allowed stateSet) error {
 	return nil
 }
 
-// setState records a transition; callers hold ep.mu.
-func (ep *EP) setState(s dat.EPState) { ep.state.Store(uint32(s)) }
+// setState records a transition; callers hold ep.mu. When the EP starts
+// or stops posting requests, the post snapshot follows (postCfg.reqIOV),
+// before the transition's caller lets go of mu.
+func (ep *EP) setState(s dat.EPState) {
+	ep.state.Store(uint32(s))
+	if c := ep.cfg.Load(); c != nil && (c.reqIOV[dat.DTOSend] >= 0) != canPostRequest.has(s) {
+		n := *c
+		n.setPostable(s)
+		ep.cfg.Store(&n)
+	}
+}

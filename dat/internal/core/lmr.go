@@ -241,7 +241,9 @@ func stagIndex(c dat.LMRContext) uint64 { return uint64(c) >> 8 }
 // is sent or written, MemPrivLocalWrite for data that is received or read.
 // An unknown context or a missing privilege is DAT_PRIVILEGES_VIOLATION,
 // an LMR of another PZ DAT_PROTECTION_VIOLATION, a segment outside its LMR
-// DAT_INVALID_PARAMETER, as the dat_ep_post_* man pages say.
+// DAT_INVALID_PARAMETER, as the dat_ep_post_* man pages say. Over a
+// provider that checks SGLs itself (verbs.SGLChecker) the post paths call
+// it only for a post that is refused, to name the fault the DAT way.
 func (ia *IA) CheckLocal(op string, pz *PZ, t *dat.LMRTriplet, need dat.MemPriv, sge *verbs.SGE) error {
 	l := ia.lookupLMR(t.LMRContext)
 	if l == nil {

@@ -1,0 +1,89 @@
+package core
+
+import (
+	"testing"
+
+	"github.com/godapl/godapl/dat"
+)
+
+// allStateList is every EP state.
+func allStateList() []dat.EPState {
+	var ss []dat.EPState
+	for s := dat.EPState(0); allStates.has(s); s++ {
+		ss = append(ss, s)
+	}
+	return ss
+}
+
+// TestPostFastPathAgrees checks the post snapshot's fast path against the
+// checks it stands for: for every EP state, DTO op, completion flags,
+// segment count and queue attribute, a request or receive the fast path
+// lets through is one requestChecks or recvChecks lets through, and one it
+// sends to them is one they refuse (so no post is refused by the fast path
+// and accepted by nobody, or the reverse).
+func TestPostFastPathAgrees(t *testing.T) {
+	for _, st := range allStateList() {
+		for _, unsig := range []bool{false, true} {
+			for _, onSRQ := range []bool{false, true} {
+				ep := &EP{}
+				ep.state.Store(uint32(st))
+				c := &postCfg{reqUnsig: unsig, recvUnsig: unsig, maxIOV: 3, maxReadIOV: 1, maxRecvIOV: 2}
+				c.setFast(st, onSRQ)
+				ep.cfg.Store(c)
+				if onSRQ {
+					ep.srq = &SRQ{}
+				}
+				for _, dop := range []dat.DTOOp{dat.DTOSend, dat.DTORDMAWrite, dat.DTORDMARead} {
+					for flags := dat.CompletionFlags(0); flags < 64; flags++ {
+						for n := 0; n <= 4; n++ {
+							r := &request{op: "ep_post", dop: dop, iov: make([]dat.LMRTriplet, n), flags: flags}
+							fast := r.flags&^c.reqFlags[r.dop&3] == 0 && len(r.iov) <= c.reqIOV[r.dop&3]
+							_, err := ep.requestChecks(r)
+							if fast != (err == nil) {
+								t.Fatalf("state %v unsig %v op %v flags %#x iov %d: fast path %v, checks %v", st, unsig, dop, flags, n, fast, err)
+							}
+						}
+					}
+				}
+				for flags := dat.CompletionFlags(0); flags < 64; flags++ {
+					for n := 0; n <= 3; n++ {
+						iov := make([]dat.LMRTriplet, n)
+						fast := flags&^c.recvFlags == 0 && len(iov) <= c.recvIOV
+						_, err := ep.recvChecks(iov, flags)
+						if fast != (err == nil) {
+							t.Fatalf("recv: state %v unsig %v srq %v flags %#x iov %d: fast path %v, checks %v", st, unsig, onSRQ, flags, n, fast, err)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSetStateRepublishes walks an EP through every pair of states and
+// checks that the post snapshot lets requests through exactly in the
+// states that post them, whichever state came before.
+func TestSetStateRepublishes(t *testing.T) {
+	for _, from := range allStateList() {
+		for _, to := range allStateList() {
+			ep := &EP{}
+			c := &postCfg{maxIOV: 3, maxReadIOV: 1, maxRecvIOV: 2}
+			c.setFast(dat.EPStateUnconnected, false)
+			ep.cfg.Store(c)
+			ep.mu.Lock()
+			ep.setState(from)
+			ep.setState(to)
+			ep.mu.Unlock()
+			got := ep.cfg.Load()
+			if open := got.reqIOV[dat.DTOSend] >= 0; open != canPostRequest.has(to) {
+				t.Fatalf("%v -> %v: requests let through %v", from, to, open)
+			}
+			if got.reqIOV[dat.DTOSend] >= 0 && (got.reqIOV[dat.DTORDMAWrite] != 3 || got.reqIOV[dat.DTORDMARead] != 1) {
+				t.Fatalf("%v -> %v: limits %v", from, to, got.reqIOV)
+			}
+			if got.recvIOV != 2 || got.reqFlags != c.reqFlags {
+				t.Fatalf("%v -> %v: the rest of the snapshot changed: %+v", from, to, got)
+			}
+		}
+	}
+}
