@@ -54,6 +54,25 @@ type RecvPostUnlocker interface {
 	PostRecvUnlock(wrs []RecvWR) (int, error)
 }
 
+// SendMutexer is an optional SendQueueLocker interface for a provider
+// whose LockSend takes one sync.Mutex and does nothing else (UnlockSend
+// may do more: it starts what was posted). The consumer then takes that
+// mutex itself, inlined, instead of calling LockSend through the
+// interface, and ends with UnlockSend or PostSendUnlock as before. The
+// rules of SendQueueLocker hold for the mutex.
+type SendMutexer interface {
+	SendQueueLocker
+	// SendMutex returns the mutex LockSend takes.
+	SendMutex() *sync.Mutex
+}
+
+// RecvMutexer is SendMutexer for the receive queue: LockRecv takes the
+// mutex RecvMutex returns and does nothing else.
+type RecvMutexer interface {
+	RecvQueueLocker
+	RecvMutex() *sync.Mutex
+}
+
 // SGLChecker is an optional QP interface: a provider whose posts check
 // every local SGE says so, and the layer above need not check its own
 // view of the same memory before it posts. ChecksSGL reports that

@@ -72,8 +72,9 @@ type postCfg struct {
 	qp                             verbs.QP
 	sq                             sendQ
 	rq                             recvQ
-	unsigSuppressed                bool // sq can tell what retired: suppressed DTOs go unsignalled
-	checksSGL                      bool // the QP checks SGLs at post time (verbs.SGLChecker)
+	sqMu, rqMu                     *sync.Mutex // what LockSend, LockRecv take, when known (see lockSend)
+	unsigSuppressed                bool        // sq can tell what retired: suppressed DTOs go unsignalled
+	checksSGL                      bool        // the QP checks SGLs at post time (verbs.SGLChecker)
 	own                            *owner
 	pz                             *PZ
 	reqUnsig, recvUnsig            bool // the queues allow UNSIGNALLED
@@ -117,6 +118,7 @@ func (ep *EP) storeCfgLocked() {
 		maxReadIOV: a.MaxRDMAReadIOV,
 		maxRecvIOV: a.MaxRecvIOV,
 	}
+	c.sqMu, c.rqMu = queueMutexes(c.sq, c.rq)
 	c.setFast(ep.State(), ep.srq != nil)
 	ep.cfg.Store(c)
 }

@@ -88,7 +88,13 @@ func (ep *EP) postRequest(r *request) error {
 	trust := cfg.checksSGL && cfg.pz.loose.Load() == 0
 	sq, own, pz := cfg.sq, cfg.own, cfg.pz
 
-	sq.LockSend()
+	// The send queue's lock: its mutex, inlined, when the provider lends
+	// it (verbs.SendMutexer), instead of a dynamic call of LockSend.
+	if m := cfg.sqMu; m != nil {
+		m.Lock()
+	} else {
+		sq.LockSend()
+	}
 	// Resolve the local side into SGEs; zero-length segments name nothing.
 	k := 0
 	var total uint64
@@ -331,8 +337,13 @@ func (ep *EP) recvChecks(iov []dat.LMRTriplet, flags dat.CompletionFlags) (*post
 func (ep *EP) postRecv(cfg *postCfg, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
 	const op = "ep_post_recv"
 	rq, own, pz := cfg.rq, cfg.own, cfg.pz
-	trust := cfg.checksSGL && pz.loose.Load() == 0 // see postRequest
-	rq.LockRecv()
+	// As in postRequest: the provider checks the SGL; its mutex, inlined.
+	trust := cfg.checksSGL && pz.loose.Load() == 0
+	if m := cfg.rqMu; m != nil {
+		m.Lock()
+	} else {
+		rq.LockRecv()
+	}
 	k := 0
 	for i := range iov {
 		t := &iov[i]

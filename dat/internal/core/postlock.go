@@ -52,6 +52,25 @@ func recvQueue(qp verbs.QP) recvQ {
 	return rqUnlocker{l}
 }
 
+// queueMutexes returns the mutexes LockSend and LockRecv of sq and rq take,
+// nil for one that is not known: the provider's (verbs.SendMutexer,
+// RecvMutexer) or this file's adapters'.
+func queueMutexes(sq sendQ, rq recvQ) (sqMu, rqMu *sync.Mutex) {
+	switch q := sq.(type) {
+	case verbs.SendMutexer:
+		sqMu = q.SendMutex()
+	case *mutexSQ:
+		sqMu = &q.mu
+	}
+	switch q := rq.(type) {
+	case verbs.RecvMutexer:
+		rqMu = q.RecvMutex()
+	case *mutexRQ:
+		rqMu = &q.mu
+	}
+	return sqMu, rqMu
+}
+
 // sqUnlocker adds PostSendUnlock to a provider's SendQueueLocker.
 type sqUnlocker struct{ verbs.SendQueueLocker }
 

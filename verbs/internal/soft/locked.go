@@ -16,7 +16,15 @@ var (
 	_ verbs.SGLChecker       = (*QP)(nil)
 	_ verbs.SendPostUnlocker = (*QP)(nil)
 	_ verbs.RecvPostUnlocker = (*QP)(nil)
+	_ verbs.SendMutexer      = (*QP)(nil)
+	_ verbs.RecvMutexer      = (*QP)(nil)
 )
+
+// SendMutex implements verbs.SendMutexer: LockSend takes qp.mu.
+func (qp *QP) SendMutex() *sync.Mutex { return &qp.mu }
+
+// RecvMutex implements verbs.RecvMutexer: LockRecv takes qp.mu.
+func (qp *QP) RecvMutex() *sync.Mutex { return &qp.mu }
 
 // ChecksSGL implements verbs.SGLChecker: postOneLocked and
 // postRecvLocked check every SGE with Device.checkLocal, whose faults

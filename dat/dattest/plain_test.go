@@ -1,0 +1,120 @@
+package dattest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/ia"
+	"github.com/godapl/godapl/dat/providers"
+	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/verbs/mem"
+	"github.com/godapl/godapl/verbs/verbstest"
+)
+
+// TestPlainQP runs the post tests over mem QPs stripped of every optional
+// interface of package verbs: no lent locks, no post-and-unlock, no SGL
+// check DAT may rely on. That is the path DAT takes over a provider that
+// has none of them (its own mutex around plain PostSend and PostRecv, its
+// own checks of every triplet), which no built-in provider exercises.
+func TestPlainQP(t *testing.T) {
+	for _, g := range []struct {
+		name  string
+		tests []testCase
+	}{{"PostChecks", postCheckTests}, {"DTO", dtoTests}} {
+		t.Run(g.name, func(t *testing.T) {
+			for _, tc := range g.tests {
+				t.Run(tc.name, func(t *testing.T) {
+					verbstest.CheckLeaks(t)
+					prov := plainProvider{mem.New()}
+					reg, err := dat.NewRegistry([]verbs.Provider{prov}, []dat.Entry{{Name: "plain", Provider: "plain", Device: mem.DeviceName, Addr: providers.MemAddr}}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					a, err := ia.OpenIn(reg, "plain", 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, err := ia.OpenIn(reg, "plain", 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() {
+						a.Close(dat.CloseAbrupt)
+						b.Close(dat.CloseAbrupt)
+					})
+					tc.fn(t, &env{h: &Harness{NoListenerEvent: dat.ConnectionEventNonPeerRejected, Short: true}, a: a, b: b})
+				})
+			}
+		})
+	}
+}
+
+// plainQP is a verbs.QP and nothing else.
+type plainQP struct{ verbs.QP }
+
+func unwrapQP(qp verbs.QP) verbs.QP {
+	if p, ok := qp.(plainQP); ok {
+		return p.QP
+	}
+	return qp
+}
+
+// The rest carries plainQP through to the provider, which wants its own.
+type (
+	plainProvider struct{ *mem.Provider }
+	plainDevice   struct{ verbs.Device }
+	plainPD       struct{ verbs.PD }
+	plainListener struct{ verbs.Listener }
+	plainRequest  struct{ verbs.ConnRequest }
+)
+
+func (p plainProvider) Name() string { return "plain" }
+
+func (p plainProvider) Open(name string) (verbs.Device, error) {
+	d, err := p.Provider.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return plainDevice{d}, nil
+}
+
+func (d plainDevice) AllocPD() (verbs.PD, error) {
+	pd, err := d.Device.AllocPD()
+	if err != nil {
+		return nil, err
+	}
+	return plainPD{pd}, nil
+}
+
+func (d plainDevice) Connect(ctx context.Context, qp verbs.QP, addr string, p verbs.ConnParam) (verbs.Conn, error) {
+	return d.Device.Connect(ctx, unwrapQP(qp), addr, p)
+}
+
+func (d plainDevice) Listen(addr string, backlog int) (verbs.Listener, error) {
+	l, err := d.Device.Listen(addr, backlog)
+	if err != nil {
+		return nil, err
+	}
+	return plainListener{l}, nil
+}
+
+func (pd plainPD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
+	qp, err := pd.PD.CreateQP(attr)
+	if err != nil {
+		return nil, err
+	}
+	return plainQP{qp}, nil
+}
+
+func (l plainListener) Accept(ctx context.Context) (verbs.ConnRequest, error) {
+	r, err := l.Listener.Accept(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return plainRequest{r}, nil
+}
+
+func (r plainRequest) Accept(qp verbs.QP, p verbs.ConnParam) (verbs.Conn, error) {
+	return r.ConnRequest.Accept(unwrapQP(qp), p)
+}
