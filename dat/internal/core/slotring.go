@@ -62,20 +62,30 @@ func (q *slotRing) init(limit int, evd *EVD) {
 // requests are outstanding. The caller holds the post lock and, once the
 // slot is filled and the request posted, calls commit (or nothing, if the
 // post fails).
-func (q *slotRing) reserve() (uint32, bool) { return q.reserveN(1) }
+func (q *slotRing) reserve() (uint32, bool) {
+	if q.tail+1-q.seen > q.limit && !q.refresh(1) {
+		return 0, false
+	}
+	return q.tail, true
+}
 
 // reserveN is reserve for k consecutive requests; it returns the first.
 func (q *slotRing) reserveN(k int) (uint32, bool) {
-	if q.tail+uint32(k)-q.seen > q.limit {
-		if q.evd == nil || uint32(k) > q.limit {
-			return 0, false
-		}
-		q.seen = q.evd.retiredHead(q)
-		if q.tail+uint32(k)-q.seen > q.limit {
-			return 0, false
-		}
+	if q.tail+uint32(k)-q.seen > q.limit && !q.refresh(k) {
+		return 0, false
 	}
 	return q.tail, true
+}
+
+// refresh reads head again, for a poster whose copy of it says that k
+// more requests do not fit, and reports whether they do. Once per queue
+// depth at most: reserve, which inlines, does without it.
+func (q *slotRing) refresh(k int) bool {
+	if q.evd == nil || uint32(k) > q.limit {
+		return false
+	}
+	q.seen = q.evd.retiredHead(q)
+	return q.tail+uint32(k)-q.seen <= q.limit
 }
 
 // slot returns the slot of seq for the poster to fill.
