@@ -108,6 +108,12 @@ func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
 	if e == nil || e.cq == nil || e.freed.Load() || e.waiter.Load() || e.queued.Load() != 0 || wait && e.unwait.Load() {
 		return 0, false
 	}
+	return e.takeCQ(ev)
+}
+
+// takeCQ is takeCQLocked under cql, unless the ring holds events; it
+// returns the raw completions left. The EVD has a CQ.
+func (e *EVD) takeCQ(ev *dat.Event) (n int, ok bool) {
 	if mu := e.cqMu; mu != nil {
 		mu.Lock()
 		ok = e.queued.Load() == 0 && e.takeCQLocked(ev)
@@ -331,13 +337,26 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 	e.waiter.Store(true)
 	blocked := false
 	for {
-		e.drainLocked()
-		if e.n >= threshold && (!blocked || e.loud > 0) {
-			e.popLocked(ev)
-			e.waiter.Store(false)
-			nmore := e.n + e.rawCount()
-			e.mu.Unlock()
-			return nmore, nil
+		if blocked && threshold == 1 && e.n == 0 && e.nSolicit+e.nUnsig == 0 && e.cq != nil {
+			// Woken with the ring empty, and every event loud (no
+			// UNSIGNALLED queue) and enough to wake (no solicited
+			// wait): the CQ's next completion ends the wait, straight
+			// into ev as TakeFast takes it, rather than through the
+			// ring (one copy of the Event and two CQ lock round trips).
+			if nmore, ok := e.takeCQ(ev); ok {
+				e.waiter.Store(false)
+				e.mu.Unlock()
+				return nmore, nil
+			}
+		} else {
+			e.drainLocked()
+			if e.n >= threshold && (!blocked || e.loud > 0) {
+				e.popLocked(ev)
+				e.waiter.Store(false)
+				nmore := e.n + e.rawCount()
+				e.mu.Unlock()
+				return nmore, nil
+			}
 		}
 		var err error
 		switch {
