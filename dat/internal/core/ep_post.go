@@ -69,9 +69,10 @@ func (ep *EP) postRequest(r *request) error {
 	}
 	// One load answers the common case of every check before the lock:
 	// the snapshot says which flags and how many segments the request
-	// queue takes, and takes none while the EP is freed or in a state that
-	// posts no requests (postCfg.reqIOV). Anything else goes through the
-	// checks in DAT's order.
+	// queue takes, none while the EP's state posts no requests
+	// (postCfg.reqIOV); there is no snapshot while the EP has no QP, as
+	// once it is freed. Anything else goes through the checks in DAT's
+	// order.
 	cfg := ep.cfg.Load()
 	if cfg == nil || r.flags&^cfg.reqFlags[r.dop&3] != 0 || len(r.iov) > cfg.reqIOV[r.dop&3] {
 		var err error
@@ -286,6 +287,7 @@ func (ep *EP) postSplitRead(r *request, sq sendQ, own *owner, k int, total uint6
 // PostRecv posts a receive (ep_post_recv). It is legal in every state; in
 // DISCONNECTED it is flushed at once.
 func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
+	const op = "ep_post_recv"
 	if ep == nil {
 		return errPostFreed
 	}
@@ -296,14 +298,51 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 			return err
 		}
 	}
-	if err := ep.postRecv(cfg, iov, cookie, flags); err != nil {
-		cfg.rq.UnlockRecv()
-		return err
+	rq, own, pz := cfg.rq, cfg.own, cfg.pz
+	// As in postRequest: the provider checks the SGL; its mutex, inlined.
+	trust := cfg.checksSGL && pz.loose.Load() == 0
+	if m := cfg.rqMu; m != nil {
+		m.Lock()
+	} else {
+		rq.LockRecv()
+	}
+	k := 0
+	for i := range iov {
+		t := &iov[i]
+		if t.SegmentLength == 0 {
+			continue
+		}
+		if trust {
+			s := &ep.rsgl[k]
+			s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
+		} else if err := ep.ia.CheckLocal(op, pz, t, dat.MemPrivLocalWrite, &ep.rsgl[k]); err != nil {
+			return unlockRecv(rq, err)
+		}
+		k++
+	}
+	q := &own.recv
+	seq, ok := q.reserve()
+	if !ok {
+		return unlockRecv(rq, ep.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, errPostFull))
+	}
+	q.slot(seq).set(seq, cookie, dat.DTOReceive, flags, 0)
+	w := &ep.rwr[0]
+	w.ID, w.SGL = own.id|wrRecvBit|uint64(seq&wrSlotMask), ep.rsgl[:k]
+	q.commit(seq) // before the post, as in postRequest
+	if _, err := rq.PostRecvUnlock(ep.rwr[:]); err != nil {
+		q.tail = seq
+		return unlockRecv(rq, ep.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, postErr(op, err)))
 	}
 	if ep.hw.active.Load() {
 		ep.checkWatermarks()
 	}
 	return nil
+}
+
+// unlockRecv releases the receive queue's lock and returns err.
+func unlockRecv(rq recvQ, err error) error {
+	rq.UnlockRecv()
+	return err
 }
 
 // recvChecks is requestChecks for PostRecv.
@@ -329,49 +368,6 @@ func (ep *EP) recvChecks(iov []dat.LMRTriplet, flags dat.CompletionFlags) (*post
 		return nil, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
 	}
 	return cfg, nil
-}
-
-// postRecv takes the receive queue's lock and posts. It returns nil once
-// the receive is posted and the lock released, an error with the lock
-// still held.
-func (ep *EP) postRecv(cfg *postCfg, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
-	const op = "ep_post_recv"
-	rq, own, pz := cfg.rq, cfg.own, cfg.pz
-	// As in postRequest: the provider checks the SGL; its mutex, inlined.
-	trust := cfg.checksSGL && pz.loose.Load() == 0
-	if m := cfg.rqMu; m != nil {
-		m.Lock()
-	} else {
-		rq.LockRecv()
-	}
-	k := 0
-	for i := range iov {
-		t := &iov[i]
-		if t.SegmentLength == 0 {
-			continue
-		}
-		if trust {
-			s := &ep.rsgl[k]
-			s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
-		} else if err := ep.ia.CheckLocal(op, pz, t, dat.MemPrivLocalWrite, &ep.rsgl[k]); err != nil {
-			return err
-		}
-		k++
-	}
-	q := &own.recv
-	seq, ok := q.reserve()
-	if !ok {
-		return ep.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, errPostFull)
-	}
-	q.slot(seq).set(seq, cookie, dat.DTOReceive, flags, 0)
-	w := &ep.rwr[0]
-	w.ID, w.SGL = own.id|wrRecvBit|uint64(seq&wrSlotMask), ep.rsgl[:k]
-	q.commit(seq) // before the post, as in sendLocked
-	if _, err := rq.PostRecvUnlock(ep.rwr[:]); err != nil {
-		q.tail = seq
-		return ep.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, postErr(op, err))
-	}
-	return nil
 }
 
 // BindRMR binds rmr to the LMR range t with privileges priv, or unbinds
