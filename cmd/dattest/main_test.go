@@ -63,12 +63,15 @@ type result struct {
 	elapsed        time.Duration
 }
 
-// command runs the dattestBin to completion (bounded by limit).
+// command runs the dattestBin to completion (bounded by limit). The limit
+// is the run's alone: the first call also builds the command, which on a
+// loaded host with a cold build cache can take longer than any run.
 func command(t *testing.T, limit time.Duration, args ...string) result {
 	t.Helper()
+	bin := dattestBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, dattestBin(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), LogEnv+"=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
