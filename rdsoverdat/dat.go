@@ -315,6 +315,7 @@ func (dn *datNode) dpath(p *Path) *datPath {
 		return dp
 	}
 	dp := &datPath{dn: dn, p: p}
+	dp.ahead.Init(datRDMALookahead)
 	p.TransportData.Store(dp)
 	dn.paths = append(dn.paths, dp)
 	return dp

@@ -6,6 +6,7 @@ import (
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/internal/ring"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -78,7 +79,8 @@ type datRDMA struct {
 	leases  map[uint32]datLease
 
 	// Owner side of the checks, the event goroutine's.
-	grants      datGrants          // use-once ops admitted, not over, oldest first
+	// grants holds the use-once ops admitted, not over, oldest first.
+	grants      ring.FIFO[datGrant]
 	lent        map[uint32]*datMR  // leases granted to the peer
 	answers     []wire.CheckFields // records not sent yet
 	ansInFlight bool

@@ -151,34 +151,11 @@ const datCheckCookie = datRDMACookie | 1<<61
 // costing a round trip each.
 const datRDMALookahead = 16
 
-// datAhead is a FIFO of messages taken from the path after txm, in
-// order (inXmit held).
-type datAhead struct {
-	ring [datRDMALookahead]*Message
-	head int
-	n    int
-}
-
-func (a *datAhead) push(m *Message) {
-	a.ring[(a.head+a.n)%len(a.ring)] = m
-	a.n++
-}
-
-func (a *datAhead) pop() *Message {
-	m := a.ring[a.head]
-	a.ring[a.head] = nil
-	a.head = (a.head + 1) % len(a.ring)
-	a.n--
-	return m
-}
-
-func (a *datAhead) at(i int) *Message { return a.ring[(a.head+i)%len(a.ring)] }
-
 // nextTx returns the next message to send: the oldest taken ahead, else
 // the path's next.
 func (dp *datPath) nextTx() *Message {
-	if dp.ahead.n > 0 {
-		return dp.ahead.pop()
+	if m, ok := dp.ahead.Pop(); ok {
+		return m
 	}
 	return dp.p.NextTx()
 }
@@ -195,11 +172,7 @@ func (dp *datPath) abortTx() {
 		r.asked = r.asked[:0]
 		r.mu.Unlock()
 	}
-	for dp.ahead.n > 0 {
-		i := dp.ahead.n - 1
-		m := dp.ahead.at(i)
-		dp.ahead.ring[(dp.ahead.head+i)%len(dp.ahead.ring)] = nil
-		dp.ahead.n--
+	for m, ok := dp.ahead.PopBack(); ok; m, ok = dp.ahead.PopBack() {
 		dp.p.TxAbort(m)
 	}
 	if dp.txm != nil {
@@ -226,17 +199,17 @@ func (e *datEP) askRDMA(head *RDMAOp) bool {
 	if head.check.ep != e {
 		ops = append(ops, head)
 	}
-	for i := range dp.ahead.n {
-		if op := dp.ahead.at(i).rdma; datAskable(op, e) && !e.covered(op) {
+	for i := range dp.ahead.Len() {
+		if op := (*dp.ahead.At(i)).rdma; datAskable(op, e) && !e.covered(op) {
 			ops = append(ops, op)
 		}
 	}
-	for dp.ahead.n < datRDMALookahead {
+	for dp.ahead.Len() < dp.ahead.Cap() {
 		m := dp.p.NextTx()
 		if m == nil {
 			break
 		}
-		dp.ahead.push(m)
+		dp.ahead.Push(m)
 		if datAskable(m.rdma, e) && !e.covered(m.rdma) {
 			ops = append(ops, m.rdma)
 		}
@@ -350,7 +323,7 @@ func (e *datEP) onChecks(h wire.Header, b []byte) bool {
 		c := wire.RDMACheck(b[i*wire.RDMACheckLen : (i+1)*wire.RDMACheckLen])
 		switch c.Kind() {
 		case wire.CheckRequest:
-			if len(r.answers) >= datMaxAnswers || r.grants.len() >= datMaxGrants {
+			if len(r.answers) >= datMaxAnswers || r.grants.Len() >= datMaxGrants {
 				return false // more than the peer may have asked about or in flight
 			}
 			r.answers = append(r.answers, e.admit(c))
@@ -374,7 +347,7 @@ func (e *datEP) onChecks(h wire.Header, b []byte) bool {
 				return false
 			}
 		case wire.CheckRelease:
-			if r.grants.len() == 0 || r.grants.front().id != c.ID() {
+			if r.grants.Len() == 0 || r.grants.At(0).id != c.ID() {
 				return false
 			}
 			e.endGrant()
@@ -392,33 +365,6 @@ const (
 	datMaxGrants  = datRDMALookahead + 1 + datMaxCredits
 )
 
-// datGrants is a FIFO of admitted ops that keeps its storage.
-type datGrants struct {
-	s    []datGrant
-	head int
-}
-
-func (f *datGrants) len() int         { return len(f.s) - f.head }
-func (f *datGrants) front() *datGrant { return &f.s[f.head] }
-
-func (f *datGrants) push(g datGrant) {
-	if len(f.s) == cap(f.s) && f.head > 0 {
-		n := copy(f.s, f.s[f.head:])
-		clear(f.s[n:])
-		f.s, f.head = f.s[:n], 0
-	}
-	f.s = append(f.s, g)
-}
-
-func (f *datGrants) pop() datGrant {
-	g := f.s[f.head]
-	f.s[f.head] = datGrant{}
-	if f.head++; f.head == len(f.s) {
-		f.s, f.head = f.s[:0], 0
-	}
-	return g
-}
-
 // admit answers a request (event goroutine): a use-once mapping admits
 // the op alone, pinned until its end; any other mapping grants a lease
 // on the whole mapping, pinned until the peer gave it back.
@@ -431,7 +377,7 @@ func (e *datEP) admit(c wire.RDMACheck) wire.CheckFields {
 	a.Status = uint16(RDMASuccess)
 	r := &e.rdma
 	if m.useOnce {
-		r.grants.push(datGrant{id: c.ID(), mr: m})
+		r.grants.PushGrow(datGrant{id: c.ID(), mr: m})
 		return a
 	}
 	if r.lent[m.rkey] == m {
@@ -481,7 +427,7 @@ func (e *datEP) onAnswer(c wire.RDMACheck) bool {
 // endGrant ends the oldest admitted op (event goroutine).
 func (e *datEP) endGrant() {
 	r := &e.rdma
-	g := r.grants.pop()
+	g, _ := r.grants.Pop()
 	e.dn.mrs.unpin(g.mr, e)
 }
 
@@ -504,7 +450,7 @@ func (e *datEP) rdmaArrived(h wire.Header) bool {
 		rkey, _ := ext.RKey()
 		r := &e.rdma
 		switch {
-		case r.grants.len() > 0 && r.grants.front().mr.rkey == rkey:
+		case r.grants.Len() > 0 && r.grants.At(0).mr.rkey == rkey:
 			e.endGrant()
 		case e.dn.mrs.isUseOnce(rkey):
 			return false
@@ -560,7 +506,7 @@ func (e *datEP) onAnswersSent(c *dat.DTOCompletion) {
 // stay unanswered (their messages are dropped with the connection).
 func (e *datEP) retireChecks() {
 	r := &e.rdma
-	for r.grants.len() > 0 {
+	for r.grants.Len() > 0 {
 		e.endGrant()
 	}
 	for rkey, m := range r.lent {

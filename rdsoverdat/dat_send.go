@@ -6,6 +6,7 @@ import (
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/ep"
 	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/internal/ring"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -89,9 +90,12 @@ type datTx struct {
 	txEP       *datEP   // the EP txm's fragments went to
 	txOff      int      // payload bytes of txm already posted
 	txDrained  bool     // the queue was empty when txm was taken
-	ahead      datAhead // messages taken after txm (dat_rdma_check.go)
 	sinceAck   int      // messages since the last ACK_REQUIRED
 	sinceBytes int
+
+	// ahead holds the messages taken after txm, datRDMALookahead at
+	// most (dat_rdma_check.go).
+	ahead ring.FIFO[*Message]
 }
 
 // kick transmits what the path has queued on its current EP, unless
@@ -232,7 +236,7 @@ func (dp *datPath) prepare(m *Message) {
 	h := m.Header()
 	f := m.WireFlags()
 	q, _ := dp.p.Pending()
-	dp.txDrained = q == 0 && dp.ahead.n == 0
+	dp.txDrained = q == 0 && dp.ahead.Len() == 0
 	if !m.IsCongMap() {
 		dp.sinceAck++
 		dp.sinceBytes += len(m.buf)

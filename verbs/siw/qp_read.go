@@ -3,6 +3,7 @@ package siw
 import (
 	"sync"
 
+	"github.com/godapl/godapl/internal/ring"
 	"github.com/godapl/godapl/verbs"
 	"github.com/godapl/godapl/verbs/siw/internal/iwarp"
 )
@@ -29,40 +30,34 @@ type inboundRead struct {
 // readQueue is a bounded FIFO with its own lock: the form of both Read
 // queues, each shared by the two goroutines of a stream.
 type readQueue[T any] struct {
-	mu      sync.Mutex
-	ring    []T // +checklocks:mu
-	head, n int // +checklocks:mu
+	mu   sync.Mutex
+	fifo ring.FIFO[T] // +checklocks:mu
 }
 
-func (q *readQueue[T]) init(capacity int) { q.ring = make([]T, capacity) }
+func (q *readQueue[T]) init(capacity int) { q.fifo.Init(capacity) }
 
 // len returns the entries queued.
 func (q *readQueue[T]) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.n
+	return q.fifo.Len()
 }
 
 // push queues a copy of r; false if the queue is full.
 func (q *readQueue[T]) push(r *T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.n == len(q.ring) {
-		return false
-	}
-	q.ring[(q.head+q.n)%len(q.ring)] = *r
-	q.n++
-	return true
+	return q.fifo.Push(*r)
 }
 
 // front copies the oldest entry into r; false if none.
 func (q *readQueue[T]) front(r *T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.n == 0 {
+	if q.fifo.Len() == 0 {
 		return false
 	}
-	*r = q.ring[q.head]
+	*r = *q.fifo.At(0)
 	return true
 }
 
@@ -70,10 +65,7 @@ func (q *readQueue[T]) front(r *T) bool {
 func (q *readQueue[T]) pop() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.n > 0 {
-		q.head = (q.head + 1) % len(q.ring)
-		q.n--
-	}
+	q.fifo.Pop()
 }
 
 // inboundReads is the IRD queue: at most ird requests (plus a Read RTR)
@@ -103,12 +95,12 @@ type outboundReads struct{ readQueue[outboundRead] }
 func (q *outboundReads) find(stag iwarp.STag, to uint64, r *outboundRead) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.n == 0 {
+	if q.fifo.Len() == 0 {
 		return false
 	}
-	*r = q.ring[q.head]
-	for i := 0; i < q.n; i++ {
-		e := &q.ring[(q.head+i)%len(q.ring)]
+	*r = *q.fifo.At(0)
+	for i := range q.fifo.Len() {
+		e := q.fifo.At(i)
 		if e.sinkSTag == stag && e.sinkTO == to {
 			*r = *e
 			return true
