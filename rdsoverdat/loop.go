@@ -30,7 +30,33 @@ type loopNode struct {
 
 // loopPath is a loop path's transmit guard.
 type loopPath struct {
+	xmitGuard
+}
+
+// xmitGuard is the kernel's RDS_IN_XMIT bit, for a transport that
+// transmits in the goroutine that kicks the path (loop, and the tests'
+// in-memory RDMA transport).
+type xmitGuard struct {
 	inXmit atomic.Bool
+}
+
+// drain transmits p's queue with send until it is empty or p is down,
+// unless another goroutine is at it: that one sees what we queued.
+func (g *xmitGuard) drain(p *Path, send func(*Message)) {
+	for {
+		if !g.inXmit.CompareAndSwap(false, true) {
+			return // the goroutine transmitting will see our message
+		}
+		for m := p.NextTx(); m != nil; m = p.NextTx() {
+			send(m)
+		}
+		g.inXmit.Store(false)
+		// A message queued after our last NextTx but before the Store
+		// found inXmit set and left it to us.
+		if q, _ := p.Pending(); q == 0 || !p.IsUp() {
+			return
+		}
+	}
 }
 
 func (l *loopNode) Connect(p *Path) {
@@ -48,22 +74,11 @@ func (l *loopNode) Kick(p *Path) {
 		l.Connect(p)
 		return
 	}
-	for {
-		if !lp.inXmit.CompareAndSwap(false, true) {
-			return // the goroutine transmitting will see our message
-		}
-		for m := p.NextTx(); m != nil; m = p.NextTx() {
-			l.deliver(p, m)
-			p.TxDone(m)
-			p.DropAcked(^uint64(0))
-		}
-		lp.inXmit.Store(false)
-		// A message queued after our last NextTx but before the Store
-		// found inXmit set and left it to us.
-		if q, _ := p.Pending(); q == 0 {
-			return
-		}
-	}
+	lp.drain(p, func(m *Message) {
+		l.deliver(p, m)
+		p.TxDone(m)
+		p.DropAcked(^uint64(0))
+	})
 }
 
 // deliver hands a copy of m to the destination node's loop path back to

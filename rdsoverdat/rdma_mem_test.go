@@ -84,7 +84,7 @@ type memNode struct {
 }
 
 type memPath struct {
-	inXmit atomic.Bool
+	xmitGuard
 	mu     sync.Mutex
 	parked []*Message
 }
@@ -119,24 +119,15 @@ func (l *memNode) Kick(p *Path) {
 		l.Connect(p)
 		return
 	}
-	for {
-		if !mp.inXmit.CompareAndSwap(false, true) {
+	mp.drain(p, func(m *Message) {
+		if l.t.hold.Load() && !m.IsCongMap() {
+			mp.mu.Lock()
+			mp.parked = append(mp.parked, m)
+			mp.mu.Unlock()
 			return
 		}
-		for m := p.NextTx(); m != nil; m = p.NextTx() {
-			if l.t.hold.Load() && !m.IsCongMap() {
-				mp.mu.Lock()
-				mp.parked = append(mp.parked, m)
-				mp.mu.Unlock()
-				continue
-			}
-			l.xmit(p, m)
-		}
-		mp.inXmit.Store(false)
-		if q, _ := p.Pending(); q == 0 || !p.IsUp() {
-			return
-		}
-	}
+		l.xmit(p, m)
+	})
 }
 
 // xmit posts m's op, then its SEND: a failed op drops the message.
