@@ -119,6 +119,19 @@ func (c *child) last() report {
 	return c.history[len(c.history)-1].report
 }
 
+// lastBelow returns the last progress report with fewer than n messages
+// received.
+func (c *child) lastBelow(n uint64) report {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.history) - 1; i >= 0; i-- {
+		if c.history[i].Received < n {
+			return c.history[i].report
+		}
+	}
+	return report{}
+}
+
 // at returns the last progress report received at or before t.
 func (c *child) at(t time.Time) report {
 	c.mu.Lock()
@@ -133,30 +146,71 @@ func (c *child) at(t time.Time) report {
 	return r
 }
 
-// waitFor polls progress until cond holds, or fails the test.
-func (c *child) waitFor(what string, timeout time.Duration, cond func(report) bool) {
+// The waits below fail on a stall, not on a deadline: their timeout is
+// how long the child may go without progress (a report whose counters
+// moved), so that a host loaded enough to slow the traffic tenfold does
+// not fail a scenario whose traffic still flows, and one that hangs still
+// fails within the timeout of its last progress. go test's -timeout bounds
+// the whole.
+
+// progressOf is what counts as progress in a report: any counter of
+// traffic moving.
+func progressOf(r report) [7]uint64 {
+	return [...]uint64{r.Sent, r.Acked, r.Retransmitted, r.Flushed, r.Canceled, r.Received, uint64(r.Unacked)}
+}
+
+// stallWatch tells how long a child's progress has stood still.
+type stallWatch struct {
+	c     *child
+	last  [7]uint64
+	since time.Time
+}
+
+func (c *child) watchStall() *stallWatch {
+	return &stallWatch{c: c, last: progressOf(c.last()), since: time.Now()}
+}
+
+// still returns how long the progress has not moved.
+func (w *stallWatch) still() time.Duration {
+	if p := progressOf(w.c.last()); p != w.last {
+		w.last, w.since = p, time.Now()
+	}
+	return time.Since(w.since)
+}
+
+// waitFor polls progress until cond holds, or fails the test when the
+// child makes no progress for stall.
+func (c *child) waitFor(what string, stall time.Duration, cond func(report) bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(timeout)
+	w := c.watchStall()
 	for !cond(c.last()) {
 		select {
 		case <-c.exited:
 			c.t.Fatalf("%s exited while waiting for %s: %s", c.role, what, c.errb.String())
 		case <-time.After(10 * time.Millisecond):
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%s: no %s after %v; last %+v", c.role, what, timeout, c.last())
+		if w.still() > stall {
+			c.t.Fatalf("%s: no %s, and no progress for %v; last %+v", c.role, what, stall, c.last())
 		}
 	}
 }
 
 // wait waits for the child to exit on its own and returns its final
-// report.
-func (c *child) wait(timeout time.Duration) report {
+// report; it fails the test when the child makes no progress for stall.
+func (c *child) wait(stall time.Duration) report {
 	c.t.Helper()
-	select {
-	case <-c.exited:
-	case <-time.After(timeout):
-		c.t.Fatalf("%s still running after %v; last %+v", c.role, timeout, c.last())
+	w := c.watchStall()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for running := true; running; {
+		select {
+		case <-c.exited:
+			running = false
+		case <-tick.C:
+			if w.still() > stall {
+				c.t.Fatalf("%s still running, and no progress for %v; last %+v", c.role, stall, c.last())
+			}
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -166,11 +220,12 @@ func (c *child) wait(timeout time.Duration) report {
 	return *c.final
 }
 
-// stop asks the child to finish (SIGTERM) and returns its final report.
-func (c *child) stop(timeout time.Duration) report {
+// stop asks the child to finish (SIGTERM) and returns its final report
+// (stall as for wait).
+func (c *child) stop(stall time.Duration) report {
 	c.t.Helper()
 	c.cmd.Process.Signal(syscall.SIGTERM)
-	return c.wait(timeout)
+	return c.wait(stall)
 }
 
 // kill kills the child at once (SIGKILL): a crashed peer.

@@ -37,10 +37,12 @@ func eachTransport(t *testing.T, fn func(t *testing.T, tr string)) {
 func midStream(t *testing.T, rcv, snd *child) {
 	t.Helper()
 	from := rcv.last().Received
-	for deadline := time.Now().Add(30 * time.Second); rcv.last().Received < from+500; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("delivery stopped: no traffic for 30 s after %d messages\nreceiver %+v\nsender   %+v", from, rcv.last(), snd.last())
+	w := rcv.watchStall()
+	for rcv.last().Received < from+500 {
+		if w.still() > 30*time.Second {
+			t.Fatalf("delivery stopped: no traffic for 30 s after %d messages\nreceiver %+v\nsender   %+v", rcv.last().Received, rcv.last(), snd.last())
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -49,7 +51,7 @@ func stopAndDrain(t *testing.T, snd, rcv *child) (report, report) {
 	t.Helper()
 	s := snd.stop(60 * time.Second)
 	rcv.waitFor("all messages", 30*time.Second, func(r report) bool { return r.Received >= s.Sent })
-	return s, rcv.stop(10 * time.Second)
+	return s, rcv.stop(30 * time.Second)
 }
 
 // drain waits for the sender to finish (everything acknowledged) and for
@@ -58,7 +60,7 @@ func drain(t *testing.T, snd, rcv *child) (report, report) {
 	t.Helper()
 	s := snd.wait(60 * time.Second)
 	rcv.waitFor("all messages", 30*time.Second, func(r report) bool { return r.Received >= s.Sent })
-	return s, rcv.stop(10 * time.Second)
+	return s, rcv.stop(30 * time.Second)
 }
 
 func TestRDSConnReset(t *testing.T) { eachTransport(t, testRDSConnReset) }
@@ -136,7 +138,7 @@ func testRDSPeerRestart(t *testing.T, tr string) {
 		time.Sleep(100 * time.Millisecond)
 		return rcv.last().Received == rep.Received
 	})
-	rc := rcv.stop(10 * time.Second)
+	rc := rcv.stop(30 * time.Second)
 	all := append(killed, rc)
 	c := tally(tr+": receiver killed (SIGKILL) and restarted", time.Since(start), s, all...)
 	c.Extra = "restarts=" + itoa(len(killed))

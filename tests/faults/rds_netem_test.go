@@ -89,7 +89,7 @@ func testImpairedLink(t *testing.T, tr string) {
 	}
 	s := snd.stop(60 * time.Second) // the sender stops sending, drains, reports
 	rcv.waitFor("all messages", 30*time.Second, func(rep report) bool { return rep.Received >= s.Sent })
-	rc := rcv.stop(10 * time.Second)
+	rc := rcv.stop(30 * time.Second)
 
 	c := tally(tr+": netem-style faults in sequence", time.Since(start), s, rc)
 	how := "veth+netem"
