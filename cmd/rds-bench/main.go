@@ -174,10 +174,16 @@ func (a *benchArgs) exec(stderr io.Writer) error {
 	}
 	buf := make([]byte, max(a.size, 64))
 	if a.backend == "rawtcp" {
+		var err error
 		if a.role == "rx" {
-			return rawRx(a.bind, buf, a.mode, a.ready)
+			err = rawRx(a.bind, buf, a.mode, a.ready)
+		} else {
+			err = rawTx(a.to, buf[:a.size], a.mode, a.d, a.iters)
 		}
-		return rawTx(a.to, buf[:a.size], a.mode, a.d, a.iters)
+		if err == nil {
+			reportCost(stderr, a.role, nil, msgs)
+		}
+		return err
 	}
 	cfg := rdsoverdat.Config{SendBuffer: 16 << 20, RecvBuffer: 16 << 20}
 	if a.backend == "kernel" {
@@ -211,6 +217,7 @@ func (a *benchArgs) exec(stderr io.Writer) error {
 	if retries > 0 {
 		fmt.Fprintf(stderr, "rds-bench %s: %d sends retried (ENOBUFS/EAGAIN)\n", a.role, retries)
 	}
+	reportCost(stderr, a.role, s, msgs)
 	return nil
 }
 
@@ -222,8 +229,12 @@ func markReady(path string) error {
 	return os.WriteFile(path, nil, 0o644)
 }
 
-// retries counts the sends send had to repeat (reported on stderr).
-var retries int
+// retries counts the sends send had to repeat, msgs the data messages
+// sent or received (both reported on stderr).
+var (
+	retries int
+	msgs    uint64
+)
 
 // send retries on ENOBUFS and EAGAIN like rdsbench's send_retry.
 func send(s *rdsoverdat.Socket, p []byte, dst netip.AddrPort) error {
@@ -241,7 +252,7 @@ func send(s *rdsoverdat.Socket, p []byte, dst netip.AddrPort) error {
 }
 
 func rx(s *rdsoverdat.Socket, buf []byte, mode string) error {
-	var msgs, size int
+	var size int
 	var bytes float64
 	var t0 time.Time
 	for {
@@ -279,16 +290,12 @@ func rx(s *rdsoverdat.Socket, buf []byte, mode string) error {
 		dt := time.Since(t0).Seconds()
 		fmt.Printf("tput size=%d msgs=%d secs=%.3f MB/s=%.1f msgs/s=%.0f\n", size, msgs, dt, bytes/dt/1e6, float64(msgs)/dt)
 	}
-	if n := s.Node(); n != nil {
-		st := n.Stats()
-		fmt.Fprintf(os.Stderr, "rds-bench rx: %d of %d messages read straight into the receiver's buffer\n", st.RecvDirect, st.RecvDelivered)
-	}
 	return nil
 }
 
 func tput(s *rdsoverdat.Socket, dst netip.AddrPort, p []byte, d time.Duration) error {
 	end := time.Now().Add(d)
-	for n := 0; n&63 != 0 || time.Now().Before(end); n++ {
+	for ; msgs&63 != 0 || time.Now().Before(end); msgs++ {
 		if err := send(s, p, dst); err != nil {
 			return err
 		}

@@ -33,7 +33,6 @@ func rawRx(bind netip.AddrPort, buf []byte, mode, ready string) error {
 	defer c.Close()
 	br := bufio.NewReaderSize(c, 64<<10)
 	bw := bufio.NewWriterSize(c, 64<<10)
-	var msgs int
 	var bytes float64
 	var t0 time.Time
 	for {
@@ -75,7 +74,7 @@ func rawTx(to netip.AddrPort, p []byte, mode string, d time.Duration, iters int)
 	buf := make([]byte, len(p)+64)
 	if mode == "tput" {
 		end := time.Now().Add(d)
-		for n := 0; n&63 != 0 || time.Now().Before(end); n++ {
+		for ; msgs&63 != 0 || time.Now().Before(end); msgs++ {
 			if err := rawWrite(bw, p, false); err != nil {
 				return err
 			}
