@@ -281,31 +281,6 @@ func (s *Socket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			}
 			return n, nil
 		}
-		if l := s.rxw.lease; l != nil {
-			// A connection is lent to this socket (recv_lease.go).
-			s.mu.Unlock()
-			st := leaseBusy
-			var n int
-			var from netip.AddrPort
-			if flags&(MsgPeek|MsgDontWait) == 0 {
-				n, from, st = l.drive(s, m.Data)
-			} else if s.recallLease() {
-				st = leaseAgain // the transport delivers the message
-			}
-			switch {
-			case st == leaseFilled:
-				m.Addr = from
-				return n, nil
-			case st == leaseAgain:
-				continue
-			case flags&MsgDontWait != 0:
-				return 0, eAGAIN
-			}
-			if err := s.block(s.rxSig, until, true); err != nil {
-				return 0, err
-			}
-			continue
-		}
 		offered := s.offerDirect(m.Data, flags)
 		s.mu.Unlock()
 		if flags&MsgDontWait != 0 {

@@ -59,11 +59,6 @@ type rxWaiter struct {
 	n          int
 	from       netip.AddrPort
 	done, wake chan struct{}
-	// lease is the connection the socket's receivers may drive
-	// (recv_lease.go); streaming: they drove one until it ran dry, so a
-	// transport may lend the next one without a waiting receiver.
-	lease     rxLender
-	streaming bool
 }
 
 func newRxWaiter() rxWaiter {
@@ -172,8 +167,21 @@ func (p *Path) directTarget(h wire.Header) *Socket {
 func (d DirectRx) Done(ok bool) {
 	p, s := d.p, d.s
 	c := p.conn
-	// A restart handshake may have moved the window meanwhile.
-	ok = ok && p.acceptDirect(d.seq, d.retx, len(d.Buf))
+	if ok {
+		p.mu.Lock()
+		if d.retx && d.seq < p.nextRxSeq {
+			ok = false // a restart handshake moved the window meanwhile
+		} else {
+			p.nextRxSeq = d.seq + 1
+		}
+		p.mu.Unlock()
+	}
+	if ok {
+		c.stats.received.Add(1)
+		c.node.stats.recvDelivered.Add(1)
+		c.node.stats.recvDirect.Add(1)
+		c.node.stats.recvBytes.Add(uint64(len(d.Buf)))
+	}
 	s.mu.Lock()
 	if ok {
 		s.rxw.state, s.rxw.n = waitFilled, len(d.Buf)

@@ -223,7 +223,6 @@ func (s *Socket) Close() error {
 	s.stack.mu.Lock()
 	delete(s.stack.sockets, s)
 	s.stack.mu.Unlock()
-	s.recallLease() // a drive in progress ends the lease itself
 	if s.k != nil {
 		if err := s.k.close(); err != nil {
 			return opErr("close", netip.AddrPort{}, netip.AddrPort{}, err)

@@ -136,7 +136,6 @@ func (tp *tcpPath) attach(nc *net.TCPConn) {
 	c := &tcpConn{tp: tp, nc: nc, raw: raw, stop: make(chan struct{}),
 		wdone: make(chan struct{}), rdone: make(chan struct{}), prevRx: tp.rxDone}
 	c.outqFn = c.readOutq
-	c.lease.back = make(chan struct{}, 1)
 	c.upAt = time.Now()
 	c.refs.Store(2)
 	tp.cur, tp.rxDone = c, c.rdone
@@ -174,13 +173,6 @@ type tcpConn struct {
 	once  sync.Once
 	err   error // why the connection ended; set in shutdown
 	drain bool  // graceful: half-close and read what the peer sent
-
-	// Reader-owned, or owned by the lessee's RecvMsg while it drives
-	// (tcp_lease.go): the stream, and a header read but not yet acted on.
-	rd       *tcpReader
-	hdr      [wire.HeaderLen]byte
-	hdrReady bool
-	lease    tcpLease
 
 	// Writer-owned.
 	batch     *txBatch

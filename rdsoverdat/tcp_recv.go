@@ -4,7 +4,6 @@ import (
 	"io"
 	"net"
 	"syscall"
-	"time"
 
 	"github.com/godapl/godapl/rdsoverdat/wire"
 	"golang.org/x/sys/unix"
@@ -28,33 +27,14 @@ func (c *tcpConn) routineRecv() {
 	}
 	p := c.tp.p
 	rd := newTCPReader(c.nc, c.raw)
-	c.rd = rd
-	idle := time.NewTimer(time.Hour)
-	idle.Stop()
+	var hdr [wire.HeaderLen]byte
 	for {
-		if !c.hdrReady {
-			if err := rd.readFull(c.hdr[:]); err != nil {
-				c.shutdown(err, true)
-				return
-			}
+		if err := rd.readFull(hdr[:]); err != nil {
+			c.shutdown(err, true)
+			return
 		}
-		c.hdrReady = false
 		c.heard.Store(true)
-		h := wire.Header(c.hdr[:])
-		if s := p.leaseTarget(h); s != nil && !c.stopped() {
-			// A receiver waits, or streams: it reads the message itself
-			// (tcp_lease.go).
-			c.hdrReady = true
-			lent, err := c.lendAndWait(s, idle)
-			if err != nil {
-				c.shutdown(err, true)
-				return
-			}
-			if lent {
-				continue
-			}
-			c.hdrReady = false
-		}
+		h := wire.Header(hdr[:])
 		if d, ok := p.ClaimDirect(h); ok {
 			// A receiver waits with room: its buffer is the destination.
 			err := rd.readFull(d.Buf)
@@ -102,7 +82,6 @@ type tcpReader struct {
 	vec     [2][]byte
 	vn      int
 	verr    error
-	tryOnly bool // tryFull: EAGAIN returns instead of waiting
 	readvFn func(fd uintptr) bool
 }
 
@@ -113,19 +92,15 @@ func newTCPReader(nc net.Conn, raw syscall.RawConn) *tcpReader {
 }
 
 // readv is the RawConn.Read callback: false asks the poller to wait
-// until the socket is readable and call again (not for tryFull).
+// until the socket is readable and call again.
 func (rd *tcpReader) readv(fd uintptr) bool {
-	vec := rd.vec[:]
-	if rd.vec[1] == nil {
-		vec = vec[:1]
-	}
 	for {
-		rd.vn, rd.verr = unix.Readv(int(fd), vec)
+		rd.vn, rd.verr = unix.Readv(int(fd), rd.vec[:])
 		switch rd.verr {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			return rd.tryOnly
+			return false
 		}
 		return true
 	}
@@ -155,36 +130,6 @@ func (rd *tcpReader) readDirect(p []byte) (int, error) {
 		n = len(p)
 	}
 	return n, nil
-}
-
-// tryFull fills p from the stream if that needs no waiting: from staging
-// and one non-blocking read. Otherwise it keeps what it read in staging
-// for a later readFull and returns false; so does a read error, which
-// the next readFull meets again.
-func (rd *tcpReader) tryFull(p []byte) bool {
-	if have := rd.w - rd.r; have < len(p) && rd.raw != nil {
-		if rd.r > 0 {
-			copy(rd.buf, rd.buf[rd.r:rd.w])
-			rd.r, rd.w = 0, have
-		}
-		want := len(rd.buf) - rd.w
-		if rd.big {
-			want = len(p) - have // leave a large payload to be read directly
-		}
-		rd.vec[0] = rd.buf[rd.w : rd.w+want]
-		rd.tryOnly = true
-		err := rd.raw.Read(rd.readvFn)
-		rd.tryOnly = false
-		rd.vec[0] = nil
-		if err == nil && rd.verr == nil && rd.vn > 0 {
-			rd.w += rd.vn
-		}
-	}
-	if rd.w-rd.r < len(p) {
-		return false
-	}
-	rd.r += copy(p, rd.buf[rd.r:rd.w])
-	return true
 }
 
 // readFull fills p from the stream; a stream ending inside p is
