@@ -80,6 +80,7 @@ type tcpReader struct {
 	// first header, and what the system call returned. readvFn is
 	// rd.readv as a method value, made once, so a read allocates nothing.
 	vec     [2][]byte
+	iov     [2]unix.Iovec
 	vn      int
 	verr    error
 	readvFn func(fd uintptr) bool
@@ -92,18 +93,46 @@ func newTCPReader(nc net.Conn, raw syscall.RawConn) *tcpReader {
 }
 
 // readv is the RawConn.Read callback: false asks the poller to wait
-// until the socket is readable and call again.
+// until the socket is readable and call again (tcp_sys.go).
 func (rd *tcpReader) readv(fd uintptr) bool {
+	n := iovecs(rd.iov[:], rd.vec[:])
 	for {
-		rd.vn, rd.verr = unix.Readv(int(fd), rd.vec[:])
-		switch rd.verr {
+		k, e := rawReadv(fd, rd.iov[:], n)
+		switch e {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
 			return false
+		case 0:
+			rd.vn, rd.verr = k, nil
+		default:
+			rd.vn, rd.verr = 0, e
 		}
+		rd.iov = [2]unix.Iovec{} // hold no buffer between reads
 		return true
 	}
+}
+
+// read reads into p what has arrived (at least one byte, waiting for
+// it); io.EOF at the end of the stream.
+func (rd *tcpReader) read(p []byte) (int, error) {
+	if rd.raw == nil {
+		return rd.nc.Read(p)
+	}
+	rd.vec[0] = p
+	err := rd.raw.Read(rd.readvFn)
+	n, verr := rd.vn, rd.verr
+	rd.vec[0] = nil
+	if err == nil {
+		err = verr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // readDirect reads the rest of a large payload, p, and as much of the
@@ -148,7 +177,7 @@ func (rd *tcpReader) readFull(p []byte) error {
 			if rd.big && len(p) == wire.HeaderLen {
 				want = wire.HeaderLen - n
 			}
-			k, err = rd.nc.Read(rd.buf[:want])
+			k, err = rd.read(rd.buf[:want])
 			rd.r, rd.w = 0, k
 			c := copy(p[n:], rd.buf[:k])
 			rd.r, n = c, n+c

@@ -1,7 +1,7 @@
 package rdsoverdat
 
 import (
-	"net"
+	"syscall"
 	"time"
 
 	"github.com/godapl/godapl/rdsoverdat/wire"
@@ -47,23 +47,45 @@ const (
 // into stage and into the payloads of held, whose references the writer
 // keeps until the bytes are in the socket.
 type txBatch struct {
-	stage []byte      // staging buffer, tcpBufSize; never grows
-	segs  net.Buffers // what one write hands to writev (consumed by it)
-	back  [][]byte    // the segments gathered so far
-	held  []*Message  // messages whose payload segs reference
-	bytes int         // len of all segs
+	stage []byte     // staging buffer, tcpBufSize; never grows
+	segs  segList    // what one write hands to writev (consumed by it)
+	back  [][]byte   // the segments gathered so far
+	held  []*Message // messages whose payload segs reference
+	bytes int        // len of all segs
 	// tail is the start in stage of the last segment while that segment
 	// is the staging buffer's tail (so the next copy extends it), or -1.
 	tail int
+	// writev's iovecs and error; writevFn is b.writev as a method value,
+	// made once, so that a write allocates nothing.
+	iov      []unix.Iovec
+	werr     error
+	writevFn func(fd uintptr) bool
+}
+
+// segList is the part of a batch not yet written.
+type segList [][]byte
+
+// consume drops the first n bytes.
+func (l *segList) consume(n int) {
+	for len(*l) > 0 && n >= len((*l)[0]) {
+		n -= len((*l)[0])
+		*l = (*l)[1:]
+	}
+	if len(*l) > 0 {
+		(*l)[0] = (*l)[0][n:]
+	}
 }
 
 func newTxBatch() *txBatch {
-	return &txBatch{
+	b := &txBatch{
 		stage: make([]byte, 0, tcpBufSize),
 		back:  make([][]byte, 0, tcpBatchSegs+2),
 		held:  make([]*Message, 0, tcpBatchSegs),
 		tail:  -1,
+		iov:   make([]unix.Iovec, tcpBatchSegs+2),
 	}
+	b.writevFn = b.writev
+	return b
 }
 
 // fits reports whether a message with n payload bytes may join the batch.
@@ -108,15 +130,40 @@ func (b *txBatch) copyIn(p []byte) {
 }
 
 // write hands the batch to the socket in one writev (more if the socket
-// takes it in parts), then empties it.
-func (b *txBatch) write(nc *net.TCPConn) error {
+// takes it in parts, waiting for room in between), then empties it.
+func (b *txBatch) write(raw syscall.RawConn) error {
 	var err error
 	if b.bytes > 0 {
 		b.segs = b.back
-		_, err = b.segs.WriteTo(nc)
+		if err = raw.Write(b.writevFn); err == nil {
+			err = b.werr
+		}
 	}
 	b.reset()
 	return err
+}
+
+// writev is the RawConn.Write callback (tcp_sys.go): it writes what the
+// socket takes, consuming segs, and returns false to wait for room.
+func (b *txBatch) writev(fd uintptr) bool {
+	b.werr = nil
+	for len(b.segs) > 0 {
+		n := iovecs(b.iov, b.segs)
+		k, e := rawWritev(fd, b.iov, n)
+		clear(b.iov[:n])
+		switch e {
+		case 0:
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		default:
+			b.werr = e
+			return true
+		}
+		b.segs.consume(k)
+	}
+	return true
 }
 
 // reset empties the batch and gives back the held references.
@@ -146,7 +193,7 @@ func (c *tcpConn) routineSend() {
 		m := p.NextTx()
 		if m == nil {
 			if b.bytes > 0 {
-				if err = b.write(c.nc); err != nil {
+				if err = b.write(c.raw); err != nil {
 					return
 				}
 			}
@@ -170,7 +217,7 @@ func (c *tcpConn) routineSend() {
 			continue
 		}
 		if !b.fits(len(m.buf)) {
-			if err = b.write(c.nc); err != nil {
+			if err = b.write(c.raw); err != nil {
 				p.TxDone(m)
 				return
 			}
@@ -218,5 +265,10 @@ func (c *tcpConn) checkAcks() bool {
 // readOutq is the RawConn.Control callback (kept as a method value so
 // that polling allocates nothing).
 func (c *tcpConn) readOutq(fd uintptr) {
-	c.outq, c.outqErr = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ)
+	var e unix.Errno
+	c.outq, e = rawOutq(fd)
+	c.outqErr = nil
+	if e != 0 {
+		c.outqErr = e
+	}
 }

@@ -138,11 +138,15 @@ func testBatchAndReaderStream(t *testing.T, readv bool) {
 		msgs = append(msgs, m)
 	}
 	errc := make(chan error, 1)
+	wraw, err := wc.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		b := newTxBatch()
 		for _, m := range msgs {
 			if !b.fits(len(m.buf)) {
-				if err := b.write(wc.(*net.TCPConn)); err != nil {
+				if err := b.write(wraw); err != nil {
 					errc <- err
 					return
 				}
@@ -150,7 +154,7 @@ func testBatchAndReaderStream(t *testing.T, readv bool) {
 			b.add(m, m.hdr[:], m.buf)
 			m.release() // the batch holds what it references
 		}
-		errc <- b.write(wc.(*net.TCPConn))
+		errc <- b.write(wraw)
 	}()
 
 	rd := newTCPReader(rc, nil)

@@ -1,0 +1,61 @@
+package rdsoverdat
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The tcp transport's per-message system calls (readv, writev, the
+// SIOCOUTQ ioctl) go through RawSyscall, past the Go scheduler's
+// syscall hooks. Through Syscall a goroutine gives its P up for the
+// call's duration (entersyscall); when the call takes longer than one
+// sysmon tick (20 µs) while the other Ps are busy, sysmon retakes the P
+// and hands it to another thread, and the goroutine must find a P again
+// when the call returns. Under emulation (the lab VM, where copying
+// 64 KiB takes 20 to 200 µs) that happened on most large reads and
+// writes: every retake woke a thread, and kept sysmon polling every
+// 20 µs (a clock read and a nanosleep each time), which a trace of the
+// 64 KiB stream showed as the largest source of system calls of both
+// processes (docs/RDS-PERFORMANCE.md, session 4). These sockets are
+// non-blocking, so each call returns at once with data, room or EAGAIN,
+// and the netpoller still does all the waiting (RawConn.Read/Write); the
+// price is that the P stays with the goroutine for one copy of at most
+// a batch.
+
+// iovecs fills iov from the non-empty slices of bufs and returns how
+// many it used (at most len(iov)).
+func iovecs(iov []unix.Iovec, bufs [][]byte) int {
+	n := 0
+	for _, b := range bufs {
+		if len(b) == 0 {
+			continue
+		}
+		if n == len(iov) {
+			break
+		}
+		iov[n].Base = &b[0]
+		iov[n].SetLen(len(b))
+		n++
+	}
+	return n
+}
+
+// rawReadv is readv(2) on fd into iov[:n].
+func rawReadv(fd uintptr, iov []unix.Iovec, n int) (int, unix.Errno) {
+	r, _, e := unix.RawSyscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(n))
+	return int(r), e
+}
+
+// rawWritev is writev(2) on fd from iov[:n].
+func rawWritev(fd uintptr, iov []unix.Iovec, n int) (int, unix.Errno) {
+	r, _, e := unix.RawSyscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(n))
+	return int(r), e
+}
+
+// rawOutq returns the socket's unacknowledged byte count (SIOCOUTQ).
+func rawOutq(fd uintptr) (int, unix.Errno) {
+	var v int32
+	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, fd, unix.SIOCOUTQ, uintptr(unsafe.Pointer(&v)))
+	return int(v), e
+}
