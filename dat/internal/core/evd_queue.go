@@ -63,36 +63,52 @@ func (e *EVD) pollRawCQLocked(max int) bool {
 // takeCQLocked hands the oldest completion out into ev when the ring is
 // empty (nothing can be older): a raw one, or the CQ's next. Its slot
 // retires at once. False when there is none. The caller holds cql.
-//
-// The common case, a successful DTO of an EP queue completing here, is
-// translated inline, straight from the slot into ev without a hold (this
-// is most of what evd_wait costs over a verbs Poll); the rest takes
-// translateLocked.
 func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 	for {
 		if e.wcHead == e.wcN && !e.pollRawCQLocked(len(e.wcs)) {
 			return false
 		}
+		if e.takeDTOLocked(ev) {
+			return true
+		}
 		wc := &e.wcs[e.wcHead]
 		e.wcHead++
-		if o := e.ia.lookupOwner(wc.ID); o != nil && o.srq == nil && wc.Status == verbs.WCSuccess {
-			q := &o.req
-			if wc.ID&wrRecvBit != 0 {
-				q = &o.recv
-			}
-			s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
-			if s != nil && q.evd == e && s.flags&dat.CompletionSuppress == 0 && s.op != dat.DTOBindMW {
-				ev.Number = dat.DTOCompletionEvent
-				fillDTO(&ev.DTO, o.ep.handle, s, wc, dat.DTOSuccess)
-				q.retireLocked(seq)
-				return true
-			}
-		}
 		if h, _, ok := e.translateLocked(wc, ev); ok {
 			h.releaseLocked()
 			return true
 		}
 	}
+}
+
+// takeDTOLocked hands out the next raw completion, wcs[wcHead], when it
+// is the common case: a successful DTO of an EP queue completing to e,
+// translated straight from its slot into ev (see translateLocked), which
+// retires the slot without a hold. False, with nothing done, for any
+// other. The caller holds cql. (This and TakeFast are what evd_wait costs
+// over a verbs Poll: lookupOwner is spelled out to save a call.)
+func (e *EVD) takeDTOLocked(ev *dat.Event) bool {
+	wc := &e.wcs[e.wcHead]
+	p := e.ia.owners.at(wc.ID >> wrOwnerShift)
+	if p == nil || wc.Status != verbs.WCSuccess {
+		return false
+	}
+	o := p.Load()
+	if o == nil || o.id != wc.ID&^(1<<wrGenShift-1) || o.srq != nil {
+		return false
+	}
+	q := &o.req
+	if wc.ID&wrRecvBit != 0 {
+		q = &o.recv
+	}
+	s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
+	if s == nil || q.evd != e || s.flags&dat.CompletionSuppress != 0 || s.op == dat.DTOBindMW {
+		return false
+	}
+	e.wcHead++
+	ev.Number = dat.DTOCompletionEvent
+	fillDTO(&ev.DTO, o.ep.handle, s, wc, dat.DTOSuccess)
+	q.retireLocked(seq)
+	return true
 }
 
 // TakeFast is the hot path of evd_dequeue (wait false) and of an evd_wait
@@ -101,14 +117,28 @@ func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 // it writes), under the CQ's lock alone, which it takes inline when the
 // provider lends its mutex (verbs.CQMutexer). It returns the raw
 // completions left, which the caller reports as the events left. ok false
-// leaves ev alone and sends the caller down the full path (Dequeue,
-// Wait): the EVD is nil or freed, a waiter owns it, a wait finds it
+// leaves ev alone and sends the caller down the full path (DequeueSlow,
+// WaitSlow): the EVD is nil or freed, a waiter owns it, a wait finds it
 // unwaitable, the ring holds events, or the CQ has none.
 func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
 	if e == nil || e.cq == nil || e.freed.Load() || e.waiter.Load() || e.queued.Load() != 0 || wait && e.unwait.Load() {
 		return 0, false
 	}
-	return e.takeCQ(ev)
+	mu := e.cqMu
+	if mu == nil {
+		return e.takeCQ(ev)
+	}
+	mu.Lock()
+	if e.queued.Load() == 0 {
+		// takeCQLocked, with its common case first.
+		if e.wcHead == e.wcN {
+			e.pollRawCQLocked(len(e.wcs))
+		}
+		ok = e.wcHead < e.wcN && (e.takeDTOLocked(ev) || e.takeCQLocked(ev))
+	}
+	n = e.wcN - e.wcHead
+	mu.Unlock()
+	return n, ok
 }
 
 // takeCQ is takeCQLocked under cql, unless the ring holds events; it
