@@ -408,9 +408,16 @@ var dtoTests = []testCase{
 		sep, cep := Connect(t, srv, cli, &dat.EPAttr{MaxRequestDTOs: 8})
 		iov := []dat.LMRTriplet{cli.Buf.Triplet(0, 8)}
 		for i := 0; i < 101; i++ {
-			copy(cli.Buf.Bytes()[:8], fmt.Sprintf("%08d", i))
+			// Each write from its own 8 bytes, reused only 16 posts
+			// later: an unsignalled write may still be reading its source
+			// when the next is posted, but not once 8 (the queue) more
+			// have been, since a request retires only behind a signalled
+			// completion, which the provider queues after reading it.
+			off := (i % 16) * 8
+			copy(cli.Buf.Bytes()[off:off+8], fmt.Sprintf("%08d", i))
+			src := []dat.LMRTriplet{cli.Buf.Triplet(off, 8)}
 			for {
-				err := cep.PostRDMAWrite(iov, dat.DTOCookie(i), srv.Buf.RMRTriplet(0, 8), dat.CompletionSuppress)
+				err := cep.PostRDMAWrite(src, dat.DTOCookie(i), srv.Buf.RMRTriplet(0, 8), dat.CompletionSuppress)
 				if err == nil {
 					break
 				}
