@@ -228,10 +228,16 @@ func TestInlineReceiveTerminate(t *testing.T) {
 // once gives the receive side back to the receive goroutine, so that a
 // streaming peer is placed in parallel with the application; most of a
 // stream of batched Sends is then received by the goroutine.
+//
+// How many FPDUs one read brings depends on scheduling: on a loaded host
+// the waiter can wake for every few FPDUs of a burst, keep the receive
+// side, and rightly so. So the stream is tried up to three times, and
+// the test fails only if every try was received mostly inline, as it is
+// every time when a waiter never gives the receive side back.
 func TestInlineReceiveStreaming(t *testing.T) {
 	sa, sb := inlinePair(t, testOptions())
 	engageInline(t, sa, sb)
-	const batch, bursts = 16, 40
+	const batch, bursts, tries = 16, 40, 3
 	recvs := make([]verbs.RecvWR, batch)
 	sends := make([]verbs.SendWR, batch)
 	for i := range batch {
@@ -239,18 +245,25 @@ func TestInlineReceiveStreaming(t *testing.T) {
 		sends[i] = verbs.SendWR{ID: uint64(i), Opcode: verbs.OpSend, SGL: []verbs.SGE{sa.Buf.SGE(i*64, 64)}}
 	}
 	sends[batch-1].Flags = verbs.SendSignaled
-	before := inlineFrames(sb)
-	for range bursts {
-		verbstest.MustPostRecv(t, sb.QP, recvs...)
-		verbstest.MustPostSend(t, sa.QP, sends...)
-		for _, wc := range verbstest.PollN(t, sb.CQ, batch, inlineTimeout) {
-			if wc.Status != verbs.WCSuccess {
-				t.Fatalf("receive completion %+v", wc)
+	for try := 1; ; try++ {
+		before := inlineFrames(sb)
+		for range bursts {
+			verbstest.MustPostRecv(t, sb.QP, recvs...)
+			verbstest.MustPostSend(t, sa.QP, sends...)
+			for _, wc := range verbstest.PollN(t, sb.CQ, batch, inlineTimeout) {
+				if wc.Status != verbs.WCSuccess {
+					t.Fatalf("receive completion %+v", wc)
+				}
 			}
+			verbstest.ExpectWC(t, verbstest.PollOne(t, sa.CQ, inlineTimeout), batch-1, verbs.WCSuccess, verbs.WCSend)
 		}
-		verbstest.ExpectWC(t, verbstest.PollOne(t, sa.CQ, inlineTimeout), batch-1, verbs.WCSuccess, verbs.WCSend)
-	}
-	if inline := inlineFrames(sb) - before; inline > batch*bursts/2 {
-		t.Fatalf("%d of %d streamed Sends received inline; the receive goroutine should take most", inline, batch*bursts)
+		inline := inlineFrames(sb) - before
+		if inline <= batch*bursts/2 {
+			return
+		}
+		if try == tries {
+			t.Fatalf("%d of %d streamed Sends received inline (try %d of %d); the receive goroutine should take most", inline, batch*bursts, try, tries)
+		}
+		t.Logf("try %d: %d of %d streamed Sends received inline", try, inline, batch*bursts)
 	}
 }
