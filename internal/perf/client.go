@@ -31,7 +31,7 @@ func Run(ctx context.Context, dev verbs.Device, addr string, p Params) (*Result,
 	case TestWrite:
 		bufSize, sq, rq = p.Size, p.Depth+1, 1
 	case TestSendRate:
-		bufSize, sq, rq = p.Size+p.Depth*creditLen, 2*sendBatch+64, p.Depth
+		bufSize, sq, rq = p.Size+p.Depth*creditLen, p.Depth, p.Depth
 	case TestPingPong:
 		bufSize, sq, rq = 2*p.Size, 16, 1
 	default:
@@ -45,9 +45,12 @@ func Run(ctx context.Context, dev verbs.Device, addr string, p Params) (*Result,
 	switch p.Test {
 	case TestSendRate:
 		for i := 0; i < p.Depth; i++ {
-			if err := e.postCreditRecv(p.Size, i); err != nil {
+			if err := e.queueCreditRecv(p.Size, i); err != nil {
 				return nil, err
 			}
+		}
+		if err := e.postRecvs(); err != nil {
+			return nil, err
 		}
 	case TestPingPong:
 		if err := e.postRecvSlot(1, p.Size); err != nil {
@@ -135,15 +138,18 @@ func (e *endpoint) runWrite(ctx context.Context, p Params, rep reply) (*Result, 
 // sendBatch is how many Sends the client posts in one PostSend call.
 const sendBatch = 32
 
-func (e *endpoint) postCreditRecv(size, i int) error {
-	sgl := [1]verbs.SGE{e.sge(size+i*creditLen, creditLen)}
-	wr := [1]verbs.RecvWR{{ID: uint64(i), SGL: sgl[:]}}
-	_, err := e.qp.PostRecv(wr[:])
-	return err
+// queueCreditRecv queues the receive of credit slot i, which follows the
+// size bytes of the message being sent.
+func (e *endpoint) queueCreditRecv(size, i int) error {
+	return e.queueRecv(uint64(i), size+i*creditLen, creditLen)
 }
 
 // runSendRate sends as fast as the server's credits allow for Duration,
 // then waits until every credit is back, i.e. every message was received.
+// The send queue holds a Send for every credit, so that only the credits
+// pace the sender: with a queue of two batches (as before), a sender
+// slept on its send CQ every 64 messages, and on a loaded host each of
+// those sleeps cost as much as a credit round trip.
 func (e *endpoint) runSendRate(ctx context.Context, p Params) (*Result, error) {
 	var wrs [sendBatch]verbs.SendWR
 	sgl := [1]verbs.SGE{e.sge(0, p.Size)}
@@ -162,7 +168,7 @@ func (e *endpoint) runSendRate(ctx context.Context, p Params) (*Result, error) {
 		}
 		// Post a batch, bounded by credits and send-queue room.
 		if sending {
-			room := 2*sendBatch - int(sent-retired)
+			room := p.Depth - int(sent-retired)
 			k := min(sendBatch, credits, room)
 			for i := 0; i < k; i++ {
 				wrs[i].ID = sent + uint64(i)
@@ -187,7 +193,7 @@ func (e *endpoint) runSendRate(ctx context.Context, p Params) (*Result, error) {
 		}
 		n := e.rcq.Poll(e.wcs[:])
 		if n == 0 {
-			room := 2*sendBatch - int(sent-retired)
+			room := p.Depth - int(sent-retired)
 			switch {
 			case !sending && credits == p.Depth:
 				continue // every credit is back: the loop ends
@@ -211,9 +217,12 @@ func (e *endpoint) runSendRate(ctx context.Context, p Params) (*Result, error) {
 			slot := int(e.wcs[i].ID)
 			off := p.Size + slot*creditLen
 			credits += int(binary.BigEndian.Uint32(e.buf[off:]))
-			if err := e.postCreditRecv(p.Size, slot); err != nil {
+			if err := e.queueCreditRecv(p.Size, slot); err != nil {
 				return nil, err
 			}
+		}
+		if err := e.postRecvs(); err != nil {
+			return nil, err
 		}
 	}
 	el := time.Since(start)

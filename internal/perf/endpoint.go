@@ -19,6 +19,13 @@ type endpoint struct {
 	mr   verbs.MR
 	conn verbs.Conn
 	wcs  [64]verbs.WC
+
+	// Receives queued to be posted in one call (queueRecv, postRecvs).
+	// They live here because a work request handed to the QP interface
+	// escapes: built on the stack it would cost two allocations a post.
+	rwrs  [64]verbs.RecvWR
+	rsges [64]verbs.SGE
+	nrecv int
 }
 
 func newEndpoint(dev verbs.Device, bufSize, sqDepth, rqDepth int) (*endpoint, error) {
@@ -81,9 +88,35 @@ func (e *endpoint) sge(off, n int) verbs.SGE { return verbs.SGEOf(e.mr, off, n) 
 
 // postRecvSlot posts a receive of size bytes into slot i.
 func (e *endpoint) postRecvSlot(i, size int) error {
-	sgl := [1]verbs.SGE{e.sge(i*size, size)}
-	wr := [1]verbs.RecvWR{{ID: uint64(i), SGL: sgl[:]}}
-	_, err := e.qp.PostRecv(wr[:])
+	if err := e.queueRecv(uint64(i), i*size, size); err != nil {
+		return err
+	}
+	return e.postRecvs()
+}
+
+// queueRecv queues a receive of n bytes at off of the buffer, posting
+// the queue first if it is full.
+func (e *endpoint) queueRecv(id uint64, off, n int) error {
+	if e.nrecv == len(e.rwrs) {
+		if err := e.postRecvs(); err != nil {
+			return err
+		}
+	}
+	i := e.nrecv
+	e.rsges[i] = e.sge(off, n)
+	e.rwrs[i] = verbs.RecvWR{ID: id, SGL: e.rsges[i : i+1]}
+	e.nrecv++
+	return nil
+}
+
+// postRecvs posts the queued receives in one call.
+func (e *endpoint) postRecvs() error {
+	n := e.nrecv
+	e.nrecv = 0
+	if n == 0 {
+		return nil
+	}
+	_, err := e.qp.PostRecv(e.rwrs[:n])
 	return err
 }
 

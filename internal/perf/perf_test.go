@@ -136,3 +136,35 @@ func TestPingPongInlineSiw(t *testing.T) {
 		t.Fatalf("server errors: %v", errs)
 	}
 }
+
+// TestRecvRepostAllocs: reposting a receive allocates nothing (a work
+// request built on the stack and handed to the QP interface would escape,
+// two allocations per message on the send-rate server).
+func TestRecvRepostAllocs(t *testing.T) {
+	dev, err := mem.New().Open(mem.DeviceName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	e, err := newEndpoint(dev, 64*64, 4, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	i := 0
+	n := testing.AllocsPerRun(100, func() {
+		if err := e.queueRecv(uint64(i), i%64*64, 64); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.postRecvSlot(i%64, 64); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.postRecvs(); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per repost; want 0", n)
+	}
+}

@@ -102,10 +102,16 @@ func (s *Server) serve(cr verbs.ConnRequest) error {
 	defer e.close()
 	if r.test != TestWrite {
 		for i := 0; i < depth; i++ {
-			if err := e.postRecvSlot(i, size); err != nil {
-				cr.Reject(nil)
-				return err
+			if err = e.queueRecv(uint64(i), i*size, size); err != nil {
+				break
 			}
+		}
+		if err == nil {
+			err = e.postRecvs()
+		}
+		if err != nil {
+			cr.Reject(nil)
+			return err
 		}
 	}
 	var pd [replyLen]byte
@@ -126,8 +132,8 @@ func (s *Server) serve(cr verbs.ConnRequest) error {
 	}
 }
 
-// sinkSends re-posts every receive at once and returns credits to the
-// client in batches: when a quarter of the receives were consumed, or when
+// sinkSends re-posts the receives of each poll in one call and returns
+// credits to the client in batches: when a quarter of the receives were consumed, or when
 // the receive CQ runs dry, so that the client's last credits come back.
 func (e *endpoint) sinkSends(ctx context.Context, size, depth int) error {
 	creditOff := depth * size
@@ -145,10 +151,13 @@ func (e *endpoint) sinkSends(ctx context.Context, size, depth int) error {
 			if wc.Status != verbs.WCSuccess {
 				return ignoreEnd(&WCError{WC: *wc})
 			}
-			if err := e.postRecvSlot(int(wc.ID), size); err != nil {
+			if err := e.queueRecv(wc.ID, int(wc.ID)*size, size); err != nil {
 				return ignoreEnd(err)
 			}
 			pending++
+		}
+		if err := e.postRecvs(); err != nil {
+			return ignoreEnd(err)
 		}
 		if pending >= depth/4 || e.rcq.Len() == 0 {
 			binary.BigEndian.PutUint32(e.buf[creditOff:], uint32(pending))
