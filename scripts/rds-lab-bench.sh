@@ -38,7 +38,11 @@ res() { echo "RESULT $*"; }
 field() { sed -n "s|.*$1=\([0-9.]*\).*|\1|p" <<<"$2"; }
 
 ip netns add rdsA; ip netns add rdsB
-trap 'ip netns del rdsA 2>/dev/null; ip netns del rdsB 2>/dev/null; rm -rf "$TMP"' EXIT
+# The VM's job poller (PID 1, the lab's vm-init.sh: a shell loop that forks `sleep 0.1` and globs
+# the 9p spool folder) keeps about a quarter of the idle VM's two vCPUs busy under TCG. At nice 19
+# it yields to the measured processes instead of taking CPU from them.
+renice -n 19 -p 1 >/dev/null
+trap 'renice -n 0 -p 1 >/dev/null; ip netns del rdsA 2>/dev/null; ip netns del rdsB 2>/dev/null; rm -rf "$TMP"' EXIT
 ip link add vA netns rdsA type veth peer name vB netns rdsB
 ip -n rdsA addr add $A/24 dev vA; ip -n rdsB addr add $B/24 dev vB
 for n in rdsA rdsB; do ip -n $n link set lo up; done
