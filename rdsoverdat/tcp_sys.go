@@ -10,18 +10,16 @@ import (
 // SIOCOUTQ ioctl) go through RawSyscall, past the Go scheduler's
 // syscall hooks. Through Syscall a goroutine gives its P up for the
 // call's duration (entersyscall); when the call takes longer than one
-// sysmon tick (20 µs) while the other Ps are busy, sysmon retakes the P
-// and hands it to another thread, and the goroutine must find a P again
-// when the call returns. Under emulation (the lab VM, where copying
-// 64 KiB takes 20 to 200 µs) that happened on most large reads and
-// writes: every retake woke a thread, and kept sysmon polling every
-// 20 µs (a clock read and a nanosleep each time), which a trace of the
-// 64 KiB stream showed as the largest source of system calls of both
-// processes (docs/RDS-PERFORMANCE.md, session 4). These sockets are
-// non-blocking, so each call returns at once with data, room or EAGAIN,
-// and the netpoller still does all the waiting (RawConn.Read/Write); the
-// price is that the P stays with the goroutine for one copy of at most
-// a batch.
+// sysmon tick (20 µs) while the other P is busy, sysmon hands the P to
+// another thread (retake, handoffp), and the goroutine must find a P
+// again when the call returns (exitsyscall), waking threads both times.
+// Under emulation (the lab VM, where copying 64 KiB takes 20 to 200 µs)
+// that happened on large reads and writes; through RawSyscall both ends
+// of a 64 KiB stream made 30 to 70 % fewer context switches per message
+// (docs/RDS-PERFORMANCE.md, session 4). The sockets are non-blocking, so
+// each call returns at once with data, room or EAGAIN, and the netpoller
+// still does all the waiting (RawConn.Read and Write); the price is that
+// the P stays with the goroutine for one copy of at most a batch.
 
 // iovecs fills iov from the non-empty slices of bufs and returns how
 // many it used (at most len(iov)).
