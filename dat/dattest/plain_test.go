@@ -18,15 +18,35 @@ import (
 // has none of them (its own mutex around plain PostSend and PostRecv, its
 // own checks of every triplet), which no built-in provider exercises.
 func TestPlainQP(t *testing.T) {
-	for _, g := range []struct {
-		name  string
-		tests []testCase
-	}{{"PostChecks", postCheckTests}, {"DTO", dtoTests}} {
+	runPlain(t, plainProvider{qp: true}, []testGroup{{"PostChecks", postCheckTests}, {"DTO", dtoTests}})
+}
+
+// TestPlainCQ runs the EVD, DTO and RMR tests over mem CQs stripped of
+// the optional CQLocker and CQMutexer: the path an EVD takes over a
+// provider that lends no CQ lock (DAT's own mutex around plain Poll
+// calls), which no built-in provider exercises.
+func TestPlainCQ(t *testing.T) {
+	if _, ok := verbs.CQ(plainCQ{}).(verbs.CQLocker); ok {
+		t.Fatal("plainCQ lends a lock")
+	}
+	runPlain(t, plainProvider{cq: true}, []testGroup{{"EVD", evdTests}, {"DTO", dtoTests}, {"RMR", rmrTests}})
+}
+
+type testGroup struct {
+	name  string
+	tests []testCase
+}
+
+// runPlain runs groups between two IAs of a fresh mem provider stripped
+// as strip says.
+func runPlain(t *testing.T, strip plainProvider, groups []testGroup) {
+	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
 			for _, tc := range g.tests {
 				t.Run(tc.name, func(t *testing.T) {
 					verbstest.CheckLeaks(t)
-					prov := plainProvider{mem.New()}
+					prov := strip
+					prov.Provider = mem.New()
 					reg, err := dat.NewRegistry([]verbs.Provider{prov}, []dat.Entry{{Name: "plain", Provider: "plain", Device: mem.DeviceName, Addr: providers.MemAddr}}, nil)
 					if err != nil {
 						t.Fatal(err)
@@ -50,8 +70,11 @@ func TestPlainQP(t *testing.T) {
 	}
 }
 
-// plainQP is a verbs.QP and nothing else.
-type plainQP struct{ verbs.QP }
+// plainQP is a verbs.QP and nothing else; plainCQ a verbs.CQ.
+type (
+	plainQP struct{ verbs.QP }
+	plainCQ struct{ verbs.CQ }
+)
 
 func unwrapQP(qp verbs.QP) verbs.QP {
 	if p, ok := qp.(plainQP); ok {
@@ -60,11 +83,22 @@ func unwrapQP(qp verbs.QP) verbs.QP {
 	return qp
 }
 
-// The rest carries plainQP through to the provider, which wants its own.
+// plainProvider is mem handing out plain QPs (qp) and/or plain CQs (cq).
+// The rest of the wrappers carry them through to the provider, which
+// wants its own back.
 type (
-	plainProvider struct{ *mem.Provider }
-	plainDevice   struct{ verbs.Device }
-	plainPD       struct{ verbs.PD }
+	plainProvider struct {
+		*mem.Provider
+		qp, cq bool
+	}
+	plainDevice struct {
+		verbs.Device
+		strip plainProvider
+	}
+	plainPD struct {
+		verbs.PD
+		strip plainProvider
+	}
 	plainListener struct{ verbs.Listener }
 	plainRequest  struct{ verbs.ConnRequest }
 )
@@ -76,7 +110,15 @@ func (p plainProvider) Open(name string) (verbs.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return plainDevice{d}, nil
+	return plainDevice{d, p}, nil
+}
+
+func (d plainDevice) CreateCQ(attr verbs.CQAttr) (verbs.CQ, error) {
+	cq, err := d.Device.CreateCQ(attr)
+	if err != nil || !d.strip.cq {
+		return cq, err
+	}
+	return plainCQ{cq}, nil
 }
 
 func (d plainDevice) AllocPD() (verbs.PD, error) {
@@ -84,7 +126,7 @@ func (d plainDevice) AllocPD() (verbs.PD, error) {
 	if err != nil {
 		return nil, err
 	}
-	return plainPD{pd}, nil
+	return plainPD{pd, d.strip}, nil
 }
 
 func (d plainDevice) Connect(ctx context.Context, qp verbs.QP, addr string, p verbs.ConnParam) (verbs.Conn, error) {
@@ -100,9 +142,14 @@ func (d plainDevice) Listen(addr string, backlog int) (verbs.Listener, error) {
 }
 
 func (pd plainPD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
+	for _, cq := range []*verbs.CQ{&attr.SendCQ, &attr.RecvCQ} {
+		if p, ok := (*cq).(plainCQ); ok {
+			*cq = p.CQ
+		}
+	}
 	qp, err := pd.PD.CreateQP(attr)
-	if err != nil {
-		return nil, err
+	if err != nil || !pd.strip.qp {
+		return qp, err
 	}
 	return plainQP{qp}, nil
 }
