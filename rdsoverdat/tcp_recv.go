@@ -119,10 +119,16 @@ func (rd *tcpReader) read(p []byte) (int, error) {
 	if rd.raw == nil {
 		return rd.nc.Read(p)
 	}
-	rd.vec[0] = p
+	return rd.readvInto(p, nil)
+}
+
+// readvInto reads into a and then b (nil: a alone) with one readv,
+// waiting for data through the poller; io.EOF at the end of the stream.
+func (rd *tcpReader) readvInto(a, b []byte) (int, error) {
+	rd.vec[0], rd.vec[1] = a, b
 	err := rd.raw.Read(rd.readvFn)
 	n, verr := rd.vn, rd.verr
-	rd.vec[0] = nil
+	rd.vec[0], rd.vec[1] = nil, nil
 	if err == nil {
 		err = verr
 	}
@@ -141,18 +147,9 @@ func (rd *tcpReader) readDirect(p []byte) (int, error) {
 	if rd.raw == nil {
 		return rd.nc.Read(p)
 	}
-	rd.vec[0], rd.vec[1] = p, rd.buf[:wire.HeaderLen]
-	err := rd.raw.Read(rd.readvFn)
-	n, verr := rd.vn, rd.verr
-	rd.vec[0], rd.vec[1] = nil, nil
-	if err == nil {
-		err = verr
-	}
+	n, err := rd.readvInto(p, rd.buf[:wire.HeaderLen])
 	if err != nil {
 		return 0, err
-	}
-	if n == 0 {
-		return 0, io.EOF
 	}
 	if n > len(p) {
 		rd.r, rd.w = 0, n-len(p)
