@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/ep"
 	"github.com/godapl/godapl/dat/evd"
 	"github.com/godapl/godapl/dat/ia"
 	"github.com/godapl/godapl/dat/providers"
@@ -179,13 +180,7 @@ func benchDAT(b *testing.B, p benchProvider, op string, n int, byValue bool) {
 // TestHotPathAllocs guards the zero-allocation promise of posting and
 // dequeuing: a Send, its receive and both completions, over mem.
 func TestHotPathAllocs(t *testing.T) {
-	reg, _ := providers.New(providers.Options{})
-	a, _ := ia.OpenIn(reg, "mem", 0)
-	c, _ := ia.OpenIn(reg, "mem", 0)
-	defer a.Close(dat.CloseAbrupt)
-	defer c.Close(dat.CloseAbrupt)
-	srv, cli := NewSide(t, a, 4096), NewSide(t, c, 4096)
-	sep, cep := Connect(t, srv, cli, nil)
+	srv, cli, sep, cep := memPair(t)
 	riov := []dat.LMRTriplet{srv.Buf.Triplet(0, 64)}
 	iov := []dat.LMRTriplet{cli.Buf.Triplet(0, 64)}
 	remote := srv.Buf.RMRTriplet(1024, 64)
@@ -218,4 +213,27 @@ func TestHotPathAllocs(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("post and dequeue allocate %v times per round", n)
 	}
+}
+
+// memPair connects two sides with 4 KiB buffers, each on its own IA of
+// one mem provider; the IAs close when the test ends.
+func memPair(t testing.TB) (srv, cli *Side, sep, cep *ep.EP) {
+	t.Helper()
+	reg, err := providers.New(providers.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := ia.OpenIn(reg, "mem", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(dat.CloseAbrupt) })
+	c, err := ia.OpenIn(reg, "mem", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(dat.CloseAbrupt) })
+	srv, cli = NewSide(t, a, 4096), NewSide(t, c, 4096)
+	sep, cep = Connect(t, srv, cli, nil)
+	return srv, cli, sep, cep
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/godapl/godapl/dat"
-	"github.com/godapl/godapl/dat/ia"
-	"github.com/godapl/godapl/dat/providers"
 )
 
 // TestIntoWritesUnion checks what evd.WaitInto and DequeueInto promise
@@ -16,16 +14,7 @@ import (
 // Event held before (the other members may keep it); nothing at all on
 // error.
 func TestIntoWritesUnion(t *testing.T) {
-	reg, _ := providers.New(providers.Options{})
-	a, err := ia.OpenIn(reg, "mem", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := ia.OpenIn(reg, "mem", 0)
-	defer a.Close(dat.CloseAbrupt)
-	defer c.Close(dat.CloseAbrupt)
-	srv, cli := NewSide(t, a, 4096), NewSide(t, c, 4096)
-	sep, cep := Connect(t, srv, cli, nil)
+	srv, cli, sep, cep := memPair(t)
 	iov := []dat.LMRTriplet{cli.Buf.Triplet(0, 64)}
 	remote := srv.Buf.RMRTriplet(1024, 64)
 	ctx, cancel := deadline()
