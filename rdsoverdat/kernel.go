@@ -220,12 +220,14 @@ func (k *kernelSocket) io(read bool, flags MsgFlags, op func(fd int) error) erro
 }
 
 func (k *kernelSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags MsgFlags) (int, error) {
-	if len(cm) > 0 {
-		return 0, eINVAL // no sendable control messages without RDMA
-	}
 	sa, err := sockaddr4(dst)
 	if err != nil {
 		return 0, err
+	}
+	if len(cm) > 0 {
+		if err := k.rdmaCmsgs(cm); err != nil {
+			return 0, err
+		}
 	}
 	var n int
 	err = k.io(false, flags, func(fd int) error {

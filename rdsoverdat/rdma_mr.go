@@ -45,7 +45,8 @@ type GetMRForDest struct {
 }
 
 // FreeMR is RDS_FREE_MR (set only): release the mapping of Cookie.
-// Cookie 0 with RDMAInvalidate releases every mapping of the socket.
+// Cookie 0 asks for released mappings not yet invalidated to be
+// invalidated; live mappings stay (see (*Socket).FreeMR).
 type FreeMR struct {
 	Cookie Cookie
 	Flags  RDMAFlags
@@ -88,7 +89,11 @@ func (s *Socket) GetMRForDest(dst netip.AddrPort, mem []byte, flags RDMAFlags) (
 }
 
 // FreeMR releases the mapping of c (RDS_FREE_MR); EINVAL if the socket
-// has none. c == 0 with RDMAInvalidate releases all of the socket's.
+// has none. c == 0 is rds-rdma(7)'s flush of old mappings, those
+// released and not yet invalidated: here every release revokes at once,
+// so there are none and it succeeds without touching the socket's live
+// mappings; like the kernel's, it fails with EINVAL on a socket whose
+// transport has no RDMA (or none yet).
 func (s *Socket) FreeMR(c Cookie, flags RDMAFlags) error {
 	if err := s.freeMR(c, flags); err != nil {
 		return opErr("setsockopt", s.BoundAddr(), netip.AddrPort{}, err)
@@ -132,7 +137,7 @@ func (s *Socket) rdmaTransport() (*Node, RDMACapable, error) {
 		return nil, nil, errClosed
 	}
 	if s.k != nil {
-		return nil, nil, eOPNOTSUPP // the host's RDS has RDMA only over IB
+		return nil, nil, s.k.rdmaUnsupported()
 	}
 	s.mu.Lock()
 	node, tr := s.node, s.trans
@@ -207,11 +212,11 @@ func (s *Socket) freeMR(c Cookie, flags RDMAFlags) error {
 		return errClosed
 	}
 	if s.k != nil {
-		return eOPNOTSUPP
+		return s.k.freeMR(c, flags)
 	}
 	if c == 0 {
-		if flags&RDMAInvalidate != 0 {
-			s.dropMRs()
+		if _, _, err := s.rdmaTransport(); err != nil {
+			return eINVAL
 		}
 		return nil
 	}

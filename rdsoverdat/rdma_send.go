@@ -8,7 +8,8 @@ import (
 
 // RDMA control messages on SendMsg (rds_rm_size, rds_cmsg_send): at most
 // one RDMAArgs, at most one of RDMAMap and RDMADest, and never RDMAArgs
-// with either of them (EINVAL). They need an RDMA-capable transport
+// with either of them (EINVAL). An RDMADest must name a mapping of the
+// sending socket (EINVAL). They need an RDMA-capable transport
 // (EOPNOTSUPP).
 
 // RDMAMap is RDS_CMSG_RDMA_MAP (send): register Mem as GetMR does, store
@@ -20,8 +21,9 @@ type RDMAMap struct {
 	Flags      RDMAFlags // RDMAReadWrite, RDMAUseOnce, RDMAInvalidate
 }
 
-// RDMADest is RDS_CMSG_RDMA_DEST: on SendMsg, a cookie (from GetMR) to
-// send with the message; on RecvMsg, the cookie the sender attached.
+// RDMADest is RDS_CMSG_RDMA_DEST: on SendMsg, a cookie of one of the
+// socket's own mappings (from GetMR) to send with the message; on
+// RecvMsg, the cookie the sender attached.
 type RDMADest Cookie
 
 // RDMAArgs is RDS_CMSG_RDMA_ARGS (send): an RDMA op on the peer's memory
@@ -114,6 +116,15 @@ func (a *rdmaAttach) addExt(e wire.Ext) { a.exts[a.nexts] = e; a.nexts++ }
 // builds an RDMAArgs' op (rds_cmsg_rdma_map, rds_cmsg_rdma_dest,
 // rds_cmsg_rdma_args).
 func (s *Socket) rdmaPrepare(r *rdmaCmsgs, conn *Conn, payload int, a *rdmaAttach) error {
+	var destAddr uint64
+	if r.hasDest {
+		// rds_cmsg_rdma_dest: the cookie must name a mapping of this
+		// socket (EINVAL), whatever the transport.
+		var ok bool
+		if destAddr, ok = s.mrAddr(r.dest.RKey()); !ok {
+			return eINVAL
+		}
+	}
 	rc, ok := conn.nt.(RDMACapable)
 	if !ok {
 		return eOPNOTSUPP
@@ -134,8 +145,8 @@ func (s *Socket) rdmaPrepare(r *rdmaCmsgs, conn *Conn, payload int, a *rdmaAttac
 		}
 	case r.hasDest:
 		a.addExt(wire.RDMADestExt(r.dest.RKey(), r.dest.Offset()))
-		if addr, ok := s.mrAddr(r.dest.RKey()); ok && addr != 0 {
-			a.addExt(wire.RDMAAddrExt(addr))
+		if destAddr != 0 {
+			a.addExt(wire.RDMAAddrExt(destAddr))
 		}
 	case r.args != nil:
 		if err := s.rdmaOp(r.args, conn, rc, payload, &a.op); err != nil {

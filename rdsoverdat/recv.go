@@ -184,7 +184,7 @@ func (s *Socket) syncCong(node *Node, port wire.Port) {
 
 // RecvMsg receives one message into m.Data (recvmsg(2)) and returns the
 // number of bytes copied, or with MsgTrunc in flags the message's full
-// length. m.Addr is set to the sender; m.Flags gets MsgTrunc if the
+// length. m.Addr is set to the sender (zero for notifications); m.Flags gets MsgTrunc if the
 // message did not fit (the rest is discarded unless MsgPeek). A pending
 // congestion notification (RDS_CONG_MONITOR) is returned first, alone,
 // as a CongUpdate in m.Control with 0 bytes. With MsgPeek the message
@@ -224,6 +224,7 @@ func (s *Socket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 	}
 	m.Flags = 0
 	m.Control = m.Control[:0]
+	m.Addr = netip.AddrPort{} // a notification has no sender
 	if flags&MsgOOB != 0 {
 		return 0, nil
 	}

@@ -71,13 +71,6 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 	if s.k != nil {
 		return s.k.sendmsg(p, dst, cm, flags)
 	}
-	var rcm rdmaCmsgs
-	if len(cm) > 0 {
-		var err error
-		if rcm, err = parseRDMACmsgs(cm); err != nil {
-			return 0, err
-		}
-	}
 	ip := dst.Addr().Unmap()
 	if !ip.Is4() || ip.IsUnspecified() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
 		return 0, eINVAL
@@ -93,6 +86,13 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 	}
 	if len(p) > wire.MaxMsgSize || len(p) > sndbuf {
 		return 0, eMSGSIZE
+	}
+	var rcm rdmaCmsgs
+	if len(cm) > 0 {
+		var err error
+		if rcm, err = parseRDMACmsgs(cm); err != nil {
+			return 0, err
+		}
 	}
 	conn := node.connFor(ip, tr.Type())
 	if conn == nil {

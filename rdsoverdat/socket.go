@@ -107,7 +107,8 @@ func signal(c chan struct{}) {
 
 // Bind binds the socket to a local address and RDS port (bind(2)). The
 // address must be a unicast IPv4 address local to this network namespace
-// (EADDRNOTAVAIL otherwise, EINVAL for INADDR_ANY, broadcast and
+// (EADDRNOTAVAIL otherwise, or ENOPROTOOPT when SO_RDS_TRANSPORT chose
+// the transport, as the kernel's; EINVAL for INADDR_ANY, broadcast and
 // multicast); port 0 picks a free port at random, port 1 is reserved for
 // handshake probes (EINVAL); one socket per address and port
 // (EADDRINUSE); a socket binds once (EINVAL). Binding attaches the
@@ -146,6 +147,9 @@ func (s *Socket) bind(a netip.AddrPort) error {
 		return err
 	}
 	if !ok {
+		if s.trans != nil {
+			return eNOPROTOOPT // rds_bind: the transport chosen by SO_RDS_TRANSPORT refuses the address
+		}
 		return eADDRNOTAVAIL
 	}
 	tr := s.trans

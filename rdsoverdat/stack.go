@@ -3,6 +3,9 @@ package rdsoverdat
 import (
 	"math/rand/v2"
 	"net/netip"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -19,7 +22,9 @@ type Config struct {
 	// default when the list is empty.
 	Transports []Transport
 	// SendBuffer and RecvBuffer are the default SO_SNDBUF and SO_RCVBUF
-	// in payload bytes (0: the kernel defaults, 106496 each).
+	// in payload bytes (0: the kernel's defaults, half of the
+	// net.core.wmem_default and rmem_default sysctls as rds(7) says;
+	// 106496 each where those cannot be read).
 	SendBuffer, RecvBuffer int
 	// IsLocal decides whether an address may be bound (default
 	// IsLocalAddr, an rtnetlink route lookup).
@@ -38,12 +43,27 @@ type Config struct {
 	userSendBuffer, userRecvBuffer bool // set explicitly (the kernel keeps its defaults otherwise)
 }
 
-// Default buffer sizes: net.core.wmem_default/rmem_default (212992) as
-// RDS counts them (sk_sndbuf/2).
+// Default buffer sizes when the sysctls cannot be read: Linux's
+// net.core.wmem_default/rmem_default (212992) as RDS counts them
+// (sk_sndbuf/2).
 const (
 	DefaultSendBuffer = 106496
 	DefaultRecvBuffer = 106496
 )
+
+// sysctlBuffer is half the byte count in the sysctl file path (RDS
+// counts half of sk_sndbuf/sk_rcvbuf), or def if it cannot be read.
+func sysctlBuffer(path string, def int) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 2 {
+		return def
+	}
+	return n / 2
+}
 
 // Stack is an RDS instance in one process: the userspace counterpart of
 // the kernel's rds module in one network namespace. It holds one Node per
@@ -68,10 +88,10 @@ type Stack struct {
 func NewStack(cfg Config) *Stack {
 	cfg.userSendBuffer, cfg.userRecvBuffer = cfg.SendBuffer > 0, cfg.RecvBuffer > 0
 	if cfg.SendBuffer <= 0 {
-		cfg.SendBuffer = DefaultSendBuffer
+		cfg.SendBuffer = sysctlBuffer("/proc/sys/net/core/wmem_default", DefaultSendBuffer)
 	}
 	if cfg.RecvBuffer <= 0 {
-		cfg.RecvBuffer = DefaultRecvBuffer
+		cfg.RecvBuffer = sysctlBuffer("/proc/sys/net/core/rmem_default", DefaultRecvBuffer)
 	}
 	if cfg.IsLocal == nil {
 		cfg.IsLocal = IsLocalAddr

@@ -107,7 +107,7 @@ func TestRDMAUseOnce(t *testing.T) {
 
 // Without USE_ONCE a mapping serves many ops until FREE_MR; after
 // FREE_MR (with INVALIDATE) its cookie fails. Cookie 0 with INVALIDATE
-// drops every mapping of the socket.
+// flushes released mappings only (rds-rdma(7)): live ones keep working.
 func TestRDMAFreeMR(t *testing.T) {
 	forEachRig(t, RDMALimits{}, func(t *testing.T, r *rdmaRig) {
 		win := make([]byte, 64)
@@ -153,8 +153,22 @@ func TestRDMAFreeMR(t *testing.T) {
 		if err := r.cli.SetOption(FreeMR{Cookie: 0, Flags: RDMAInvalidate}); err != nil {
 			t.Fatal(err)
 		}
-		if r.cli.MRs() != 0 || r.st.Node(r.cliNode).rdmaMRs.Load() != 0 {
-			t.Fatalf("mappings left after FREE_MR(0, INVALIDATE): %d", r.cli.MRs())
+		if r.cli.MRs() != 2 {
+			t.Fatalf("FREE_MR(0, INVALIDATE) released live mappings: %d left", r.cli.MRs())
+		}
+		r.request(t, r.cli, r.srv, []byte("req2"), RDMADest(c2))
+		r.op(t, r.srv, r.cli, []byte("ack2"), RDMAArgs{Cookie: c2, RemoteBytes: 8, Local: [][]byte{make([]byte, 8)}, Flags: RDMANotifyMe}) // a READ: c2 is read-only
+		if n := r.notes(t, r.srv, 1); n[0].Status != RDMASuccess {
+			t.Fatalf("op on a mapping kept by FREE_MR(0): %v", n[0].Status)
+		}
+		expectNext(t, r.cli, []byte("ack2"))
+		for _, c := range []Cookie{c1, c2} {
+			if err := r.cli.FreeMR(c, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r.st.Node(r.cliNode).rdmaMRs.Load() != 0 {
+			t.Fatalf("mappings left: %d", r.st.Node(r.cliNode).rdmaMRs.Load())
 		}
 	})
 }
@@ -299,6 +313,8 @@ func TestRDMANotSupported(t *testing.T) {
 	_, err = tc.GetMR(make([]byte, 8), 0)
 	wantErrno(t, err, syscall.EOPNOTSUPP)
 	_, err = tc.SendMsg(&Msg{Data: []byte("x"), Addr: s.BoundAddr(), Control: []ControlMessage{RDMADest(5)}}, 0)
+	wantErrno(t, err, syscall.EINVAL) // names no mapping of tc's, as in rds_cmsg_rdma_dest
+	_, err = tc.SendMsg(&Msg{Data: []byte("x"), Addr: s.BoundAddr(), Control: []ControlMessage{RDMAArgs{Cookie: 5, RemoteBytes: 1, Local: [][]byte{{0}}}}}, 0)
 	wantErrno(t, err, syscall.EOPNOTSUPP)
 	_, err = st.Socket().GetMR(make([]byte, 8), 0)
 	wantErrno(t, err, syscall.ENOTCONN)
