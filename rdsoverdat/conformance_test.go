@@ -89,6 +89,7 @@ func TestBackendSendFlagsAndTransport(t *testing.T) {
 			{"broadcast", netip.MustParseAddrPort("255.255.255.255:9"), 0, syscall.EINVAL},
 			{"multicast", netip.MustParseAddrPort("224.0.0.1:9"), 0, syscall.EINVAL},
 			{"INADDR_ANY", netip.MustParseAddrPort("0.0.0.0:9"), 0, syscall.EINVAL},
+			{"no destination", netip.AddrPort{}, 0, syscall.ENOTCONN},
 		} {
 			_, err := a.SendTo([]byte("x"), c.to, c.flags)
 			wantErrnoNamed(t, c.name, err, c.want)

@@ -220,9 +220,13 @@ func (k *kernelSocket) io(read bool, flags MsgFlags, op func(fd int) error) erro
 }
 
 func (k *kernelSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags MsgFlags) (int, error) {
-	sa, err := sockaddr4(dst)
-	if err != nil {
-		return 0, err
+	var to unix.Sockaddr // none for a zero dst: the kernel answers ENOTCONN
+	if dst.IsValid() {
+		sa, err := sockaddr4(dst)
+		if err != nil {
+			return 0, err
+		}
+		to = sa
 	}
 	if len(cm) > 0 {
 		if err := k.rdmaCmsgs(cm); err != nil {
@@ -230,9 +234,9 @@ func (k *kernelSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage
 		}
 	}
 	var n int
-	err = k.io(false, flags, func(fd int) error {
+	err := k.io(false, flags, func(fd int) error {
 		var e error
-		n, e = unix.SendmsgN(fd, p, nil, sa, int(flags|MsgDontWait))
+		n, e = unix.SendmsgN(fd, p, nil, to, int(flags|MsgDontWait))
 		return e
 	})
 	return n, err

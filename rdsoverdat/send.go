@@ -19,7 +19,8 @@ import (
 // once it is queued; delivery is asynchronous. Errors (as errno):
 // EOPNOTSUPP for flags other than MsgDontWait; EINVAL for an invalid,
 // wildcard, broadcast or multicast destination or an unknown control
-// message; ENOTCONN if the socket is unbound; EMSGSIZE above 1 MiB or
+// message; ENOTCONN if the socket is unbound or m.Addr is the zero
+// AddrPort (no destination); EMSGSIZE above 1 MiB or
 // SO_SNDBUF; ENOBUFS if the destination port is congested (with
 // MsgDontWait; otherwise it waits); EAGAIN if SO_SNDBUF is full (with
 // MsgDontWait; otherwise it waits up to SO_SNDTIMEO, then ETIMEDOUT, or
@@ -70,6 +71,9 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 	}
 	if s.k != nil {
 		return s.k.sendmsg(p, dst, cm, flags)
+	}
+	if !dst.IsValid() {
+		return 0, eNOTCONN // no msg_name and no connect(2): rds_sendmsg's ENOTCONN
 	}
 	ip := dst.Addr().Unmap()
 	if !ip.Is4() || ip.IsUnspecified() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
