@@ -345,3 +345,26 @@ func TestRDMADestOwnMappingOnly(t *testing.T) {
 		t.Fatalf("cookie %#x, want %#x", got, ck)
 	}
 }
+
+// A blocking send to a congested port waits, and SO_SNDTIMEO ends the
+// wait with ETIMEDOUT as rds(7) says of every wait (the kernel's
+// rds_cong_wait itself ignores the timeout).
+func TestCongestedSendTimesOut(t *testing.T) {
+	leakCheck(t)
+	st := newTestStack(t, Config{})
+	as := testAddrs(2)
+	a := mustBind(t, st, ap(as[0], 0))
+	b := mustBind(t, st, ap(as[1], 0), RecvBuffer(10))
+	if _, err := a.SendTo(make([]byte, 20), b.BoundAddr(), 0); err != nil {
+		t.Fatal(err)
+	}
+	conn := st.Node(as[0]).connFor(as[1], a.trans.Type())
+	eventually(t, 5*time.Second, "peer map update", func() bool { return conn.fcong.test(wire.Port(b.BoundAddr().Port())) })
+	if err := a.SetOption(SendTimeout(30 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.SendTo([]byte("x"), b.BoundAddr(), 0)
+	wantErrno(t, err, syscall.ETIMEDOUT)
+	_, err = a.SendTo([]byte("x"), b.BoundAddr(), MsgDontWait)
+	wantErrno(t, err, syscall.ENOBUFS)
+}

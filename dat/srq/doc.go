@@ -10,7 +10,11 @@
 //     nothing but a short lock; it is safe from many goroutines. A buffer
 //     is filled front to back: leading segments full, at most one partial,
 //     the rest untouched; the completion reports the bytes received. A nil
-//     or all-empty vector receives a zero-size message.
+//     or all-empty vector receives a zero-size message. The vector itself
+//     is copied during the call: the consumer owns it again once PostRecv
+//     returns (the memory it names stays the provider's until the
+//     completion). The cookie is the consumer's: 0 and repeated values
+//     come back as given.
 //   - The completion goes to the recv EVD of the EP that took the buffer,
 //     in the order its peer posted the Sends; there is no order across
 //     connections. Buffers carry no completion flags and complete
