@@ -368,3 +368,63 @@ func TestCongestedSendTimesOut(t *testing.T) {
 	_, err = a.SendTo([]byte("x"), b.BoundAddr(), MsgDontWait)
 	wantErrno(t, err, syscall.ENOBUFS)
 }
+
+// RDS_CANCEL_SENT_TO also drops messages already transmitted and not yet
+// acknowledged: the transport holds them, the cancel returns their
+// SO_SNDBUF room, and the reconnect that follows retransmits none.
+func TestCancelSentToTransmittedUnacked(t *testing.T) {
+	leakCheck(t)
+	r := newMemRig(t, RDMALimits{})
+	r.srv.SendTo([]byte("up"), r.cli.BoundAddr(), 0)
+	expectNext(t, r.cli, []byte("up"))
+	r.mem.hold.Store(true)
+	for range 3 {
+		if _, err := r.srv.SendTo([]byte("lost"), r.cli.BoundAddr(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := r.st.Node(r.srvNode)
+	conn := node.Conn(r.cliNode, TransIB)
+	p := conn.Path(0)
+	node.mu.RLock()
+	mn := node.trans[TransIB].(*memNode)
+	node.mu.RUnlock()
+	eventually(t, 5*time.Second, "transmitted", func() bool { return mn.parkedOn(p) == 3 })
+	if q, u := p.Pending(); q != 0 || u != 3 {
+		t.Fatalf("pending: %d queued, %d unacknowledged; want 0, 3", q, u)
+	}
+	canceled := node.Stats().SendCanceled
+	if err := r.srv.SetOption(CancelSentTo(r.cli.BoundAddr())); err != nil {
+		t.Fatal(err)
+	}
+	if q, u := p.Pending(); q != 0 || u != 0 || node.Stats().SendCanceled-canceled != 3 {
+		t.Fatalf("after cancel: %d queued, %d unacknowledged, %d canceled", q, u, node.Stats().SendCanceled-canceled)
+	}
+	if snd, _ := r.srv.Buffered(); snd != 0 {
+		t.Fatalf("SO_SNDBUF still charged %d bytes", snd)
+	}
+	r.mem.hold.Store(false)
+	conn.Reset()
+	r.srv.SendTo([]byte("after"), r.cli.BoundAddr(), 0)
+	expectNext(t, r.cli, []byte("after"))
+}
+
+// The default limits of rds-rdma(7): 2048 mappings, 1 MiB each.
+func TestRDMADefaultLimits(t *testing.T) {
+	leakCheck(t)
+	r := newMemRig(t, RDMALimits{})
+	buf := make([]byte, 1)
+	for i := range 2048 {
+		if _, err := r.cli.GetMR(buf, 0); err != nil {
+			t.Fatalf("mapping %d: %v", i, err)
+		}
+	}
+	_, err := r.cli.GetMR(buf, 0)
+	wantErrno(t, err, syscall.EAGAIN)
+	_, err = r.cli.GetMR(make([]byte, 1<<20+1), 0)
+	wantErrno(t, err, syscall.EINVAL)
+	r.cli.Close()
+	if _, err := r.srv.GetMR(make([]byte, 1<<20), 0); err != nil {
+		t.Fatalf("1 MiB mapping: %v", err)
+	}
+}
