@@ -428,3 +428,50 @@ func TestRDMADefaultLimits(t *testing.T) {
 		t.Fatalf("1 MiB mapping: %v", err)
 	}
 }
+
+// Congestion on both backends (one address: the kernel's loopback keeps
+// the congestion bit in the map of the connection's local address, so
+// only a socket's own address shows it to a sender): a receiver over
+// SO_RCVBUF makes non-blocking sends to its port fail with ENOBUFS,
+// which arms a monitoring sender's mask; once the receiver has read its
+// queue, the sender gets one RDS_CMSG_CONG_UPDATE for the port, alone,
+// with no sender address, and may send again.
+func TestBackendCongestion(t *testing.T) {
+	backends(t, func(t *testing.T, st *Stack) {
+		as := testAddrs(1)
+		a := mustBind(t, st, ap(as[0], 0), CongMonitor{Enable: true})
+		b := mustBind(t, st, ap(as[0], 0), RecvBuffer(1000))
+		mask := CongMonitorMask(b.BoundAddr().Port())
+		sent := 0
+		for {
+			_, err := a.SendTo(make([]byte, 600), b.BoundAddr(), MsgDontWait)
+			if err != nil {
+				wantErrno(t, err, syscall.ENOBUFS)
+				break
+			}
+			if sent++; sent > 50 {
+				t.Fatal("no ENOBUFS after 50 messages of 600 bytes to a 1000-byte SO_RCVBUF")
+			}
+			time.Sleep(time.Millisecond) // let a map update travel
+		}
+		buf := make([]byte, 1000)
+		for range sent {
+			recvTimeout(t, b, buf, 5*time.Second)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := a.Wait(ctx, PollIn); err != nil {
+			t.Fatal(err)
+		}
+		m := Msg{Data: buf, Addr: b.BoundAddr()}
+		n, err := a.RecvMsg(&m, MsgDontWait)
+		if err != nil || n != 0 || len(m.Control) != 1 || m.Control[0] != CongUpdate(mask) || m.Addr.IsValid() {
+			t.Fatalf("notification: %d %v control %v from %v", n, err, m.Control, m.Addr)
+		}
+		if _, err := a.SendTo([]byte("x"), b.BoundAddr(), MsgDontWait); err != nil {
+			t.Fatalf("after uncongestion: %v", err)
+		}
+		_, err = a.RecvMsg(&m, MsgDontWait)
+		wantErrno(t, err, syscall.EAGAIN) // one notification only
+	})
+}
