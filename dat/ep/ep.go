@@ -110,13 +110,13 @@ func (e *EP) PeerPrivateData() []byte { return e.c().PeerPrivateData() }
 
 // PostSend posts a Send of the gathered segments (dat_ep_post_send).
 func (e *EP) PostSend(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
-	return e.c().PostSend("ep_post_send", iov, cookie, flags, 0, false)
+	return e.c().Post(&core.Request{DOp: dat.DTOSend, IOV: iov, Cookie: cookie, Flags: flags})
 }
 
 // PostSendWithInvalidate posts a Send that also invalidates the peer's
 // rmrContext once the message is placed (dat_ep_post_send_with_invalidate).
 func (e *EP) PostSendWithInvalidate(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags, rmrContext dat.RMRContext) error {
-	return e.c().PostSend("ep_post_send_with_invalidate", iov, cookie, flags, rmrContext, true)
+	return e.c().Post(&core.Request{DOp: dat.DTOSend, IOV: iov, Cookie: cookie, Flags: flags, Inv: rmrContext, HasInv: true})
 }
 
 // PostRecv posts a receive scattered over the segments, front to back
@@ -128,20 +128,20 @@ func (e *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Comp
 // PostRDMARead reads the peer memory remote into the segments
 // (dat_ep_post_rdma_read).
 func (e *EP) PostRDMARead(iov []dat.LMRTriplet, cookie dat.DTOCookie, remote dat.RMRTriplet, flags dat.CompletionFlags) error {
-	return e.c().PostRDMA("ep_post_rdma_read", dat.DTORDMARead, iov, cookie, remote, flags)
+	return e.c().Post(&core.Request{DOp: dat.DTORDMARead, IOV: iov, Cookie: cookie, Flags: flags, Remote: &remote})
 }
 
 // PostRDMAWrite writes the segments to the peer memory remote
 // (dat_ep_post_rdma_write).
 func (e *EP) PostRDMAWrite(iov []dat.LMRTriplet, cookie dat.DTOCookie, remote dat.RMRTriplet, flags dat.CompletionFlags) error {
-	return e.c().PostRDMA("ep_post_rdma_write", dat.DTORDMAWrite, iov, cookie, remote, flags)
+	return e.c().Post(&core.Request{DOp: dat.DTORDMAWrite, IOV: iov, Cookie: cookie, Flags: flags, Remote: &remote})
 }
 
 // PostRDMAReadToRMR reads the peer memory remote into the local memory a
 // bound RMR names (dat_ep_post_rdma_read_to_rmr). The RMR must allow
 // remote write: on iWARP the sink of a Read is written through an STag.
 func (e *EP) PostRDMAReadToRMR(local dat.RMRTriplet, cookie dat.DTOCookie, remote dat.RMRTriplet, flags dat.CompletionFlags) error {
-	return e.c().PostRDMAReadToRMR(local, cookie, remote, flags)
+	return e.c().Post(&core.Request{DOp: dat.DTORDMARead, Cookie: cookie, Flags: flags, Remote: &remote, Sink: &local})
 }
 
 // HandleType implements dat.Handle.

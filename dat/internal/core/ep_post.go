@@ -31,39 +31,41 @@ func postErr(op string, err error) error {
 	return dat.Wrap(op, dat.InvalidParameter, dat.NoSubtype, err)
 }
 
-// request is one DTO for the send queue.
-type request struct {
-	op     string
-	dop    dat.DTOOp
-	iov    []dat.LMRTriplet
-	cookie dat.DTOCookie
-	flags  dat.CompletionFlags
-	remote dat.RMRTriplet
-	inv    dat.RMRContext // send with invalidate
-	hasInv bool
-	sink   *dat.RMRTriplet // read to RMR
+// Request is one DTO for the send queue: what an ep_post_send,
+// ep_post_send_with_invalidate, ep_post_rdma_read, ep_post_rdma_write or
+// ep_post_rdma_read_to_rmr asks for. The dat/ep wrappers build it and
+// call Post themselves, so that they inline and the consumer's call goes
+// straight to Post.
+type Request struct {
+	DOp    dat.DTOOp // DTOSend, DTORDMAWrite or DTORDMARead
+	IOV    []dat.LMRTriplet
+	Cookie dat.DTOCookie
+	Flags  dat.CompletionFlags
+	Remote *dat.RMRTriplet // RDMA: the peer's memory; nil for a Send
+	Inv    dat.RMRContext  // a Send with invalidate: the peer's RMR context
+	HasInv bool
+	Sink   *dat.RMRTriplet // a Read to an RMR: the local RMR's memory, and no IOV
 }
+
+// opName is the DAT operation that posts r, for its errors: derived
+// rather than carried, which keeps the request small.
+func (r *Request) opName() string {
+	switch {
+	case r.Sink != nil:
+		return "ep_post_rdma_read_to_rmr"
+	case r.HasInv:
+		return "ep_post_send_with_invalidate"
+	}
+	return dtoOpName[r.DOp&3]
+}
+
+// dtoOpName is the DAT operation that posts a request of each DTO op.
+var dtoOpName = [4]string{dat.DTOSend: "ep_post_send", dat.DTORDMAWrite: "ep_post_rdma_write", dat.DTORDMARead: "ep_post_rdma_read", 3: "ep_post"}
 
 const validFlags = dat.CompletionSuppress | dat.CompletionSolicitedWait | dat.CompletionUnsignalled | dat.CompletionBarrierFence
 
-// PostSend posts a Send (ep_post_send); inv, if hasInv, is the peer's RMR
-// context to invalidate (ep_post_send_with_invalidate).
-func (ep *EP) PostSend(op string, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags, inv dat.RMRContext, hasInv bool) error {
-	return ep.postRequest(&request{op: op, dop: dat.DTOSend, iov: iov, cookie: cookie, flags: flags, inv: inv, hasInv: hasInv})
-}
-
-// PostRDMA posts an RDMA Read or Write (ep_post_rdma_read/write).
-func (ep *EP) PostRDMA(op string, dop dat.DTOOp, iov []dat.LMRTriplet, cookie dat.DTOCookie, remote dat.RMRTriplet, flags dat.CompletionFlags) error {
-	return ep.postRequest(&request{op: op, dop: dop, iov: iov, cookie: cookie, flags: flags, remote: remote})
-}
-
-// PostRDMAReadToRMR reads the peer's memory into memory named by a local
-// RMR triplet (ep_post_rdma_read_to_rmr).
-func (ep *EP) PostRDMAReadToRMR(local dat.RMRTriplet, cookie dat.DTOCookie, remote dat.RMRTriplet, flags dat.CompletionFlags) error {
-	return ep.postRequest(&request{op: "ep_post_rdma_read_to_rmr", dop: dat.DTORDMARead, cookie: cookie, flags: flags, remote: remote, sink: &local})
-}
-
-func (ep *EP) postRequest(r *request) error {
+// Post posts the request r (ep_post_send and the other requests).
+func (ep *EP) Post(r *Request) error {
 	if ep == nil {
 		return errPostFreed
 	}
@@ -74,14 +76,14 @@ func (ep *EP) postRequest(r *request) error {
 	// once it is freed. Anything else goes through the checks in DAT's
 	// order.
 	cfg := ep.cfg.Load()
-	if cfg == nil || r.flags&^cfg.reqFlags[r.dop&3] != 0 || len(r.iov) > cfg.reqIOV[r.dop&3] {
+	if cfg == nil || r.Flags&^cfg.reqFlags[r.DOp&3] != 0 || len(r.IOV) > cfg.reqIOV[r.DOp&3] {
 		var err error
 		if cfg, err = ep.requestChecks(r); err != nil {
 			return err
 		}
 	}
 	need := dat.MemPrivLocalRead
-	if r.dop == dat.DTORDMARead {
+	if r.DOp == dat.DTORDMARead {
 		need = dat.MemPrivLocalWrite
 	}
 	// The provider checks the SGL as it takes the request: DAT's checks
@@ -99,13 +101,13 @@ func (ep *EP) postRequest(r *request) error {
 	// Resolve the local side into SGEs; zero-length segments name nothing.
 	k := 0
 	var total uint64
-	if r.sink != nil {
-		if err := ep.ia.rmrSink(r.op, pz, r.sink, &ep.ssgl[0]); err != nil {
+	if r.Sink != nil {
+		if err := ep.ia.rmrSink(r.opName(), pz, r.Sink, &ep.ssgl[0]); err != nil {
 			return unlockSend(sq, err)
 		}
-		k, total = 1, uint64(r.sink.SegmentLength)
+		k, total = 1, uint64(r.Sink.SegmentLength)
 	} else {
-		iov := r.iov
+		iov := r.IOV
 		for i := range iov {
 			t := &iov[i]
 			if t.SegmentLength == 0 {
@@ -114,19 +116,19 @@ func (ep *EP) postRequest(r *request) error {
 			if trust {
 				s := &ep.ssgl[k]
 				s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
-			} else if err := ep.ia.CheckLocal(r.op, pz, t, need, &ep.ssgl[k]); err != nil {
+			} else if err := ep.ia.CheckLocal(r.opName(), pz, t, need, &ep.ssgl[k]); err != nil {
 				return unlockSend(sq, err)
 			}
 			total += uint64(t.SegmentLength)
 			k++
 		}
 	}
-	if total > maxMessage || r.dop != dat.DTOSend && total > uint64(r.remote.SegmentLength) {
-		return unlockSend(sq, ep.refused(trust, r.op, pz, r.iov, need, dat.NewError(r.op, dat.LengthError, dat.NoSubtype)))
+	if total > maxMessage || r.DOp != dat.DTOSend && total > uint64(r.Remote.SegmentLength) {
+		return unlockSend(sq, ep.ia.refused(trust, r.opName(), pz, r.IOV, need, dat.NewError(r.opName(), dat.LengthError, dat.NoSubtype)))
 	}
-	if r.dop == dat.DTORDMARead && k > 1 {
+	if r.DOp == dat.DTORDMARead && k > 1 {
 		// Posted as several work requests: all checked before the first.
-		err := ep.refused(trust, r.op, pz, r.iov, need, nil)
+		err := ep.ia.refused(trust, r.opName(), pz, r.IOV, need, nil)
 		if err == nil {
 			err = ep.postSplitRead(r, sq, own, k, total)
 		}
@@ -135,19 +137,19 @@ func (ep *EP) postRequest(r *request) error {
 	q := &own.req
 	seq, ok := q.reserve()
 	if !ok {
-		return unlockSend(sq, ep.refused(trust, r.op, pz, r.iov, need, errPostFull))
+		return unlockSend(sq, ep.ia.refused(trust, r.opName(), pz, r.IOV, need, errPostFull))
 	}
-	q.slot(seq).set(seq, r.cookie, r.dop, r.flags, uint32(total))
-	signalled := !cfg.unsigSuppressed || !q.mayGoUnsignalled(r.flags)
+	q.slot(seq).set(seq, r.Cookie, r.DOp, r.Flags, uint32(total))
+	signalled := !cfg.unsigSuppressed || !q.mayGoUnsignalled(r.Flags)
 	w := &ep.swr[0]
 	w.ID, w.SGL = own.id|uint64(seq&wrSlotMask), ep.ssgl[:k]
 	fill(w, r, signalled)
-	if r.dop == dat.DTORDMARead && k == 0 {
+	if r.DOp == dat.DTORDMARead && k == 0 {
 		// A zero-length Read still needs its single (empty) sink element.
 		w.SGL = ep.ssgl[:1]
 		ep.ssgl[0] = verbs.SGE{}
-		if len(r.iov) > 0 {
-			ep.ssgl[0].LKey = uint32(r.iov[0].LMRContext)
+		if len(r.IOV) > 0 {
+			ep.ssgl[0].LKey = uint32(r.IOV[0].LMRContext)
 		}
 	}
 	// Committed before the post, which releases the lock when it takes
@@ -156,7 +158,7 @@ func (ep *EP) postRequest(r *request) error {
 	q.commitSignalled(seq, signalled)
 	if _, err := sq.PostSendUnlock(ep.swr[:]); err != nil {
 		q.tail, q.lastSig, q.unsig = tail, lastSig, unsig
-		return unlockSend(sq, ep.refused(trust, r.op, pz, r.iov, need, postErr(r.op, err)))
+		return unlockSend(sq, ep.ia.refused(trust, r.opName(), pz, r.IOV, need, postErr(r.opName(), err)))
 	}
 	return nil
 }
@@ -171,29 +173,30 @@ func unlockSend(sq sendQ, err error) error {
 // DAT's order, and returns the first error. It is the way of a post that
 // the snapshot alone does not let through: an error, or an EP that
 // changed under it, in which case it returns the snapshot to post with.
-func (ep *EP) requestChecks(r *request) (*postCfg, error) {
+func (ep *EP) requestChecks(r *Request) (*postCfg, error) {
 	if ep.freed.Load() {
 		return nil, errPostFreed
 	}
-	if err := ep.require(r.op, canPostRequest); err != nil {
+	op := r.opName()
+	if err := ep.require(op, canPostRequest); err != nil {
 		return nil, err
 	}
-	if r.flags&^validFlags != 0 || (r.flags&dat.CompletionSolicitedWait != 0 && r.dop != dat.DTOSend) {
-		return nil, dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg5)
+	if r.Flags&^validFlags != 0 || (r.Flags&dat.CompletionSolicitedWait != 0 && r.DOp != dat.DTOSend) {
+		return nil, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg5)
 	}
 	cfg := ep.cfg.Load()
 	if cfg == nil {
-		return nil, dat.NewError(r.op, dat.InvalidState, dat.InvalidStateEPPZ)
+		return nil, dat.NewError(op, dat.InvalidState, dat.InvalidStateEPPZ)
 	}
-	if r.flags&dat.CompletionUnsignalled != 0 && !cfg.reqUnsig {
-		return nil, dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg5)
+	if r.Flags&dat.CompletionUnsignalled != 0 && !cfg.reqUnsig {
+		return nil, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg5)
 	}
 	limit := cfg.maxIOV
-	if r.dop == dat.DTORDMARead {
+	if r.DOp == dat.DTORDMARead {
 		limit = cfg.maxReadIOV
 	}
-	if len(r.iov) > limit {
-		return nil, dat.NewError(r.op, dat.InvalidParameter, dat.InvalidArg2)
+	if len(r.IOV) > limit {
+		return nil, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
 	}
 	return cfg, nil
 }
@@ -204,15 +207,15 @@ func (ep *EP) requestChecks(r *request) (*postCfg, error) {
 // is the one CheckLocal gives (the LMR context, its PZ, its privileges,
 // its bounds, for the first faulty segment) whether or not the provider's
 // check replaced DAT's, and whichever check saw the fault first. A nil err
-// asks for the checks alone.
-func (ep *EP) refused(trust bool, op string, pz *PZ, iov []dat.LMRTriplet, need dat.MemPriv, err error) error {
+// asks for the checks alone. The EP and SRQ post paths share it.
+func (ia *IA) refused(trust bool, op string, pz *PZ, iov []dat.LMRTriplet, need dat.MemPriv, err error) error {
 	if trust {
 		var sge verbs.SGE
 		for i := range iov {
 			if iov[i].SegmentLength == 0 {
 				continue
 			}
-			if e := ep.ia.CheckLocal(op, pz, &iov[i], need, &sge); e != nil {
+			if e := ia.CheckLocal(op, pz, &iov[i], need, &sge); e != nil {
 				return e
 			}
 		}
@@ -223,21 +226,24 @@ func (ep *EP) refused(trust bool, op string, pz *PZ, iov []dat.LMRTriplet, need 
 // fill sets the fields of w that r decides (all but ID, SGL and Bind;
 // Bind is left zero by BindRMR). Field by field: a composite literal is
 // built on the stack and copied in wide moves that stall on the narrow
-// stores that built it. A Send's r.remote is zero.
-func fill(w *verbs.SendWR, r *request, signalled bool) {
-	w.Opcode = dtoOpcode[r.dop&3]
-	w.RemoteAddr, w.RKey, w.InvalidateRKey = uint64(r.remote.VirtualAddress), uint32(r.remote.RMRContext), 0
-	if r.hasInv {
-		w.Opcode, w.InvalidateRKey = verbs.OpSendWithInv, uint32(r.inv)
+// stores that built it.
+func fill(w *verbs.SendWR, r *Request, signalled bool) {
+	w.Opcode = dtoOpcode[r.DOp&3]
+	w.RemoteAddr, w.RKey, w.InvalidateRKey = 0, 0, 0
+	if rm := r.Remote; rm != nil {
+		w.RemoteAddr, w.RKey = uint64(rm.VirtualAddress), uint32(rm.RMRContext)
+	}
+	if r.HasInv {
+		w.Opcode, w.InvalidateRKey = verbs.OpSendWithInv, uint32(r.Inv)
 	}
 	var f verbs.SendFlags
 	if signalled {
 		f = verbs.SendSignaled
 	}
-	if r.flags&dat.CompletionBarrierFence != 0 {
+	if r.Flags&dat.CompletionBarrierFence != 0 {
 		f |= verbs.SendFence
 	}
-	if r.flags&dat.CompletionSolicitedWait != 0 { // Sends only (requestChecks)
+	if r.Flags&dat.CompletionSolicitedWait != 0 { // Sends only (requestChecks)
 		f |= verbs.SendSolicited
 	}
 	w.Flags = f
@@ -250,7 +256,7 @@ var dtoOpcode = [4]verbs.Opcode{dat.DTOSend: verbs.OpSend, dat.DTORDMAWrite: ver
 // verbs Read per segment (iWARP reads into one sink STag): consecutive
 // pieces of the remote range, in order. Only the last piece carries the
 // DAT cookie; the others are internal and produce no event.
-func (ep *EP) postSplitRead(r *request, sq sendQ, own *owner, k int, total uint64) error {
+func (ep *EP) postSplitRead(r *Request, sq sendQ, own *owner, k int, total uint64) error {
 	q := &own.req
 	seq, ok := q.reserveN(k)
 	if !ok {
@@ -259,7 +265,7 @@ func (ep *EP) postSplitRead(r *request, sq sendQ, own *owner, k int, total uint6
 	for i := 0; i < k; i++ {
 		s := cookieSlot{seq: seq + uint32(i), op: dat.DTORDMARead, flags: dat.CompletionSuppress | dat.CompletionUnsignalled}
 		if i == k-1 {
-			s = cookieSlot{seq: seq + uint32(i), cookie: r.cookie, op: dat.DTORDMARead, flags: r.flags, length: uint32(total)}
+			s = cookieSlot{seq: seq + uint32(i), cookie: r.Cookie, op: dat.DTORDMARead, flags: r.Flags, length: uint32(total)}
 		}
 		*q.slot(seq + uint32(i)) = s
 	}
@@ -268,8 +274,8 @@ func (ep *EP) postSplitRead(r *request, sq sendQ, own *owner, k int, total uint6
 	off := uint64(0)
 	for i := 0; i < k; i++ {
 		wrs[i] = verbs.SendWR{ID: own.id | uint64((seq+uint32(i))&wrSlotMask), Opcode: verbs.OpRDMARead, Flags: verbs.SendSignaled, SGL: sgl[i : i+1],
-			RemoteAddr: uint64(r.remote.VirtualAddress) + off, RKey: uint32(r.remote.RMRContext)}
-		if i == 0 && r.flags&dat.CompletionBarrierFence != 0 {
+			RemoteAddr: uint64(r.Remote.VirtualAddress) + off, RKey: uint32(r.Remote.RMRContext)}
+		if i == 0 && r.Flags&dat.CompletionBarrierFence != 0 {
 			wrs[i].Flags |= verbs.SendFence
 		}
 		off += uint64(sgl[i].Length)
@@ -279,7 +285,7 @@ func (ep *EP) postSplitRead(r *request, sq sendQ, own *owner, k int, total uint6
 		q.commitSignalled(seq+uint32(n)-1, true)
 	}
 	if err != nil {
-		return postErr(r.op, err)
+		return postErr(r.opName(), err)
 	}
 	return nil
 }
@@ -323,7 +329,7 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	q := &own.recv
 	seq, ok := q.reserve()
 	if !ok {
-		return unlockRecv(rq, ep.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, errPostFull))
+		return unlockRecv(rq, ep.ia.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, errPostFull))
 	}
 	q.slot(seq).set(seq, cookie, dat.DTOReceive, flags, 0)
 	w := &ep.rwr[0]
@@ -331,7 +337,7 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	q.commit(seq) // before the post, as in postRequest
 	if _, err := rq.PostRecvUnlock(ep.rwr[:]); err != nil {
 		q.tail = seq
-		return unlockRecv(rq, ep.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, postErr(op, err)))
+		return unlockRecv(rq, ep.ia.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, postErr(op, err)))
 	}
 	if ep.hw.active.Load() {
 		ep.checkWatermarks()

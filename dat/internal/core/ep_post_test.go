@@ -36,8 +36,8 @@ func TestPostFastPathAgrees(t *testing.T) {
 				for _, dop := range []dat.DTOOp{dat.DTOSend, dat.DTORDMAWrite, dat.DTORDMARead} {
 					for flags := dat.CompletionFlags(0); flags < 64; flags++ {
 						for n := 0; n <= 4; n++ {
-							r := &request{op: "ep_post", dop: dop, iov: make([]dat.LMRTriplet, n), flags: flags}
-							fast := r.flags&^c.reqFlags[r.dop&3] == 0 && len(r.iov) <= c.reqIOV[r.dop&3]
+							r := &Request{DOp: dop, IOV: make([]dat.LMRTriplet, n), Flags: flags}
+							fast := r.Flags&^c.reqFlags[r.DOp&3] == 0 && len(r.IOV) <= c.reqIOV[r.DOp&3]
 							_, err := ep.requestChecks(r)
 							if fast != (err == nil) {
 								t.Fatalf("state %v unsig %v op %v flags %#x iov %d: fast path %v, checks %v", st, unsig, dop, flags, n, fast, err)
