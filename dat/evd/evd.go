@@ -44,9 +44,7 @@ func Async(i *ia.IA) *EVD {
 // returns an error matching dat.ErrQueueEmpty; a waiter owning the EVD
 // makes it DAT_INVALID_STATE. Dequeue never allocates.
 func (e *EVD) Dequeue() (ev dat.Event, err error) {
-	if err = e.c().Dequeue(&ev); err == nil {
-		ev.EVD = e
-	}
+	_, err = e.c().Take(nil, 1, &ev, e, true)
 	return ev, err
 }
 
@@ -57,9 +55,7 @@ func (e *EVD) Dequeue() (ev dat.Event, err error) {
 // Freeing the EVD or closing the IA under the waiter gives DAT_ABORT.
 func (e *EVD) Wait(ctx context.Context, threshold int) (ev dat.Event, n int, err error) {
 	// The event is written in place, into the result.
-	if n, err = e.c().Wait(ctx, threshold, &ev); err == nil {
-		ev.EVD = e
-	}
+	n, err = e.c().Take(ctx, threshold, &ev, e, false)
 	return ev, n, err
 }
 
@@ -72,16 +68,8 @@ func (e *EVD) Wait(ctx context.Context, threshold int) (ev dat.Event, n int, err
 // what they held, so read only the member Number names. On error *ev is
 // left alone.
 func (e *EVD) DequeueInto(ev *dat.Event) error {
-	c := e.c()
-	if _, ok := c.TakeFast(ev, false); ok {
-		ev.EVD = e
-		return nil
-	}
-	if err := c.DequeueSlow(ev); err != nil {
-		return err
-	}
-	ev.EVD = e
-	return nil
+	_, err := e.c().Take(nil, 1, ev, e, true)
+	return err
 }
 
 // WaitInto is Wait writing the event into *ev, as dat_evd_wait writes the
@@ -89,19 +77,7 @@ func (e *EVD) DequeueInto(ev *dat.Event) error {
 // is written as DequeueInto writes it: read only the member Number names.
 // On error *ev is left alone.
 func (e *EVD) WaitInto(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
-	c := e.c()
-	if threshold == 1 {
-		if n, ok := c.TakeFast(ev, true); ok {
-			ev.EVD = e
-			return n, nil
-		}
-	}
-	n, err := c.WaitSlow(ctx, threshold, ev)
-	if err != nil {
-		return n, err
-	}
-	ev.EVD = e
-	return n, nil
+	return e.c().Take(ctx, threshold, ev, e, false)
 }
 
 // PostSE queues a software event carrying data (dat_evd_post_se). The EVD

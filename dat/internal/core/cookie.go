@@ -153,7 +153,8 @@ func (t *cookieTable) idle() bool {
 // owner is an entry of the IA's owner table: the slot rings of one EP,
 // or the receive table of one SRQ.
 type owner struct {
-	id    uint64 // index<<wrOwnerShift | gen<<wrGenShift
+	id    uint64      // index<<wrOwnerShift | gen<<wrGenShift
+	gone  atomic.Bool // removed from the table: for EVD.last, which skips it
 	ep    *EP
 	srq   *SRQ
 	req   slotRing    // EP
@@ -210,6 +211,7 @@ func (ia *IA) addOwnerOp(op string, o *owner) error {
 func (ia *IA) removeOwner(o *owner) {
 	t := &ia.owners
 	t.mu.Lock()
+	o.gone.Store(true)
 	idx := uint32(o.id >> wrOwnerShift)
 	if e := t.at(uint64(idx)); e != nil && e.Load() == o {
 		e.Store(&owner{id: o.id | ownerTombstone})
