@@ -73,11 +73,11 @@ type RecvMutexer interface {
 	RecvMutex() *sync.Mutex
 }
 
-// SGLChecker is an optional QP interface: a provider whose posts check
-// every local SGE says so, and the layer above need not check its own
-// view of the same memory before it posts. ChecksSGL reports that
-// PostSend, PostRecv and their Locked forms refuse an SGE, before they
-// take the request, with ErrInvalidKey (the lkey names no MR: unknown,
+// SGLChecker is an optional QP and SRQ interface: a provider whose posts
+// check every local SGE says so, and the layer above need not check its
+// own view of the same memory before it posts. ChecksSGL reports that
+// PostSend, PostRecv and their Locked forms (an SRQ's PostRecv) refuse an
+// SGE, before they take the request, with ErrInvalidKey (the lkey names no MR: unknown,
 // invalidated, or a memory window), ErrWrongPD, ErrAccess (local write
 // asked of an MR without AccessLocalWrite) or ErrBounds, in that order of
 // precedence for one SGE and for the first faulty SGE of a list. Local

@@ -12,9 +12,9 @@ import (
 	"github.com/godapl/godapl/verbs/verbstest"
 )
 
-// TestPlainQP runs the post tests over mem QPs stripped of every optional
-// interface of package verbs: no lent locks, no post-and-unlock, no SGL
-// check DAT may rely on. That is the path DAT takes over a provider that
+// TestPlainQP runs the post tests over mem QPs (and SRQs) stripped of
+// every optional interface of package verbs: no lent locks, no
+// post-and-unlock, no SGL check DAT may rely on. That is the path DAT takes over a provider that
 // has none of them (its own mutex around plain PostSend and PostRecv, its
 // own checks of every triplet), which no built-in provider exercises.
 func TestPlainQP(t *testing.T) {
@@ -70,10 +70,12 @@ func runPlain(t *testing.T, strip plainProvider, groups []testGroup) {
 	}
 }
 
-// plainQP is a verbs.QP and nothing else; plainCQ a verbs.CQ.
+// plainQP is a verbs.QP and nothing else; plainCQ a verbs.CQ; plainSRQ a
+// verbs.SRQ.
 type (
-	plainQP struct{ verbs.QP }
-	plainCQ struct{ verbs.CQ }
+	plainQP  struct{ verbs.QP }
+	plainCQ  struct{ verbs.CQ }
+	plainSRQ struct{ verbs.SRQ }
 )
 
 func unwrapQP(qp verbs.QP) verbs.QP {
@@ -83,7 +85,8 @@ func unwrapQP(qp verbs.QP) verbs.QP {
 	return qp
 }
 
-// plainProvider is mem handing out plain QPs (qp) and/or plain CQs (cq).
+// plainProvider is mem handing out plain QPs and SRQs (qp) and/or plain
+// CQs (cq).
 // The rest of the wrappers carry them through to the provider, which
 // wants its own back.
 type (
@@ -141,7 +144,18 @@ func (d plainDevice) Listen(addr string, backlog int) (verbs.Listener, error) {
 	return plainListener{l}, nil
 }
 
+func (pd plainPD) CreateSRQ(attr verbs.SRQAttr) (verbs.SRQ, error) {
+	srq, err := pd.PD.CreateSRQ(attr)
+	if err != nil || !pd.strip.qp {
+		return srq, err
+	}
+	return plainSRQ{srq}, nil
+}
+
 func (pd plainPD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
+	if p, ok := attr.SRQ.(plainSRQ); ok {
+		attr.SRQ = p.SRQ
+	}
 	for _, cq := range []*verbs.CQ{&attr.SendCQ, &attr.RecvCQ} {
 		if p, ok := (*cq).(plainCQ); ok {
 			*cq = p.CQ

@@ -6,6 +6,7 @@ import (
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/ia"
 	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/dat/srq"
 )
 
 // postCheckTests pin the DAT code of every local triplet fault of a post,
@@ -161,6 +162,89 @@ var postCheckTests = []testCase{
 		WantErr(t, cep.PostRDMAWrite([]dat.LMRTriplet{noRead2.Triplet(0, 8)}, 1, remote, 0), dat.PrivilegesViolation, dat.PrivilegesRead)
 		ExpectEmpty(t, cli.EVD)
 		ExpectEmpty(t, srv.EVD)
+	}},
+	// srq_post_recv makes the checks of an EP's receive, and leaves them
+	// to a provider whose SRQ checks SGLs in the same way; its codes do
+	// not depend on who checks, and a refused receive takes nothing.
+	{"SRQ", func(t *testing.T, e *env) {
+		s := NewSide(t, e.a, 4096)
+		q, err := srq.Create(e.a, s.PZ, srq.Attr{MaxRecvDTOs: 2, MaxRecvIOV: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Free()
+		good := s.Buf.Triplet(0, 8)
+		unknown := good
+		unknown.LMRContext ^= 0x55
+		other, err := lmr.Create(e.a, mustPZ(t, e), make([]byte, 64), dat.MemPrivAll, dat.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ro, err := lmr.Create(e.a, s.PZ, make([]byte, 64), dat.MemPrivLocalRead|dat.MemPrivRemoteRead, dat.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		past, before, wraps := s.Buf.Triplet(4000, 200), s.Buf.Triplet(0, 8), s.Buf.Triplet(0, 8)
+		before.VirtualAddress--
+		wraps.VirtualAddress, wraps.SegmentLength = ^dat.VAddr(0)-3, 8
+		post := func(iov ...dat.LMRTriplet) error { return q.PostRecv(iov, 1) }
+		wantIdle := func(t *testing.T) {
+			t.Helper()
+			if p, err := q.Query(); err != nil || p.Available != 0 || p.Outstanding != 0 {
+				t.Fatalf("a refused receive changed the SRQ: %+v %v", p, err)
+			}
+		}
+		cases := []struct {
+			what string
+			iov  []dat.LMRTriplet
+			code dat.Code
+			sub  dat.Subtype
+		}{
+			{"unknown context", []dat.LMRTriplet{unknown}, dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"other PZ", []dat.LMRTriplet{other.Triplet(0, 8)}, dat.ProtectionViolation, dat.ProtectionWrite},
+			{"read-only", []dat.LMRTriplet{ro.Triplet(0, 8)}, dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"past the end", []dat.LMRTriplet{past}, dat.InvalidParameter, dat.InvalidArg3},
+			{"before the start", []dat.LMRTriplet{before}, dat.InvalidParameter, dat.InvalidArg3},
+			{"address wraps", []dat.LMRTriplet{wraps}, dat.InvalidParameter, dat.InvalidArg3},
+			{"second segment", []dat.LMRTriplet{good, other.Triplet(0, 8)}, dat.ProtectionViolation, dat.ProtectionWrite},
+			{"first of two faults", []dat.LMRTriplet{past, unknown}, dat.InvalidParameter, dat.InvalidArg3},
+		}
+		for _, c := range cases {
+			t.Run(c.what, func(t *testing.T) {
+				WantErr(t, post(c.iov...), c.code, c.sub)
+				wantIdle(t)
+			})
+		}
+		// An LMR whose privileges verbs cannot enforce (local write comes
+		// with remote write there): DAT checks every receive itself while
+		// it lives, and refuses it.
+		loose, err := lmr.Create(e.a, s.PZ, make([]byte, 64), dat.MemPrivLocalRead|dat.MemPrivRemoteWrite, dat.VATypeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		WantErr(t, post(loose.Triplet(0, 8)), dat.PrivilegesViolation, dat.PrivilegesWrite)
+		WantErr(t, post(past), dat.InvalidParameter, dat.InvalidArg3)
+		wantIdle(t)
+		if err := loose.Free(); err != nil {
+			t.Fatal(err)
+		}
+		WantErr(t, post(loose.Triplet(0, 8)), dat.PrivilegesViolation, dat.PrivilegesWrite)
+		// A zero-length segment names nothing, whatever its context.
+		empty := unknown
+		empty.SegmentLength = 0
+		if err := post(empty, good); err != nil {
+			t.Fatalf("receive with an empty segment of no LMR: %v", err)
+		}
+		if err := post(good); err != nil {
+			t.Fatal(err)
+		}
+		// Full: DAT_INSUFFICIENT_RESOURCES, after any triplet fault.
+		WantErr(t, post(good), dat.InsufficientResources, dat.ResourceSRQ)
+		WantErr(t, post(unknown), dat.PrivilegesViolation, dat.PrivilegesWrite)
+		WantErr(t, post(past), dat.InvalidParameter, dat.InvalidArg3)
+		if p, err := q.Query(); err != nil || p.Available != 2 || p.Outstanding != 2 {
+			t.Fatalf("query %+v %v", p, err)
+		}
 	}},
 }
 

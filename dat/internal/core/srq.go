@@ -46,6 +46,11 @@ type SRQ struct {
 	evds  map[*EVD]int     // recv EVDs of those EPs, with the EP count +checklocks:mu
 	evdSz int              // capacity added to each of evds: the table size +checklocks:mu
 
+	// checksSGL: the verbs SRQ checks SGLs at post time
+	// (verbs.SGLChecker), and PostRecv leaves the checks to it as the EP
+	// post paths do.
+	checksSGL bool
+
 	// Post scratch, as for EPs: guarded by postMu.
 	postMu sync.Mutex
 	rwr    [1]verbs.RecvWR
@@ -108,6 +113,8 @@ func CreateSRQ(ia *IA, pz *PZ, maxDTOs, maxIOV, lw int) (*SRQ, error) {
 	s.init(dat.HandleTypeSRQ)
 	s.state.Store(uint32(dat.SRQStateOperational))
 	s.maxIOV.Store(int32(maxIOV))
+	sc, ok := vsrq.(verbs.SGLChecker)
+	s.checksSGL = ok && sc.ChecksSGL()
 	s.own = &owner{srq: s}
 	s.own.table.init(maxDTOs)
 	if err := ia.addOwnerOp(op, s.own); err != nil {
@@ -159,21 +166,30 @@ func (s *SRQ) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie) error {
 	if len(iov) > int(s.maxIOV.Load()) {
 		return dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
 	}
+	// As on an EP (EP.PostRecv): a provider that checks the SGL makes
+	// DAT's checks of the same memory, unless the PZ holds an LMR whose
+	// privileges verbs cannot enforce; a refused post runs DAT's own
+	// checks (IA.refused), so every return code stays DAT's.
+	trust := s.checksSGL && s.pz.loose.Load() == 0
 	s.postMu.Lock()
 	defer s.postMu.Unlock()
 	k := 0
 	for i := range iov {
-		if iov[i].SegmentLength == 0 {
+		t := &iov[i]
+		if t.SegmentLength == 0 {
 			continue
 		}
-		if err := s.ia.CheckLocal(op, s.pz, &iov[i], dat.MemPrivLocalWrite, &s.rsgl[k]); err != nil {
+		if trust {
+			g := &s.rsgl[k]
+			g.Addr, g.Length, g.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
+		} else if err := s.ia.CheckLocal(op, s.pz, t, dat.MemPrivLocalWrite, &s.rsgl[k]); err != nil {
 			return err
 		}
 		k++
 	}
 	slot, ok := s.own.table.get(cookieSlot{cookie: cookie, op: dat.DTOReceive})
 	if !ok {
-		return errSRQFull
+		return s.ia.refused(trust, op, s.pz, iov, dat.MemPrivLocalWrite, errSRQFull)
 	}
 	w := &s.rwr[0]
 	*w = verbs.RecvWR{ID: s.own.id | wrRecvBit | uint64(slot), SGL: s.rsgl[:k]}
@@ -182,9 +198,11 @@ func (s *SRQ) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie) error {
 	if err != nil {
 		s.own.table.put(slot)
 		if errors.Is(err, verbs.ErrQueueFull) {
-			return errSRQFull
+			err = errSRQFull
+		} else {
+			err = postErr(op, err)
 		}
-		return postErr(op, err)
+		return s.ia.refused(trust, op, s.pz, iov, dat.MemPrivLocalWrite, err)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ var (
 	_ verbs.RecvQueueLocker  = (*QP)(nil)
 	_ verbs.CQLocker         = (*CQ)(nil)
 	_ verbs.SGLChecker       = (*QP)(nil)
+	_ verbs.SGLChecker       = (*SRQ)(nil)
 	_ verbs.SendPostUnlocker = (*QP)(nil)
 	_ verbs.RecvPostUnlocker = (*QP)(nil)
 	_ verbs.SendMutexer      = (*QP)(nil)
@@ -30,6 +31,10 @@ func (qp *QP) RecvMutex() *sync.Mutex { return &qp.mu }
 // postRecvLocked check every SGE with Device.checkLocal, whose faults
 // Fault.Err reports apart.
 func (qp *QP) ChecksSGL() bool { return true }
+
+// ChecksSGL implements verbs.SGLChecker for the SRQ: PostRecv checks
+// every SGE with checkRecvSGL, as a QP's receive queue does.
+func (s *SRQ) ChecksSGL() bool { return true }
 
 // LockSend implements verbs.SendQueueLocker.
 func (qp *QP) LockSend() { qp.mu.Lock() }

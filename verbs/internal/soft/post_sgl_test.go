@@ -89,6 +89,24 @@ func TestPostSGLFaults(t *testing.T) {
 			t.Errorf("PostRecv %s = %d, %v; want 0, %v", c.what, n, err, c.want)
 		}
 	}
+	// An SRQ's PostRecv makes the same checks.
+	srq, err := sb.PD.CreateSRQ(verbs.SRQAttr{MaxWR: 4, MaxSGE: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srq.Destroy()
+	if c, ok := srq.(verbs.SGLChecker); !ok || !c.ChecksSGL() {
+		t.Fatal("the soft SRQ does not say it checks SGLs")
+	}
+	for _, c := range recvs {
+		wrs := []verbs.RecvWR{{ID: 3, SGL: []verbs.SGE{c.sge}}}
+		if n, err := srq.PostRecv(wrs); n != 0 || err != c.want {
+			t.Errorf("SRQ PostRecv %s = %d, %v; want 0, %v", c.what, n, err, c.want)
+		}
+	}
+	if n := srq.Posted(); n != 0 {
+		t.Errorf("the SRQ took %d refused receives", n)
+	}
 	// Nothing was taken: the queues still work, and nothing completed.
 	verbstest.NoWC(t, sb.CQ)
 	verbstest.RoundTrip(t, sb, sa, 64, 7, 10*time.Second)
