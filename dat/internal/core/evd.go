@@ -56,20 +56,22 @@ type EVD struct {
 	flags dat.EVDFlags
 	cq    verbs.CQ // nil without DTO or RMR-bind streams
 
-	mu       sync.Mutex
-	qlen     int         // +checklocks:mu
-	ring     []ringEntry // +checklocks:mu
-	head, n  int         // +checklocks:mu
-	loud     int         // entries not quiet +checklocks:mu
-	waiter   atomic.Bool // written under mu, read by the hot path without it
-	enabled  bool        // +checklocks:mu
-	unwait   atomic.Bool // written under mu, read by the hot path without it
-	cno      *CNO        // +checklocks:mu
-	users    int         // EPs, PSPs, RSPs feeding it +checklocks:mu
-	capDTO   int         // sizes of attached EP queues +checklocks:mu
-	nSolicit int         // attached recv queues with SOLICITED_WAIT +checklocks:mu
-	nUnsig   int         // attached queues with UNSIGNALLED +checklocks:mu
-	cqErr    error       // the CQ failed (closed, overflowed) +checklocks:mu
+	mu      sync.Mutex
+	qlen    int         // +checklocks:mu
+	ring    []ringEntry // +checklocks:mu
+	head, n int         // +checklocks:mu
+	loud    int         // entries not quiet +checklocks:mu
+	// gate holds the gate* bits: whether a waiter owns the EVD, whether
+	// it is unwaitable, whether it is being freed. Written under mu (but
+	// gateFreed), read by the hot path without it, in one load.
+	gate     atomic.Uint32
+	enabled  bool  // +checklocks:mu
+	cno      *CNO  // +checklocks:mu
+	users    int   // EPs, PSPs, RSPs feeding it +checklocks:mu
+	capDTO   int   // sizes of attached EP queues +checklocks:mu
+	nSolicit int   // attached recv queues with SOLICITED_WAIT +checklocks:mu
+	nUnsig   int   // attached queues with UNSIGNALLED +checklocks:mu
+	cqErr    error // the CQ failed (closed, overflowed) +checklocks:mu
 
 	// A waiter whose own ctx cannot end (context.Background) blocks in
 	// CQ.Wait itself rather than through routineCQWatch: one wake-up per
@@ -102,6 +104,28 @@ type EVD struct {
 	stopCtx   context.Context
 	stop      context.CancelFunc
 	watchDone chan struct{}
+}
+
+// Bits of EVD.gate: each sends a dequeue or a wait down the full path.
+const (
+	gateFreed  uint32 = 1 << iota // destroy has begun (as Object.freed)
+	gateWaiter                    // a waiter owns the EVD
+	gateUnwait                    // the EVD is unwaitable
+)
+
+// waiting reports whether a waiter owns the EVD.
+func (e *EVD) waiting() bool { return e.gate.Load()&gateWaiter != 0 }
+
+// unwaitable reports whether the EVD is unwaitable.
+func (e *EVD) unwaitable() bool { return e.gate.Load()&gateUnwait != 0 }
+
+// setGate sets or clears a bit of gate.
+func (e *EVD) setGate(bit uint32, on bool) {
+	if on {
+		e.gate.Or(bit)
+	} else {
+		e.gate.And(^bit)
+	}
 }
 
 // CreateEVD creates an EVD (evd_create).
@@ -224,7 +248,7 @@ func (e *EVD) signal(loud bool) {
 	}
 	e.mu.Lock()
 	cno := e.cno
-	trigger := cno != nil && e.enabled && !e.waiter.Load()
+	trigger := cno != nil && e.enabled && !e.waiting()
 	e.mu.Unlock()
 	if trigger {
 		cno.trigger(e)
@@ -276,7 +300,7 @@ func (e *EVD) Query() (EVDParam, error) {
 	if !e.enabled {
 		st = dat.EVDStateDisabled
 	}
-	if e.unwait.Load() {
+	if e.unwaitable() {
 		st |= dat.EVDStateUnwaitable
 	} else {
 		st |= dat.EVDStateWaitable
@@ -408,7 +432,7 @@ func (e *EVD) SetUnwaitable(op string, on bool) error {
 		return err
 	}
 	e.mu.Lock()
-	e.unwait.Store(on)
+	e.setGate(gateUnwait, on)
 	if on {
 		e.interruptDirectLocked()
 	}
@@ -464,7 +488,7 @@ func (e *EVD) Free() error {
 		return dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDAsync)
 	}
 	e.mu.Lock()
-	if e.users > 0 || e.waiter.Load() {
+	if e.users > 0 || e.waiting() {
 		e.mu.Unlock()
 		return dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDInUse)
 	}
@@ -479,6 +503,7 @@ func (e *EVD) destroy() {
 	if !e.freed.CompareAndSwap(false, true) {
 		return
 	}
+	e.setGate(gateFreed, true)
 	if e.cq != nil {
 		e.stop()
 		<-e.watchDone
@@ -510,7 +535,7 @@ func (e *EVD) destroy() {
 func (e *EVD) ready() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.freed.Load() || !e.enabled || e.waiter.Load() {
+	if e.freed.Load() || !e.enabled || e.waiting() {
 		return false
 	}
 	e.drainLocked()

@@ -128,7 +128,11 @@ func (e *EVD) takeDTOLocked(ev *dat.Event) bool {
 // or freed, a waiter owns it, a wait finds it unwaitable, the ring holds
 // events, or the CQ has none. h goes into ev.EVD with any event.
 func (e *EVD) Take(ctx context.Context, threshold int, ev *dat.Event, h dat.Handle, dequeue bool) (n int, err error) {
-	if threshold == 1 && e != nil && e.cq != nil && !e.freed.Load() && !e.waiter.Load() && (dequeue || !e.unwait.Load()) {
+	block := gateFreed | gateWaiter | gateUnwait
+	if dequeue {
+		block = gateFreed | gateWaiter
+	}
+	if threshold == 1 && e != nil && e.cq != nil && e.gate.Load()&block == 0 {
 		var ok bool
 		if mu := e.cqMu; mu != nil {
 			mu.Lock()
@@ -315,11 +319,11 @@ func (e *EVD) DequeueSlow(ev *dat.Event) error {
 	if e == nil || e.freed.Load() {
 		return InvalidHandle(op, dat.HandleTypeEVD)
 	}
-	if e.waiter.Load() {
+	if e.waiting() {
 		return errDequeueWaiter
 	}
 	e.mu.Lock()
-	if e.waiter.Load() {
+	if e.waiting() {
 		e.mu.Unlock()
 		return errDequeueWaiter
 	}
@@ -365,10 +369,10 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 	case threshold != 1 && e.nSolicit+e.nUnsig > 0:
 		e.mu.Unlock()
 		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDConfigThreshold)
-	case e.unwait.Load():
+	case e.unwaitable():
 		e.mu.Unlock()
 		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDUnwaitable)
-	case e.waiter.Load():
+	case e.waiting():
 		e.mu.Unlock()
 		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDWaiter)
 	}
@@ -377,7 +381,7 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 		e.mu.Unlock()
 		return nmore, nil
 	}
-	e.waiter.Store(true)
+	e.setGate(gateWaiter, true)
 	blocked := false
 	for {
 		if blocked && threshold == 1 && e.n == 0 && e.nSolicit+e.nUnsig == 0 && e.cq != nil {
@@ -387,7 +391,7 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 			// into ev as Take takes it, rather than through the
 			// ring (one copy of the Event and two CQ lock round trips).
 			if nmore, ok := e.takeCQ(ev); ok {
-				e.waiter.Store(false)
+				e.setGate(gateWaiter, false)
 				e.mu.Unlock()
 				return nmore, nil
 			}
@@ -395,7 +399,7 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 			e.drainLocked()
 			if e.n >= threshold && (!blocked || e.loud > 0) {
 				e.popLocked(ev)
-				e.waiter.Store(false)
+				e.setGate(gateWaiter, false)
 				nmore := e.n + e.rawCount()
 				e.mu.Unlock()
 				return nmore, nil
@@ -405,13 +409,13 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 		switch {
 		case e.freed.Load():
 			err = dat.NewError(op, dat.Abort, dat.NoSubtype)
-		case e.unwait.Load():
+		case e.unwaitable():
 			err = dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDUnwaitable)
 		case e.cqErr != nil && e.n < threshold:
 			err = dat.Wrap(op, dat.Abort, dat.NoSubtype, e.cqErr)
 		}
 		if err != nil {
-			e.waiter.Store(false)
+			e.setGate(gateWaiter, false)
 			e.mu.Unlock()
 			return 0, err
 		}
@@ -426,7 +430,7 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 		case <-e.wake:
 		case <-ctx.Done():
 			e.mu.Lock()
-			e.waiter.Store(false)
+			e.setGate(gateWaiter, false)
 			nmore := e.countLocked()
 			e.mu.Unlock()
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
