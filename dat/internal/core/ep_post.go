@@ -143,6 +143,10 @@ func (ep *EP) Post(r *Request) error {
 	signalled := !cfg.unsigSuppressed || !q.mayGoUnsignalled(r.Flags)
 	w := &ep.swr[0]
 	w.ID, w.SGL = own.id|uint64(seq&wrSlotMask), ep.ssgl[:k]
+	w.RemoteAddr, w.RKey = 0, 0
+	if rm := r.Remote; rm != nil {
+		w.RemoteAddr, w.RKey = uint64(rm.VirtualAddress), uint32(rm.RMRContext)
+	}
 	fill(w, r, signalled)
 	if r.DOp == dat.DTORDMARead && k == 0 {
 		// A zero-length Read still needs its single (empty) sink element.
@@ -223,16 +227,13 @@ func (ia *IA) refused(trust bool, op string, pz *PZ, iov []dat.LMRTriplet, need 
 	return err
 }
 
-// fill sets the fields of w that r decides (all but ID, SGL and Bind;
-// Bind is left zero by BindRMR). Field by field: a composite literal is
-// built on the stack and copied in wide moves that stall on the narrow
-// stores that built it.
+// fill sets the fields of w that r decides, but the remote range (so all
+// but ID, SGL, RemoteAddr, RKey and Bind; Bind is left zero by BindRMR).
+// Field by field: a composite literal is built on the stack and copied in
+// wide moves that stall on the narrow stores that built it.
 func fill(w *verbs.SendWR, r *Request, signalled bool) {
 	w.Opcode = dtoOpcode[r.DOp&3]
-	w.RemoteAddr, w.RKey, w.InvalidateRKey = 0, 0, 0
-	if rm := r.Remote; rm != nil {
-		w.RemoteAddr, w.RKey = uint64(rm.VirtualAddress), uint32(rm.RMRContext)
-	}
+	w.InvalidateRKey = 0
 	if r.HasInv {
 		w.Opcode, w.InvalidateRKey = verbs.OpSendWithInv, uint32(r.Inv)
 	}
