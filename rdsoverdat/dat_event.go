@@ -18,28 +18,33 @@ import (
 // Events are taken in batches (wait for one, then dequeue what is there);
 // acks and restarts of stalled senders are done once per batch, so that a
 // burst of fragments is acknowledged by one frame.
+//
+// All of them land in one dat.Event that the loop keeps (WaitInto,
+// DequeueInto), as a C consumer reuses its DAT_EVENT: the by-value Wait
+// and Dequeue would copy and clear a 256-byte result per event. Like C's
+// union, the Event holds only the member its Number names; the others are
+// what earlier events left, so handle reads nothing but that member.
 
 func (dn *datNode) routineEvents() {
 	defer dn.wg.Done()
+	var ev dat.Event
 	for {
-		ev, _, err := dn.evd.Wait(dn.ctx, 1)
-		if err != nil {
+		if _, err := dn.evd.WaitInto(dn.ctx, 1, &ev); err != nil {
 			if dn.ctx.Err() != nil {
 				return
 			}
 			continue
 		}
 		dn.handle(&ev)
-		for {
-			if ev, err = dn.evd.Dequeue(); err != nil {
-				break
-			}
+		for dn.evd.DequeueInto(&ev) == nil {
 			dn.handle(&ev)
 		}
 		dn.flushWakes()
 	}
 }
 
+// handle dispatches one event on its Number, reading only the member that
+// Number names (ev may hold stale members of earlier events).
 func (dn *datNode) handle(ev *dat.Event) {
 	switch ev.Number {
 	case dat.DTOCompletionEvent:
@@ -62,7 +67,7 @@ func (dn *datNode) handle(ev *dat.Event) {
 			x.e.queueRevoke(x.rkey)
 		}
 	default:
-		if ev.Number&^0xff == dat.ConnectionEventEstablished&^0xff {
+		if ev.Number.Stream() == dat.EVDConnection {
 			dn.onConnEvent(ev)
 		}
 	}
