@@ -24,17 +24,25 @@ import (
 //     registered through the node's cache of local LMRs;
 //  3. the message's Sends, on the same request queue, so RC ordering
 //     delivers a WRITE's data before the Send that follows it; RDMAFence,
-//     and any READ op (see below), makes the first Send wait for the
-//     op's READs (dat.CompletionBarrierFence). An op with no message (a
-//     silent one, or one that failed here after its check) ends with a
-//     release record instead, fenced the same way.
+//     and a READ op on a use-once mapping (see below), makes the first
+//     Send wait for the op's READs (dat.CompletionBarrierFence). An op
+//     with no message (a silent one, or one that failed here after its
+//     check) ends with a release record instead, fenced the same way.
 //
-// The peer's mapping stays pinned from its answer until the op's message
-// or release record arrives (or, under a lease, the revoked record), so
-// those must come after the op has touched the memory: a WRITE's data is placed before the Send behind it,
+// The fence is the user's choice, as in rds_ib (rds_ib_xmit sets
+// IB_SEND_FENCE only from the op's RDS_RDMA_FENCE; rds-rdma(7): without
+// it an RDMA READ is not ordered with the ACK that follows). Our own
+// bookkeeping needs it in one case. The peer's mapping stays pinned from
+// its answer until the op's message or release record arrives (or, under
+// a lease, the revoked record), so those must come after the op has
+// touched the memory: a WRITE's data is placed before the Send behind it,
 // but an RDMA READ is served by the peer after its request arrived, maybe
-// after a Send behind it. So every READ op fences its Sends, whether
-// RDMAFence was asked for or not.
+// after a Send behind it. A use-once op's message ends its pin and
+// releases the mapping, and a READ that then finds the R_Key gone breaks
+// the connection: so a READ op admitted alone (use-once) always fences
+// its Sends. A READ op under a lease does not need to: the message ends
+// nothing there, and the revoked record that lets a FreeMR finish is
+// fenced behind every READ of the lease (dat_rdma_check.go).
 //
 // A silent WRITE op, whose message is never acknowledged, ends with a
 // 1-byte READ of its last byte before the release: the READ's response
@@ -163,8 +171,11 @@ func (e *datEP) refused(op *RDMAOp) datXmit {
 }
 
 // datFenced reports whether a message's first Send waits for its op's
-// READs: with RDMAFence, and for every READ op (see the top of the file).
-func datFenced(op *RDMAOp) bool { return op != nil && (op.Fence() || !op.Write()) }
+// READs: with RDMAFence, and for a READ op not granted by a lease, whose
+// message ends its pin (see the top of the file). op's check is over.
+func datFenced(op *RDMAOp) bool {
+	return op != nil && (op.Fence() || !op.Write() && !op.check.leased)
+}
 
 // datRDMAResult says how posting a message's op went.
 type datRDMAResult uint8

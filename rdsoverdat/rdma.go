@@ -36,7 +36,9 @@ const (
 	// the client's instead of RDMA READ.
 	RDMAReadWrite RDMAFlags = wire.RDS_RDMA_READWRITE
 	// RDMAFence: the message's SENDs wait until the op completed (an RDMA
-	// READ otherwise may finish after the client got the reply).
+	// READ otherwise may finish after the client got the reply, and the
+	// client may see its memory read after it changed it). The dat
+	// transport also fences a READ on a use-once mapping without it.
 	RDMAFence RDMAFlags = wire.RDS_RDMA_FENCE
 	// RDMAInvalidate: revoke the mapping at once when it is released.
 	// This implementation always does; the flag is accepted.
