@@ -62,7 +62,7 @@ func startChild(t *testing.T, ns *netns.NS, role string, conf roleConf) *child {
 	cj, _ := json.Marshal(conf)
 	c := &child{t: t, role: role, ready: make(chan struct{}), exited: make(chan struct{})}
 	c.cmd = ns.Command(context.Background(), exe, "-test.run=^$")
-	c.cmd.Env = append(os.Environ(), roleEnv+"="+role, confEnv+"="+string(cj))
+	c.cmd.Env = append(os.Environ(), roleEnv+"="+role, confEnv+"="+string(cj), childGORACE())
 	c.cmd.Stderr = &c.errb
 	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -84,6 +84,20 @@ func startChild(t *testing.T, ns *netns.NS, role string, conf roleConf) *child {
 		t.Fatalf("%s not ready after 30 s", role)
 	}
 	return c
+}
+
+// childGORACE is the GORACE of a child: the caller's, with the race
+// detector's sleep at exit (atexit_sleep_ms, one second by default) off
+// unless the caller set it. A child exits only after closing its stack
+// and waiting for its goroutines to end, so nothing is left running for
+// the sleep to wait for; under -race it cost every scenario a second per
+// child.
+func childGORACE() string {
+	g := os.Getenv("GORACE")
+	if !strings.Contains(g, "atexit_sleep_ms") {
+		g = strings.TrimSpace(g + " atexit_sleep_ms=0")
+	}
+	return "GORACE=" + g
 }
 
 func (c *child) read(r io.Reader) {
