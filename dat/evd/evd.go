@@ -44,7 +44,9 @@ func Async(i *ia.IA) *EVD {
 // returns an error matching dat.ErrQueueEmpty; a waiter owning the EVD
 // makes it DAT_INVALID_STATE. Dequeue never allocates.
 func (e *EVD) Dequeue() (ev dat.Event, err error) {
-	_, err = e.c().Take(nil, 1, &ev, e, true)
+	if err = e.c().Dequeue(&ev); err == nil {
+		ev.EVD = e
+	}
 	return ev, err
 }
 
@@ -55,7 +57,9 @@ func (e *EVD) Dequeue() (ev dat.Event, err error) {
 // Freeing the EVD or closing the IA under the waiter gives DAT_ABORT.
 func (e *EVD) Wait(ctx context.Context, threshold int) (ev dat.Event, n int, err error) {
 	// The event is written in place, into the result.
-	n, err = e.c().Take(ctx, threshold, &ev, e, false)
+	if n, err = e.c().Wait(ctx, threshold, &ev); err == nil {
+		ev.EVD = e
+	}
 	return ev, n, err
 }
 
@@ -68,8 +72,16 @@ func (e *EVD) Wait(ctx context.Context, threshold int) (ev dat.Event, n int, err
 // what they held, so read only the member Number names. On error *ev is
 // left alone.
 func (e *EVD) DequeueInto(ev *dat.Event) error {
-	_, err := e.c().Take(nil, 1, ev, e, true)
-	return err
+	c := e.c()
+	if _, ok := c.TakeFast(ev, false); ok {
+		ev.EVD = e
+		return nil
+	}
+	if err := c.DequeueSlow(ev); err != nil {
+		return err
+	}
+	ev.EVD = e
+	return nil
 }
 
 // WaitInto is Wait writing the event into *ev, as dat_evd_wait writes the
@@ -77,7 +89,19 @@ func (e *EVD) DequeueInto(ev *dat.Event) error {
 // is written as DequeueInto writes it: read only the member Number names.
 // On error *ev is left alone.
 func (e *EVD) WaitInto(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
-	return e.c().Take(ctx, threshold, ev, e, false)
+	c := e.c()
+	if threshold == 1 {
+		if n, ok := c.TakeFast(ev, true); ok {
+			ev.EVD = e
+			return n, nil
+		}
+	}
+	n, err := c.WaitSlow(ctx, threshold, ev)
+	if err != nil {
+		return n, err
+	}
+	ev.EVD = e
+	return n, nil
 }
 
 // PostSE queues a software event carrying data (dat_evd_post_se). The EVD

@@ -83,7 +83,7 @@ type EVD struct {
 	inDirect bool               // the waiter is in CQ.Wait on dctx +checklocks:mu
 
 	// queued is n, published for the hot path: stored under mu, and by a
-	// drain before it lets go of the CQ's lock (see Take).
+	// drain before it lets go of the CQ's lock (see TakeFast).
 	queued atomic.Int32
 
 	// cql is the CQ's lock (lent by the provider, or DAT's own around the

@@ -84,7 +84,7 @@ func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 // is the common case: a successful DTO of an EP queue completing to e,
 // translated straight from its slot into ev (see translateLocked), which
 // retires the slot without a hold. False, with nothing done, for any
-// other. The caller holds cql. (This and Take are what evd_wait costs
+// other. The caller holds cql. (This and TakeFast are what evd_wait costs
 // over a verbs Poll.) The owner comes from e.last when the completion is
 // the last one's EP's, as it mostly is: the owner table's lookup is a
 // chain of five dependent loads.
@@ -115,53 +115,43 @@ func (e *EVD) takeDTOLocked(ev *dat.Event) bool {
 	return true
 }
 
-// Take is evd_dequeue (dequeue) and evd_wait (see Dequeue and Wait) in
-// one call that also writes h, the EVD's public handle, into ev.EVD with
-// any event: what the dat/evd wrappers call, and inline. Their hot path
-// comes first:
-// while the ring is empty, a wait with threshold 1 or a dequeue takes
-// the oldest completion straight from the CQ into ev (see translateLocked
-// for what it writes), under the CQ's lock alone, which it takes inline
-// when the provider lends its mutex (verbs.CQMutexer); it returns the
-// raw completions left, which the caller reports as the events left.
-// Anything else goes the full way (DequeueSlow, WaitSlow): the EVD is nil
-// or freed, a waiter owns it, a wait finds it unwaitable, the ring holds
-// events, or the CQ has none. h goes into ev.EVD with any event.
-func (e *EVD) Take(ctx context.Context, threshold int, ev *dat.Event, h dat.Handle, dequeue bool) (n int, err error) {
-	block := gateFreed | gateWaiter | gateUnwait
-	if dequeue {
-		block = gateFreed | gateWaiter
+// TakeFast is the hot path of evd_dequeue (wait false) and of an evd_wait
+// with threshold 1 (wait true): while the ring is empty, the oldest
+// completion straight from the CQ into ev (see translateLocked for what
+// it writes), under the CQ's lock alone, which it takes inline when the
+// provider lends its mutex (verbs.CQMutexer). It returns the raw
+// completions left, which the caller reports as the events left. ok false
+// leaves ev alone and sends the caller down the full path (DequeueSlow,
+// WaitSlow): the EVD is nil or freed, a waiter owns it, a wait finds it
+// unwaitable, the ring holds events, or the CQ has none.
+//
+// It takes only what it needs, and the dat/evd wrappers call it and then,
+// if they must, the full path: Go keeps no register across a call, so
+// each argument of the full path that the hot path carried along would be
+// saved and restored around every call it makes.
+func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
+	block := gateFreed | gateWaiter
+	if wait {
+		block |= gateUnwait
 	}
-	if threshold == 1 && e != nil && e.cq != nil && e.gate.Load()&block == 0 {
-		var ok bool
-		if mu := e.cqMu; mu != nil {
-			mu.Lock()
-			// takeCQ, with takeCQLocked's common case first.
-			if e.queued.Load() == 0 {
-				if e.wcHead == e.wcN {
-					e.pollRawCQLocked(len(e.wcs))
-				}
-				ok = e.wcHead < e.wcN && (e.takeDTOLocked(ev) || e.takeCQLocked(ev))
-			}
-			n = e.wcN - e.wcHead
-			mu.Unlock()
-		} else {
-			n, ok = e.takeCQ(ev)
+	if e == nil || e.cq == nil || e.gate.Load()&block != 0 {
+		return 0, false
+	}
+	mu := e.cqMu
+	if mu == nil {
+		return e.takeCQ(ev)
+	}
+	mu.Lock()
+	if e.queued.Load() == 0 {
+		// takeCQLocked, with its common case first.
+		if e.wcHead == e.wcN {
+			e.pollRawCQLocked(len(e.wcs))
 		}
-		if ok {
-			ev.EVD = h
-			return n, nil
-		}
+		ok = e.wcHead < e.wcN && (e.takeDTOLocked(ev) || e.takeCQLocked(ev))
 	}
-	if dequeue {
-		err = e.DequeueSlow(ev)
-	} else {
-		n, err = e.WaitSlow(ctx, threshold, ev)
-	}
-	if err == nil {
-		ev.EVD = h
-	}
-	return n, err
+	n = e.wcN - e.wcHead
+	mu.Unlock()
+	return n, ok
 }
 
 // takeCQ is takeCQLocked under cql, unless the ring holds events; it
@@ -309,11 +299,13 @@ func (e *EVD) Push(ev dat.Event) bool { return e.pushSoft(&ev, false) == nil }
 // never allocates; an empty EVD returns dat.ErrQueueEmpty itself. On
 // error ev is left alone.
 func (e *EVD) Dequeue(ev *dat.Event) error {
-	_, err := e.Take(nil, 1, ev, nil, true)
-	return err
+	if _, ok := e.TakeFast(ev, false); ok {
+		return nil
+	}
+	return e.DequeueSlow(ev)
 }
 
-// DequeueSlow is Dequeue after its hot path (Take) found nothing.
+// DequeueSlow is Dequeue after its hot path (TakeFast) found nothing.
 func (e *EVD) DequeueSlow(ev *dat.Event) error {
 	const op = "evd_dequeue"
 	if e == nil || e.freed.Load() {
@@ -351,10 +343,15 @@ var (
 // the CQ's completions not polled yet: the caller cannot tell them from
 // arrivals after the return, so they are not worth the CQ's lock.
 func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
-	return e.Take(ctx, threshold, ev, nil, false)
+	if threshold == 1 {
+		if n, ok := e.TakeFast(ev, true); ok {
+			return n, nil
+		}
+	}
+	return e.WaitSlow(ctx, threshold, ev)
 }
 
-// WaitSlow is Wait after its hot path (Take) found nothing, or for a
+// WaitSlow is Wait after its hot path (TakeFast) found nothing, or for a
 // threshold above 1.
 func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
 	const op = "evd_wait"
@@ -388,7 +385,7 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 			// Woken with the ring empty, and every event loud (no
 			// UNSIGNALLED queue) and enough to wake (no solicited
 			// wait): the CQ's next completion ends the wait, straight
-			// into ev as Take takes it, rather than through the
+			// into ev as TakeFast takes it, rather than through the
 			// ring (one copy of the Event and two CQ lock round trips).
 			if nmore, ok := e.takeCQ(ev); ok {
 				e.setGate(gateWaiter, false)
