@@ -234,6 +234,7 @@ func markReady(path string) error {
 var (
 	retries int
 	msgs    uint64
+	window  machineWindow // rx tput: the machine's CPU over the measured window
 )
 
 // send retries on ENOBUFS and EAGAIN like rdsbench's send_retry.
@@ -265,6 +266,7 @@ func rx(s *rdsoverdat.Socket, buf []byte, mode string) error {
 			continue
 		}
 		if n == 1 {
+			window.finish()
 			// End marker: answer it so that the sender does not close
 			// (which drops unacknowledged messages) before we have all.
 			if err := send(s, buf[:1], m.Addr); err != nil {
@@ -280,6 +282,7 @@ func rx(s *rdsoverdat.Socket, buf []byte, mode string) error {
 			continue
 		}
 		if msgs == 0 {
+			window.begin()
 			t0 = time.Now()
 			size = n
 		}

@@ -40,6 +40,9 @@ func rawRx(bind netip.AddrPort, buf []byte, mode, ready string) error {
 		if err != nil {
 			return err
 		}
+		if n == 1 {
+			window.finish()
+		}
 		if n == 1 || mode == "pingpong" {
 			if err := rawWrite(bw, buf[:n], true); err != nil {
 				return err
@@ -50,6 +53,7 @@ func rawRx(bind netip.AddrPort, buf []byte, mode, ready string) error {
 			continue
 		}
 		if msgs == 0 {
+			window.begin()
 			t0 = time.Now()
 		}
 		msgs++

@@ -46,4 +46,7 @@ func reportCost(w io.Writer, role string, s *rdsoverdat.Socket, msgs uint64) {
 		}
 	}
 	fmt.Fprintln(w, costLine(role, msgs, st))
+	if l := window.line(role, msgs); l != "" {
+		fmt.Fprintln(w, l)
+	}
 }
