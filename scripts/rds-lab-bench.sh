@@ -50,6 +50,20 @@ ip -n rdsA link set vA up; ip -n rdsB link set vB up
 NS="$B $A /var/run/netns/rdsB /var/run/netns/rdsA"
 $RB pingpong 64 10 $NS >/dev/null   # bring the kernel's RDS/TCP connection up first
 
+# ktput SIZE: the C tool's tput run, then a second line with the whole machine's busy CPU over
+# it (/proc/stat: all CPUs, softirq and kernel threads included), as rds-bench's receiver prints
+# it for the Go runs: "machine busy=Xs idle=Ys per_msg=Zms". The C tool starts in milliseconds,
+# so its whole run is its measured window.
+ktput() {
+  local s0 s1 o
+  s0=$(head -1 /proc/stat); o=$($RB tput "$1" "$SECS" $NS); s1=$(head -1 /proc/stat)
+  echo "$o"
+  awk -v m="$(field msgs "$o")" 'NR == 1 { b0 = $2+$3+$4+$7+$8+$9; i0 = $5+$6 }
+    NR == 2 { b = ($2+$3+$4+$7+$8+$9 - b0) / 100; i = ($5+$6 - i0) / 100
+      if (m > 0) printf "rdsbench: machine busy=%.2fs idle=%.2fs per_msg=%.3fms\n", b, i, b * 1000 / m }' \
+    <(echo "$s0"; echo "$s1")
+}
+
 gobench() { # BACKEND MODE SIZE: one rds-bench pair; prints the line with the figures
   local be=$1 mode=$2 sz=$3 out
   out=$(mktemp)
@@ -72,11 +86,11 @@ gobench() { # BACKEND MODE SIZE: one rds-bench pair; prints the line with the fi
 
 for r in $(seq "$REPS"); do
   echo "== round $r" >&2
-  o=$($RB tput 64 "$SECS" $NS); echo "$o" >&2;           res rds_kernel_rate_64 "$(field msgs/s "$o")" msg/s
+  o=$(ktput 64); echo "$o" >&2;                          res rds_kernel_rate_64 "$(field msgs/s "$o")" msg/s
   o=$(gobench kernel tput 64); echo "$o" >&2;             res rds_kapi_rate_64 "$(field msgs/s "$o")" msg/s
   o=$(gobench tcp tput 64); echo "$o" >&2;                res rds_go_rate_64 "$(field msgs/s "$o")" msg/s
   o=$(gobench rawtcp tput 64); echo "$o" >&2;             res raw_go_rate_64 "$(field msgs/s "$o")" msg/s
-  o=$($RB tput 65536 "$SECS" $NS); echo "$o" >&2;        res rds_kernel_tput_65536 "$(field MB/s "$o")" MB/s
+  o=$(ktput 65536); echo "$o" >&2;                       res rds_kernel_tput_65536 "$(field MB/s "$o")" MB/s
   o=$(gobench kernel tput 65536); echo "$o" >&2;          res rds_kapi_tput_65536 "$(field MB/s "$o")" MB/s
   o=$(gobench tcp tput 65536); echo "$o" >&2;             res rds_go_tput_65536 "$(field MB/s "$o")" MB/s
   o=$(gobench rawtcp tput 65536); echo "$o" >&2;          res raw_go_tput_65536 "$(field MB/s "$o")" MB/s
