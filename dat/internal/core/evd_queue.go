@@ -27,8 +27,38 @@ func (e *EVD) drainLocked() {
 // publishes the ring's count before the caller lets go of cql, so that the
 // hot path, which polls under cql, never hands out a completion that came
 // after those now in the ring.
+//
+// The drain may be anybody's (a poster that found its queue full, a
+// resize, ep_get_status, a CNO), and it empties the CQ that a waiter or
+// the CQ watch may be blocked on: once the CQ is empty, CQ.Wait no longer
+// returns for the completions that were in it. So a drain that moved
+// events the waiter could want wakes whoever sleeps on the EVD.
 func (e *EVD) drainCQLocked() {
-	defer func() { e.queued.Store(int32(e.n)) }()
+	loud := e.loud
+	e.moveCQLocked()
+	e.queued.Store(int32(e.n))
+	if e.loud > loud {
+		e.wakeLocked()
+	}
+}
+
+// wakeLocked wakes a waiter (in CQ.Wait itself, or on wake) and, when no
+// waiter owns the EVD, its CNO, without waiting for the CQ to say so. A
+// waiter that finds nothing new goes back to sleep. The caller holds mu.
+func (e *EVD) wakeLocked() {
+	e.interruptDirectLocked()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	if e.cno != nil && e.enabled && !e.waiting() {
+		e.cno.kick()
+	}
+}
+
+// moveCQLocked moves raw completions, then the CQ's, into the ring while
+// it has room. The caller holds mu and cql.
+func (e *EVD) moveCQLocked() {
 	for {
 		for e.wcHead < e.wcN {
 			if e.n == len(e.ring) {

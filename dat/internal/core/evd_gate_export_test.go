@@ -1,0 +1,39 @@
+package core
+
+import (
+	"context"
+
+	"github.com/godapl/godapl/verbs"
+)
+
+// GateCQWait makes every CQ.Wait on e's CQ (the waiter's own, or the CQ
+// watch's) report on entered and hold until release is called, before it
+// looks at the CQ: the test of a drain by a third party needs the CQ
+// emptied between a waiter going to sleep and the CQ looking.
+func GateCQWait(e *EVD) (entered <-chan struct{}, release func()) {
+	in := make(chan struct{}, 8)
+	gate := make(chan struct{})
+	e.mu.Lock()
+	e.cq = &gatedCQ{CQ: e.cq, entered: in, gate: gate}
+	e.mu.Unlock()
+	return in, func() { close(gate) }
+}
+
+type gatedCQ struct {
+	verbs.CQ
+	entered chan<- struct{}
+	gate    <-chan struct{}
+}
+
+func (g *gatedCQ) Wait(ctx context.Context, solicitedOnly bool) error {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.CQ.Wait(ctx, solicitedOnly)
+}
