@@ -435,12 +435,18 @@ func TestRDMADefaultLimits(t *testing.T) {
 // SO_RCVBUF makes non-blocking sends to its port fail with ENOBUFS,
 // which arms a monitoring sender's mask; once the receiver has read its
 // queue, the sender gets one RDS_CMSG_CONG_UPDATE for the port, alone,
-// with no sender address, and may send again.
+// with no sender address, and may send again. The kernel half binds a
+// non-loopback address of the host (a socket on 127/8 never congests
+// there, see TestBackendKernelLoopNeverCongests), so it needs a
+// transport that serves one: rds_tcp, as in the lab VM.
 func TestBackendCongestion(t *testing.T) {
 	backends(t, func(t *testing.T, st *Stack) {
-		as := testAddrs(1)
-		a := mustBind(t, st, ap(as[0], 0), CongMonitor{Enable: true})
-		b := mustBind(t, st, ap(as[0], 0), RecvBuffer(1000))
+		addr := testAddrs(1)[0]
+		if st.Kernel() {
+			addr = kernelTransportAddr(t, st)
+		}
+		a := mustBind(t, st, ap(addr, 0), CongMonitor{Enable: true})
+		b := mustBind(t, st, ap(addr, 0), RecvBuffer(1000))
 		mask := CongMonitorMask(b.BoundAddr().Port())
 		sent := 0
 		for {
@@ -474,4 +480,62 @@ func TestBackendCongestion(t *testing.T) {
 		_, err = a.RecvMsg(&m, MsgDontWait)
 		wantErrno(t, err, syscall.EAGAIN) // one notification only
 	})
+}
+
+// The kernel's loopback transport, which a socket bound to a 127/8
+// address gets, keeps no congestion state: rds_recv_rcvbuf_delta returns
+// before its congestion check for RDS_TRANS_LOOP sockets, so a receiver
+// far over its SO_RCVBUF never makes a send to it fail with ENOBUFS, and
+// a monitoring sender gets no RDS_CMSG_CONG_UPDATE. rds(7) has every
+// socket congest, and rdsoverdat does on all its transports (the
+// rdsoverdat half of TestBackendCongestion runs on 127/8); this pins the
+// kernel's exception (docs/CONFORMANCE.md).
+func TestBackendKernelLoopNeverCongests(t *testing.T) {
+	t.Run("kernel", func(t *testing.T) {
+		requireKernel(t)
+		st := newTestStack(t, Config{Kernel: true})
+		as := testAddrs(1)
+		a := mustBind(t, st, ap(as[0], 0), CongMonitor{Enable: true})
+		b := mustBind(t, st, ap(as[0], 0), RecvBuffer(1000))
+		const n = 20
+		for i := range n {
+			if _, err := a.SendTo(make([]byte, 600), b.BoundAddr(), MsgDontWait); err != nil {
+				t.Fatalf("send %d (%d bytes unread by a 1000-byte SO_RCVBUF): %v", i, i*600, err)
+			}
+			time.Sleep(time.Millisecond) // room for a map update, were there one
+		}
+		buf := make([]byte, 1000)
+		for range n {
+			recvTimeout(t, b, buf, 5*time.Second)
+		}
+		_, err := a.RecvMsg(&Msg{Data: buf}, MsgDontWait)
+		wantErrno(t, err, syscall.EAGAIN) // no CONG_UPDATE
+	})
+}
+
+// kernelTransportAddr returns a non-loopback IPv4 address of the host
+// that the kernel's RDS binds (rds_tcp or rds_rdma serves it), and skips
+// the test when there is none.
+func kernelTransportAddr(t *testing.T, st *Stack) netip.Addr {
+	t.Helper()
+	ifas, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tried []string
+	for _, ifa := range ifas {
+		pfx, err := netip.ParsePrefix(ifa.String())
+		if err != nil || !pfx.Addr().Is4() || pfx.Addr().IsLoopback() {
+			continue
+		}
+		s := st.Socket()
+		err = s.Bind(ap(pfx.Addr(), 0))
+		s.Close()
+		if err == nil {
+			return pfx.Addr()
+		}
+		tried = append(tried, err.Error())
+	}
+	t.Skipf("no non-loopback address the kernel's RDS binds (rds_tcp not loaded?): %v", tried)
+	return netip.Addr{}
 }

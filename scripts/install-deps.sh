@@ -15,6 +15,9 @@ set -euo pipefail
 # every network namespace, and rdsoverdat's own tcp transport tests listen
 # on 127.x:16385, which would then fail with EADDRINUSE. Without the
 # module (or without root or modprobe) the kernel halves skip and say so.
+# TestBackendCongestion's kernel half needs a non-loopback address (the
+# loopback transport never congests), hence rds_tcp: it skips here and
+# runs in the lab VM (tests/interop).
 load_rds() {
 	[ -d /proc/sys/net/rds ] && return 0 # loaded (or built in) already
 	if [ "$(id -u)" -ne 0 ] || ! command -v modprobe >/dev/null 2>&1 ||
