@@ -89,6 +89,7 @@ type stream struct {
 
 	endMu   sync.Mutex
 	ended   bool             // +checklocks:endMu
+	settled bool             // cause is final: the QP was failed with it +checklocks:endMu
 	cause   error            // what Conn.Err reports +checklocks:endMu
 	term    *iwarp.Terminate // the Terminate tx sends before closing +checklocks:endMu
 	aborted bool             // ended by Close (the engine) +checklocks:endMu
@@ -183,9 +184,18 @@ func (s *stream) openGate() {
 // unblocks both goroutines; with one, tx sends it and half-closes, and the
 // socket's deadlines bound how long either goroutine can still block.
 // It reports whether this call ended the stream.
+//
+// A later call does not end it again, but a broken link still replaces
+// an orderly end recorded before the QP was failed: a TCP reset's error
+// goes to one reader or writer of the socket only, and the others read
+// EOF or write EPIPE, which linkErrorCause takes for the peer's FIN. The
+// one that got the reset may reach end after one of them has.
 func (s *stream) end(cause error, term *iwarp.Terminate, aborted bool) bool {
 	s.endMu.Lock()
 	if s.ended {
+		if !s.settled && s.cause == verbs.ErrDisconnected && errors.Is(cause, verbs.ErrBroken) {
+			s.cause = cause
+		}
 		s.endMu.Unlock()
 		return false
 	}
@@ -222,6 +232,14 @@ func (s *stream) ending() (cause error, term *iwarp.Terminate, aborted bool) {
 	return s.cause, s.term, s.aborted
 }
 
+// settle fixes the teardown record: end no longer changes the cause.
+func (s *stream) settle() (cause error, term *iwarp.Terminate, aborted bool) {
+	s.endMu.Lock()
+	defer s.endMu.Unlock()
+	s.settled = true
+	return s.cause, s.term, s.aborted
+}
+
 func (s *stream) stopped() bool {
 	select {
 	case <-s.stop:
@@ -236,13 +254,14 @@ func (s *stream) stopped() bool {
 // TCP, and sent the Terminate if there is one), fails the QP, which
 // flushes the rest, reports the end, and releases the socket.
 func (s *stream) finish() {
-	cause, term, aborted := s.ending()
 	s.rx.abandon(s)
 	<-s.txDone
 	// A poster may be running the direct transmit path; let it finish
 	// completing what it wrote. Later ones see the stream stopped.
 	s.tx.mu.Lock()
 	s.tx.mu.Unlock()
+	// Every user of the socket has now reported what it saw (end).
+	cause, term, aborted := s.settle()
 	if !aborted {
 		s.qp.Fail(cause)
 	}
@@ -290,9 +309,10 @@ func closeOrderly(tc *net.TCPConn) {
 //	                       timeout (ETIMEDOUT), an unreachable peer
 //	                       -> *verbs.BrokenError
 //
-// Whichever of the stream's readers and writers sees the reset first
-// ends the stream: the kernel hands its error to one of them only, the
-// others then read EOF or write EPIPE.
+// The kernel hands a reset's error to one of the stream's readers and
+// writers only; the others then read EOF or write EPIPE and may end the
+// stream first, as if the peer had closed in order. end lets the broken
+// cause replace that one until finish fails the QP.
 //
 // A Terminate is not seen here: the frame reader parses it and
 // rxTerminate ends the stream with the peer's cause.
