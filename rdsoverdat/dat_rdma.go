@@ -402,12 +402,14 @@ func (e *datEP) onRDMADone(c *dat.DTOCompletion) {
 	}
 }
 
-// datRDMAStatus maps a failed RDMA work request to an RDS status. With
-// the checks a peer refuses nothing the checks admitted, so this is for
-// a peer that broke its word.
+// datRDMAStatus maps a failed RDMA work request to an RDS status as
+// rds_ib does (rds_ib_send_complete): the peer refusing the access (its
+// R_Key, range or rights) is RDS_RDMA_REMOTE_ERROR, any other failure
+// (a bad response, the peer failing the op for another reason, a local
+// error) RDS_RDMA_OTHER_ERROR. With the checks a peer refuses nothing
+// the checks admitted, so this is for a peer that broke its word.
 func datRDMAStatus(s dat.DTOStatus) RDMAStatus {
-	switch s {
-	case dat.DTOErrRemoteAccess, dat.DTOErrRemoteResponder, dat.DTOErrBadResponse:
+	if s == dat.DTOErrRemoteAccess {
 		return RDMARemoteError
 	}
 	return RDMAOtherError
