@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/godapl/godapl/dat"
-	"github.com/godapl/godapl/dat/ia"
 	"github.com/godapl/godapl/dat/lmr"
 	"github.com/godapl/godapl/dat/srq"
 )
@@ -21,79 +20,51 @@ var postCheckTests = []testCase{
 	{"Faults", func(t *testing.T, e *env) {
 		srv, cli := NewSide(t, e.a, 4096), NewSide(t, e.b, 4096)
 		sep, cep := Connect(t, srv, cli, &dat.EPAttr{MaxRDMAReadIOV: 2})
-		good := cli.Buf.Triplet(0, 8)
-		unknown := good
-		unknown.LMRContext ^= 0x55
-		otherPZ, err := e.b.CreatePZ()
-		if err != nil {
-			t.Fatal(err)
-		}
-		other, err := lmr.Create(e.b, otherPZ, make([]byte, 64), dat.MemPrivAll, dat.VATypeVA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ro, err := lmr.Create(e.b, cli.PZ, make([]byte, 64), dat.MemPrivLocalRead|dat.MemPrivRemoteRead, dat.VATypeVA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		past, before, wraps := cli.Buf.Triplet(4000, 200), cli.Buf.Triplet(0, 8), cli.Buf.Triplet(0, 8)
-		before.VirtualAddress--
-		wraps.VirtualAddress, wraps.SegmentLength = ^dat.VAddr(0)-3, 8
+		f, sf := newFaultyTriplets(t, cli), newFaultyTriplets(t, srv)
 		remote := srv.Buf.RMRTriplet(0, 4096)
 
 		send := func(iov ...dat.LMRTriplet) error { return cep.PostSend(iov, 1, 0) }
 		write := func(iov ...dat.LMRTriplet) error { return cep.PostRDMAWrite(iov, 1, remote, 0) }
 		read := func(iov ...dat.LMRTriplet) error { return cep.PostRDMARead(iov, 1, remote, 0) }
 		recv := func(iov ...dat.LMRTriplet) error { return sep.PostRecv(iov, 1, 0) }
-		srvGood := srv.Buf.Triplet(0, 8)
-		srvUnknown := srvGood
-		srvUnknown.LMRContext ^= 0x55
-		srvOther, err := lmr.Create(e.a, mustPZ(t, e), make([]byte, 64), dat.MemPrivAll, dat.VATypeVA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srvRO, err := lmr.Create(e.a, srv.PZ, make([]byte, 64), dat.MemPrivLocalRead, dat.VATypeVA)
-		if err != nil {
-			t.Fatal(err)
-		}
 		cases := []struct {
 			what string
 			err  error
 			code dat.Code
 			sub  dat.Subtype
 		}{
-			{"send, unknown context", send(unknown), dat.PrivilegesViolation, dat.PrivilegesRead},
-			{"write, unknown context", write(unknown), dat.PrivilegesViolation, dat.PrivilegesRead},
-			{"read, unknown context", read(unknown), dat.PrivilegesViolation, dat.PrivilegesWrite},
-			{"recv, unknown context", recv(srvUnknown), dat.PrivilegesViolation, dat.PrivilegesWrite},
-			{"send, other PZ", send(other.Triplet(0, 8)), dat.ProtectionViolation, dat.ProtectionRead},
-			{"write, other PZ", write(other.Triplet(0, 8)), dat.ProtectionViolation, dat.ProtectionRead},
-			{"read, other PZ", read(other.Triplet(0, 8)), dat.ProtectionViolation, dat.ProtectionWrite},
-			{"recv, other PZ", recv(srvOther.Triplet(0, 8)), dat.ProtectionViolation, dat.ProtectionWrite},
-			{"read into read-only", read(ro.Triplet(0, 8)), dat.PrivilegesViolation, dat.PrivilegesWrite},
-			{"recv into read-only", recv(srvRO.Triplet(0, 8)), dat.PrivilegesViolation, dat.PrivilegesWrite},
-			{"send, past the end", send(past), dat.InvalidParameter, dat.InvalidArg3},
-			{"write, before the start", write(before), dat.InvalidParameter, dat.InvalidArg3},
-			{"send, address wraps", send(wraps), dat.InvalidParameter, dat.InvalidArg3},
-			{"recv, past the end", recv(srv.Buf.Triplet(4000, 200)), dat.InvalidParameter, dat.InvalidArg3},
-			{"second segment", send(good, other.Triplet(0, 8)), dat.ProtectionViolation, dat.ProtectionRead},
-			{"first of two faults", send(past, unknown), dat.InvalidParameter, dat.InvalidArg3},
-			{"split read, second segment", read(good, ro.Triplet(0, 8)), dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"send, unknown context", send(f.unknown), dat.PrivilegesViolation, dat.PrivilegesRead},
+			{"write, unknown context", write(f.unknown), dat.PrivilegesViolation, dat.PrivilegesRead},
+			{"read, unknown context", read(f.unknown), dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"recv, unknown context", recv(sf.unknown), dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"send, other PZ", send(f.other), dat.ProtectionViolation, dat.ProtectionRead},
+			{"write, other PZ", write(f.other), dat.ProtectionViolation, dat.ProtectionRead},
+			{"read, other PZ", read(f.other), dat.ProtectionViolation, dat.ProtectionWrite},
+			{"recv, other PZ", recv(sf.other), dat.ProtectionViolation, dat.ProtectionWrite},
+			{"read into read-only", read(f.readOnly), dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"recv into read-only", recv(sf.readOnly), dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"send, past the end", send(f.past), dat.InvalidParameter, dat.InvalidArg3},
+			{"write, before the start", write(f.before), dat.InvalidParameter, dat.InvalidArg3},
+			{"send, address wraps", send(f.wraps), dat.InvalidParameter, dat.InvalidArg3},
+			{"recv, past the end", recv(sf.past), dat.InvalidParameter, dat.InvalidArg3},
+			{"second segment", send(f.good, f.other), dat.ProtectionViolation, dat.ProtectionRead},
+			{"first of two faults", send(f.past, f.unknown), dat.InvalidParameter, dat.InvalidArg3},
+			{"split read, second segment", read(f.good, f.readOnly), dat.PrivilegesViolation, dat.PrivilegesWrite},
 			// A triplet fault before a length error (the remote range is
 			// shorter than the local one).
-			{"fault and length", cep.PostRDMAWrite([]dat.LMRTriplet{unknown}, 1, srv.Buf.RMRTriplet(0, 4), 0), dat.PrivilegesViolation, dat.PrivilegesRead},
-			{"length alone", cep.PostRDMAWrite([]dat.LMRTriplet{good}, 1, srv.Buf.RMRTriplet(0, 4), 0), dat.LengthError, dat.NoSubtype},
+			{"fault and length", cep.PostRDMAWrite([]dat.LMRTriplet{f.unknown}, 1, srv.Buf.RMRTriplet(0, 4), 0), dat.PrivilegesViolation, dat.PrivilegesRead},
+			{"length alone", cep.PostRDMAWrite([]dat.LMRTriplet{f.good}, 1, srv.Buf.RMRTriplet(0, 4), 0), dat.LengthError, dat.NoSubtype},
 		}
 		for _, c := range cases {
 			t.Run(c.what, func(t *testing.T) { WantErr(t, c.err, c.code, c.sub) })
 		}
 		// A zero-length segment names nothing, whatever its context.
-		empty := unknown
+		empty := f.unknown
 		empty.SegmentLength = 0
 		if err := sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(0, 64)}, 1, 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := send(empty, good); err != nil {
+		if err := send(empty, f.good); err != nil {
 			t.Fatalf("send with an empty segment of no LMR: %v", err)
 		}
 		ExpectDTO(t, srv.EVD, 1, dat.DTOSuccess)
@@ -173,20 +144,7 @@ var postCheckTests = []testCase{
 			t.Fatal(err)
 		}
 		defer q.Free()
-		good := s.Buf.Triplet(0, 8)
-		unknown := good
-		unknown.LMRContext ^= 0x55
-		other, err := lmr.Create(e.a, mustPZ(t, e), make([]byte, 64), dat.MemPrivAll, dat.VATypeVA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ro, err := lmr.Create(e.a, s.PZ, make([]byte, 64), dat.MemPrivLocalRead|dat.MemPrivRemoteRead, dat.VATypeVA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		past, before, wraps := s.Buf.Triplet(4000, 200), s.Buf.Triplet(0, 8), s.Buf.Triplet(0, 8)
-		before.VirtualAddress--
-		wraps.VirtualAddress, wraps.SegmentLength = ^dat.VAddr(0)-3, 8
+		f := newFaultyTriplets(t, s)
 		post := func(iov ...dat.LMRTriplet) error { return q.PostRecv(iov, 1) }
 		wantIdle := func(t *testing.T) {
 			t.Helper()
@@ -200,14 +158,14 @@ var postCheckTests = []testCase{
 			code dat.Code
 			sub  dat.Subtype
 		}{
-			{"unknown context", []dat.LMRTriplet{unknown}, dat.PrivilegesViolation, dat.PrivilegesWrite},
-			{"other PZ", []dat.LMRTriplet{other.Triplet(0, 8)}, dat.ProtectionViolation, dat.ProtectionWrite},
-			{"read-only", []dat.LMRTriplet{ro.Triplet(0, 8)}, dat.PrivilegesViolation, dat.PrivilegesWrite},
-			{"past the end", []dat.LMRTriplet{past}, dat.InvalidParameter, dat.InvalidArg3},
-			{"before the start", []dat.LMRTriplet{before}, dat.InvalidParameter, dat.InvalidArg3},
-			{"address wraps", []dat.LMRTriplet{wraps}, dat.InvalidParameter, dat.InvalidArg3},
-			{"second segment", []dat.LMRTriplet{good, other.Triplet(0, 8)}, dat.ProtectionViolation, dat.ProtectionWrite},
-			{"first of two faults", []dat.LMRTriplet{past, unknown}, dat.InvalidParameter, dat.InvalidArg3},
+			{"unknown context", []dat.LMRTriplet{f.unknown}, dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"other PZ", []dat.LMRTriplet{f.other}, dat.ProtectionViolation, dat.ProtectionWrite},
+			{"read-only", []dat.LMRTriplet{f.readOnly}, dat.PrivilegesViolation, dat.PrivilegesWrite},
+			{"past the end", []dat.LMRTriplet{f.past}, dat.InvalidParameter, dat.InvalidArg3},
+			{"before the start", []dat.LMRTriplet{f.before}, dat.InvalidParameter, dat.InvalidArg3},
+			{"address wraps", []dat.LMRTriplet{f.wraps}, dat.InvalidParameter, dat.InvalidArg3},
+			{"second segment", []dat.LMRTriplet{f.good, f.other}, dat.ProtectionViolation, dat.ProtectionWrite},
+			{"first of two faults", []dat.LMRTriplet{f.past, f.unknown}, dat.InvalidParameter, dat.InvalidArg3},
 		}
 		for _, c := range cases {
 			t.Run(c.what, func(t *testing.T) {
@@ -223,36 +181,62 @@ var postCheckTests = []testCase{
 			t.Fatal(err)
 		}
 		WantErr(t, post(loose.Triplet(0, 8)), dat.PrivilegesViolation, dat.PrivilegesWrite)
-		WantErr(t, post(past), dat.InvalidParameter, dat.InvalidArg3)
+		WantErr(t, post(f.past), dat.InvalidParameter, dat.InvalidArg3)
 		wantIdle(t)
 		if err := loose.Free(); err != nil {
 			t.Fatal(err)
 		}
 		WantErr(t, post(loose.Triplet(0, 8)), dat.PrivilegesViolation, dat.PrivilegesWrite)
 		// A zero-length segment names nothing, whatever its context.
-		empty := unknown
+		empty := f.unknown
 		empty.SegmentLength = 0
-		if err := post(empty, good); err != nil {
+		if err := post(empty, f.good); err != nil {
 			t.Fatalf("receive with an empty segment of no LMR: %v", err)
 		}
-		if err := post(good); err != nil {
+		if err := post(f.good); err != nil {
 			t.Fatal(err)
 		}
 		// Full: DAT_INSUFFICIENT_RESOURCES, after any triplet fault.
-		WantErr(t, post(good), dat.InsufficientResources, dat.ResourceSRQ)
-		WantErr(t, post(unknown), dat.PrivilegesViolation, dat.PrivilegesWrite)
-		WantErr(t, post(past), dat.InvalidParameter, dat.InvalidArg3)
+		WantErr(t, post(f.good), dat.InsufficientResources, dat.ResourceSRQ)
+		WantErr(t, post(f.unknown), dat.PrivilegesViolation, dat.PrivilegesWrite)
+		WantErr(t, post(f.past), dat.InvalidParameter, dat.InvalidArg3)
 		if p, err := q.Query(); err != nil || p.Available != 2 || p.Outstanding != 2 {
 			t.Fatalf("query %+v %v", p, err)
 		}
 	}},
 }
 
-func mustPZ(t *testing.T, e *env) *ia.PZ {
+// faultyTriplets are local triplets around a Side's 4 KiB buffer, each
+// but good with one fault a post must refuse: a context that names no
+// LMR, an LMR of another PZ, an LMR without local write (verbs enforces
+// it: it grants no remote write), a segment past the buffer's end, one
+// that starts before it, and one whose address wraps.
+type faultyTriplets struct {
+	good, unknown, other, readOnly, past, before, wraps dat.LMRTriplet
+}
+
+// newFaultyTriplets creates the LMRs they need on s's IA; they live
+// until the IA closes.
+func newFaultyTriplets(t *testing.T, s *Side) faultyTriplets {
 	t.Helper()
-	pz, err := e.a.CreatePZ()
+	f := faultyTriplets{good: s.Buf.Triplet(0, 8)}
+	f.unknown = f.good
+	f.unknown.LMRContext ^= 0x55
+	otherPZ, err := s.IA.CreatePZ()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pz
+	other, err := lmr.Create(s.IA, otherPZ, make([]byte, 64), dat.MemPrivAll, dat.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := lmr.Create(s.IA, s.PZ, make([]byte, 64), dat.MemPrivLocalRead|dat.MemPrivRemoteRead, dat.VATypeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.other, f.readOnly = other.Triplet(0, 8), ro.Triplet(0, 8)
+	f.past, f.before, f.wraps = s.Buf.Triplet(4000, 200), f.good, f.good
+	f.before.VirtualAddress--
+	f.wraps.VirtualAddress, f.wraps.SegmentLength = ^dat.VAddr(0)-3, 8
+	return f
 }
