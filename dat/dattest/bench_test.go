@@ -246,21 +246,8 @@ func TestHotPathAllocs(t *testing.T) {
 // one mem provider; the IAs close when the test ends.
 func memPair(t testing.TB) (srv, cli *Side, sep, cep *ep.EP) {
 	t.Helper()
-	reg, err := providers.New(providers.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := ia.OpenIn(reg, "mem", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close(dat.CloseAbrupt) })
-	c, err := ia.OpenIn(reg, "mem", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(dat.CloseAbrupt) })
-	srv, cli = NewSide(t, a, 4096), NewSide(t, c, 4096)
+	ias := OpenMem(t, 2)
+	srv, cli = NewSide(t, ias[0], 4096), NewSide(t, ias[1], 4096)
 	sep, cep = Connect(t, srv, cli, nil)
 	return srv, cli, sep, cep
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/godapl/godapl/dat/evd"
 	"github.com/godapl/godapl/dat/ia"
 	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/dat/providers"
 )
 
 // Side is one end of a test: an IA with a PZ, one EVD taking every
@@ -180,3 +181,24 @@ func deadline() (context.Context, context.CancelFunc) {
 }
 
 var _ = time.Second
+
+// OpenMem opens n IAs on one fresh fabric of the in-memory provider, so
+// that they reach each other and nothing else; they close (abruptly)
+// when the test ends.
+func OpenMem(t testing.TB, n int) []*ia.IA {
+	t.Helper()
+	reg, err := providers.New(providers.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ias := make([]*ia.IA, n)
+	for i := range ias {
+		a, err := ia.OpenIn(reg, "mem", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close(dat.CloseAbrupt) })
+		ias[i] = a
+	}
+	return ias
+}

@@ -13,33 +13,17 @@ import (
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/dattest"
 	"github.com/godapl/godapl/dat/ia"
-	"github.com/godapl/godapl/dat/providers"
 	"github.com/godapl/godapl/dat/srq"
 	"github.com/godapl/godapl/verbs/verbstest"
 )
 
-// memPair opens a server and a client IA on one fresh mem fabric.
+// memPair opens a server and a client IA on one fresh mem fabric, and
+// checks that the test leaves no goroutine behind.
 func memPair(t *testing.T) (*ia.IA, *ia.IA) {
 	t.Helper()
 	verbstest.CheckLeaks(t)
-	reg, err := providers.New(providers.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := ia.OpenIn(reg, "mem", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := ia.OpenIn(reg, "mem", 0)
-	if err != nil {
-		a.Close(dat.CloseAbrupt)
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		a.Close(dat.CloseAbrupt)
-		b.Close(dat.CloseAbrupt)
-	})
-	return a, b
+	ias := dattest.OpenMem(t, 2)
+	return ias[0], ias[1]
 }
 
 // The cookie is the consumer's: 0 (NULL) and the same value on several

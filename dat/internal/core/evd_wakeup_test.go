@@ -9,9 +9,7 @@ import (
 	"github.com/godapl/godapl/dat/dattest"
 	"github.com/godapl/godapl/dat/ep"
 	"github.com/godapl/godapl/dat/evd"
-	"github.com/godapl/godapl/dat/ia"
 	"github.com/godapl/godapl/dat/internal/core"
-	"github.com/godapl/godapl/dat/providers"
 	"github.com/godapl/godapl/verbs/verbstest"
 )
 
@@ -110,20 +108,9 @@ func TestEVDWaiterWokenByForeignDrain(t *testing.T) {
 // first CQ.Wait).
 func wakeupPair(t *testing.T) (srv, cli *dattest.Side, req *evd.EVD, sep, cep *ep.EP) {
 	t.Helper()
-	reg, err := providers.New(providers.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sides [2]*dattest.Side
-	for i := range sides {
-		a, err := ia.OpenIn(reg, "mem", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Close(dat.CloseAbrupt) })
-		sides[i] = dattest.NewSide(t, a, 4096)
-	}
-	srv, cli = sides[0], sides[1]
+	ias := dattest.OpenMem(t, 2)
+	srv, cli = dattest.NewSide(t, ias[0], 4096), dattest.NewSide(t, ias[1], 4096)
+	var err error
 	if req, err = evd.Create(cli.IA, 64, nil, dat.EVDDTO); err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,7 @@ import (
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/dattest"
 	"github.com/godapl/godapl/dat/ep"
-	"github.com/godapl/godapl/dat/ia"
 	"github.com/godapl/godapl/dat/internal/core"
-	"github.com/godapl/godapl/dat/providers"
 	"github.com/godapl/godapl/dat/srq"
 	"github.com/godapl/godapl/verbs/verbstest"
 )
@@ -18,15 +16,7 @@ import (
 // is refused.
 func TestSRQPostRecvInErrorState(t *testing.T) {
 	verbstest.CheckLeaks(t)
-	reg, err := providers.New(providers.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := ia.OpenIn(reg, "mem", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close(dat.CloseAbrupt)
+	a := dattest.OpenMem(t, 1)[0]
 	s := dattest.NewSide(t, a, 64)
 	q, err := srq.Create(a, s.PZ, srq.Attr{MaxRecvDTOs: 2})
 	if err != nil {
