@@ -75,13 +75,27 @@ type region struct {
 	mw    *MW          // set for windows
 }
 
-// stagTable maps STag indexes to regions.
+// stagTable maps STag indexes to regions. Every DTO looks STags up, and
+// registrations are rare, so lookups take no lock: the index lives in an
+// array published through an atomic pointer, which add replaces with a
+// copy twice the size when it is full (the old array is never written
+// again). mu serialises the writers.
+//
+// A lookup that loaded an older array may find a region that remove has
+// since taken out, or miss one added after the copy; either is a lookup
+// that ran before the change. A removed region is invalidated before
+// remove returns, and acquire checks validity and the whole STag after
+// counting its access (hold.go), so a stale entry is never used.
 type stagTable struct {
-	mu      sync.RWMutex
-	entries []atomic.Pointer[region] // index 0 is never used: STag 0 is special to some hardware
-	free    []uint32
+	mu      sync.Mutex
+	entries atomic.Pointer[stagIndex]
+	used    uint32   // indexes handed out so far (index 0 is never used: STag 0 is special to some hardware) +checklocks:mu
+	free    []uint32 // +checklocks:mu
 	keys    *rand.ChaCha8
 }
+
+// stagIndex is one generation of the table's array, by STag index.
+type stagIndex []atomic.Pointer[region]
 
 func newSTagTable() *stagTable {
 	var seed [32]byte
@@ -90,7 +104,10 @@ func newSTagTable() *stagTable {
 		// guessable keys, which is worse than stopping.
 		panic("soft: crypto/rand: " + err.Error())
 	}
-	return &stagTable{entries: make([]atomic.Pointer[region], 1, 64), keys: rand.NewChaCha8(seed)}
+	t := &stagTable{used: 1, keys: rand.NewChaCha8(seed)}
+	e := make(stagIndex, 64)
+	t.entries.Store(&e)
+	return t
 }
 
 // add installs r under a fresh STag and returns it.
@@ -101,17 +118,31 @@ func (t *stagTable) add(r *region) (uint32, error) {
 	if n := len(t.free); n > 0 {
 		idx, t.free = t.free[n-1], t.free[:n-1]
 	} else {
-		if len(t.entries) > maxSTagIndex {
+		if t.used > maxSTagIndex {
 			return 0, verbs.ErrNoResources
 		}
-		idx = uint32(len(t.entries))
-		t.entries = append(t.entries, atomic.Pointer[region]{})
+		idx = t.used
+		t.used++
+	}
+	e := *t.entries.Load()
+	if int(idx) >= len(e) {
+		e = t.growLocked(e)
 	}
 	stag := idx<<stagIndexShift | uint32(t.nextKey())
 	r.stag.Store(stag)
 	r.valid.Store(true)
-	t.entries[idx].Store(r)
+	e[idx].Store(r)
 	return stag, nil
+}
+
+// growLocked publishes a copy of e twice its size and returns it.
+func (t *stagTable) growLocked(e stagIndex) stagIndex {
+	g := make(stagIndex, 2*len(e))
+	for i := range e {
+		g[i].Store(e[i].Load())
+	}
+	t.entries.Store(&g)
+	return g
 }
 
 // rekey gives r (already in the table) a fresh key, invalidating the old
@@ -142,8 +173,8 @@ func (t *stagTable) nextKey() uint8 {
 func (t *stagTable) remove(r *region) {
 	t.mu.Lock()
 	idx := r.stag.Load() >> stagIndexShift
-	if int(idx) < len(t.entries) && t.entries[idx].Load() == r {
-		t.entries[idx].Store(nil)
+	if e := *t.entries.Load(); int(idx) < len(e) && e[idx].Load() == r {
+		e[idx].Store(nil)
 		t.free = append(t.free, idx)
 	}
 	t.mu.Unlock()
@@ -153,12 +184,11 @@ func (t *stagTable) remove(r *region) {
 // lookup returns the valid region with exactly this STag.
 func (t *stagTable) lookup(stag uint32) *region {
 	idx := stag >> stagIndexShift
-	t.mu.RLock()
+	e := *t.entries.Load()
 	var r *region
-	if idx != 0 && int(idx) < len(t.entries) {
-		r = t.entries[idx].Load()
+	if idx != 0 && int(idx) < len(e) {
+		r = e[idx].Load()
 	}
-	t.mu.RUnlock()
 	if r == nil || !r.valid.Load() || r.stag.Load() != stag {
 		return nil
 	}
