@@ -2,6 +2,7 @@ package soft
 
 import (
 	"context"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
@@ -9,6 +10,9 @@ import (
 )
 
 // CQ implements verbs.CQ as a ring of completions guarded by a mutex.
+// The ring's array is the depth rounded up to a power of two, so a slot is
+// found with a mask instead of a division; depth alone bounds how many
+// completions it holds, so the CQ overflows exactly where it says.
 //
 // Waiters sleep on a one-slot channel: every push that could satisfy a
 // waiter drops a token into it, and a waiter that wakes and finds work left
@@ -19,7 +23,8 @@ type CQ struct {
 	wake chan struct{} // capacity 1
 
 	mu        sync.Mutex
-	ring      []verbs.WC       // +checklocks:mu
+	ring      []verbs.WC       // len is a power of two +checklocks:mu
+	depth     int              // the most completions queued; <= len(ring) +checklocks:mu
 	head, n   int              // +checklocks:mu
 	solicited int              // queued completions with WC.Solicited() +checklocks:mu
 	overflow  bool             // +checklocks:mu
@@ -32,8 +37,11 @@ type CQ struct {
 }
 
 func newCQ(d *Device, depth int) *CQ {
-	return &CQ{dev: d, ring: make([]verbs.WC, depth), wake: make(chan struct{}, 1)}
+	return &CQ{dev: d, ring: make([]verbs.WC, ringSize(depth)), depth: depth, wake: make(chan struct{}, 1)}
 }
+
+// ringSize is the power of two a ring of depth entries is backed by.
+func ringSize(depth int) int { return 1 << bits.Len(uint(depth-1)) }
 
 // Push adds a completion. A full CQ overflows: the completion is lost, the
 // CQ reports ErrCQOverflow from Wait, and EventCQErr is raised once.
@@ -43,7 +51,7 @@ func (cq *CQ) Push(wc *verbs.WC) {
 		cq.mu.Unlock()
 		return
 	}
-	if cq.n == len(cq.ring) {
+	if cq.n == cq.depth {
 		first := !cq.overflow
 		cq.overflow = true
 		cq.mu.Unlock()
@@ -54,7 +62,7 @@ func (cq *CQ) Push(wc *verbs.WC) {
 		cq.signal()
 		return
 	}
-	cq.ring[(cq.head+cq.n)%len(cq.ring)] = *wc
+	cq.ring[(cq.head+cq.n)&(len(cq.ring)-1)] = *wc
 	cq.n++
 	if wc.Solicited() {
 		cq.solicited++
@@ -86,7 +94,7 @@ func (cq *CQ) pollLocked(wcs []verbs.WC) int {
 		if wcs[k].Solicited() {
 			cq.solicited--
 		}
-		cq.head = (cq.head + 1) % len(cq.ring)
+		cq.head = (cq.head + 1) & (len(cq.ring) - 1)
 		cq.n--
 		k++
 	}
@@ -104,7 +112,7 @@ func (cq *CQ) Len() int {
 func (cq *CQ) Depth() int {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	return len(cq.ring)
+	return cq.depth
 }
 
 // ready reports whether a waiter may return, and with which error.
@@ -157,11 +165,11 @@ func (cq *CQ) Resize(depth int) error {
 	if depth < cq.n {
 		return verbs.ErrInvalidArgument
 	}
-	ring := make([]verbs.WC, depth)
+	ring := make([]verbs.WC, ringSize(depth))
 	for i := 0; i < cq.n; i++ {
-		ring[i] = cq.ring[(cq.head+i)%len(cq.ring)]
+		ring[i] = cq.ring[(cq.head+i)&(len(cq.ring)-1)]
 	}
-	cq.ring, cq.head = ring, 0
+	cq.ring, cq.depth, cq.head = ring, depth, 0
 	return nil
 }
 
