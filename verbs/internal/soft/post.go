@@ -226,11 +226,14 @@ func (qp *QP) checkDrainedLocked() {
 	}
 }
 
-// PostRecv implements verbs.QP.
+// PostRecv implements verbs.QP. It unlocks without a defer, as PostSend
+// does: postRecvLocked does not panic, and the deferred call is work on
+// every receive posted.
 func (qp *QP) PostRecv(wrs []verbs.RecvWR) (int, error) {
 	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	return qp.postRecvLocked(wrs)
+	n, err := qp.postRecvLocked(wrs)
+	qp.mu.Unlock()
+	return n, err
 }
 
 func (qp *QP) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
