@@ -40,7 +40,7 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 	if len(wr.SGL) > qp.caps.MaxSendSGE {
 		return verbs.ErrTooManySGE
 	}
-	if qp.sqTail-qp.sqHead >= uint64(len(qp.sq)) {
+	if qp.sqTail-qp.sqHead >= uint64(qp.caps.MaxSendWR) {
 		return verbs.ErrQueueFull
 	}
 	total := verbs.SGLLen(wr.SGL)
@@ -72,7 +72,7 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 	}
 
 	seq := qp.sqTail
-	w := &qp.sq[seq%uint64(len(qp.sq))]
+	w := qp.sqSlot(seq)
 	*w = SendWQE{
 		Seq: seq, ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags,
 		RemoteAddr: wr.RemoteAddr, RKey: wr.RKey, InvRKey: wr.InvalidateRKey, Len: total,
@@ -139,7 +139,7 @@ func (qp *QP) NextSend(w *SendWQE) bool {
 		if qp.state != verbs.QPStateRTS || qp.sqNext == qp.sqTail {
 			return false
 		}
-		s := &qp.sq[qp.sqNext%uint64(len(qp.sq))]
+		s := qp.sqSlot(qp.sqNext)
 		if s.Opcode == verbs.OpBindMW || s.Opcode == verbs.OpLocalInv {
 			qp.sqNext++
 			s.done = true
@@ -172,7 +172,7 @@ func (qp *QP) CompleteSend(seq uint64, status verbs.WCStatus, byteLen uint32) {
 		qp.mu.Unlock()
 		return
 	}
-	w := &qp.sq[seq%uint64(len(qp.sq))]
+	w := qp.sqSlot(seq)
 	if w.done || w.Seq != seq {
 		qp.mu.Unlock()
 		return
@@ -210,7 +210,7 @@ func (qp *QP) pushSendLocked(w *SendWQE, status verbs.WCStatus, byteLen uint32) 
 // waits for the Read.
 func (qp *QP) advanceHeadLocked() {
 	for qp.sqHead < qp.sqNext {
-		w := &qp.sq[qp.sqHead%uint64(len(qp.sq))]
+		w := qp.sqSlot(qp.sqHead)
 		if !w.done {
 			return
 		}

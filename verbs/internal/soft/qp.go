@@ -43,7 +43,7 @@ type QP struct {
 	state     verbs.QPState // +checklocks:mu
 	link      Link          // +checklocks:mu
 	ird, ord  int           // +checklocks:mu
-	sq        []SendWQE     // +checklocks:mu
+	sq        []SendWQE     // by seq, see sqSlot; caps.MaxSendWR bounds the count +checklocks:mu
 	sqHead    uint64        // +checklocks:mu
 	sqNext    uint64        // +checklocks:mu
 	sqTail    uint64        // +checklocks:mu
@@ -94,9 +94,9 @@ func (pd *PD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
 		return nil, verbs.ErrInvalidArgument
 	}
 	qp := &QP{dev: d, pd: pd, sendCQ: sendCQ, recvCQ: recvCQ, srq: srq, caps: caps, signalAll: attr.SignalAll}
-	qp.sq = make([]SendWQE, caps.MaxSendWR)
+	qp.sq = make([]SendWQE, ringSize(caps.MaxSendWR))
 	if srq == nil {
-		qp.rq.slots = make([]RecvWQE, caps.MaxRecvWR)
+		qp.rq.resize(caps.MaxRecvWR)
 	}
 	d.mu.Lock()
 	if d.closed.Load() {
@@ -236,6 +236,11 @@ func (qp *QP) Fail(err error) {
 	}
 }
 
+// sqSlot is the send queue's slot of request seq. The array is
+// caps.MaxSendWR rounded up to a power of two, so the slot is a mask of
+// seq, not a division; the queue still holds caps.MaxSendWR requests.
+func (qp *QP) sqSlot(seq uint64) *SendWQE { return &qp.sq[seq&uint64(len(qp.sq)-1)] }
+
 // enterErrorLocked moves to ERROR and flushes both queues.
 func (qp *QP) enterErrorLocked() {
 	wasConnected := qp.state == verbs.QPStateRTR || qp.state == verbs.QPStateRTS || qp.state == verbs.QPStateSQD
@@ -243,7 +248,7 @@ func (qp *QP) enterErrorLocked() {
 	// In posting order: requests that finished behind an unfinished one
 	// report how they finished, the rest are flushed.
 	for seq := qp.sqHead; seq < qp.sqTail; seq++ {
-		w := &qp.sq[seq%uint64(len(qp.sq))]
+		w := qp.sqSlot(seq)
 		if !w.done {
 			w.done, w.status, w.byteLen = true, verbs.WCWRFlushErr, 0
 		}

@@ -44,16 +44,18 @@ type RecvWQE struct {
 // SGEs returns the scatter list.
 func (w *RecvWQE) SGEs() []verbs.SGE { return w.SGL[:w.NumSGE] }
 
-// recvRing is a FIFO of receives with fixed capacity.
+// recvRing is a FIFO of receives with fixed capacity, depth. Like the
+// CQ's ring its array is a power of two, indexed with a mask.
 type recvRing struct {
-	slots   []RecvWQE
+	slots   []RecvWQE // len is a power of two
+	depth   int       // the most receives queued; <= len(slots)
 	head, n int
 }
 
-func (r *recvRing) full() bool { return r.n == len(r.slots) }
+func (r *recvRing) full() bool { return r.n == r.depth }
 
 func (r *recvRing) push(wr *verbs.RecvWR) {
-	w := &r.slots[(r.head+r.n)%len(r.slots)]
+	w := &r.slots[(r.head+r.n)&(len(r.slots)-1)]
 	w.ID = wr.ID
 	w.NumSGE = copy(w.SGL[:], wr.SGL)
 	w.Len = verbs.SGLLen(wr.SGL)
@@ -65,17 +67,18 @@ func (r *recvRing) pop(w *RecvWQE) bool {
 		return false
 	}
 	*w = r.slots[r.head]
-	r.head = (r.head + 1) % len(r.slots)
+	r.head = (r.head + 1) & (len(r.slots) - 1)
 	r.n--
 	return true
 }
 
+// resize gives the ring depth n, keeping what it holds (at most n).
 func (r *recvRing) resize(n int) {
-	slots := make([]RecvWQE, n)
+	slots := make([]RecvWQE, ringSize(n))
 	for i := 0; i < r.n; i++ {
-		slots[i] = r.slots[(r.head+i)%len(r.slots)]
+		slots[i] = r.slots[(r.head+i)&(len(r.slots)-1)]
 	}
-	r.slots, r.head = slots, 0
+	r.slots, r.depth, r.head = slots, n, 0
 }
 
 // checkRecvSGL validates a receive's scatter list against pd.

@@ -31,7 +31,7 @@ func newSRQ(pd *PD, attr verbs.SRQAttr) *SRQ {
 		maxSGE = 1
 	}
 	s := &SRQ{pd: pd, dev: pd.dev, maxSGE: maxSGE, limit: attr.Limit}
-	s.ring.slots = make([]RecvWQE, attr.MaxWR)
+	s.ring.resize(attr.MaxWR)
 	return s
 }
 
@@ -85,7 +85,7 @@ func (s *SRQ) Modify(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
 		s.mu.Unlock()
 		return verbs.ErrInvalidArgument
 	}
-	maxWR := len(s.ring.slots)
+	maxWR := s.ring.depth
 	if mask&verbs.SRQMaxWR != 0 {
 		maxWR = attr.MaxWR
 	}
@@ -93,7 +93,7 @@ func (s *SRQ) Modify(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
 		s.mu.Unlock()
 		return verbs.ErrInvalidArgument
 	}
-	if mask&verbs.SRQMaxWR != 0 && attr.MaxWR != len(s.ring.slots) {
+	if mask&verbs.SRQMaxWR != 0 && attr.MaxWR != s.ring.depth {
 		s.ring.resize(attr.MaxWR)
 	}
 	fire := false
@@ -114,7 +114,7 @@ func (s *SRQ) Modify(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
 func (s *SRQ) Query() verbs.SRQAttr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return verbs.SRQAttr{MaxWR: len(s.ring.slots), MaxSGE: s.maxSGE, Limit: s.limit}
+	return verbs.SRQAttr{MaxWR: s.ring.depth, MaxSGE: s.maxSGE, Limit: s.limit}
 }
 
 // Posted implements verbs.SRQ.
