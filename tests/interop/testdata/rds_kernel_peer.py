@@ -45,6 +45,7 @@ AF_RDS, SOL_RDS, SO_RDS_TRANSPORT, RDS_TRANS_TCP = 21, 276, 8, 2
 SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33
 RDS_INFO_COUNTERS, RDS_INFO_CONNECTIONS, RDS_INFO_TCP_SOCKETS = 10000, 10001, 10007
 RDS_INFO_SEND_MESSAGES, RDS_INFO_RETRANS_MESSAGES = 10003, 10004
+RDS_INFO_CONNECTION_FLAG_CONNECTING, RDS_INFO_CONNECTION_FLAG_CONNECTED = 0x02, 0x04
 
 
 def rds_socket(addr, port, sndbuf=8 << 20, rcvbuf=8 << 20):
@@ -87,7 +88,7 @@ def parse_dst(d):
     return ip, int(port)
 
 
-def drain(socks, timeout, settle=5):
+def drain(socks, timeout, settle=5, gone=10):
     """Wait until the kernel has handed every message of socks to TCP (none
     left in a send queue), then up to settle seconds more for the retransmit
     queues to let go of them too.
@@ -100,16 +101,33 @@ def drain(socks, timeout, settle=5):
     to TCP is safe unless the connection resets; the kernel frees it from
     the retransmit queue only in rds_tcp_write_space, which an ACK does not
     always call, so the last message can stay listed there long after TCP
-    acknowledged it, and that is not waited for beyond settle."""
+    acknowledged it, and that is not waited for beyond settle.
+
+    A peer that exits once it has everything closes the connection, and the
+    kernel's rds_send_path_reset then moves what TCP still held back onto the
+    send queue, where it stays: only the smaller address (the Go side)
+    reconnects. So when no RDS/TCP connection has been up or coming up for
+    gone seconds (Go reconnects within ReconnectMax, 1 s), the peer has
+    left: the drain says so and ends, and the peer's own checks decide
+    whether it got every message."""
     # Matched by source port alone: 6.1 fills in 0.0.0.0 as the addresses
     # of these rows (struct rds_info_message).
     mine = {s.getsockname()[1] for s in socks}
 
     def left(opt):
         return sum(socket.ntohs(struct.unpack("<H", r[20:22])[0]) in mine for r in info(socks[0], opt))
-    deadline = time.time() + timeout
+    deadline, down_since = time.time() + timeout, None
     while left(RDS_INFO_SEND_MESSAGES):
-        if time.time() > deadline:
+        now = time.time()
+        if tcp_conn_live(socks[0]):
+            down_since = None
+        elif down_since is None:
+            down_since = now
+        elif now - down_since > gone:
+            say("kernel drain: %d messages back in the send queue and no RDS/TCP connection for %gs: "
+                "the peer closed it" % (left(RDS_INFO_SEND_MESSAGES), gone))
+            return
+        if now > deadline:
             fail("%d messages never handed to TCP" % left(RDS_INFO_SEND_MESSAGES))
         time.sleep(0.02)
     settled = time.time() + settle
@@ -119,6 +137,16 @@ def drain(socks, timeout, settle=5):
             return
         time.sleep(0.02)
     say("kernel drain: %d sent, still listed unacknowledged after %gs" % (n, settle))
+
+
+def tcp_conn_live(s):
+    """Whether an RDS/TCP connection of this host is up or connecting (the
+    kernel reports path 0's state; struct rds_info_connection)."""
+    for r in info(s, RDS_INFO_CONNECTIONS):
+        if r[24:40].split(b"\0")[0] == b"tcp" and r[40] & (
+                RDS_INFO_CONNECTION_FLAG_CONNECTING | RDS_INFO_CONNECTION_FLAG_CONNECTED):
+            return True
+    return False
 
 
 def cmd_echo(o):
