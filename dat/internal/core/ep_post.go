@@ -82,6 +82,15 @@ func (ep *EP) Post(r *Request) error {
 			return err
 		}
 	}
+	// The send queue's lock: its mutex, inlined, when the provider lends
+	// it (verbs.SendMutexer), instead of a dynamic call of LockSend. What
+	// the post needs of the snapshot is loaded after it: Go keeps no
+	// register across a call, and the lock may call (lockSlow).
+	if m := cfg.sqMu; m != nil {
+		m.Lock()
+	} else {
+		cfg.sq.LockSend()
+	}
 	need := dat.MemPrivLocalRead
 	if r.DOp == dat.DTORDMARead {
 		need = dat.MemPrivLocalWrite
@@ -90,14 +99,6 @@ func (ep *EP) Post(r *Request) error {
 	// of the same memory would only repeat its own.
 	trust := cfg.checksSGL && cfg.pz.loose.Load() == 0
 	sq, own, pz := cfg.sq, cfg.own, cfg.pz
-
-	// The send queue's lock: its mutex, inlined, when the provider lends
-	// it (verbs.SendMutexer), instead of a dynamic call of LockSend.
-	if m := cfg.sqMu; m != nil {
-		m.Lock()
-	} else {
-		sq.LockSend()
-	}
 	// Resolve the local side into SGEs; zero-length segments name nothing.
 	k := 0
 	var total uint64
