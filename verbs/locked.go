@@ -111,3 +111,16 @@ type CQMutexer interface {
 	// CQMutex returns the mutex Lock takes and Unlock releases.
 	CQMutex() *sync.Mutex
 }
+
+// CQRinger is an optional CQMutexer interface for a provider that keeps
+// its completions in a CQRing: Poll and PollLocked take them from it and
+// nothing else does. The consumer, holding the mutex, then takes the
+// oldest completion in place (CQRing.Peek and Pop, which inline) instead
+// of calling PollLocked to copy it into a buffer of its own: DAT hands a
+// completion out one at a time, translated straight into its event. The
+// rules of CQMutexer hold for the ring, and Push is the provider's alone.
+type CQRinger interface {
+	CQMutexer
+	// CQRing returns the ring, guarded by the mutex CQMutex returns.
+	CQRing() *CQRing
+}

@@ -91,10 +91,11 @@ type EVD struct {
 	// slot rings of the queues completing here, so that the hot path
 	// hands a completion out under one lock. Lock order: mu before cql.
 	cql    verbs.CQLocker
-	cqMu   *sync.Mutex  // what cql locks, when the provider lends it (verbs.CQMutexer)
-	wcs    [16]verbs.WC // completions polled from the CQ +checklocks:cql
-	wcHead int          // wcs[wcHead:wcN] are raw: polled, not translated +checklocks:cql
-	wcN    int          // +checklocks:cql
+	cqMu   *sync.Mutex   // what cql locks, when the provider lends it (verbs.CQMutexer)
+	cqRing *verbs.CQRing // the CQ's completions, when the provider lends them (verbs.CQRinger)
+	wcs    [16]verbs.WC  // completions polled from the CQ +checklocks:cql
+	wcHead int           // wcs[wcHead:wcN] are raw: polled, not translated +checklocks:cql
+	wcN    int           // +checklocks:cql
 	// last is the owner of the last DTO takeDTOLocked handed out, which
 	// the next one most likely shares; an EP's free clears it (Purge).
 	last *owner // +checklocks:cql
@@ -160,6 +161,9 @@ func newEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags, adopt bool) (*EVD, e
 		e.cq, e.cql = cq, cqLocker(cq)
 		if m, ok := cq.(verbs.CQMutexer); ok {
 			e.cqMu = m.CQMutex()
+		}
+		if r, ok := cq.(verbs.CQRinger); ok {
+			e.cqRing = r.CQRing()
 		}
 		depth += qlen
 	}

@@ -98,7 +98,7 @@ func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 		if e.wcHead == e.wcN && !e.pollRawCQLocked(len(e.wcs)) {
 			return false
 		}
-		if e.takeDTOLocked(ev) {
+		if e.takeRawDTOLocked(ev) {
 			return true
 		}
 		wc := &e.wcs[e.wcHead]
@@ -110,16 +110,27 @@ func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 	}
 }
 
-// takeDTOLocked hands out the next raw completion, wcs[wcHead], when it
-// is the common case: a successful DTO of an EP queue completing to e,
-// translated straight from its slot into ev (see translateLocked), which
-// retires the slot without a hold. False, with nothing done, for any
-// other. The caller holds cql. (This and TakeFast are what evd_wait costs
-// over a verbs Poll.) The owner comes from e.last when the completion is
-// the last one's EP's, as it mostly is: the owner table's lookup is a
-// chain of five dependent loads.
-func (e *EVD) takeDTOLocked(ev *dat.Event) bool {
-	wc := &e.wcs[e.wcHead&(len(e.wcs)-1)] // wcHead < wcN <= len(wcs)
+// takeRawDTOLocked is takeDTOLocked of the next raw completion,
+// wcs[wcHead], which it consumes when it hands it out. The caller holds
+// cql and knows that wcHead < wcN.
+func (e *EVD) takeRawDTOLocked(ev *dat.Event) bool {
+	if e.takeDTOLocked(&e.wcs[e.wcHead&(len(e.wcs)-1)], ev) {
+		e.wcHead++
+		return true
+	}
+	return false
+}
+
+// takeDTOLocked hands out the completion wc, a raw one or the CQ's head
+// in place (verbs.CQPeeker), when it is the common case: a successful DTO
+// of an EP queue completing to e, translated straight from its slot into
+// ev (see translateLocked), which retires the slot without a hold. False,
+// with nothing done, for any other. The caller holds cql and consumes wc
+// when it is handed out. (This and TakeFast are what evd_wait costs over
+// a verbs Poll.) The owner comes from e.last when the completion is the
+// last one's EP's, as it mostly is: the owner table's lookup is a chain
+// of five dependent loads.
+func (e *EVD) takeDTOLocked(wc *verbs.WC, ev *dat.Event) bool {
 	if wc.Status != verbs.WCSuccess {
 		return false
 	}
@@ -138,7 +149,6 @@ func (e *EVD) takeDTOLocked(ev *dat.Event) bool {
 	if s == nil || q.evd != e || s.flags&dat.CompletionSuppress != 0 || s.op == dat.DTOBindMW {
 		return false
 	}
-	e.wcHead++
 	ev.Number = dat.DTOCompletionEvent
 	fillDTO(&ev.DTO, o.ep.handle, s, wc, dat.DTOSuccess)
 	q.retireLocked(seq)
@@ -173,11 +183,29 @@ func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
 	}
 	mu.Lock()
 	if e.queued.Load() == 0 {
-		// takeCQLocked, with its common case first.
+		// takeCQLocked, with its common case first: with no raw
+		// completions, the CQ's oldest translated where it lies, when
+		// the provider lends its ring (verbs.CQRinger, which comes
+		// with the mutex); anything else is polled and goes the usual
+		// way.
 		if e.wcHead == e.wcN {
+			if r := e.cqRing; r != nil {
+				wc := r.Peek()
+				if wc == nil {
+					mu.Unlock()
+					return 0, false
+				}
+				if e.takeDTOLocked(wc, ev) {
+					// What a poll into wcs would have left.
+					n = min(r.Len(), len(e.wcs)) - 1
+					r.Pop()
+					mu.Unlock()
+					return n, true
+				}
+			}
 			e.pollRawCQLocked(len(e.wcs))
 		}
-		ok = e.wcHead < e.wcN && (e.takeDTOLocked(ev) || e.takeCQLocked(ev))
+		ok = e.wcHead < e.wcN && (e.takeRawDTOLocked(ev) || e.takeCQLocked(ev))
 	}
 	n = e.wcN - e.wcHead
 	mu.Unlock()

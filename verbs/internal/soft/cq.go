@@ -22,22 +22,20 @@ type CQ struct {
 	dev  *Device
 	wake chan struct{} // capacity 1
 
-	mu        sync.Mutex
-	ring      []verbs.WC       // len is a power of two +checklocks:mu
-	depth     int              // the most completions queued; <= len(ring) +checklocks:mu
-	head, n   int              // +checklocks:mu
-	solicited int              // queued completions with WC.Solicited() +checklocks:mu
-	overflow  bool             // +checklocks:mu
-	closed    bool             // +checklocks:mu
-	qps       map[*QP]struct{} // the QPs using the CQ +checklocks:mu
-	users     atomic.Int64
+	mu       sync.Mutex
+	ring     verbs.CQRing     // +checklocks:mu
+	depth    int              // the most completions queued; <= ring.Cap() +checklocks:mu
+	overflow bool             // +checklocks:mu
+	closed   bool             // +checklocks:mu
+	qps      map[*QP]struct{} // the QPs using the CQ +checklocks:mu
+	users    atomic.Int64
 
 	single       atomic.Pointer[QP]        // the only QP using the CQ, if one is
 	inlineWaiter atomic.Pointer[inlineRef] // the receiver a waiter is running
 }
 
 func newCQ(d *Device, depth int) *CQ {
-	return &CQ{dev: d, ring: make([]verbs.WC, ringSize(depth)), depth: depth, wake: make(chan struct{}, 1)}
+	return &CQ{dev: d, ring: verbs.NewCQRing(depth), depth: depth, wake: make(chan struct{}, 1)}
 }
 
 // ringSize is the power of two a ring of depth entries is backed by.
@@ -51,7 +49,7 @@ func (cq *CQ) Push(wc *verbs.WC) {
 		cq.mu.Unlock()
 		return
 	}
-	if cq.n == cq.depth {
+	if cq.ring.Len() == cq.depth {
 		first := !cq.overflow
 		cq.overflow = true
 		cq.mu.Unlock()
@@ -62,11 +60,7 @@ func (cq *CQ) Push(wc *verbs.WC) {
 		cq.signal()
 		return
 	}
-	cq.ring[(cq.head+cq.n)&(len(cq.ring)-1)] = *wc
-	cq.n++
-	if wc.Solicited() {
-		cq.solicited++
-	}
+	cq.ring.Push(wc)
 	cq.mu.Unlock()
 	cq.signal()
 }
@@ -87,25 +81,13 @@ func (cq *CQ) Poll(wcs []verbs.WC) int {
 	return k
 }
 
-func (cq *CQ) pollLocked(wcs []verbs.WC) int {
-	k := 0
-	for k < len(wcs) && cq.n > 0 {
-		wcs[k] = cq.ring[cq.head]
-		if wcs[k].Solicited() {
-			cq.solicited--
-		}
-		cq.head = (cq.head + 1) & (len(cq.ring) - 1)
-		cq.n--
-		k++
-	}
-	return k
-}
+func (cq *CQ) pollLocked(wcs []verbs.WC) int { return cq.ring.Poll(wcs) }
 
 // Len implements verbs.CQ.
 func (cq *CQ) Len() int {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	return cq.n
+	return cq.ring.Len()
 }
 
 // Depth implements verbs.CQ.
@@ -125,9 +107,9 @@ func (cq *CQ) ready(solicitedOnly bool) (bool, error) {
 	case cq.overflow:
 		return true, verbs.ErrCQOverflow
 	case solicitedOnly:
-		return cq.solicited > 0, nil
+		return cq.ring.Solicited() > 0, nil
 	}
-	return cq.n > 0, nil
+	return cq.ring.Len() > 0, nil
 }
 
 // Wait implements verbs.CQ.
@@ -162,14 +144,11 @@ func (cq *CQ) Resize(depth int) error {
 	if cq.closed {
 		return verbs.ErrClosed
 	}
-	if depth < cq.n {
+	if depth < cq.ring.Len() {
 		return verbs.ErrInvalidArgument
 	}
-	ring := make([]verbs.WC, ringSize(depth))
-	for i := 0; i < cq.n; i++ {
-		ring[i] = cq.ring[(cq.head+i)&(len(cq.ring)-1)]
-	}
-	cq.ring, cq.depth, cq.head = ring, depth, 0
+	cq.ring.Resize(depth)
+	cq.depth = depth
 	return nil
 }
 

@@ -112,3 +112,9 @@ var _ verbs.CQMutexer = (*CQ)(nil)
 
 // CQMutex implements verbs.CQMutexer: Lock and Unlock are cq.mu's.
 func (cq *CQ) CQMutex() *sync.Mutex { return &cq.mu }
+
+var _ verbs.CQRinger = (*CQ)(nil)
+
+// CQRing implements verbs.CQRinger: the ring Push queues to and pollLocked
+// takes from.
+func (cq *CQ) CQRing() *verbs.CQRing { return &cq.ring }

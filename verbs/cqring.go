@@ -1,0 +1,88 @@
+package verbs
+
+import "math/bits"
+
+// CQRing is a CQ's queue of completions: a ring whose array is a power of
+// two, so that a slot is found with a mask. A provider may keep its
+// completions in one and lend it to the consumer (CQRinger), which then
+// takes the oldest completion where it lies, with calls the compiler
+// inlines, instead of copying it out through PollLocked. It is not safe
+// for concurrent use: the CQ's lock guards it, and its bounds (a CQ's
+// depth) are the provider's to keep.
+type CQRing struct {
+	wcs       []WC // len is a power of two
+	head, n   int
+	solicited int // queued completions with WC.Solicited()
+}
+
+// NewCQRing returns an empty ring that holds at least size completions.
+func NewCQRing(size int) CQRing {
+	return CQRing{wcs: make([]WC, 1<<bits.Len(uint(max(size, 1)-1)))}
+}
+
+// Len returns the completions queued.
+func (r *CQRing) Len() int { return r.n }
+
+// Cap returns the completions the ring can hold.
+func (r *CQRing) Cap() int { return len(r.wcs) }
+
+// Solicited returns the queued completions that satisfy a solicited-only
+// wait (WC.Solicited).
+func (r *CQRing) Solicited() int { return r.solicited }
+
+// Push queues a copy of wc; the caller has checked that Len < Cap.
+func (r *CQRing) Push(wc *WC) {
+	r.wcs[(r.head+r.n)&(len(r.wcs)-1)] = *wc
+	r.n++
+	if wc.Solicited() {
+		r.solicited++
+	}
+}
+
+// Peek returns the oldest completion, in place, or nil when none is
+// queued. It stays valid until Pop, Poll or Resize.
+func (r *CQRing) Peek() *WC {
+	if r.n == 0 {
+		return nil
+	}
+	return &r.wcs[r.head&(len(r.wcs)-1)]
+}
+
+// Pop removes the oldest completion; it does nothing when none is queued.
+func (r *CQRing) Pop() {
+	if r.n == 0 {
+		return
+	}
+	if r.wcs[r.head&(len(r.wcs)-1)].Solicited() {
+		r.solicited--
+	}
+	r.head = (r.head + 1) & (len(r.wcs) - 1)
+	r.n--
+}
+
+// Poll moves up to len(wcs) of the oldest completions into wcs and
+// returns how many it moved.
+func (r *CQRing) Poll(wcs []WC) int {
+	k := 0
+	for k < len(wcs) && r.n > 0 {
+		wcs[k] = r.wcs[r.head]
+		if wcs[k].Solicited() {
+			r.solicited--
+		}
+		r.head = (r.head + 1) & (len(r.wcs) - 1)
+		r.n--
+		k++
+	}
+	return k
+}
+
+// Resize moves the queued completions, in order, to a new array that
+// holds at least size; the caller has checked that they fit (Len <= size).
+func (r *CQRing) Resize(size int) {
+	nr := NewCQRing(size)
+	for i := 0; i < r.n; i++ {
+		nr.wcs[i] = r.wcs[(r.head+i)&(len(r.wcs)-1)]
+	}
+	nr.n, nr.solicited = r.n, r.solicited
+	*r = nr
+}
