@@ -91,10 +91,36 @@ func (ep *EP) Post(r *Request) error {
 	} else {
 		cfg.sq.LockSend()
 	}
-	need := dat.MemPrivLocalRead
-	if r.DOp == dat.DTORDMARead {
-		need = dat.MemPrivLocalWrite
+	// The common case, one segment of memory that the provider checks as
+	// it takes the request (DAT's checks of it would only repeat its
+	// own) and that fits the remote side, straight to the work request.
+	// The rest, and every error, goes through postLocked: a path this
+	// small makes no call before the post, so that Go keeps what it
+	// loads in registers instead of its frame.
+	if len(r.IOV) == 1 && r.Sink == nil && cfg.checksSGL && cfg.pz.loose.Load() == 0 {
+		t := &r.IOV[0]
+		if total := uint64(t.SegmentLength); total != 0 && (r.DOp == dat.DTOSend || total <= uint64(r.Remote.SegmentLength)) {
+			s := &ep.ssgl[0]
+			s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
+			return ep.postOneLocked(cfg, r, 1, total, true)
+		}
 	}
+	return ep.postLocked(cfg, r)
+}
+
+// needOf is the local privilege a request needs of its segments.
+func needOf(r *Request) dat.MemPriv {
+	if r.DOp == dat.DTORDMARead {
+		return dat.MemPrivLocalWrite
+	}
+	return dat.MemPrivLocalRead
+}
+
+// postLocked is Post under the send queue's lock, which it releases, for
+// every request: it resolves the local side into SGEs and checks the
+// lengths, then posts (postOneLocked), or splits a Read.
+func (ep *EP) postLocked(cfg *postCfg, r *Request) error {
+	need := needOf(r)
 	// The provider checks the SGL as it takes the request: DAT's checks
 	// of the same memory would only repeat its own.
 	trust := cfg.checksSGL && cfg.pz.loose.Load() == 0
@@ -107,21 +133,12 @@ func (ep *EP) Post(r *Request) error {
 			return unlockSend(sq, err)
 		}
 		k, total = 1, uint64(r.Sink.SegmentLength)
+	} else if trust {
+		k, total = trustedSGL(&ep.ssgl, r.IOV)
 	} else {
-		iov := r.IOV
-		for i := range iov {
-			t := &iov[i]
-			if t.SegmentLength == 0 {
-				continue
-			}
-			if trust {
-				s := &ep.ssgl[k]
-				s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
-			} else if err := ep.ia.CheckLocal(r.opName(), pz, t, need, &ep.ssgl[k]); err != nil {
-				return unlockSend(sq, err)
-			}
-			total += uint64(t.SegmentLength)
-			k++
+		var err error
+		if k, total, err = ep.ia.checkedSGL(r.opName(), pz, r.IOV, need, &ep.ssgl); err != nil {
+			return unlockSend(sq, err)
 		}
 	}
 	if total > maxMessage || r.DOp != dat.DTOSend && total > uint64(r.Remote.SegmentLength) {
@@ -135,15 +152,24 @@ func (ep *EP) Post(r *Request) error {
 		}
 		return unlockSend(sq, err)
 	}
-	q := &own.req
+	return ep.postOneLocked(cfg, r, k, total, trust)
+}
+
+// postOneLocked posts r as one work request whose k SGEs (total bytes)
+// are in ep.ssgl, under the send queue's lock, which it releases: it
+// takes the request's cookie slot, fills the work request, and posts.
+// trust says whether DAT's checks of r's segments were left to the
+// provider (see refused).
+func (ep *EP) postOneLocked(cfg *postCfg, r *Request, k int, total uint64, trust bool) error {
+	q := &cfg.own.req
 	seq, ok := q.reserve()
 	if !ok {
-		return unlockSend(sq, ep.ia.refused(trust, r.opName(), pz, r.IOV, need, errPostFull))
+		return unlockSend(cfg.sq, ep.ia.refused(trust, r.opName(), cfg.pz, r.IOV, needOf(r), errPostFull))
 	}
 	q.slot(seq).set(seq, r.Cookie, r.DOp, r.Flags, uint32(total))
 	signalled := !cfg.unsigSuppressed || !q.mayGoUnsignalled(r.Flags)
 	w := &ep.swr[0]
-	w.ID, w.SGL = own.id|uint64(seq&wrSlotMask), ep.ssgl[:k]
+	w.ID, w.SGL = cfg.own.id|uint64(seq&wrSlotMask), ep.ssgl[:k]
 	w.RemoteAddr, w.RKey = 0, 0
 	if rm := r.Remote; rm != nil {
 		w.RemoteAddr, w.RKey = uint64(rm.VirtualAddress), uint32(rm.RMRContext)
@@ -161,11 +187,47 @@ func (ep *EP) Post(r *Request) error {
 	// the request; still under the lock when it does not, and undone.
 	tail, lastSig, unsig := q.tail, q.lastSig, q.unsig
 	q.commitSignalled(seq, signalled)
-	if _, err := sq.PostSendUnlock(ep.swr[:]); err != nil {
+	if _, err := cfg.sq.PostSendUnlock(ep.swr[:]); err != nil {
 		q.tail, q.lastSig, q.unsig = tail, lastSig, unsig
-		return unlockSend(sq, ep.ia.refused(trust, r.opName(), pz, r.IOV, need, postErr(r.opName(), err)))
+		return unlockSend(cfg.sq, ep.ia.refused(trust, r.opName(), cfg.pz, r.IOV, needOf(r), postErr(r.opName(), err)))
 	}
 	return nil
+}
+
+// trustedSGL fills sgl with the non-empty segments of iov, whose checks
+// the provider makes (verbs.SGLChecker), and returns how many and their
+// total length; the caller has bounded len(iov). A loop without calls,
+// apart from checkedSGL's: with a call in it, the post paths kept its
+// variables in their frames and reloaded them on every segment.
+func trustedSGL(sgl *[verbs.MaxSGE]verbs.SGE, iov []dat.LMRTriplet) (k int, total uint64) {
+	for i := range iov {
+		t := &iov[i]
+		if t.SegmentLength == 0 {
+			continue
+		}
+		s := &sgl[k]
+		s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
+		total += uint64(t.SegmentLength)
+		k++
+	}
+	return k, total
+}
+
+// checkedSGL is trustedSGL with DAT's checks of each segment (CheckLocal),
+// for a provider that does not make them; it returns the first fault.
+func (ia *IA) checkedSGL(op string, pz *PZ, iov []dat.LMRTriplet, need dat.MemPriv, sgl *[verbs.MaxSGE]verbs.SGE) (k int, total uint64, err error) {
+	for i := range iov {
+		t := &iov[i]
+		if t.SegmentLength == 0 {
+			continue
+		}
+		if err := ia.CheckLocal(op, pz, t, need, &sgl[k]); err != nil {
+			return 0, 0, err
+		}
+		total += uint64(t.SegmentLength)
+		k++
+	}
+	return k, total, nil
 }
 
 // unlockSend releases the send queue's lock and returns err.
@@ -299,47 +361,54 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	if ep == nil {
 		return errPostFreed
 	}
-	cfg := ep.cfg.Load() // see postRequest
+	cfg := ep.cfg.Load() // see Post
 	if cfg == nil || flags&^cfg.recvFlags != 0 || len(iov) > cfg.recvIOV {
 		var err error
 		if cfg, err = ep.recvChecks(iov, flags); err != nil {
 			return err
 		}
 	}
-	rq, own, pz := cfg.rq, cfg.own, cfg.pz
-	// As in postRequest: the provider checks the SGL; its mutex, inlined.
-	trust := cfg.checksSGL && pz.loose.Load() == 0
-	if m := cfg.rqMu; m != nil {
+	if m := cfg.rqMu; m != nil { // as in Post: the mutex, inlined
 		m.Lock()
 	} else {
-		rq.LockRecv()
+		cfg.rq.LockRecv()
 	}
-	k := 0
-	for i := range iov {
-		t := &iov[i]
-		if t.SegmentLength == 0 {
-			continue
-		}
-		if trust {
-			s := &ep.rsgl[k]
-			s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
-		} else if err := ep.ia.CheckLocal(op, pz, t, dat.MemPrivLocalWrite, &ep.rsgl[k]); err != nil {
-			return unlockRecv(rq, err)
-		}
-		k++
+	// The common case, as in Post: one segment that the provider checks.
+	if len(iov) == 1 && iov[0].SegmentLength != 0 && cfg.checksSGL && cfg.pz.loose.Load() == 0 {
+		t, s := &iov[0], &ep.rsgl[0]
+		s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
+		return ep.postRecvOneLocked(cfg, iov, cookie, flags, 1, true)
 	}
-	q := &own.recv
+	trust := cfg.checksSGL && cfg.pz.loose.Load() == 0
+	var k int
+	if trust {
+		k, _ = trustedSGL(&ep.rsgl, iov)
+	} else {
+		var err error
+		if k, _, err = ep.ia.checkedSGL(op, cfg.pz, iov, dat.MemPrivLocalWrite, &ep.rsgl); err != nil {
+			return unlockRecv(cfg.rq, err)
+		}
+	}
+	return ep.postRecvOneLocked(cfg, iov, cookie, flags, k, trust)
+}
+
+// postRecvOneLocked is postOneLocked for PostRecv: it posts the receive
+// whose k SGEs are in ep.rsgl, under the receive queue's lock, which it
+// releases.
+func (ep *EP) postRecvOneLocked(cfg *postCfg, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags, k int, trust bool) error {
+	const op = "ep_post_recv"
+	q := &cfg.own.recv
 	seq, ok := q.reserve()
 	if !ok {
-		return unlockRecv(rq, ep.ia.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, errPostFull))
+		return unlockRecv(cfg.rq, ep.ia.refused(trust, op, cfg.pz, iov, dat.MemPrivLocalWrite, errPostFull))
 	}
 	q.slot(seq).set(seq, cookie, dat.DTOReceive, flags, 0)
 	w := &ep.rwr[0]
-	w.ID, w.SGL = own.id|wrRecvBit|uint64(seq&wrSlotMask), ep.rsgl[:k]
-	q.commit(seq) // before the post, as in postRequest
-	if _, err := rq.PostRecvUnlock(ep.rwr[:]); err != nil {
+	w.ID, w.SGL = cfg.own.id|wrRecvBit|uint64(seq&wrSlotMask), ep.rsgl[:k]
+	q.commit(seq) // before the post, as in Post
+	if _, err := cfg.rq.PostRecvUnlock(ep.rwr[:]); err != nil {
 		q.tail = seq
-		return unlockRecv(rq, ep.ia.refused(trust, op, pz, iov, dat.MemPrivLocalWrite, postErr(op, err)))
+		return unlockRecv(cfg.rq, ep.ia.refused(trust, op, cfg.pz, iov, dat.MemPrivLocalWrite, postErr(op, err)))
 	}
 	if ep.hw.active.Load() {
 		ep.checkWatermarks()
