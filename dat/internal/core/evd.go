@@ -96,7 +96,7 @@ type EVD struct {
 	wcs    [16]verbs.WC  // completions polled from the CQ +checklocks:cql
 	wcHead int           // wcs[wcHead:wcN] are raw: polled, not translated +checklocks:cql
 	wcN    int           // +checklocks:cql
-	// last is the owner of the last DTO takeDTOLocked handed out, which
+	// last is the owner of the last DTO TakeFast handed out, which
 	// the next one most likely shares; an EP's free clears it (Purge).
 	last *owner // +checklocks:cql
 

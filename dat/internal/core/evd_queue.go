@@ -98,9 +98,6 @@ func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 		if e.wcHead == e.wcN && !e.pollRawCQLocked(len(e.wcs)) {
 			return false
 		}
-		if e.takeRawDTOLocked(ev) {
-			return true
-		}
 		wc := &e.wcs[e.wcHead]
 		e.wcHead++
 		if h, _, ok := e.translateLocked(wc, ev); ok {
@@ -110,49 +107,16 @@ func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 	}
 }
 
-// takeRawDTOLocked is takeDTOLocked of the next raw completion,
-// wcs[wcHead], which it consumes when it hands it out. The caller holds
-// cql and knows that wcHead < wcN.
-func (e *EVD) takeRawDTOLocked(ev *dat.Event) bool {
-	if e.takeDTOLocked(&e.wcs[e.wcHead&(len(e.wcs)-1)], ev) {
-		e.wcHead++
-		return true
+// lastOwnerLocked looks up the owner of the EP queue that the completion
+// ID names and keeps it in e.last, for TakeFast when e.last is not it;
+// nil for none, or an SRQ's. The caller holds cql.
+func (e *EVD) lastOwnerLocked(id uint64) *owner {
+	o := e.ia.lookupOwner(id)
+	if o == nil || o.srq != nil {
+		return nil
 	}
-	return false
-}
-
-// takeDTOLocked hands out the completion wc, a raw one or the CQ's head
-// in place (verbs.CQPeeker), when it is the common case: a successful DTO
-// of an EP queue completing to e, translated straight from its slot into
-// ev (see translateLocked), which retires the slot without a hold. False,
-// with nothing done, for any other. The caller holds cql and consumes wc
-// when it is handed out. (This and TakeFast are what evd_wait costs over
-// a verbs Poll.) The owner comes from e.last when the completion is the
-// last one's EP's, as it mostly is: the owner table's lookup is a chain
-// of five dependent loads.
-func (e *EVD) takeDTOLocked(wc *verbs.WC, ev *dat.Event) bool {
-	if wc.Status != verbs.WCSuccess {
-		return false
-	}
-	o := e.last
-	if o == nil || o.id != wc.ID&^(1<<wrGenShift-1) || o.gone.Load() {
-		if o = e.ia.lookupOwner(wc.ID); o == nil || o.srq != nil {
-			return false
-		}
-		e.last = o
-	}
-	q := &o.req
-	if wc.ID&wrRecvBit != 0 {
-		q = &o.recv
-	}
-	s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
-	if s == nil || q.evd != e || s.flags&dat.CompletionSuppress != 0 || s.op == dat.DTOBindMW {
-		return false
-	}
-	ev.Number = dat.DTOCompletionEvent
-	fillDTO(&ev.DTO, o.ep.handle, s, wc, dat.DTOSuccess)
-	q.retireLocked(seq)
-	return true
+	e.last = o
+	return o
 }
 
 // TakeFast is the hot path of evd_dequeue (wait false) and of an evd_wait
@@ -177,36 +141,51 @@ func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
 	if e == nil || e.cq == nil || e.gate.Load()&block != 0 {
 		return 0, false
 	}
-	mu := e.cqMu
-	if mu == nil {
+	r := e.cqRing
+	if r == nil {
 		return e.takeCQ(ev)
 	}
+	mu := e.cqMu // lent with the ring
 	mu.Lock()
-	if e.queued.Load() == 0 {
-		// takeCQLocked, with its common case first: with no raw
-		// completions, the CQ's oldest translated where it lies, when
-		// the provider lends its ring (verbs.CQRinger, which comes
-		// with the mutex); anything else is polled and goes the usual
-		// way.
-		if e.wcHead == e.wcN {
-			if r := e.cqRing; r != nil {
-				wc := r.Peek()
-				if wc == nil {
-					mu.Unlock()
-					return 0, false
-				}
-				if e.takeDTOLocked(wc, ev) {
-					// What a poll into wcs would have left.
-					n = min(r.Len(), len(e.wcs)) - 1
-					r.Pop()
-					mu.Unlock()
-					return n, true
-				}
-			}
-			e.pollRawCQLocked(len(e.wcs))
+	// The common case, with nothing older in the ring or polled: the
+	// CQ's oldest completion, where it lies, a successful DTO of an EP
+	// queue completing to e, translated straight from its slot into ev
+	// (see translateLocked), which retires the slot without a hold. Here
+	// rather than in a function of its own: TakeFast would keep what it
+	// loaded in its frame around the call. (This is what evd_wait costs
+	// over a verbs Poll.) Anything else is polled and translated the
+	// usual way.
+	if e.queued.Load() == 0 && e.wcHead == e.wcN {
+		wc := r.Peek()
+		if wc == nil {
+			mu.Unlock()
+			return 0, false
 		}
-		ok = e.wcHead < e.wcN && (e.takeRawDTOLocked(ev) || e.takeCQLocked(ev))
+		// The owner comes from e.last when the completion is the last
+		// one's EP's, as it mostly is: the owner table's lookup is a
+		// chain of five dependent loads.
+		o := e.last
+		if o == nil || o.id != wc.ID&^(1<<wrGenShift-1) || o.gone.Load() {
+			o = e.lastOwnerLocked(wc.ID)
+		}
+		if wc.Status == verbs.WCSuccess && o != nil {
+			q := &o.req
+			if wc.ID&wrRecvBit != 0 {
+				q = &o.recv
+			}
+			s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
+			if s != nil && q.evd == e && s.flags&dat.CompletionSuppress == 0 && s.op != dat.DTOBindMW {
+				ev.Number = dat.DTOCompletionEvent
+				fillDTO(&ev.DTO, o.ep.handle, s, wc, dat.DTOSuccess)
+				q.retireLocked(seq)
+				n = min(r.Len(), len(e.wcs)) - 1 // what a poll into wcs would have left
+				r.Pop()
+				mu.Unlock()
+				return n, true
+			}
+		}
 	}
+	ok = e.queued.Load() == 0 && e.takeCQLocked(ev)
 	n = e.wcN - e.wcHead
 	mu.Unlock()
 	return n, ok
