@@ -26,6 +26,10 @@ CACHE=${LAB_CACHE:?LAB_CACHE must point at the lab cache}
 REPS=${REPS:-3}
 SECS=${SECS:-3}
 ITERS=${ITERS:-2000}
+# GO_MAXPROCS (optional) sets GOMAXPROCS for every Go process: the C tool's processes are single
+# threaded, a Go process runs one P per vCPU unless told otherwise.
+GOENV=()
+[ -n "${GO_MAXPROCS:-}" ] && GOENV=(GOMAXPROCS="$GO_MAXPROCS")
 RB=$CACHE/rdsbench
 GB=$REPO/bin/rds-bench
 [ -x "$RB" ] || { echo "rds-lab-bench.sh: no $RB (run the lab's setup.sh)" >&2; exit 1; }
@@ -68,22 +72,23 @@ gobench() { # BACKEND MODE SIZE: one rds-bench pair; prints the line with the fi
   local be=$1 mode=$2 sz=$3 out
   out=$(mktemp)
   rm -f "$TMP/ready"
-  ip netns exec rdsB "$GB" -backend "$be" rx -bind $B:19011 -mode "$mode" -size "$sz" -ready "$TMP/ready" >"$out" 2>&1 &
+  ip netns exec rdsB env "${GOENV[@]}" "$GB" -backend "$be" rx -bind $B:19011 -mode "$mode" -size "$sz" -ready "$TMP/ready" >"$out" 2>&1 &
   local rx=$!
   while [ ! -e "$TMP/ready" ]; do   # the receiver binds (and listens) first
     kill -0 $rx 2>/dev/null || { cat "$out" >&2; return 1; }
     sleep 0.05
   done
   if [ "$mode" = tput ]; then
-    ip netns exec rdsA "$GB" -backend "$be" tx -bind $A:19012 -to $B:19011 -mode tput -size "$sz" -secs "$SECS"
+    ip netns exec rdsA env "${GOENV[@]}" "$GB" -backend "$be" tx -bind $A:19012 -to $B:19011 -mode tput -size "$sz" -secs "$SECS"
     wait $rx; cat "$out"
   else
-    ip netns exec rdsA "$GB" -backend "$be" tx -bind $A:19012 -to $B:19011 -mode pingpong -size "$sz" -iters "$ITERS"
+    ip netns exec rdsA env "${GOENV[@]}" "$GB" -backend "$be" tx -bind $A:19012 -to $B:19011 -mode pingpong -size "$sz" -iters "$ITERS"
     wait $rx
   fi
   rm -f "$out"
 }
 
+echo "Go processes: GOMAXPROCS=${GO_MAXPROCS:-default}" >&2
 for r in $(seq "$REPS"); do
   echo "== round $r" >&2
   o=$(ktput 64); echo "$o" >&2;                          res rds_kernel_rate_64 "$(field msgs/s "$o")" msg/s
