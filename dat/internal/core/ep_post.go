@@ -93,74 +93,23 @@ func (ep *EP) Post(r *Request) error {
 	}
 	// The common case, one segment of memory that the provider checks as
 	// it takes the request (DAT's checks of it would only repeat its
-	// own) and that fits the remote side, straight to the work request.
-	// The rest, and every error, goes through postLocked: a path this
-	// small makes no call before the post, so that Go keeps what it
-	// loads in registers instead of its frame.
-	if len(r.IOV) == 1 && r.Sink == nil && cfg.checksSGL && cfg.pz.loose.Load() == 0 {
-		t := &r.IOV[0]
-		if total := uint64(t.SegmentLength); total != 0 && (r.DOp == dat.DTOSend || total <= uint64(r.Remote.SegmentLength)) {
-			s := &ep.ssgl[0]
-			s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
-			return ep.postOneLocked(cfg, r, 1, total, true)
-		}
-	}
-	return ep.postLocked(cfg, r)
-}
-
-// needOf is the local privilege a request needs of its segments.
-func needOf(r *Request) dat.MemPriv {
-	if r.DOp == dat.DTORDMARead {
-		return dat.MemPrivLocalWrite
-	}
-	return dat.MemPrivLocalRead
-}
-
-// postLocked is Post under the send queue's lock, which it releases, for
-// every request: it resolves the local side into SGEs and checks the
-// lengths, then posts (postOneLocked), or splits a Read.
-func (ep *EP) postLocked(cfg *postCfg, r *Request) error {
-	need := needOf(r)
-	// The provider checks the SGL as it takes the request: DAT's checks
-	// of the same memory would only repeat its own.
-	trust := cfg.checksSGL && cfg.pz.loose.Load() == 0
-	sq, own, pz := cfg.sq, cfg.own, cfg.pz
-	// Resolve the local side into SGEs; zero-length segments name nothing.
-	k := 0
-	var total uint64
-	if r.Sink != nil {
-		if err := ep.ia.rmrSink(r.opName(), pz, r.Sink, &ep.ssgl[0]); err != nil {
-			return unlockSend(sq, err)
-		}
-		k, total = 1, uint64(r.Sink.SegmentLength)
-	} else if trust {
-		k, total = trustedSGL(&ep.ssgl, r.IOV)
+	// own) and that fits the remote side, straight to the work request;
+	// the rest resolves its SGEs in sglLocked. The post follows here
+	// rather than in a function both call: Post kept what it had loaded
+	// in its frame around the call.
+	k, total, trust := 1, uint64(0), true
+	if t := r.IOV; len(t) == 1 && t[0].SegmentLength != 0 && r.Sink == nil && cfg.checksSGL && cfg.pz.loose.Load() == 0 &&
+		(r.DOp == dat.DTOSend || t[0].SegmentLength <= r.Remote.SegmentLength) {
+		s := &ep.ssgl[0]
+		s.Addr, s.Length, s.LKey = uint64(t[0].VirtualAddress), t[0].SegmentLength, uint32(t[0].LMRContext)
+		total = uint64(t[0].SegmentLength)
 	} else {
+		var done bool
 		var err error
-		if k, total, err = ep.ia.checkedSGL(r.opName(), pz, r.IOV, need, &ep.ssgl); err != nil {
-			return unlockSend(sq, err)
+		if k, total, trust, done, err = ep.sglLocked(cfg, r); done {
+			return unlockSend(cfg.sq, err)
 		}
 	}
-	if total > maxMessage || r.DOp != dat.DTOSend && total > uint64(r.Remote.SegmentLength) {
-		return unlockSend(sq, ep.ia.refused(trust, r.opName(), pz, r.IOV, need, dat.NewError(r.opName(), dat.LengthError, dat.NoSubtype)))
-	}
-	if r.DOp == dat.DTORDMARead && k > 1 {
-		// Posted as several work requests: all checked before the first.
-		err := ep.ia.refused(trust, r.opName(), pz, r.IOV, need, nil)
-		if err == nil {
-			err = ep.postSplitRead(r, sq, own, k, total)
-		}
-		return unlockSend(sq, err)
-	}
-	return ep.postOneLocked(cfg, r, k, total, trust)
-}
-
-// postOneLocked posts r as one work request whose k SGEs (total bytes)
-// are in ep.ssgl, under the send queue's lock, which it releases: it
-// takes the request's cookie slot, fills the work request, and posts.
-// trust says whether DAT's checks of r's segments were left to the
-// provider (see refused).
-func (ep *EP) postOneLocked(cfg *postCfg, r *Request, k int, total uint64, trust bool) error {
 	q := &cfg.own.req
 	seq, ok := q.reserve()
 	if !ok {
@@ -192,6 +141,53 @@ func (ep *EP) postOneLocked(cfg *postCfg, r *Request, k int, total uint64, trust
 		return unlockSend(cfg.sq, ep.ia.refused(trust, r.opName(), cfg.pz, r.IOV, needOf(r), postErr(r.opName(), err)))
 	}
 	return nil
+}
+
+// needOf is the local privilege a request needs of its segments.
+func needOf(r *Request) dat.MemPriv {
+	if r.DOp == dat.DTORDMARead {
+		return dat.MemPrivLocalWrite
+	}
+	return dat.MemPrivLocalRead
+}
+
+// sglLocked resolves the local side of r into ep.ssgl for Post, under the
+// send queue's lock, and checks the lengths: it returns the SGEs' count,
+// their total length and whether DAT's checks were left to the provider
+// (see refused). done says that the post ends here, with err: refused,
+// or a Read with several segments, which it posts itself.
+func (ep *EP) sglLocked(cfg *postCfg, r *Request) (k int, total uint64, trust, done bool, err error) {
+	need := needOf(r)
+	// The provider checks the SGL as it takes the request: DAT's checks
+	// of the same memory would only repeat its own.
+	trust = cfg.checksSGL && cfg.pz.loose.Load() == 0
+	pz := cfg.pz
+	// Zero-length segments name nothing.
+	switch {
+	case r.Sink != nil:
+		if err := ep.ia.rmrSink(r.opName(), pz, r.Sink, &ep.ssgl[0]); err != nil {
+			return 0, 0, trust, true, err
+		}
+		k, total = 1, uint64(r.Sink.SegmentLength)
+	case trust:
+		k, total = trustedSGL(&ep.ssgl, r.IOV)
+	default:
+		if k, total, err = ep.ia.checkedSGL(r.opName(), pz, r.IOV, need, &ep.ssgl); err != nil {
+			return 0, 0, trust, true, err
+		}
+	}
+	if total > maxMessage || r.DOp != dat.DTOSend && total > uint64(r.Remote.SegmentLength) {
+		return 0, 0, trust, true, ep.ia.refused(trust, r.opName(), pz, r.IOV, need, dat.NewError(r.opName(), dat.LengthError, dat.NoSubtype))
+	}
+	if r.DOp == dat.DTORDMARead && k > 1 {
+		// Posted as several work requests: all checked before the first.
+		err := ep.ia.refused(trust, r.opName(), pz, r.IOV, need, nil)
+		if err == nil {
+			err = ep.postSplitRead(r, cfg.sq, cfg.own, k, total)
+		}
+		return 0, 0, trust, true, err
+	}
+	return k, total, trust, false, nil
 }
 
 // trustedSGL fills sgl with the non-empty segments of iov, whose checks
@@ -373,30 +369,20 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	} else {
 		cfg.rq.LockRecv()
 	}
-	// The common case, as in Post: one segment that the provider checks.
+	// The common case, as in Post: one segment that the provider checks;
+	// the rest resolves its SGEs in recvSGLLocked. The post follows here
+	// rather than in a function both call: PostRecv kept its arguments
+	// in its frame around the call.
+	k, trust := 1, true
 	if len(iov) == 1 && iov[0].SegmentLength != 0 && cfg.checksSGL && cfg.pz.loose.Load() == 0 {
 		t, s := &iov[0], &ep.rsgl[0]
 		s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
-		return ep.postRecvOneLocked(cfg, iov, cookie, flags, 1, true)
-	}
-	trust := cfg.checksSGL && cfg.pz.loose.Load() == 0
-	var k int
-	if trust {
-		k, _ = trustedSGL(&ep.rsgl, iov)
 	} else {
 		var err error
-		if k, _, err = ep.ia.checkedSGL(op, cfg.pz, iov, dat.MemPrivLocalWrite, &ep.rsgl); err != nil {
+		if k, trust, err = ep.recvSGLLocked(cfg, iov); err != nil {
 			return unlockRecv(cfg.rq, err)
 		}
 	}
-	return ep.postRecvOneLocked(cfg, iov, cookie, flags, k, trust)
-}
-
-// postRecvOneLocked is postOneLocked for PostRecv: it posts the receive
-// whose k SGEs are in ep.rsgl, under the receive queue's lock, which it
-// releases.
-func (ep *EP) postRecvOneLocked(cfg *postCfg, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags, k int, trust bool) error {
-	const op = "ep_post_recv"
 	q := &cfg.own.recv
 	seq, ok := q.reserve()
 	if !ok {
@@ -414,6 +400,18 @@ func (ep *EP) postRecvOneLocked(cfg *postCfg, iov []dat.LMRTriplet, cookie dat.D
 		ep.checkWatermarks()
 	}
 	return nil
+}
+
+// recvSGLLocked resolves iov into ep.rsgl for PostRecv: it returns the
+// SGEs' count and whether DAT's checks were left to the provider (see
+// refused), or the first fault DAT's checks find.
+func (ep *EP) recvSGLLocked(cfg *postCfg, iov []dat.LMRTriplet) (k int, trust bool, err error) {
+	if cfg.checksSGL && cfg.pz.loose.Load() == 0 {
+		k, _ = trustedSGL(&ep.rsgl, iov)
+		return k, true, nil
+	}
+	k, _, err = ep.ia.checkedSGL("ep_post_recv", cfg.pz, iov, dat.MemPrivLocalWrite, &ep.rsgl)
+	return k, false, err
 }
 
 // unlockRecv releases the receive queue's lock and returns err.
