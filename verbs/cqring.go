@@ -48,12 +48,13 @@ func (r *CQRing) Peek() *WC {
 	return &r.wcs[r.head&(len(r.wcs)-1)]
 }
 
-// Pop removes the oldest completion; it does nothing when none is queued.
-func (r *CQRing) Pop() {
+// Pop removes the oldest completion, wc, as Peek returned it: wc saves
+// finding it again. It does nothing when none is queued.
+func (r *CQRing) Pop(wc *WC) {
 	if r.n == 0 {
 		return
 	}
-	if r.wcs[r.head&(len(r.wcs)-1)].Solicited() {
+	if wc.Solicited() {
 		r.solicited--
 	}
 	r.head = (r.head + 1) & (len(r.wcs) - 1)

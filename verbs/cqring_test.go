@@ -29,7 +29,7 @@ func TestCQRingPeekPop(t *testing.T) {
 			if wc != &r.wcs[r.head] {
 				t.Fatalf("round %d: Peek returned a copy", round)
 			}
-			r.Pop()
+			r.Pop(wc)
 			if got, want := r.Solicited(), 0; k == 0 && got != 1 || k > 0 && got != want {
 				t.Fatalf("round %d, after pop %d: %d solicited queued", round, k, got)
 			}
@@ -39,14 +39,14 @@ func TestCQRingPeekPop(t *testing.T) {
 		t.Fatalf("empty ring: Peek %+v", wc)
 	}
 	head := r.head
-	r.Pop()
+	r.Pop(&WC{Status: WCGeneralErr})
 	if r.Len() != 0 || r.head != head || r.Solicited() != 0 {
 		t.Fatalf("Pop on an empty ring moved it: Len %d, head %d -> %d, solicited %d", r.Len(), head, r.head, r.Solicited())
 	}
 	for i := range 3 {
 		r.Push(&WC{ID: uint64(10 + i), Status: WCStatus(i % 2)}) // an error is solicited
 	}
-	r.Pop()
+	r.Pop(r.Peek())
 	r.Resize(5)
 	var wcs [4]WC
 	if r.Cap() != 8 || r.Solicited() != 1 || r.Poll(wcs[:]) != 2 || wcs[0].ID != 11 || wcs[1].ID != 12 {

@@ -138,11 +138,14 @@ func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
 	if wait {
 		block |= gateUnwait
 	}
-	if e == nil || e.cq == nil || e.gate.Load()&block != 0 {
+	if e == nil || e.gate.Load()&block != 0 {
 		return 0, false
 	}
 	r := e.cqRing
 	if r == nil {
+		if e.cq == nil {
+			return 0, false
+		}
 		return e.takeCQ(ev)
 	}
 	mu := e.cqMu // lent with the ring
@@ -179,7 +182,7 @@ func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
 				fillDTO(&ev.DTO, o.ep.handle, s, wc, dat.DTOSuccess)
 				q.retireLocked(seq)
 				n = min(r.Len(), len(e.wcs)) - 1 // what a poll into wcs would have left
-				r.Pop()
+				r.Pop(wc)
 				mu.Unlock()
 				return n, true
 			}
