@@ -75,7 +75,7 @@ type stream struct {
 	rxOwner     atomic.Int32            // who owns the receive side: rxOwner*
 	rxWanted    atomic.Bool             // a waiter found runRx owning it
 	rxWantedBy  atomic.Pointer[soft.CQ] // the CQ that waiter waits on
-	rxGiveBack  atomic.Bool             // a waiter asks runRx to take the receive side now
+	rxGiveBack  atomic.Bool             // a waiter handed the receive side to runRx
 	rxWake      chan struct{}           // capacity 1: a waiter gave it back, look now
 	rxNap       atomic.Int64            // runRx's current nap (a time.Duration)
 	inlineUses  atomic.Uint64           // times a waiter took the receive side

@@ -25,10 +25,13 @@ import (
 // so a new owner starts at a frame boundary. runRx owns it by default.
 // A waiter that finds runRx owning it sets rxWanted and sleeps as usual;
 // runRx hands the receive side over (rxOwner = nobody) once it is idle
-// again, wakes that waiter's CQ so that it comes to take it, and sleeps. A waiter that finds nobody owning it takes it,
-// waits for the socket to become readable, processes what arrived, and
-// gives it back to nobody when its CQ has what it waits for, or to runRx
-// at once when one read brought many FPDUs (a streaming peer). runRx takes
+// again, wakes that waiter's CQ so that it comes to take it, and sleeps.
+// A waiter that finds nobody owning it takes it, waits for the socket to
+// become readable, processes what arrived, and gives it back to nobody
+// when its CQ has what it waits for. When one read brought many FPDUs (a
+// streaming peer) or the stream ended, it hands it straight to runRx
+// (rxOwner = runRx): left to nobody, it would go to the application's
+// next Wait, which comes before runRx runs on a busy host. runRx takes
 // it back when it finds nobody owning it after a nap of rxNapMin in which
 // no waiter took it: so bytes that arrive while no goroutine waits — RDMA
 // Writes, Read Requests, Sends for an application busy elsewhere — wait
@@ -103,7 +106,15 @@ func (s *stream) ReceiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly b
 	if s.rx.over || s.stopped() {
 		s.rxGiveBack.Store(true) // runRx must finish the stream
 	}
-	wake := s.rxGiveBack.Load() || s.rxNap.Load() > int64(rxNapMin)
+	if s.rxGiveBack.Load() {
+		// Straight to runRx, not to nobody: the next waiter would take
+		// it back before runRx runs. With one P it always did, and the
+		// stream stayed inline however much it streamed.
+		s.rxOwner.Store(rxOwnerGoroutine)
+		s.signalRx()
+		return true
+	}
+	wake := s.rxNap.Load() > int64(rxNapMin)
 	s.rxOwner.Store(rxOwnerNone)
 	if wake {
 		s.signalRx()
@@ -199,9 +210,9 @@ func (s *stream) signalRx() {
 
 // rxHandOver gives the receive side to waiters, runRx being idle, and
 // waits until it can take it back: after rxNap without a waiter holding
-// it, or when a waiter gives it back with the stream ended. It returns
-// owning the receive side, false if a waiter's processing ended the
-// stream.
+// it, or when a waiter hands it back (rxOwner = runRx) because the peer
+// streams or the stream ended. It returns owning the receive side, false
+// if a waiter's processing ended the stream.
 func (s *stream) rxHandOver() bool {
 	s.rxWanted.Store(false)
 	nap := rxNapMin
@@ -223,7 +234,7 @@ func (s *stream) rxHandOver() bool {
 		take := true
 		select {
 		case <-s.rxWake:
-			take = s.rxGiveBack.Load()
+			take = false // returned to nobody mid-backoff: nap afresh
 		case <-s.rx.nap.C:
 			// Waiters came by during the nap: they are still at it.
 			if u := s.inlineUses.Load(); u != uses && !s.stopped() {
@@ -232,7 +243,8 @@ func (s *stream) rxHandOver() bool {
 		case <-stop:
 			stop = nil // closed: look once, then rely on rxWake and the nap
 		}
-		if take && s.rxOwner.CompareAndSwap(rxOwnerNone, rxOwnerGoroutine) {
+		handed := s.rxOwner.Load() == rxOwnerGoroutine
+		if handed || take && s.rxOwner.CompareAndSwap(rxOwnerNone, rxOwnerGoroutine) {
 			s.rx.nap.Stop()
 			if s.rxGiveBack.Swap(false) {
 				s.rx.cooldown = inlineCooldownFrames
