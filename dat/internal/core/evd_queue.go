@@ -180,7 +180,7 @@ func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
 			if s != nil && q.evd == e && s.flags&dat.CompletionSuppress == 0 && s.op != dat.DTOBindMW {
 				ev.Number = dat.DTOCompletionEvent
 				fillDTO(&ev.DTO, o.ep.handle, s, wc, dat.DTOSuccess)
-				q.retireLocked(seq)
+				q.retireFoundLocked(seq)
 				n = min(r.Len(), len(e.wcs)) - 1 // what a poll into wcs would have left
 				r.Pop(wc)
 				mu.Unlock()

@@ -191,6 +191,11 @@ func (q *slotRing) retireLocked(seq uint32) {
 	}
 }
 
+// retireFoundLocked is retireLocked for the seq that lookupLocked has just
+// returned, under the same hold of evd.cql: it lies within limit of head,
+// so it needs retireLocked's check no more than lookupLocked's result does.
+func (q *slotRing) retireFoundLocked(seq uint32) { q.head = seq + 1 }
+
 // outstanding returns the requests posted and not retired. The caller
 // holds the post lock.
 func (q *slotRing) outstanding() int {
