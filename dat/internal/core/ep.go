@@ -60,7 +60,9 @@ type EP struct {
 	// interface, which would make a stack array escape; these live with
 	// the EP and are guarded by the post locks: the QP's send and receive
 	// queue locks (postCfg.sq, postCfg.rq), which also guard the slot
-	// rings' poster fields.
+	// rings' poster fields. Each work request's SGL is a slice of its
+	// array from newEP on: a post only sets its length, which costs no
+	// write barrier (see Post).
 	swr  [1]verbs.SendWR
 	ssgl [verbs.MaxSGE]verbs.SGE
 	rwr  [1]verbs.RecvWR
@@ -229,6 +231,7 @@ func CreateEP(ia *IA, pz *PZ, recv, req, conn *EVD, attr *dat.EPAttr) (*EP, erro
 
 func newEP(ia *IA) *EP {
 	ep := &EP{ia: ia, stop: make(chan struct{})}
+	ep.swr[0].SGL, ep.rwr[0].SGL = ep.ssgl[:0], ep.rsgl[:0]
 	ep.init(dat.HandleTypeEP)
 	return ep
 }

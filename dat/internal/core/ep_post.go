@@ -118,7 +118,10 @@ func (ep *EP) Post(r *Request) error {
 	q.slot(seq).set(seq, r.Cookie, r.DOp, r.Flags, uint32(total))
 	signalled := !cfg.unsigSuppressed || !q.mayGoUnsignalled(r.Flags)
 	w := &ep.swr[0]
-	w.ID, w.SGL = cfg.own.id|uint64(seq&wrSlotMask), ep.ssgl[:k]
+	// The SGL is already ep.ssgl (newEP): re-slicing it in place sets the
+	// length alone, where assigning ep.ssgl[:k] also stores the pointer,
+	// behind a write barrier check.
+	w.ID, w.SGL = cfg.own.id|uint64(seq&wrSlotMask), w.SGL[:k]
 	w.RemoteAddr, w.RKey = 0, 0
 	if rm := r.Remote; rm != nil {
 		w.RemoteAddr, w.RKey = uint64(rm.VirtualAddress), uint32(rm.RMRContext)
@@ -126,18 +129,19 @@ func (ep *EP) Post(r *Request) error {
 	fill(w, r, signalled)
 	if r.DOp == dat.DTORDMARead && k == 0 {
 		// A zero-length Read still needs its single (empty) sink element.
-		w.SGL = ep.ssgl[:1]
+		w.SGL = w.SGL[:1]
 		ep.ssgl[0] = verbs.SGE{}
 		if len(r.IOV) > 0 {
 			ep.ssgl[0].LKey = uint32(r.IOV[0].LMRContext)
 		}
 	}
 	// Committed before the post, which releases the lock when it takes
-	// the request; still under the lock when it does not, and undone.
-	tail, lastSig, unsig := q.tail, q.lastSig, q.unsig
+	// the request; still under the lock when it does not, and undone
+	// (the tail was seq: reserve).
+	lastSig, unsig := q.lastSig, q.unsig
 	q.commitSignalled(seq, signalled)
 	if _, err := cfg.sq.PostSendUnlock(ep.swr[:]); err != nil {
-		q.tail, q.lastSig, q.unsig = tail, lastSig, unsig
+		q.tail, q.lastSig, q.unsig = seq, lastSig, unsig
 		return unlockSend(cfg.sq, ep.ia.refused(trust, r.opName(), cfg.pz, r.IOV, needOf(r), postErr(r.opName(), err)))
 	}
 	return nil
@@ -390,7 +394,8 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	}
 	q.slot(seq).set(seq, cookie, dat.DTOReceive, flags, 0)
 	w := &ep.rwr[0]
-	w.ID, w.SGL = cfg.own.id|wrRecvBit|uint64(seq&wrSlotMask), ep.rsgl[:k]
+	// The SGL re-sliced in place, as in Post.
+	w.ID, w.SGL = cfg.own.id|wrRecvBit|uint64(seq&wrSlotMask), w.SGL[:k]
 	q.commit(seq) // before the post, as in Post
 	if _, err := cfg.rq.PostRecvUnlock(ep.rwr[:]); err != nil {
 		q.tail = seq
@@ -539,7 +544,7 @@ func (ep *EP) BindRMR(rmr *RMR, lmr *LMR, t dat.LMRTriplet, priv dat.MemPriv, co
 		*w = verbs.SendWR{ID: id, Opcode: verbs.OpBindMW, Flags: verbs.SendSignaled, Bind: bind}
 	}
 	_, err := sq.PostSendLocked(ep.swr[:])
-	*w = verbs.SendWR{}
+	*w = verbs.SendWR{SGL: ep.ssgl[:0]} // as newEP left it, for Post
 	if err != nil {
 		return 0, postErr(op, err)
 	}
