@@ -96,9 +96,13 @@ func (ep *EP) Post(r *Request) error {
 	// own) and that fits the remote side, straight to the work request;
 	// the rest resolves its SGEs in sglLocked. The post follows here
 	// rather than in a function both call: Post kept what it had loaded
-	// in its frame around the call.
+	// in its frame around the call. The PZ's count of loose LMRs is read
+	// before the test rather than in it: an atomic load in a chain of &&
+	// kept the compiler from turning the chain into plain branches (it
+	// built a bool, tested it, and checked t[0]'s bounds again).
 	k, total, trust := 1, uint64(0), true
-	if t := r.IOV; len(t) == 1 && t[0].SegmentLength != 0 && r.Sink == nil && cfg.checksSGL && cfg.pz.loose.Load() == 0 &&
+	loose := cfg.pz.loose.Load()
+	if t := r.IOV; len(t) == 1 && t[0].SegmentLength != 0 && r.Sink == nil && cfg.checksSGL && loose == 0 &&
 		(r.DOp == dat.DTOSend || t[0].SegmentLength <= r.Remote.SegmentLength) {
 		s := &ep.ssgl[0]
 		s.Addr, s.Length, s.LKey = uint64(t[0].VirtualAddress), t[0].SegmentLength, uint32(t[0].LMRContext)
@@ -376,9 +380,10 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	// The common case, as in Post: one segment that the provider checks;
 	// the rest resolves its SGEs in recvSGLLocked. The post follows here
 	// rather than in a function both call: PostRecv kept its arguments
-	// in its frame around the call.
+	// in its frame around the call. loose is read first, as in Post.
 	k, trust := 1, true
-	if len(iov) == 1 && iov[0].SegmentLength != 0 && cfg.checksSGL && cfg.pz.loose.Load() == 0 {
+	loose := cfg.pz.loose.Load()
+	if len(iov) == 1 && iov[0].SegmentLength != 0 && cfg.checksSGL && loose == 0 {
 		t, s := &iov[0], &ep.rsgl[0]
 		s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
 	} else {
