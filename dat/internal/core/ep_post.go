@@ -64,8 +64,8 @@ var dtoOpName = [4]string{dat.DTOSend: "ep_post_send", dat.DTORDMAWrite: "ep_pos
 
 const validFlags = dat.CompletionSuppress | dat.CompletionSolicitedWait | dat.CompletionUnsignalled | dat.CompletionBarrierFence
 
-// Post posts the request r (ep_post_send and the other requests).
-func (ep *EP) Post(r *Request) error {
+// postSlow is Post for every request (see Post for its common case).
+func (ep *EP) postSlow(r *Request) error {
 	if ep == nil {
 		return errPostFreed
 	}
@@ -358,9 +358,9 @@ func (ep *EP) postSplitRead(r *Request, sq sendQ, own *owner, k int, total uint6
 	return nil
 }
 
-// PostRecv posts a receive (ep_post_recv). It is legal in every state; in
-// DISCONNECTED it is flushed at once.
-func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
+// postRecvSlow is PostRecv for every receive (see PostRecv for its
+// common case).
+func (ep *EP) postRecvSlow(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
 	const op = "ep_post_recv"
 	if ep == nil {
 		return errPostFreed

@@ -119,21 +119,10 @@ func (e *EVD) lastOwnerLocked(id uint64) *owner {
 	return o
 }
 
-// TakeFast is the hot path of evd_dequeue (wait false) and of an evd_wait
-// with threshold 1 (wait true): while the ring is empty, the oldest
-// completion straight from the CQ into ev (see translateLocked for what
-// it writes), under the CQ's lock alone, which it takes inline when the
-// provider lends its mutex (verbs.CQMutexer). It returns the raw
-// completions left, which the caller reports as the events left. ok false
-// leaves ev alone and sends the caller down the full path (DequeueSlow,
-// WaitSlow): the EVD is nil or freed, a waiter owns it, a wait finds it
-// unwaitable, the ring holds events, or the CQ has none.
-//
-// It takes only what it needs, and the dat/evd wrappers call it and then,
-// if they must, the full path: Go keeps no register across a call, so
-// each argument of the full path that the hot path carried along would be
-// saved and restored around every call it makes.
-func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
+// takeSlow is TakeFast for every case (see TakeFast for its common one):
+// the owner's lookup, a poll, a translation the usual way, an EVD whose
+// provider lends no CQ ring.
+func (e *EVD) takeSlow(ev *dat.Event, wait bool) (n int, ok bool) {
 	block := gateFreed | gateWaiter
 	if wait {
 		block |= gateUnwait

@@ -122,6 +122,10 @@ func (q *slotRing) mayGoUnsignalled(flags dat.CompletionFlags) bool {
 	return flags&dat.CompletionSuppress != 0 && q.unsig+1 < q.limit/2
 }
 
+// undo returns what commitSignalled replaces, for a poster whose post the
+// provider refuses: lastSig, and unsig above it.
+func (q *slotRing) undo() uint64 { return uint64(q.lastSig) | uint64(q.unsig)<<32 }
+
 // commitSignalled is commit for a request queue, which also counts the
 // unsignalled requests since the last signalled one.
 func (q *slotRing) commitSignalled(seq uint32, signalled bool) {
