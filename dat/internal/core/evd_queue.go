@@ -119,17 +119,11 @@ func (e *EVD) lastOwnerLocked(id uint64) *owner {
 	return o
 }
 
-// takeSlow is TakeFast for every case (see TakeFast for its common one):
-// the owner's lookup, a poll, a translation the usual way, an EVD whose
-// provider lends no CQ ring.
-func (e *EVD) takeSlow(ev *dat.Event, wait bool) (n int, ok bool) {
-	block := gateFreed | gateWaiter
-	if wait {
-		block |= gateUnwait
-	}
-	if e == nil || e.gate.Load()&block != 0 {
-		return 0, false
-	}
+// takeSlow is TakeFast for every case TakeFast hands it (see TakeFast
+// for its common one): the owner's lookup, a poll, a translation the
+// usual way, an EVD whose provider lends no CQ ring. TakeFast has already
+// checked the EVD and its gate.
+func (e *EVD) takeSlow(ev *dat.Event) (n int, ok bool) {
 	r := e.cqRing
 	if r == nil {
 		if e.cq == nil {
@@ -139,14 +133,14 @@ func (e *EVD) takeSlow(ev *dat.Event, wait bool) (n int, ok bool) {
 	}
 	mu := e.cqMu // lent with the ring
 	mu.Lock()
-	// The common case, with nothing older in the ring or polled: the
-	// CQ's oldest completion, where it lies, a successful DTO of an EP
-	// queue completing to e, translated straight from its slot into ev
-	// (see translateLocked), which retires the slot without a hold. Here
-	// rather than in a function of its own: TakeFast would keep what it
-	// loaded in its frame around the call. (This is what evd_wait costs
-	// over a verbs Poll.) Anything else is polled and translated the
-	// usual way.
+	// With nothing older in the ring or polled: the CQ's oldest
+	// completion, where it lies, a successful DTO of an EP queue
+	// completing to e, translated straight from its slot into ev (see
+	// translateLocked), which retires the slot without a hold. This is
+	// TakeFast's translation again, for the completions TakeFast hands
+	// over because e.last is not their owner: shared, it would be a call
+	// in TakeFast, which would then save its arguments on every take.
+	// Anything else is polled and translated the usual way.
 	if e.queued.Load() == 0 && e.wcHead == e.wcN {
 		wc := r.Peek()
 		if wc == nil {

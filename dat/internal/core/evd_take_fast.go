@@ -37,11 +37,11 @@ func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
 	}
 	r, mu := e.cqRing, e.cqMu
 	if r == nil {
-		return e.takeSlow(ev, wait)
+		return e.takeSlow(ev)
 	}
 	mu.Lock()
 	if e.queued.Load() != 0 || e.wcHead != e.wcN {
-		return e.unlockTakeSlow(ev, wait)
+		return e.unlockTakeSlow(ev)
 	}
 	wc := r.Peek()
 	if wc == nil {
@@ -50,10 +50,10 @@ func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
 	}
 	o := e.last
 	if o == nil || o.id != wc.ID&^(1<<wrGenShift-1) || wc.Status != verbs.WCSuccess {
-		return e.unlockTakeSlow(ev, wait)
+		return e.unlockTakeSlow(ev)
 	}
 	if o.gone.Load() {
-		return e.unlockTakeSlow(ev, wait)
+		return e.unlockTakeSlow(ev)
 	}
 	q := &o.req
 	if wc.ID&wrRecvBit != 0 {
@@ -61,7 +61,7 @@ func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
 	}
 	s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
 	if s == nil || q.evd != e || s.flags&dat.CompletionSuppress != 0 || s.op == dat.DTOBindMW {
-		return e.unlockTakeSlow(ev, wait)
+		return e.unlockTakeSlow(ev)
 	}
 	ev.Number = dat.DTOCompletionEvent
 	fillDTO(&ev.DTO, o.ep.handle, s, wc, dat.DTOSuccess)
@@ -78,7 +78,7 @@ func (e *EVD) TakeFast(ev *dat.Event, wait bool) (n int, ok bool) {
 // take.
 //
 //go:noinline
-func (e *EVD) unlockTakeSlow(ev *dat.Event, wait bool) (int, bool) {
+func (e *EVD) unlockTakeSlow(ev *dat.Event) (int, bool) {
 	e.cqMu.Unlock()
-	return e.takeSlow(ev, wait)
+	return e.takeSlow(ev)
 }
