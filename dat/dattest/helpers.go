@@ -62,6 +62,9 @@ func Next(t testing.TB, e *evd.EVD) dat.Event {
 	if err != nil {
 		t.Fatalf("evd_wait: %v", err)
 	}
+	if ev.EVD != dat.Handle(e) { // the async EVD's too (evd.Async)
+		t.Fatalf("event %v carries EVD %p, want %p", ev.Number, ev.EVD, e)
+	}
 	return ev
 }
 

@@ -22,6 +22,9 @@ type Param struct {
 
 func (e *EVD) c() *core.EVD { return (*core.EVD)(e) }
 
+// handle is an EVD's public handle, which its events carry.
+func handle(c *core.EVD) dat.Handle { return (*EVD)(c) }
+
 // Create creates an EVD of at least qlen events accepting the streams in
 // flags, attached to cno if it is not nil (dat_evd_create).
 func Create(i *ia.IA, qlen int, cno *CNO, flags dat.EVDFlags) (*EVD, error) {
@@ -37,16 +40,14 @@ func Create(i *ia.IA, qlen int, cno *CNO, flags dat.EVDFlags) (*EVD, error) {
 // Async returns the IA's async EVD, the one ia.Open created
 // (dat_ia_query's async_evd_handle).
 func Async(i *ia.IA) *EVD {
-	return (*EVD)((*core.IA)(i).AsyncEVD())
+	return (*EVD)((*core.IA)(i).AsyncEVD(handle))
 }
 
 // Dequeue removes the oldest event (dat_evd_dequeue). An empty EVD
 // returns an error matching dat.ErrQueueEmpty; a waiter owning the EVD
 // makes it DAT_INVALID_STATE. Dequeue never allocates.
 func (e *EVD) Dequeue() (ev dat.Event, err error) {
-	if err = e.c().Dequeue(&ev); err == nil {
-		ev.EVD = e
-	}
+	err = e.c().Dequeue(&ev)
 	return ev, err
 }
 
@@ -57,9 +58,7 @@ func (e *EVD) Dequeue() (ev dat.Event, err error) {
 // Freeing the EVD or closing the IA under the waiter gives DAT_ABORT.
 func (e *EVD) Wait(ctx context.Context, threshold int) (ev dat.Event, n int, err error) {
 	// The event is written in place, into the result.
-	if n, err = e.c().Wait(ctx, threshold, &ev); err == nil {
-		ev.EVD = e
-	}
+	n, err = e.c().Wait(ctx, threshold, &ev)
 	return ev, n, err
 }
 
@@ -72,16 +71,8 @@ func (e *EVD) Wait(ctx context.Context, threshold int) (ev dat.Event, n int, err
 // what they held, so read only the member Number names. On error *ev is
 // left alone.
 func (e *EVD) DequeueInto(ev *dat.Event) error {
-	c := e.c()
-	if _, ok := c.TakeFast(ev, false); ok {
-		ev.EVD = e
-		return nil
-	}
-	if err := c.DequeueSlow(ev); err != nil {
-		return err
-	}
-	ev.EVD = e
-	return nil
+	_, err := e.c().Take(nil, 1, ev, false)
+	return err
 }
 
 // WaitInto is Wait writing the event into *ev, as dat_evd_wait writes the
@@ -89,19 +80,7 @@ func (e *EVD) DequeueInto(ev *dat.Event) error {
 // is written as DequeueInto writes it: read only the member Number names.
 // On error *ev is left alone.
 func (e *EVD) WaitInto(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
-	c := e.c()
-	if threshold == 1 {
-		if n, ok := c.TakeFast(ev, true); ok {
-			ev.EVD = e
-			return n, nil
-		}
-	}
-	n, err := c.WaitSlow(ctx, threshold, ev)
-	if err != nil {
-		return n, err
-	}
-	ev.EVD = e
-	return n, nil
+	return e.c().Take(ctx, threshold, ev, true)
 }
 
 // PostSE queues a software event carrying data (dat_evd_post_se). The EVD

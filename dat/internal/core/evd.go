@@ -83,7 +83,7 @@ type EVD struct {
 	inDirect bool               // the waiter is in CQ.Wait on dctx +checklocks:mu
 
 	// queued is n, published for the hot path: stored under mu, and by a
-	// drain before it lets go of the CQ's lock (see TakeFast).
+	// drain before it lets go of the CQ's lock (see Take).
 	queued atomic.Int32
 
 	// cql is the CQ's lock (lent by the provider, or DAT's own around the
@@ -96,7 +96,7 @@ type EVD struct {
 	wcs    [16]verbs.WC  // completions polled from the CQ +checklocks:cql
 	wcHead int           // wcs[wcHead:wcN] are raw: polled, not translated +checklocks:cql
 	wcN    int           // +checklocks:cql
-	// last is the owner of the last DTO TakeFast handed out, which
+	// last is the owner of the last DTO Take handed out, which
 	// the next one most likely shares; an EP's free clears it (Purge).
 	last *owner // +checklocks:cql
 

@@ -108,8 +108,8 @@ func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 }
 
 // lastOwnerLocked looks up the owner of the EP queue that the completion
-// ID names and keeps it in e.last, for TakeFast when e.last is not it;
-// nil for none, or an SRQ's. The caller holds cql.
+// ID names and keeps it in e.last, for Take when e.last is not it; nil
+// for none, or an SRQ's. The caller holds cql.
 func (e *EVD) lastOwnerLocked(id uint64) *owner {
 	o := e.ia.lookupOwner(id)
 	if o == nil || o.srq != nil {
@@ -119,10 +119,10 @@ func (e *EVD) lastOwnerLocked(id uint64) *owner {
 	return o
 }
 
-// takeSlow is TakeFast for every case TakeFast hands it (see TakeFast
-// for its common one): the owner's lookup, a poll, a translation the
-// usual way, an EVD whose provider lends no CQ ring. TakeFast has already
-// checked the EVD and its gate.
+// takeSlow is Take for every case Take hands it (see Take for its common
+// one): the owner's lookup, a poll, a translation the usual way, an EVD
+// whose provider lends no CQ ring. Take has already checked the EVD and
+// its gate.
 func (e *EVD) takeSlow(ev *dat.Event) (n int, ok bool) {
 	r := e.cqRing
 	if r == nil {
@@ -137,9 +137,9 @@ func (e *EVD) takeSlow(ev *dat.Event) (n int, ok bool) {
 	// completion, where it lies, a successful DTO of an EP queue
 	// completing to e, translated straight from its slot into ev (see
 	// translateLocked), which retires the slot without a hold. This is
-	// TakeFast's translation again, for the completions TakeFast hands
-	// over because e.last is not their owner: shared, it would be a call
-	// in TakeFast, which would then save its arguments on every take.
+	// Take's translation again, for the completions Take hands over
+	// because e.last is not their owner: shared, it would be a call in
+	// Take, which would then save its arguments on every take.
 	// Anything else is polled and translated the usual way.
 	if e.queued.Load() == 0 && e.wcHead == e.wcN {
 		wc := r.Peek()
@@ -322,13 +322,11 @@ func (e *EVD) Push(ev dat.Event) bool { return e.pushSoft(&ev, false) == nil }
 // never allocates; an empty EVD returns dat.ErrQueueEmpty itself. On
 // error ev is left alone.
 func (e *EVD) Dequeue(ev *dat.Event) error {
-	if _, ok := e.TakeFast(ev, false); ok {
-		return nil
-	}
-	return e.DequeueSlow(ev)
+	_, err := e.Take(nil, 1, ev, false)
+	return err
 }
 
-// DequeueSlow is Dequeue after its hot path (TakeFast) found nothing.
+// DequeueSlow is Dequeue after its hot path (Take) found nothing.
 func (e *EVD) DequeueSlow(ev *dat.Event) error {
 	const op = "evd_dequeue"
 	if e == nil || e.freed.Load() {
@@ -366,15 +364,10 @@ var (
 // the CQ's completions not polled yet: the caller cannot tell them from
 // arrivals after the return, so they are not worth the CQ's lock.
 func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
-	if threshold == 1 {
-		if n, ok := e.TakeFast(ev, true); ok {
-			return n, nil
-		}
-	}
-	return e.WaitSlow(ctx, threshold, ev)
+	return e.Take(ctx, threshold, ev, true)
 }
 
-// WaitSlow is Wait after its hot path (TakeFast) found nothing, or for a
+// WaitSlow is Wait after its hot path (Take) found nothing, or for a
 // threshold above 1.
 func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
 	const op = "evd_wait"
@@ -408,7 +401,7 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 			// Woken with the ring empty, and every event loud (no
 			// UNSIGNALLED queue) and enough to wake (no solicited
 			// wait): the CQ's next completion ends the wait, straight
-			// into ev as TakeFast takes it, rather than through the
+			// into ev as Take takes it, rather than through the
 			// ring (one copy of the Event and two CQ lock round trips).
 			if nmore, ok := e.takeCQ(ev); ok {
 				e.setGate(gateWaiter, false)

@@ -39,6 +39,8 @@ type IA struct {
 	dattr verbs.DeviceAttr
 
 	async *EVD
+	// asyncHandle sets async's handle, once (AsyncEVD).
+	asyncHandle sync.Once
 
 	mu       sync.Mutex
 	closed   bool
@@ -111,8 +113,14 @@ func (ia *IA) Device() verbs.Device { return ia.dev }
 // DeviceAttr returns the verbs device's attributes.
 func (ia *IA) DeviceAttr() verbs.DeviceAttr { return ia.dattr }
 
-// AsyncEVD returns the EVD that receives the IA's async events.
-func (ia *IA) AsyncEVD() *EVD { return ia.async }
+// AsyncEVD returns the EVD that receives the IA's async events. The
+// package of the EVD type (dat/evd, which builds on IAs and so cannot be
+// called from ia_open) makes its handle with mk, the first time: events
+// carry it (Event.EVD), as every other EVD's.
+func (ia *IA) AsyncEVD(mk func(*EVD) dat.Handle) *EVD {
+	ia.asyncHandle.Do(func() { ia.async.SetHandle(mk(ia.async)) })
+	return ia.async
+}
 
 // adopt records a child so that an abrupt close destroys it; it fails
 // once the IA is closed.
