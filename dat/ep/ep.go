@@ -110,7 +110,7 @@ func (e *EP) PeerPrivateData() []byte { return e.c().PeerPrivateData() }
 
 // PostSend posts a Send of the gathered segments (dat_ep_post_send).
 func (e *EP) PostSend(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {
-	return e.c().Post(&core.Request{DOp: dat.DTOSend, IOV: iov, Cookie: cookie, Flags: flags})
+	return e.c().PostDTO(dat.DTOSend, iov, cookie, nil, flags)
 }
 
 // PostSendWithInvalidate posts a Send that also invalidates the peer's
@@ -128,13 +128,13 @@ func (e *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Comp
 // PostRDMARead reads the peer memory remote into the segments
 // (dat_ep_post_rdma_read).
 func (e *EP) PostRDMARead(iov []dat.LMRTriplet, cookie dat.DTOCookie, remote dat.RMRTriplet, flags dat.CompletionFlags) error {
-	return e.c().Post(&core.Request{DOp: dat.DTORDMARead, IOV: iov, Cookie: cookie, Flags: flags, Remote: &remote})
+	return e.c().PostDTO(dat.DTORDMARead, iov, cookie, &remote, flags)
 }
 
 // PostRDMAWrite writes the segments to the peer memory remote
 // (dat_ep_post_rdma_write).
 func (e *EP) PostRDMAWrite(iov []dat.LMRTriplet, cookie dat.DTOCookie, remote dat.RMRTriplet, flags dat.CompletionFlags) error {
-	return e.c().Post(&core.Request{DOp: dat.DTORDMAWrite, IOV: iov, Cookie: cookie, Flags: flags, Remote: &remote})
+	return e.c().PostDTO(dat.DTORDMAWrite, iov, cookie, &remote, flags)
 }
 
 // PostRDMAReadToRMR reads the peer memory remote into the local memory a

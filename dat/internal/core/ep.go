@@ -64,6 +64,7 @@ type EP struct {
 	// array from newEP on: a post only sets its length, which costs no
 	// write barrier (see Post).
 	swr  [1]verbs.SendWR
+	dwr  [1]verbs.SendWR // PostDTO's: one SGE (ssgl[0]), never a bind or an invalidation
 	ssgl [verbs.MaxSGE]verbs.SGE
 	rwr  [1]verbs.RecvWR
 	rsgl [verbs.MaxSGE]verbs.SGE
@@ -91,6 +92,11 @@ type postCfg struct {
 	reqIOV    [4]int
 	recvFlags dat.CompletionFlags
 	recvIOV   int
+
+	// one: a request of one segment of each DTO op may take PostDTO's
+	// way: the state posts requests (reqIOV >= 1), the QP checks SGLs
+	// and lends its send queue's mutex.
+	one [4]bool
 }
 
 // setPostable records in c whether the EP's state st posts requests.
@@ -98,6 +104,9 @@ func (c *postCfg) setPostable(st dat.EPState) {
 	c.reqIOV = [4]int{-1, -1, -1, -1}
 	if canPostRequest.has(st) {
 		c.reqIOV[dat.DTOSend], c.reqIOV[dat.DTORDMAWrite], c.reqIOV[dat.DTORDMARead] = c.maxIOV, c.maxIOV, c.maxReadIOV
+	}
+	for op, n := range c.reqIOV {
+		c.one[op] = n >= 1 && c.checksSGL && c.sqMu != nil
 	}
 }
 
@@ -232,6 +241,7 @@ func CreateEP(ia *IA, pz *PZ, recv, req, conn *EVD, attr *dat.EPAttr) (*EP, erro
 func newEP(ia *IA) *EP {
 	ep := &EP{ia: ia, stop: make(chan struct{})}
 	ep.swr[0].SGL, ep.rwr[0].SGL = ep.ssgl[:0], ep.rsgl[:0]
+	ep.dwr[0].SGL = ep.ssgl[:1]
 	ep.init(dat.HandleTypeEP)
 	return ep
 }

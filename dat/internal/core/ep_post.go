@@ -33,9 +33,10 @@ func postErr(op string, err error) error {
 
 // Request is one DTO for the send queue: what an ep_post_send,
 // ep_post_send_with_invalidate, ep_post_rdma_read, ep_post_rdma_write or
-// ep_post_rdma_read_to_rmr asks for. The dat/ep wrappers build it and
-// call Post themselves, so that they inline and the consumer's call goes
-// straight to Post.
+// ep_post_rdma_read_to_rmr asks for. The dat/ep wrappers of the last two
+// build it and call Post themselves, so that they inline and the
+// consumer's call goes straight to Post; those of the others call
+// PostDTO, which builds it for Post when it does not take the request.
 type Request struct {
 	DOp    dat.DTOOp // DTOSend, DTORDMAWrite or DTORDMARead
 	IOV    []dat.LMRTriplet
@@ -64,8 +65,9 @@ var dtoOpName = [4]string{dat.DTOSend: "ep_post_send", dat.DTORDMAWrite: "ep_pos
 
 const validFlags = dat.CompletionSuppress | dat.CompletionSolicitedWait | dat.CompletionUnsignalled | dat.CompletionBarrierFence
 
-// postSlow is Post for every request (see Post for its common case).
-func (ep *EP) postSlow(r *Request) error {
+// Post posts the request r (ep_post_send and the other requests): every
+// request, whose common case PostDTO takes first.
+func (ep *EP) Post(r *Request) error {
 	if ep == nil {
 		return errPostFreed
 	}
@@ -304,17 +306,7 @@ func fill(w *verbs.SendWR, r *Request, signalled bool) {
 	if r.HasInv {
 		w.Opcode, w.InvalidateRKey = verbs.OpSendWithInv, uint32(r.Inv)
 	}
-	var f verbs.SendFlags
-	if signalled {
-		f = verbs.SendSignaled
-	}
-	if r.Flags&dat.CompletionBarrierFence != 0 {
-		f |= verbs.SendFence
-	}
-	if r.Flags&dat.CompletionSolicitedWait != 0 { // Sends only (requestChecks)
-		f |= verbs.SendSolicited
-	}
-	w.Flags = f
+	w.Flags = sendFlags(r.Flags, signalled)
 }
 
 // dtoOpcode is the verbs opcode of a request's DTO.

@@ -4,63 +4,82 @@ import (
 	"sync"
 
 	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/verbs"
 )
 
-// The post paths' common case on its own: a request or receive of one
-// segment that the provider checks, on an EP whose snapshot lets it
-// through, whose queue lock the provider lends (verbs.SendMutexer,
-// verbs.RecvMutexer) and whose queue has room by the poster's copy of its
-// head. Post and PostRecv handle it with no call but the lock's slow path
-// and the provider's post, and hand anything else, untouched, to postSlow
-// and postRecvSlow, which decide it as before, in a call whose result is
-// theirs. Go keeps no register across a call: with the checks, the SGL
-// resolution, the refresh and the undo of a refused post in line, the
-// post paths saved their arguments and what they had loaded on every
-// post; now only what the lock's slow path and the post itself need
-// after them is saved. (sync.Mutex.TryLock, which would keep the lock's
-// slow path out too, costs more inlined than the saves it spares.)
+// The post paths' common case on its own: a Send, RDMA Write or RDMA
+// Read, or a receive, of one segment that the provider checks, on an EP
+// whose snapshot lets it through, whose queue lock the provider lends
+// (verbs.SendMutexer, verbs.RecvMutexer) and whose queue has room by the
+// poster's copy of its head. PostDTO and PostRecv handle it with no call
+// but the lock's slow path and the provider's post, and hand anything
+// else, untouched, to Post (the general path) and postRecvSlow, which
+// decide it as before, in a call whose result is theirs. Go keeps no
+// register across a call: with the checks, the SGL resolution, the
+// refresh and the undo of a refused post in line, the post paths saved
+// their arguments and what they had loaded on every post; now only what
+// the lock's slow path and the post itself need after them is saved.
+// (sync.Mutex.TryLock, which would keep the lock's slow path out too,
+// costs more inlined than the saves it spares.)
+//
+// PostDTO takes the request in its arguments, in registers, and the
+// dat/ep wrappers call it: built into a Request by the wrapper, in the
+// consumer's frame, and read back from it by the post, the request cost
+// a store and a load a field, and a load again after every call. The
+// work request it fills (EP.dwr) is its own, set up by newEP with what
+// no common-case post changes (one SGE, no invalidation, no bind).
 
-// Post posts the request r (ep_post_send and the other requests).
-func (ep *EP) Post(r *Request) error {
+// PostDTO posts a Send, RDMA Write or RDMA Read (op) of the segments iov
+// (ep_post_send, ep_post_rdma_write, ep_post_rdma_read); remote is the
+// peer's memory of an RDMA, nil for a Send.
+func (ep *EP) PostDTO(op dat.DTOOp, iov []dat.LMRTriplet, cookie dat.DTOCookie, remote *dat.RMRTriplet, flags dat.CompletionFlags) error {
 	if ep == nil {
 		return errPostFreed
 	}
 	cfg := ep.cfg.Load()
-	if cfg == nil || r.Flags&^cfg.reqFlags[r.DOp&3] != 0 || len(r.IOV) > cfg.reqIOV[r.DOp&3] {
-		return ep.postSlow(r)
+	if cfg == nil || !cfg.one[op&3] || flags&^cfg.reqFlags[op&3] != 0 || len(iov) != 1 || iov[0].SegmentLength == 0 ||
+		op != dat.DTOSend && iov[0].SegmentLength > remote.SegmentLength {
+		return ep.postDTOSlow(op, iov, cookie, remote, flags)
 	}
-	t := r.IOV
-	if len(t) != 1 || t[0].SegmentLength == 0 || r.Sink != nil || !cfg.checksSGL ||
-		r.DOp != dat.DTOSend && t[0].SegmentLength > r.Remote.SegmentLength {
-		return ep.postSlow(r)
-	}
-	m := cfg.sqMu
-	if m == nil {
-		return ep.postSlow(r)
-	}
+	m := cfg.sqMu // set: cfg.one
 	m.Lock()
 	q := &cfg.own.req
 	if cfg.pz.loose.Load() != 0 || q.tail+1-q.seen > q.limit {
-		return ep.unlockPostSlow(m, r)
+		return ep.unlockPostDTOSlow(m, op, iov, cookie, remote, flags)
 	}
-	seq := q.tail // reserve, whose refresh is postSlow's
+	seq := q.tail // reserve, whose refresh is Post's
+	t := &iov[0]
 	s := &ep.ssgl[0]
-	s.Addr, s.Length, s.LKey = uint64(t[0].VirtualAddress), t[0].SegmentLength, uint32(t[0].LMRContext)
-	q.slot(seq).set(seq, r.Cookie, r.DOp, r.Flags, t[0].SegmentLength)
-	signalled := !cfg.unsigSuppressed || !q.mayGoUnsignalled(r.Flags)
-	w := &ep.swr[0]
-	w.ID, w.SGL = cfg.own.id|uint64(seq&wrSlotMask), w.SGL[:1] // see postSlow
+	s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
+	q.slot(seq).set(seq, cookie, op, flags, t.SegmentLength)
+	signalled := flags&dat.CompletionSuppress == 0 || !cfg.unsigSuppressed || !q.mayGoUnsignalled(flags)
+	w := &ep.dwr[0]
+	w.ID, w.Opcode, w.Flags = cfg.own.id|uint64(seq&wrSlotMask), dtoOpcode[op&3], sendFlags(flags, signalled)
 	w.RemoteAddr, w.RKey = 0, 0
-	if rm := r.Remote; rm != nil {
-		w.RemoteAddr, w.RKey = uint64(rm.VirtualAddress), uint32(rm.RMRContext)
+	if remote != nil {
+		w.RemoteAddr, w.RKey = uint64(remote.VirtualAddress), uint32(remote.RMRContext)
 	}
-	fill(w, r, signalled)
 	undo := q.undo()
-	q.commitSignalled(seq, signalled) // before the post, as in postSlow
-	if _, err := cfg.sq.PostSendUnlock(ep.swr[:]); err != nil {
-		return ep.postRefused(cfg, r, undo, err)
+	q.commitSignalled(seq, signalled) // before the post, as in Post
+	if _, err := cfg.sq.PostSendUnlock(ep.dwr[:]); err != nil {
+		return ep.postDTORefused(cfg, op, undo, err)
 	}
 	return nil
+}
+
+// sendFlags is the verbs flags of a request with the DAT flags f.
+func sendFlags(f dat.CompletionFlags, signalled bool) verbs.SendFlags {
+	var v verbs.SendFlags
+	if signalled {
+		v = verbs.SendSignaled
+	}
+	if f&dat.CompletionBarrierFence != 0 {
+		v |= verbs.SendFence
+	}
+	if f&dat.CompletionSolicitedWait != 0 { // Sends only (requestChecks)
+		v |= verbs.SendSolicited
+	}
+	return v
 }
 
 // PostRecv posts a receive (ep_post_recv). It is legal in every state; in
@@ -99,14 +118,19 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	return nil
 }
 
-// unlockPostSlow releases the lock Post took and hands r to postSlow. Not
-// inlined: Unlock's slow path is a call, around which Post would keep r,
-// saved on every post.
+// postDTOSlow hands a request PostDTO does not take to Post.
+func (ep *EP) postDTOSlow(op dat.DTOOp, iov []dat.LMRTriplet, cookie dat.DTOCookie, remote *dat.RMRTriplet, flags dat.CompletionFlags) error {
+	return ep.Post(&Request{DOp: op, IOV: iov, Cookie: cookie, Flags: flags, Remote: remote})
+}
+
+// unlockPostDTOSlow releases the lock PostDTO took and hands the request
+// to Post. Not inlined: Unlock's slow path is a call, around which
+// PostDTO would keep its arguments, saved on every post.
 //
 //go:noinline
-func (ep *EP) unlockPostSlow(m *sync.Mutex, r *Request) error {
+func (ep *EP) unlockPostDTOSlow(m *sync.Mutex, op dat.DTOOp, iov []dat.LMRTriplet, cookie dat.DTOCookie, remote *dat.RMRTriplet, flags dat.CompletionFlags) error {
 	m.Unlock()
-	return ep.postSlow(r)
+	return ep.postDTOSlow(op, iov, cookie, remote, flags)
 }
 
 // unlockPostRecvSlow is unlockPostSlow for PostRecv.
@@ -117,16 +141,24 @@ func (ep *EP) unlockPostRecvSlow(m *sync.Mutex, iov []dat.LMRTriplet, cookie dat
 	return ep.postRecvSlow(iov, cookie, flags)
 }
 
-// postRefused undoes the commit of the request that the provider refused
-// with err, still under the send queue's lock, which it releases, and
-// returns the error, as postSlow does. The request was the last one
-// committed (so its seq is tail-1), and undo holds what commitSignalled
-// replaced (slotRing.undo): all Post keeps around the post for this.
-func (ep *EP) postRefused(cfg *postCfg, r *Request, undo uint64, err error) error {
+// postDTORefused undoes the commit of the request that the provider
+// refused with err, still under the send queue's lock, which it releases,
+// and returns the error, as Post does. The request was the last one
+// committed (so its seq is tail-1), undo holds what commitSignalled
+// replaced (slotRing.undo), and its one segment is still in ep.ssgl[0],
+// an SGE laid out as the LMR triplet it was filled from: all PostDTO
+// keeps around the post for this is ep, cfg, op and undo.
+func (ep *EP) postDTORefused(cfg *postCfg, op dat.DTOOp, undo uint64, err error) error {
 	q := &cfg.own.req
 	q.tail--
 	q.lastSig, q.unsig = uint32(undo), uint32(undo>>32)
+	r := &Request{DOp: op, IOV: []dat.LMRTriplet{sgeTriplet(&ep.ssgl[0])}}
 	return unlockSend(cfg.sq, ep.ia.refused(true, r.opName(), cfg.pz, r.IOV, needOf(r), postErr(r.opName(), err)))
+}
+
+// sgeTriplet is the LMR triplet an SGE was filled from.
+func sgeTriplet(s *verbs.SGE) dat.LMRTriplet {
+	return dat.LMRTriplet{VirtualAddress: dat.VAddr(s.Addr), SegmentLength: s.Length, LMRContext: dat.LMRContext(s.LKey)}
 }
 
 // postRecvRefused is postRefused for PostRecv.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/godapl/godapl/dat"
@@ -20,14 +21,15 @@ func allStateList() []dat.EPState {
 // segment count and queue attribute, a request or receive the fast path
 // lets through is one requestChecks or recvChecks lets through, and one it
 // sends to them is one they refuse (so no post is refused by the fast path
-// and accepted by nobody, or the reverse).
+// and accepted by nobody, or the reverse); and a one-segment request that
+// PostDTO's way takes (postCfg.one) is one they let through.
 func TestPostFastPathAgrees(t *testing.T) {
 	for _, st := range allStateList() {
 		for _, unsig := range []bool{false, true} {
 			for _, onSRQ := range []bool{false, true} {
 				ep := &EP{}
 				ep.state.Store(uint32(st))
-				c := &postCfg{reqUnsig: unsig, recvUnsig: unsig, maxIOV: 3, maxReadIOV: 1, maxRecvIOV: 2}
+				c := &postCfg{reqUnsig: unsig, recvUnsig: unsig, maxIOV: 3, maxReadIOV: 1, maxRecvIOV: 2, checksSGL: true, sqMu: new(sync.Mutex)}
 				c.setFast(st, onSRQ)
 				ep.cfg.Store(c)
 				if onSRQ {
@@ -41,6 +43,9 @@ func TestPostFastPathAgrees(t *testing.T) {
 							_, err := ep.requestChecks(r)
 							if fast != (err == nil) {
 								t.Fatalf("state %v unsig %v op %v flags %#x iov %d: fast path %v, checks %v", st, unsig, dop, flags, n, fast, err)
+							}
+							if one := n == 1 && c.one[dop&3] && flags&^c.reqFlags[dop&3] == 0; one && err != nil {
+								t.Fatalf("state %v unsig %v op %v flags %#x: PostDTO's way takes what the checks refuse: %v", st, unsig, dop, flags, err)
 							}
 						}
 					}
@@ -67,7 +72,7 @@ func TestSetStateRepublishes(t *testing.T) {
 	for _, from := range allStateList() {
 		for _, to := range allStateList() {
 			ep := &EP{}
-			c := &postCfg{maxIOV: 3, maxReadIOV: 1, maxRecvIOV: 2}
+			c := &postCfg{maxIOV: 3, maxReadIOV: 1, maxRecvIOV: 2, checksSGL: true, sqMu: new(sync.Mutex)}
 			c.setFast(dat.EPStateUnconnected, false)
 			ep.cfg.Store(c)
 			ep.mu.Lock()
@@ -77,6 +82,9 @@ func TestSetStateRepublishes(t *testing.T) {
 			got := ep.cfg.Load()
 			if open := got.reqIOV[dat.DTOSend] >= 0; open != canPostRequest.has(to) {
 				t.Fatalf("%v -> %v: requests let through %v", from, to, open)
+			}
+			if got.one != [4]bool{canPostRequest.has(to), canPostRequest.has(to), canPostRequest.has(to), false} {
+				t.Fatalf("%v -> %v: PostDTO's way open %v", from, to, got.one)
 			}
 			if got.reqIOV[dat.DTOSend] >= 0 && (got.reqIOV[dat.DTORDMAWrite] != 3 || got.reqIOV[dat.DTORDMARead] != 1) {
 				t.Fatalf("%v -> %v: limits %v", from, to, got.reqIOV)
