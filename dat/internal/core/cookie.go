@@ -153,8 +153,7 @@ func (t *cookieTable) idle() bool {
 // owner is an entry of the IA's owner table: the slot rings of one EP,
 // or the receive table of one SRQ.
 type owner struct {
-	id    uint64      // index<<wrOwnerShift | gen<<wrGenShift
-	gone  atomic.Bool // removed from the table: for EVD.last, which skips it
+	id    uint64 // index<<wrOwnerShift | gen<<wrGenShift
 	ep    *EP
 	srq   *SRQ
 	req   slotRing    // EP
@@ -211,13 +210,18 @@ func (ia *IA) addOwnerOp(op string, o *owner) error {
 func (ia *IA) removeOwner(o *owner) {
 	t := &ia.owners
 	t.mu.Lock()
-	o.gone.Store(true)
 	idx := uint32(o.id >> wrOwnerShift)
 	if e := t.at(uint64(idx)); e != nil && e.Load() == o {
 		e.Store(&owner{id: o.id | ownerTombstone})
 		t.free = append(t.free, idx)
 	}
 	t.mu.Unlock()
+	// Gone from the table, o's queues can no longer become an EVD's
+	// lastQ (lastQueueLocked): forgotten now, they are never taken from
+	// again, though completions of theirs (the flushes of the QP's
+	// destruction) may still come.
+	o.req.forget()
+	o.recv.forget()
 }
 
 // ownerTombstone marks the id of a removed owner's tombstone: no live

@@ -305,8 +305,8 @@ func (ep *EP) configure(op string, pz *PZ, recv, req, conn *EVD, a dat.EPAttr) e
 		}
 	}
 	own := &owner{ep: ep}
-	own.req.init(max(sendDepth, 1), req)
-	own.recv.init(max(a.MaxRecvDTOs, 1), recv)
+	own.req.init(max(sendDepth, 1), req, ep)
+	own.recv.init(max(a.MaxRecvDTOs, 1), recv, ep)
 	if err := ia.addOwner(own); err != nil {
 		if qp != nil {
 			qp.Destroy()

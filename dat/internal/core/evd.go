@@ -96,9 +96,14 @@ type EVD struct {
 	wcs    [16]verbs.WC  // completions polled from the CQ +checklocks:cql
 	wcHead int           // wcs[wcHead:wcN] are raw: polled, not translated +checklocks:cql
 	wcN    int           // +checklocks:cql
-	// last is the owner of the last DTO Take handed out, which
-	// the next one most likely shares; an EP's free clears it (Purge).
-	last *owner // +checklocks:cql
+	// lastQ is the EP queue of the last DTO Take handed out, which the
+	// next one most likely shares, and lastKey the bits of its work
+	// request IDs above the slot (owner index, generation, receive bit;
+	// noQueue with lastQ nil): one comparison finds a completion of it.
+	// Only a queue that completes to this EVD is kept, and its owner's
+	// removal clears it (slotRing.forget).
+	lastKey uint64    // +checklocks:cql
+	lastQ   *slotRing // +checklocks:cql
 
 	wake      chan struct{} // capacity 1
 	arm       chan struct{} // capacity 1
@@ -150,7 +155,7 @@ func CreateEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags) (*EVD, error) {
 }
 
 func newEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags, adopt bool) (*EVD, error) {
-	e := &EVD{ia: ia, flags: flags, qlen: qlen, enabled: true, wake: make(chan struct{}, 1), arm: make(chan struct{}, 1)}
+	e := &EVD{ia: ia, flags: flags, qlen: qlen, enabled: true, wake: make(chan struct{}, 1), arm: make(chan struct{}, 1), lastKey: noQueue}
 	e.init(dat.HandleTypeEVD)
 	depth := qlen
 	if flags&(dat.EVDDTO|dat.EVDRMRBind) != 0 {
@@ -567,3 +572,7 @@ func (e *EVD) Grow(op string, delta int) error {
 	}
 	return nil
 }
+
+// noQueue is EVD.lastKey without a queue: no work request ID has a bit
+// of its slot field above the slot (wrSlotMask) set, so none matches.
+const noQueue = 1

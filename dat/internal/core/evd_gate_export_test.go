@@ -37,3 +37,11 @@ func (g *gatedCQ) Wait(ctx context.Context, solicitedOnly bool) error {
 	}
 	return g.CQ.Wait(ctx, solicitedOnly)
 }
+
+// HoldsQueueOf reports whether e keeps a queue of ep as the queue of its
+// last completion (EVD.lastQ).
+func HoldsQueueOf(e *EVD, ep *EP) bool {
+	e.cql.Lock()
+	defer e.cql.Unlock()
+	return e.lastQ != nil && e.lastQ.ep == ep
+}

@@ -107,16 +107,23 @@ func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 	}
 }
 
-// lastOwnerLocked looks up the owner of the EP queue that the completion
-// ID names and keeps it in e.last, for Take when e.last is not it; nil
-// for none, or an SRQ's. The caller holds cql.
-func (e *EVD) lastOwnerLocked(id uint64) *owner {
+// lastQueueLocked looks up the EP queue that the completion ID names and
+// keeps it in e.lastQ, for Take when e.lastQ is not it; nil for none, an
+// SRQ's, or a queue that does not complete to e. The caller holds cql.
+func (e *EVD) lastQueueLocked(id uint64) *slotRing {
 	o := e.ia.lookupOwner(id)
 	if o == nil || o.srq != nil {
 		return nil
 	}
-	e.last = o
-	return o
+	q := &o.req
+	if id&wrRecvBit != 0 {
+		q = &o.recv
+	}
+	if q.evd != e {
+		return nil
+	}
+	e.lastKey, e.lastQ = id&^wrSlotMask, q
+	return q
 }
 
 // takeSlow is Take for every case Take hands it (see Take for its common
@@ -147,22 +154,18 @@ func (e *EVD) takeSlow(ev *dat.Event) (n int, ok bool) {
 			mu.Unlock()
 			return 0, false
 		}
-		// The owner comes from e.last when the completion is the last
-		// one's EP's, as it mostly is: the owner table's lookup is a
+		// The queue comes from e.lastQ when the completion is the last
+		// one's queue's, as it mostly is: the owner table's lookup is a
 		// chain of five dependent loads.
-		o := e.last
-		if o == nil || o.id != wc.ID&^(1<<wrGenShift-1) || o.gone.Load() {
-			o = e.lastOwnerLocked(wc.ID)
+		q := e.lastQ
+		if wc.ID&^wrSlotMask != e.lastKey {
+			q = e.lastQueueLocked(wc.ID)
 		}
-		if wc.Status == verbs.WCSuccess && o != nil {
-			q := &o.req
-			if wc.ID&wrRecvBit != 0 {
-				q = &o.recv
-			}
+		if wc.Status == verbs.WCSuccess && q != nil {
 			s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
-			if s != nil && q.evd == e && s.flags&dat.CompletionSuppress == 0 && s.op != dat.DTOBindMW {
+			if s != nil && s.flags&dat.CompletionSuppress == 0 && s.op != dat.DTOBindMW {
 				ev.Number = dat.DTOCompletionEvent
-				fillDTO(&ev.DTO, o.ep.handle, s, wc, dat.DTOSuccess)
+				fillDTO(&ev.DTO, q.ep.handle, s, wc, dat.DTOSuccess)
 				q.retireFoundLocked(seq)
 				n = min(r.Len(), len(e.wcs)) - 1 // what a poll into wcs would have left
 				r.Pop(wc)
@@ -480,14 +483,6 @@ func (e *EVD) Purge(ep *EP) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.drainLocked()
-	if e.cq != nil {
-		// The owner is gone (removeOwner); the EVD lets go of it.
-		e.cql.Lock()
-		if e.last != nil && e.last.ep == ep {
-			e.last = nil
-		}
-		e.cql.Unlock()
-	}
 	h := ep.handle
 	k := 0
 	for i := 0; i < e.n; i++ {

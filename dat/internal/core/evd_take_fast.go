@@ -21,7 +21,8 @@ import (
 // Take handles the common case without a call but the CQ lock's slow
 // path: the ring empty, the provider's CQ ring and mutex
 // (verbs.CQRinger, verbs.CQMutexer), and the CQ's oldest completion a
-// successful, unsuppressed DTO of the last completion's EP queue. It
+// successful, unsuppressed DTO of the last completion's EP queue
+// (EVD.lastQ). It
 // hands anything else, untouched, to takeOn or the full path, in a call
 // whose result is its own: Go keeps no register across a call, so with
 // the owner's lookup and the poll in line it saved its arguments and
@@ -53,23 +54,16 @@ func (e *EVD) Take(ctx context.Context, threshold int, ev *dat.Event, wait bool)
 	if wc == nil {
 		return e.unlockFull(ctx, threshold, ev, wait)
 	}
-	o := e.last
-	if o == nil || o.id != wc.ID&^(1<<wrGenShift-1) || wc.Status != verbs.WCSuccess {
+	q := e.lastQ
+	if wc.ID&^wrSlotMask != e.lastKey || wc.Status != verbs.WCSuccess {
 		return e.unlockTakeOn(ctx, threshold, ev, wait)
-	}
-	if o.gone.Load() {
-		return e.unlockTakeOn(ctx, threshold, ev, wait)
-	}
-	q := &o.req
-	if wc.ID&wrRecvBit != 0 {
-		q = &o.recv
 	}
 	s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
-	if s == nil || q.evd != e || s.flags&dat.CompletionSuppress != 0 || s.op == dat.DTOBindMW {
+	if s == nil || s.flags&dat.CompletionSuppress != 0 || s.op == dat.DTOBindMW {
 		return e.unlockTakeOn(ctx, threshold, ev, wait)
 	}
 	ev.Number, ev.EVD = dat.DTOCompletionEvent, e.handle
-	fillDTO(&ev.DTO, o.ep.handle, s, wc, dat.DTOSuccess)
+	fillDTO(&ev.DTO, q.ep.handle, s, wc, dat.DTOSuccess)
 	q.retireFoundLocked(seq)
 	n := min(r.Len(), len(e.wcs)) - 1 // what a poll into wcs would have left
 	r.Pop(wc)

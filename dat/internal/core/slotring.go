@@ -32,6 +32,7 @@ type slotRing struct {
 	mask  uint32
 	limit uint32 // requests that may be outstanding at once: the queue's size
 	evd   *EVD   // where the queue completes; nil: nobody hands completions out
+	ep    *EP    // whose queue it is (its handle goes into the events)
 
 	// Poster's, under the post lock.
 	tail uint32 // seq of the next request
@@ -47,7 +48,7 @@ type slotRing struct {
 	head uint32
 }
 
-func (q *slotRing) init(limit int, evd *EVD) {
+func (q *slotRing) init(limit int, evd *EVD, ep *EP) {
 	n := 1
 	for n < limit {
 		n <<= 1
@@ -55,7 +56,7 @@ func (q *slotRing) init(limit int, evd *EVD) {
 	q.slots = make([]cookieSlot, n)
 	q.mask = uint32(n - 1)
 	q.limit = uint32(limit)
-	q.evd = evd
+	q.evd, q.ep = evd, ep
 }
 
 // reserve returns the seq of the next request, or false when limit
@@ -199,6 +200,20 @@ func (q *slotRing) retireLocked(seq uint32) {
 // returned, under the same hold of evd.cql: it lies within limit of head,
 // so it needs retireLocked's check no more than lookupLocked's result does.
 func (q *slotRing) retireFoundLocked(seq uint32) { q.head = seq + 1 }
+
+// forget makes q's EVD drop q as the queue of its last completion
+// (EVD.lastQ), once q's owner is out of the owner table.
+func (q *slotRing) forget() {
+	e := q.evd
+	if e == nil {
+		return
+	}
+	e.cql.Lock()
+	if e.lastQ == q {
+		e.lastKey, e.lastQ = noQueue, nil
+	}
+	e.cql.Unlock()
+}
 
 // outstanding returns the requests posted and not retired. The caller
 // holds the post lock.
