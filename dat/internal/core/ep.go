@@ -67,6 +67,7 @@ type EP struct {
 	dwr  [1]verbs.SendWR // PostDTO's: one SGE (ssgl[0]), never a bind or an invalidation
 	ssgl [verbs.MaxSGE]verbs.SGE
 	rwr  [1]verbs.RecvWR
+	drwr [1]verbs.RecvWR // PostRecv's common case: one SGE (rsgl[0])
 	rsgl [verbs.MaxSGE]verbs.SGE
 }
 
@@ -95,8 +96,12 @@ type postCfg struct {
 
 	// one: a request of one segment of each DTO op may take PostDTO's
 	// way: the state posts requests (reqIOV >= 1), the QP checks SGLs
-	// and lends its send queue's mutex.
-	one [4]bool
+	// and lends its send queue's mutex; recvOne, a receive of one
+	// segment PostRecv's common case: the EP is not on an SRQ and allows
+	// one (recvIOV >= 1), the QP checks SGLs and lends its receive
+	// queue's mutex.
+	one     [4]bool
+	recvOne bool
 }
 
 // setPostable records in c whether the EP's state st posts requests.
@@ -150,6 +155,7 @@ func (c *postCfg) setFast(st dat.EPState, onSRQ bool) {
 	if onSRQ {
 		c.recvIOV = -1
 	}
+	c.recvOne = c.recvIOV >= 1 && c.checksSGL && c.rqMu != nil
 	c.setPostable(st)
 }
 
@@ -241,7 +247,7 @@ func CreateEP(ia *IA, pz *PZ, recv, req, conn *EVD, attr *dat.EPAttr) (*EP, erro
 func newEP(ia *IA) *EP {
 	ep := &EP{ia: ia, stop: make(chan struct{})}
 	ep.swr[0].SGL, ep.rwr[0].SGL = ep.ssgl[:0], ep.rsgl[:0]
-	ep.dwr[0].SGL = ep.ssgl[:1]
+	ep.dwr[0].SGL, ep.drwr[0].SGL = ep.ssgl[:1], ep.rsgl[:1]
 	ep.init(dat.HandleTypeEP)
 	return ep
 }

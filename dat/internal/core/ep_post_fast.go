@@ -26,8 +26,11 @@ import (
 // dat/ep wrappers call it: built into a Request by the wrapper, in the
 // consumer's frame, and read back from it by the post, the request cost
 // a store and a load a field, and a load again after every call. The
-// work request it fills (EP.dwr) is its own, set up by newEP with what
-// no common-case post changes (one SGE, no invalidation, no bind).
+// work requests the common case fills (EP.dwr, EP.drwr) are its own, set
+// up by newEP with what no such post changes (one SGE, no invalidation,
+// no bind). A refused post rebuilds its segment from the SGE, laid out
+// as the triplet it was filled from, so that the post keeps only ep and
+// cfg (and PostDTO op and the undo) around the provider's call.
 
 // PostDTO posts a Send, RDMA Write or RDMA Read (op) of the segments iov
 // (ep_post_send, ep_post_rdma_write, ep_post_rdma_read); remote is the
@@ -89,14 +92,10 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 		return errPostFreed
 	}
 	cfg := ep.cfg.Load()
-	if cfg == nil || flags&^cfg.recvFlags != 0 || len(iov) > cfg.recvIOV ||
-		len(iov) != 1 || iov[0].SegmentLength == 0 || !cfg.checksSGL {
+	if cfg == nil || !cfg.recvOne || flags&^cfg.recvFlags != 0 || len(iov) != 1 || iov[0].SegmentLength == 0 {
 		return ep.postRecvSlow(iov, cookie, flags)
 	}
-	m := cfg.rqMu
-	if m == nil {
-		return ep.postRecvSlow(iov, cookie, flags)
-	}
+	m := cfg.rqMu // set: cfg.recvOne
 	m.Lock()
 	q := &cfg.own.recv
 	if cfg.pz.loose.Load() != 0 || q.tail+1-q.seen > q.limit {
@@ -106,11 +105,10 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	t, s := &iov[0], &ep.rsgl[0]
 	s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
 	q.slot(seq).set(seq, cookie, dat.DTOReceive, flags, 0)
-	w := &ep.rwr[0]
-	w.ID, w.SGL = cfg.own.id|wrRecvBit|uint64(seq&wrSlotMask), w.SGL[:1]
+	ep.drwr[0].ID = cfg.own.id | wrRecvBit | uint64(seq&wrSlotMask)
 	q.commit(seq)
-	if _, err := cfg.rq.PostRecvUnlock(ep.rwr[:]); err != nil {
-		return ep.postRecvRefused(cfg, iov, err)
+	if _, err := cfg.rq.PostRecvUnlock(ep.drwr[:]); err != nil {
+		return ep.postRecvRefused(cfg, err)
 	}
 	if ep.hw.active.Load() {
 		ep.checkWatermarks()
@@ -145,9 +143,7 @@ func (ep *EP) unlockPostRecvSlow(m *sync.Mutex, iov []dat.LMRTriplet, cookie dat
 // refused with err, still under the send queue's lock, which it releases,
 // and returns the error, as Post does. The request was the last one
 // committed (so its seq is tail-1), undo holds what commitSignalled
-// replaced (slotRing.undo), and its one segment is still in ep.ssgl[0],
-// an SGE laid out as the LMR triplet it was filled from: all PostDTO
-// keeps around the post for this is ep, cfg, op and undo.
+// replaced (slotRing.undo), and its one segment is still in ep.ssgl[0].
 func (ep *EP) postDTORefused(cfg *postCfg, op dat.DTOOp, undo uint64, err error) error {
 	q := &cfg.own.req
 	q.tail--
@@ -161,9 +157,11 @@ func sgeTriplet(s *verbs.SGE) dat.LMRTriplet {
 	return dat.LMRTriplet{VirtualAddress: dat.VAddr(s.Addr), SegmentLength: s.Length, LMRContext: dat.LMRContext(s.LKey)}
 }
 
-// postRecvRefused is postRefused for PostRecv.
-func (ep *EP) postRecvRefused(cfg *postCfg, iov []dat.LMRTriplet, err error) error {
+// postRecvRefused is postDTORefused for PostRecv, whose segment is in
+// ep.rsgl[0].
+func (ep *EP) postRecvRefused(cfg *postCfg, err error) error {
 	const op = "ep_post_recv"
 	cfg.own.recv.tail--
+	iov := []dat.LMRTriplet{sgeTriplet(&ep.rsgl[0])}
 	return unlockRecv(cfg.rq, ep.ia.refused(true, op, cfg.pz, iov, dat.MemPrivLocalWrite, postErr(op, err)))
 }

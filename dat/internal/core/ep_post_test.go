@@ -21,15 +21,16 @@ func allStateList() []dat.EPState {
 // segment count and queue attribute, a request or receive the fast path
 // lets through is one requestChecks or recvChecks lets through, and one it
 // sends to them is one they refuse (so no post is refused by the fast path
-// and accepted by nobody, or the reverse); and a one-segment request that
-// PostDTO's way takes (postCfg.one) is one they let through.
+// and accepted by nobody, or the reverse); and a one-segment request or
+// receive that PostDTO's way or PostRecv's common case takes (postCfg.one,
+// recvOne) is one they let through.
 func TestPostFastPathAgrees(t *testing.T) {
 	for _, st := range allStateList() {
 		for _, unsig := range []bool{false, true} {
 			for _, onSRQ := range []bool{false, true} {
 				ep := &EP{}
 				ep.state.Store(uint32(st))
-				c := &postCfg{reqUnsig: unsig, recvUnsig: unsig, maxIOV: 3, maxReadIOV: 1, maxRecvIOV: 2, checksSGL: true, sqMu: new(sync.Mutex)}
+				c := &postCfg{reqUnsig: unsig, recvUnsig: unsig, maxIOV: 3, maxReadIOV: 1, maxRecvIOV: 2, checksSGL: true, sqMu: new(sync.Mutex), rqMu: new(sync.Mutex)}
 				c.setFast(st, onSRQ)
 				ep.cfg.Store(c)
 				if onSRQ {
@@ -57,6 +58,9 @@ func TestPostFastPathAgrees(t *testing.T) {
 						_, err := ep.recvChecks(iov, flags)
 						if fast != (err == nil) {
 							t.Fatalf("recv: state %v unsig %v srq %v flags %#x iov %d: fast path %v, checks %v", st, unsig, onSRQ, flags, n, fast, err)
+						}
+						if one := n == 1 && c.recvOne && flags&^c.recvFlags == 0; one && err != nil {
+							t.Fatalf("recv: state %v unsig %v srq %v flags %#x: PostRecv's common case takes what the checks refuse: %v", st, unsig, onSRQ, flags, err)
 						}
 					}
 				}

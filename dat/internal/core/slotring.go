@@ -92,9 +92,11 @@ func (q *slotRing) refresh(k int) bool {
 // slot returns the slot of seq for the poster to fill.
 func (q *slotRing) slot(seq uint32) *cookieSlot { return &q.slots[seq&q.mask] }
 
-// set fills a slot of a DTO, field by field (see EP.fill for why).
+// set fills a slot of a DTO, field by field (see EP.fill for why). It
+// leaves rmr, which only a bind's slot is read for, and sets: storing a
+// pointer, even nil, costs a write barrier check on every post.
 func (s *cookieSlot) set(seq uint32, cookie dat.DTOCookie, op dat.DTOOp, flags dat.CompletionFlags, length uint32) {
-	s.seq, s.cookie, s.op, s.flags, s.length, s.rmr = seq, cookie, op, flags, length, nil
+	s.seq, s.cookie, s.op, s.flags, s.length = seq, cookie, op, flags, length
 }
 
 // commit records that the requests up to seq were posted.
