@@ -129,7 +129,8 @@ func (e *EVD) lastQueueLocked(id uint64) *slotRing {
 // takeSlow is Take for every case Take hands it (see Take for its common
 // one): the owner's lookup, a poll, a translation the usual way, an EVD
 // whose provider lends no CQ ring. Take has already checked the EVD and
-// its gate.
+// its gate; WaitSlow, its other caller, holds mu and owns the EVD or is
+// about to.
 func (e *EVD) takeSlow(ev *dat.Event) (n int, ok bool) {
 	r := e.cqRing
 	if r == nil {
@@ -392,24 +393,40 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 		e.mu.Unlock()
 		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDWaiter)
 	}
-	if threshold == 1 && e.nextLocked(ev) {
-		nmore := e.n + e.rawCount()
-		e.mu.Unlock()
-		return nmore, nil
+	if threshold == 1 {
+		// The oldest event, as a dequeue takes it: the ring's, or else
+		// the CQ's, translated where it lies (takeSlow).
+		if e.n > 0 {
+			e.popLocked(ev)
+			nmore := e.n + e.rawCount()
+			e.mu.Unlock()
+			return nmore, nil
+		}
+		if e.cq != nil {
+			if nmore, ok := e.takeSlow(ev); ok {
+				e.mu.Unlock()
+				return nmore, nil
+			}
+		}
 	}
 	e.setGate(gateWaiter, true)
 	blocked := false
 	for {
-		if blocked && threshold == 1 && e.n == 0 && e.nSolicit+e.nUnsig == 0 && e.cq != nil {
-			// Woken with the ring empty, and every event loud (no
-			// UNSIGNALLED queue) and enough to wake (no solicited
-			// wait): the CQ's next completion ends the wait, straight
-			// into ev as Take takes it, rather than through the
-			// ring (one copy of the Event and two CQ lock round trips).
-			if nmore, ok := e.takeCQ(ev); ok {
-				e.setGate(gateWaiter, false)
-				e.mu.Unlock()
-				return nmore, nil
+		if threshold == 1 && e.n == 0 && e.nSolicit+e.nUnsig == 0 && e.cq != nil {
+			// The ring empty, and every event loud (no UNSIGNALLED
+			// queue) and enough to wake (no solicited wait): the CQ's
+			// next completion ends the wait, taken as Take takes it,
+			// rather than through the ring (one copy of the Event and
+			// two CQ lock round trips). Before the first sleep there
+			// is nothing to take: the take above has just found the
+			// raw completions and the CQ empty under the CQ's lock,
+			// and what came since, CQ.Wait sees.
+			if blocked {
+				if nmore, ok := e.takeSlow(ev); ok {
+					e.setGate(gateWaiter, false)
+					e.mu.Unlock()
+					return nmore, nil
+				}
 			}
 		} else {
 			e.drainLocked()

@@ -1,0 +1,73 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/dattest"
+	"github.com/godapl/godapl/dat/internal/core"
+	"github.com/godapl/godapl/verbs/verbstest"
+)
+
+// A waiter that blocks on an EVD whose provider lends its CQ's ring takes
+// the completion that wakes it where it lies, as evd_dequeue's hot path
+// does, and copies nothing out of the CQ before it sleeps either: on siw
+// a Send's receive completion is rarely there when its waiter comes, so
+// this is the wait of every such Send. The waiter blocks (in CQ.Wait itself
+// with a context that cannot end, through the CQ watch with one that
+// can), a Send completes, and the wait must return it without a poll.
+func TestEVDBlockedWaitTakesFromRing(t *testing.T) {
+	waiters := []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"direct", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
+		{"watched", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Minute)
+		}},
+	}
+	for _, w := range waiters {
+		t.Run(w.name, func(t *testing.T) {
+			verbstest.CheckLeaks(t)
+			srv, cli, req, sep, cep := wakeupPair(t)
+			if err := sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(0, 64)}, 100, dat.CompletionDefault); err != nil {
+				t.Fatal(err)
+			}
+			polls := core.CountCQPolls((*core.EVD)(req))
+			entered, release := core.GateCQWait((*core.EVD)(req))
+			ctx, cancel := w.ctx()
+			defer cancel()
+			type result struct {
+				ev   dat.Event
+				more int
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() {
+				ev, more, err := req.Wait(ctx, 1)
+				done <- result{ev, more, err}
+			}()
+			<-entered
+			if err := cep.PostSend([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, 1, dat.CompletionDefault); err != nil {
+				t.Fatal(err)
+			}
+			waitCQLen(t, req, 1)
+			release()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("evd_wait slept on with a completion in the CQ")
+			}
+			if r.err != nil || r.ev.Number != dat.DTOCompletionEvent || r.ev.DTO.Cookie != 1 || r.ev.DTO.Status != dat.DTOSuccess || r.more != 0 {
+				t.Fatalf("evd_wait: %v %v cookie %d status %v, %d more; want the send, none more", r.err, r.ev.Number, r.ev.DTO.Cookie, r.ev.DTO.Status, r.more)
+			}
+			if n := polls.Load(); n != 0 {
+				t.Errorf("the wait polled the CQ %d times; want it to take the completion from the lent ring", n)
+			}
+			dattest.ExpectEmpty(t, req)
+		})
+	}
+}
