@@ -76,11 +76,10 @@ type EVD struct {
 	// A waiter whose own ctx cannot end (context.Background) blocks in
 	// CQ.Wait itself rather than through routineCQWatch: one wake-up per
 	// completion instead of two, and siw's inline receive runs in the
-	// waiter. dctx interrupts it for a pushed event or SetUnwaitable; it
-	// is reused until it has been cancelled. Derived from stopCtx.
-	dctx     context.Context    // +checklocks:mu
-	dcancel  context.CancelFunc // +checklocks:mu
-	inDirect bool               // the waiter is in CQ.Wait on dctx +checklocks:mu
+	// waiter. dctx interrupts it for a pushed event, SetUnwaitable or
+	// destroy; it is reused until it has been cancelled.
+	dctx     *directCtx // +checklocks:mu
+	inDirect bool       // the waiter is in CQ.Wait on dctx +checklocks:mu
 
 	// queued is n, published for the hot path: stored under mu, and by a
 	// drain before it lets go of the CQ's lock (see Take).
@@ -456,8 +455,8 @@ func (e *EVD) SetUnwaitable(op string, on bool) error {
 // changed; the caller holds mu.
 func (e *EVD) interruptDirectLocked() {
 	if e.inDirect {
-		e.dcancel()
-		e.dctx, e.dcancel = nil, nil
+		e.dctx.cancel()
+		e.dctx = nil
 	}
 }
 
@@ -519,6 +518,7 @@ func (e *EVD) destroy() {
 		e.ia.hook(e.cq, nil)
 	}
 	e.mu.Lock()
+	e.interruptDirectLocked()
 	cno := e.cno
 	e.cno = nil
 	for e.n > 0 {

@@ -481,7 +481,7 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 // EVD.dctx). The caller holds mu, which is released meanwhile.
 func (e *EVD) waitDirectLocked() {
 	if e.dctx == nil {
-		e.dctx, e.dcancel = context.WithCancel(e.stopCtx)
+		e.dctx = newDirectCtx()
 	}
 	dctx := e.dctx
 	solicited := e.nSolicit > 0

@@ -71,3 +71,31 @@ func TestEVDBlockedWaitTakesFromRing(t *testing.T) {
 		})
 	}
 }
+
+// A waiter blocked in CQ.Wait itself (its context cannot end) is woken by
+// the EVD's teardown when the IA closes under it, and returns DAT_ABORT,
+// whether or not the CQ it sleeps on says anything: here the CQ's wait
+// ends only through the context the EVD gave it.
+func TestEVDDirectWaiterAbortedByClose(t *testing.T) {
+	verbstest.CheckLeaks(t)
+	_, cli, req, _, _ := wakeupPair(t)
+	entered, release := core.GateCQWait((*core.EVD)(req))
+	defer release()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := req.Wait(context.Background(), 1)
+		done <- err
+	}()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- cli.IA.Close(dat.CloseAbrupt) }()
+	select {
+	case err := <-done:
+		dattest.WantErr(t, err, dat.Abort, dat.NoSubtype)
+	case <-time.After(10 * time.Second):
+		t.Fatal("evd_wait slept on through the close of its IA")
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
