@@ -116,7 +116,11 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	return nil
 }
 
-// postDTOSlow hands a request PostDTO does not take to Post.
+// postDTOSlow hands a request PostDTO does not take to Post. Not inlined:
+// the Request it builds would take room in PostDTO's frame, and keep
+// PostDTO's arguments in it from the start.
+//
+//go:noinline
 func (ep *EP) postDTOSlow(op dat.DTOOp, iov []dat.LMRTriplet, cookie dat.DTOCookie, remote *dat.RMRTriplet, flags dat.CompletionFlags) error {
 	return ep.Post(&Request{DOp: op, IOV: iov, Cookie: cookie, Flags: flags, Remote: remote})
 }
