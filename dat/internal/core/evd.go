@@ -73,13 +73,22 @@ type EVD struct {
 	nUnsig   int   // attached queues with UNSIGNALLED +checklocks:mu
 	cqErr    error // the CQ failed (closed, overflowed) +checklocks:mu
 
-	// A waiter whose own ctx cannot end (context.Background) blocks in
-	// CQ.Wait itself rather than through routineCQWatch: one wake-up per
-	// completion instead of two, and siw's inline receive runs in the
-	// waiter. dctx interrupts it for a pushed event, SetUnwaitable or
-	// destroy; it is reused until it has been cancelled.
+	// A waiter blocks in CQ.Wait itself rather than through
+	// routineCQWatch: one wake-up per completion instead of two, and
+	// siw's inline receive runs in the waiter. dctx interrupts it for a
+	// pushed event, SetUnwaitable, destroy or the end of the waiter's own
+	// context, and carries that context's deadline; it is reused until it
+	// has ended.
 	dctx     *directCtx // +checklocks:mu
 	inDirect bool       // the waiter is in CQ.Wait on dctx +checklocks:mu
+	// A waiter's context that can end is watched by a callback
+	// (context.AfterFunc, onWaiterCtxDone) that interrupts the waiter.
+	// The registration is kept for the next wait on the same context
+	// (the same Done channel, wdone), as a consumer's loop mostly waits
+	// with one: registering allocates.
+	wdone  <-chan struct{} // +checklocks:mu
+	wstop  func() bool     // ends the registration +checklocks:mu
+	onWCtx func()          // onWaiterCtxDone, made once
 
 	// queued is n, published for the hot path: stored under mu, and by a
 	// drain before it lets go of the CQ's lock (see Take).
@@ -155,6 +164,7 @@ func CreateEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags) (*EVD, error) {
 
 func newEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags, adopt bool) (*EVD, error) {
 	e := &EVD{ia: ia, flags: flags, qlen: qlen, enabled: true, wake: make(chan struct{}, 1), arm: make(chan struct{}, 1), lastKey: noQueue}
+	e.onWCtx = e.onWaiterCtxDone
 	e.init(dat.HandleTypeEVD)
 	depth := qlen
 	if flags&(dat.EVDDTO|dat.EVDRMRBind) != 0 {
@@ -455,9 +465,37 @@ func (e *EVD) SetUnwaitable(op string, on bool) error {
 // changed; the caller holds mu.
 func (e *EVD) interruptDirectLocked() {
 	if e.inDirect {
-		e.dctx.cancel()
-		e.dctx = nil
+		e.dctx.cancel() // once: the waiter may not have come back yet
 	}
+}
+
+// watchWaiterCtxLocked makes the end of ctx, a waiter's context that can
+// end, interrupt the waiter's CQ.Wait; the caller holds mu.
+func (e *EVD) watchWaiterCtxLocked(ctx context.Context) {
+	done := ctx.Done()
+	if done == e.wdone {
+		return
+	}
+	e.unwatchWaiterCtxLocked()
+	e.wdone, e.wstop = done, context.AfterFunc(ctx, e.onWCtx)
+}
+
+// unwatchWaiterCtxLocked ends the registration watchWaiterCtxLocked made,
+// if any; the caller holds mu.
+func (e *EVD) unwatchWaiterCtxLocked() {
+	if e.wstop != nil {
+		e.wstop()
+		e.wdone, e.wstop = nil, nil
+	}
+}
+
+// onWaiterCtxDone interrupts the waiter when the context it waits with
+// ends (context.AfterFunc calls it in a goroutine of its own). A waiter
+// that has moved on to another context just looks again.
+func (e *EVD) onWaiterCtxDone() {
+	e.mu.Lock()
+	e.interruptDirectLocked()
+	e.mu.Unlock()
 }
 
 // ModifyCNO attaches the EVD to cno, or detaches it for nil.
@@ -519,6 +557,7 @@ func (e *EVD) destroy() {
 	}
 	e.mu.Lock()
 	e.interruptDirectLocked()
+	e.unwatchWaiterCtxLocked()
 	cno := e.cno
 	e.cno = nil
 	for e.n > 0 {

@@ -7,34 +7,82 @@ import (
 )
 
 // directCtx is the context a waiter blocks in CQ.Wait itself with (see
-// EVD.dctx): it has no deadline and ends only when cancel is called.
+// EVD.dctx). It ends when cancel is called or, if the waiter's own
+// context has a deadline, once that has passed.
 //
 // It is not context.WithCancel's because the provider asks it on every
 // wait: siw's inline receive calls Err between the frames it reads and
 // Deadline before each readability wait. A cancelCtx answers Err through
-// an atomic.Value and Deadline by asking its parents in turn; here each
-// is a load or a constant. On a siw Send iteration that was 66
-// instructions (callgrind) where context.Background's cost 8.
+// an atomic.Value and Deadline by asking its parents in turn; here Err is
+// a load and Deadline a load and, only when there is a deadline, the
+// clock. On a siw Send iteration that was 66 instructions (callgrind)
+// where context.Background's cost 8.
+//
+// The deadline is the waiter's: siw puts it on the socket its inline
+// receive reads, so that the wait ends on time without a timer. Deadline
+// ends the context once it has passed, so that the provider's wait
+// returns rather than reading again until the waiter's context's own
+// timer has fired and the EVD has cancelled this one.
 type directCtx struct {
-	done     chan struct{}
-	canceled atomic.Bool
+	done chan struct{}
+	err  atomic.Pointer[error] // set once, just before done closes
+	dl   atomic.Int64          // the deadline in Unix ns; 0 for none
 }
 
 func newDirectCtx() *directCtx { return &directCtx{done: make(chan struct{})} }
 
-// cancel ends the context; it must be called once.
-func (c *directCtx) cancel() {
-	c.canceled.Store(true) // before done closes: Err is non-nil once Done is
-	close(c.done)
+var (
+	errDirectCanceled = context.Canceled
+	errDirectDeadline = context.DeadlineExceeded
+)
+
+// end ends the context with err, unless it has ended.
+func (c *directCtx) end(err *error) {
+	if c.err.CompareAndSwap(nil, err) {
+		close(c.done)
+	}
 }
 
-func (c *directCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (c *directCtx) Done() <-chan struct{}       { return c.done }
-func (c *directCtx) Value(any) any               { return nil }
+// over reports whether the context has ended.
+func (c *directCtx) over() bool { return c.err.Load() != nil }
+
+// cancel ends the context.
+func (c *directCtx) cancel() { c.end(&errDirectCanceled) }
+
+// setDeadline makes the context end at the deadline of ctx, if it has
+// one. Only the waiter calls it and clearDeadline, before it waits.
+func (c *directCtx) setDeadline(ctx context.Context) {
+	var ns int64
+	if dl, ok := ctx.Deadline(); ok {
+		ns = max(dl.UnixNano(), 1)
+	}
+	c.dl.Store(ns)
+}
+
+// clearDeadline takes the deadline away, if the last wait set one.
+func (c *directCtx) clearDeadline() {
+	if c.dl.Load() != 0 {
+		c.dl.Store(0)
+	}
+}
+
+func (c *directCtx) Deadline() (time.Time, bool) {
+	ns := c.dl.Load()
+	if ns == 0 {
+		return time.Time{}, false
+	}
+	if time.Now().UnixNano() >= ns {
+		c.end(&errDirectDeadline)
+	}
+	return time.Unix(0, ns), true
+}
+
+func (c *directCtx) Done() <-chan struct{} { return c.done }
+func (c *directCtx) Value(any) any         { return nil }
 
 func (c *directCtx) Err() error {
-	if c.canceled.Load() {
-		return context.Canceled
+	if p := c.err.Load(); p != nil {
+		return *p
 	}
 	return nil
 }

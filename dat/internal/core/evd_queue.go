@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/verbs"
@@ -411,6 +412,10 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 	}
 	e.setGate(gateWaiter, true)
 	blocked := false
+	wctx := ctx // nil if it cannot end: the waits ask it nothing
+	if ctx.Done() == nil {
+		wctx = nil
+	}
 	for {
 		if threshold == 1 && e.n == 0 && e.nSolicit+e.nUnsig == 0 && e.cq != nil {
 			// The ring empty, and every event loud (no UNSIGNALLED
@@ -452,38 +457,78 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 			e.mu.Unlock()
 			return 0, err
 		}
-		if ctx.Done() == nil && e.cq != nil {
-			e.waitDirectLocked()
+		if e.cq != nil {
+			if wctx == nil {
+				e.waitDirectLocked(nil)
+				blocked = true
+				continue
+			}
+			if err := waitCtxErr(wctx); err != nil {
+				return e.endWaitLocked(op, err)
+			}
+			e.waitDirectLocked(wctx)
+			if err := waitCtxErr(wctx); err != nil {
+				// As a wait on ctx.Done would: what came meanwhile
+				// (an unsolicited completion, say) stays queued.
+				return e.endWaitLocked(op, err)
+			}
 			blocked = true
 			continue
 		}
 		e.mu.Unlock()
-		e.armWatch()
 		select {
 		case <-e.wake:
 		case <-ctx.Done():
 			e.mu.Lock()
-			e.setGate(gateWaiter, false)
-			nmore := e.countLocked()
-			e.mu.Unlock()
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nmore, dat.Wrap(op, dat.TimeoutExpired, dat.NoSubtype, ctx.Err())
-			}
-			return nmore, dat.Wrap(op, dat.InterruptedCall, dat.SubInterrupted, ctx.Err())
+			return e.endWaitLocked(op, ctx.Err())
 		}
 		blocked = true
 		e.mu.Lock()
 	}
 }
 
+// waitCtxErr is ctx.Err, or context.DeadlineExceeded once the deadline of
+// ctx has passed and its timer has not fired yet: the waiter's own CQ.Wait
+// ends at the deadline (directCtx), and would otherwise be entered again.
+func waitCtxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// endWaitLocked ends a wait whose context has ended with err: the
+// waiter lets go of the EVD and returns DAT_TIMEOUT_EXPIRED for a
+// deadline, DAT_INTERRUPTED_CALL for a cancellation, with the events
+// queued. The caller holds mu, which is released.
+func (e *EVD) endWaitLocked(op string, err error) (int, error) {
+	e.setGate(gateWaiter, false)
+	nmore := e.countLocked()
+	e.mu.Unlock()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nmore, dat.Wrap(op, dat.TimeoutExpired, dat.NoSubtype, err)
+	}
+	return nmore, dat.Wrap(op, dat.InterruptedCall, dat.SubInterrupted, err)
+}
+
 // waitDirectLocked blocks the waiter in CQ.Wait until the CQ has
-// something or a push, SetUnwaitable or destroy interrupts it (see
-// EVD.dctx). The caller holds mu, which is released meanwhile.
-func (e *EVD) waitDirectLocked() {
-	if e.dctx == nil {
+// something, a push, SetUnwaitable or destroy interrupts it, or ctx ends
+// (see EVD.dctx); ctx is nil for a context that cannot end. The caller
+// holds mu, which is released meanwhile.
+func (e *EVD) waitDirectLocked(ctx context.Context) {
+	if e.dctx == nil || e.dctx.over() {
 		e.dctx = newDirectCtx()
 	}
 	dctx := e.dctx
+	if ctx != nil {
+		e.watchWaiterCtxLocked(ctx)
+		dctx.setDeadline(ctx)
+	} else {
+		dctx.clearDeadline()
+	}
 	solicited := e.nSolicit > 0
 	e.inDirect = true
 	e.mu.Unlock()
