@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -13,6 +14,32 @@ import (
 // TCP baseline (length-prefixed messages over one loopback connection)
 // measured in the same run: 64 B message rate, 4 KiB and 64 KiB
 // throughput, 64 B round trip. Also the loop transport's 64 B rate.
+//
+// The stream benchmarks also report the process's CPU time (cpu-ns/op)
+// and context switches (csw/op) per message, both ends together: on a
+// loaded machine ns/op counts the time spent waiting for a core, and the
+// switches are what a goroutine hand-off costs with two Ps.
+
+// procUsage is the process's CPU time and context switches so far.
+type procUsage struct {
+	cpu time.Duration
+	csw int64
+}
+
+func usageNow() procUsage {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return procUsage{}
+	}
+	return procUsage{time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Nvcsw + ru.Nivcsw}
+}
+
+// report reports the usage since u per iteration of b.
+func (u procUsage) report(b *testing.B) {
+	now := usageNow()
+	b.ReportMetric(float64(now.cpu-u.cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(now.csw-u.csw)/float64(b.N), "csw/op")
+}
 
 func benchPair(b *testing.B, cfg Config) (a, r *Socket) {
 	st := NewStack(cfg)
@@ -52,6 +79,7 @@ func benchStream(b *testing.B, cfg Config, size int) {
 		done <- nil
 	}()
 	b.ResetTimer()
+	u := usageNow()
 	for range b.N {
 		if _, err := a.SendTo(msg, r.BoundAddr(), 0); err != nil {
 			b.Fatal(err)
@@ -60,6 +88,8 @@ func benchStream(b *testing.B, cfg Config, size int) {
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
+	b.StopTimer()
+	u.report(b)
 }
 
 func benchRTT(b *testing.B, cfg Config) {
@@ -145,6 +175,7 @@ func benchRawStream(b *testing.B, size int) {
 	var hdr [4]byte
 	binary.BigEndian.PutUint32(hdr[:], uint32(size))
 	b.ResetTimer()
+	u := usageNow()
 	for range b.N {
 		bw.Write(hdr[:])
 		bw.Write(msg)
@@ -153,6 +184,8 @@ func benchRawStream(b *testing.B, size int) {
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
+	b.StopTimer()
+	u.report(b)
 }
 
 func benchRawRTT(b *testing.B) {
