@@ -121,4 +121,5 @@ func (s *Socket) congUpdate(uncongested uint64) {
 	signal(s.txSig)
 	signal(s.rxSig)
 	signal(s.pollSig)
+	s.interruptReader()
 }

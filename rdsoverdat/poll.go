@@ -30,7 +30,17 @@ func (s *Socket) Poll() Events {
 	}
 	gen := s.stack.congGen.Load()
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	r := s.dropReader()
+	ev := s.pollLocked(gen)
+	s.mu.Unlock()
+	if r != nil {
+		r.r.giveBack() // Poll sees only the queue: the transport reads again
+	}
+	return ev
+}
+
+// pollLocked is Poll's readiness; s.mu is held.
+func (s *Socket) pollLocked(gen uint64) Events {
 	var ev Events
 	if s.rxq.n > 0 || s.congNotify != 0 || len(s.rdma.notes) > 0 {
 		ev |= PollIn | PollRdNorm

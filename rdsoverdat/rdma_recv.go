@@ -47,6 +47,7 @@ func (s *Socket) rdmaNotify(n RDMANotify) {
 	s.mu.Unlock()
 	signal(s.rxSig)
 	signal(s.pollSig)
+	s.interruptReader()
 }
 
 // takeNotes moves pending notifications into m.Control (s.mu held) and

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
@@ -154,6 +155,7 @@ func (s *Socket) deliver(m *Message) bool {
 	s.mu.Unlock()
 	signal(s.rxSig)
 	signal(s.pollSig)
+	s.interruptReader()
 	if congest {
 		s.syncCong(node, port)
 	}
@@ -231,6 +233,7 @@ func (s *Socket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 	s.mu.Lock()
 	until := opEnd(s.rcvTimeo)
 	s.mu.Unlock()
+	tryReader := true
 	for {
 		s.mu.Lock()
 		if s.closed.Load() {
@@ -282,21 +285,52 @@ func (s *Socket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			}
 			return n, nil
 		}
-		offered := s.offerDirect(m.Data, flags)
-		s.mu.Unlock()
 		if flags&MsgDontWait != 0 {
+			r := s.dropReader()
+			s.mu.Unlock()
+			if r != nil {
+				r.r.giveBack() // the caller will wait elsewhere, if at all
+			}
 			return 0, eAGAIN
 		}
-		if !offered {
-			if err := s.block(s.rxSig, until, true); err != nil {
-				return 0, err
+		if r := s.reader.lent; r != nil && tryReader && s.reader.hold.Load() == nil {
+			// A connection's reader role is lent to this socket and no
+			// other RecvMsg of it runs one: read it here (recv_reader.go).
+			limit, limitErr := recvLimit(s.rdeadline, until)
+			s.reader.hold.Store(r)
+			s.mu.Unlock()
+			if !limit.IsZero() && time.Until(limit) <= 0 {
+				s.readerDone(r, false)
+				return 0, limitErr
+			}
+			n, from, res := r.r.run(s, m.Data, flags, limit)
+			switch res {
+			case rrFilled:
+				m.Addr = from
+				return n, nil
+			case rrTimedOut:
+				return 0, limitErr
+			case rrBusy, rrGone:
+				tryReader = false // wait the ordinary way
 			}
 			continue
 		}
-		err := s.blockOr(s.rxSig, s.rxw.wake, until, true)
-		if n, from, ok := s.withdrawDirect(); ok {
-			m.Addr = from
-			return n, nil // read straight into m.Data (recv_direct.go)
+		offered := s.offerDirect(m.Data, flags)
+		s.reader.waiters.Add(1)
+		s.mu.Unlock()
+		var err error
+		if !offered {
+			err = s.block(s.rxSig, until, true)
+		} else {
+			err = s.blockOr(s.rxSig, s.rxw.wake, until, true)
+		}
+		s.reader.waiters.Add(-1)
+		tryReader = true
+		if offered {
+			if n, from, ok := s.withdrawDirect(); ok {
+				m.Addr = from
+				return n, nil // read straight into m.Data (recv_direct.go)
+			}
 		}
 		if err != nil {
 			return 0, err

@@ -143,20 +143,10 @@ func (p *Path) ClaimDirect(h wire.Header) (DirectRx, bool) {
 // directly for, or nil if it must go the ordinary way whatever the
 // socket does.
 func (p *Path) directTarget(h wire.Header) *Socket {
-	l := h.Len()
-	sport, dport := h.Sport(), h.Dport()
-	if l < directRecvMin || l > wire.MaxMsgSize || h.IsCongMap() || h.ExtArea()[0] != byte(wire.ExtNone) ||
-		dport == wire.PingPort || sport == wire.PingPort || wire.IsHandshakePong(sport, dport) {
+	if h.Len() < directRecvMin || !p.plainInWindow(h) {
 		return nil
 	}
-	seq := h.Sequence()
-	p.mu.Lock()
-	dup := h.Flags()&wire.FlagRetransmitted != 0 && seq < p.nextRxSeq
-	p.mu.Unlock()
-	if dup {
-		return nil
-	}
-	return p.conn.node.lookup(dport)
+	return p.conn.node.lookup(h.Dport())
 }
 
 // Done ends the claim: ok reports that Buf holds the whole payload. With
@@ -166,26 +156,11 @@ func (p *Path) directTarget(h wire.Header) *Socket {
 // connection.
 func (d DirectRx) Done(ok bool) {
 	p, s := d.p, d.s
-	c := p.conn
-	if ok {
-		p.mu.Lock()
-		if d.retx && d.seq < p.nextRxSeq {
-			ok = false // a restart handshake moved the window meanwhile
-		} else {
-			p.nextRxSeq = d.seq + 1
-		}
-		p.mu.Unlock()
-	}
-	if ok {
-		c.stats.received.Add(1)
-		c.node.stats.recvDelivered.Add(1)
-		c.node.stats.recvDirect.Add(1)
-		c.node.stats.recvBytes.Add(uint64(len(d.Buf)))
-	}
+	ok = ok && p.acceptDirect(d.seq, d.retx, len(d.Buf))
 	s.mu.Lock()
 	if ok {
 		s.rxw.state, s.rxw.n = waitFilled, len(d.Buf)
-		s.rxw.from = netip.AddrPortFrom(c.faddr, uint16(d.sport))
+		s.rxw.from = netip.AddrPortFrom(p.conn.faddr, uint16(d.sport))
 	} else {
 		s.rxw.state = waitFailed
 	}

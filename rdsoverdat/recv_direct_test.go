@@ -9,6 +9,12 @@ import (
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
+// directStack is a tcp stack whose reader goroutines never lend their
+// role (tcp_reader.go), so that receivers offer their buffers.
+func directStack(t *testing.T) *Stack {
+	return newTestStack(t, Config{Transports: []Transport{TCP(TCPConfig{ReaderGrace: -1})}})
+}
+
 // offered reports whether s has a RecvMsg's buffer on offer.
 func offered(s *Socket) bool {
 	s.mu.Lock()
@@ -59,7 +65,7 @@ func directPattern(n int, seed byte) []byte {
 // byte-exact and in order, and nothing stays counted against SO_RCVBUF.
 func TestDirectRecvTCP(t *testing.T) {
 	leakCheck(t)
-	st := tcpStack(t)
+	st := directStack(t)
 	as := testAddrs(2)
 	a := mustBind(t, st, ap(as[0], 0), SendBuffer(1<<20))
 	// Room for the queued messages below; the connection comes up first.
@@ -106,7 +112,7 @@ func TestDirectRecvTCP(t *testing.T) {
 // returns b's node's path from a's node, for a test to act as its
 // transport.
 func directFixture(t *testing.T) (a, b *Socket, p *Path) {
-	st := tcpStack(t)
+	st := directStack(t)
 	as := testAddrs(2)
 	a = mustBind(t, st, ap(as[0], 0))
 	b = mustBind(t, st, ap(as[1], 0))

@@ -57,6 +57,7 @@ type Socket struct {
 	lanes       map[*Conn]*Path // multipath: each connection's lane for this socket
 	rdma        sockRDMA        // RDMA mappings and notifications (rdma_mr.go)
 	rxw         rxWaiter        // a blocked RecvMsg's buffer on offer (recv_direct.go)
+	reader      sockReaderRole  // reader roles lent to this socket (recv_reader.go)
 
 	k *kernelSocket // non-nil: a socket of the host kernel (Config.Kernel)
 }
@@ -238,7 +239,12 @@ func (s *Socket) Close() error {
 	var rx rxQueue
 	rx, s.rxq = s.rxq, rxQueue{}
 	s.rcvBytes, s.congested = 0, false
+	rr := s.dropReader()
 	s.mu.Unlock()
+	if rr != nil {
+		rr.r.giveBack()
+	}
+	s.interruptReader()
 	for m := rx.pop(); m != nil; m = rx.pop() {
 		m.release()
 	}
@@ -268,6 +274,7 @@ func (s *Socket) SetReadDeadline(t time.Time) error {
 	s.rdeadline = t
 	s.mu.Unlock()
 	signal(s.rxSig)
+	s.interruptReader()
 	return nil
 }
 

@@ -56,6 +56,12 @@ type TCPConfig struct {
 	// DrainTimeout bounds how long a path that is going down keeps
 	// reading what the peer already sent (default 2 s).
 	DrainTimeout time.Duration
+	// ReaderGrace is how long the reading of a connection, lent to a
+	// socket's RecvMsg calls, may stay unused before the connection's
+	// reader goroutine takes it back (tcp_reader.go): other sockets'
+	// messages wait up to twice that behind a receiver that stopped
+	// receiving (default 20 ms). Negative: never lend it.
+	ReaderGrace time.Duration
 }
 
 // TCP returns the tcp transport.
@@ -75,6 +81,9 @@ func TCP(cfg TCPConfig) Transport {
 	}
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = 2 * time.Second
+	}
+	if cfg.ReaderGrace == 0 {
+		cfg.ReaderGrace = 20 * time.Millisecond
 	}
 	return &tcpTransport{cfg: cfg}
 }

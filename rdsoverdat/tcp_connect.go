@@ -136,6 +136,7 @@ func (tp *tcpPath) attach(nc *net.TCPConn) {
 	c := &tcpConn{tp: tp, nc: nc, raw: raw, stop: make(chan struct{}),
 		wdone: make(chan struct{}), rdone: make(chan struct{}), prevRx: tp.rxDone}
 	c.outqFn = c.readOutq
+	c.reader.init(c)
 	c.upAt = time.Now()
 	c.refs.Store(2)
 	tp.cur, tp.rxDone = c, c.rdone
@@ -174,6 +175,8 @@ type tcpConn struct {
 	err   error // why the connection ended; set in shutdown
 	drain bool  // graceful: half-close and read what the peer sent
 
+	reader tcpReaderRole // who reads the stream (tcp_reader.go)
+
 	// Writer-owned.
 	batch     *txBatch
 	trusted   bool   // acks count: heard, or up for tcpAckTrust
@@ -195,7 +198,7 @@ func (c *tcpConn) shutdown(err error, graceful bool) {
 		c.nc.SetWriteDeadline(time.Now())
 		if !graceful {
 			c.nc.SetLinger(0)
-			c.nc.SetReadDeadline(time.Now())
+			c.reader.setConnDeadline(time.Now())
 		}
 	})
 }
@@ -224,7 +227,7 @@ func (c *tcpConn) writerExit(err error) {
 	tp.mu.Unlock()
 	if c.drain {
 		c.nc.CloseWrite()
-		c.nc.SetReadDeadline(time.Now().Add(tp.tn.cfg.DrainTimeout))
+		c.reader.setConnDeadline(time.Now().Add(tp.tn.cfg.DrainTimeout))
 	}
 	close(c.wdone)
 	c.release()

@@ -25,40 +25,119 @@ func (c *tcpConn) routineRecv() {
 	if c.prevRx != nil {
 		<-c.prevRx
 	}
-	p := c.tp.p
-	rd := newTCPReader(c.nc, c.raw)
-	var hdr [wire.HeaderLen]byte
+	r := &c.reader
+	defer r.end()
 	for {
-		if err := rd.readFull(hdr[:]); err != nil {
-			c.shutdown(err, true)
-			return
+		s, err := c.readerStep()
+		if err == nil && s != nil && c.tp.tn.cfg.ReaderGrace > 0 {
+			// The receiver that waited for this message runs the role
+			// from its next RecvMsg on (tcp_reader.go).
+			err = r.lend(s)
 		}
-		c.heard.Store(true)
-		h := wire.Header(hdr[:])
-		if d, ok := p.ClaimDirect(h); ok {
-			// A receiver waits with room: its buffer is the destination.
-			err := rd.readFull(d.Buf)
-			d.Done(err == nil)
-			if err != nil {
-				c.shutdown(err, true)
-				return
-			}
-			rd.big = true
-			continue
-		}
-		m, err := p.NewRxMessage(h)
 		if err != nil {
-			c.shutdown(err, false)
-			return
-		}
-		if err := rd.readFull(m.buf); err != nil {
-			m.release()
 			c.shutdown(err, true)
 			return
 		}
-		rd.big = len(m.buf) >= tcpDirectReadMin
-		p.Receive(m)
 	}
+}
+
+// tcpRx is a connection's place in the stream: the staging reader, the
+// header read so far and where the payload goes. It belongs to whoever
+// holds the reader role (tcp_reader.go), so a message one goroutine began
+// can be finished by another.
+type tcpRx struct {
+	rd  *tcpReader
+	hdr [wire.HeaderLen]byte
+	hn  int    // header bytes read
+	dst rxDest // where the payload goes, once the header is complete
+	m   *Message
+	d   DirectRx
+	own []byte // dstOwn: the buffer of the RecvMsg running the role
+	pn  int    // payload bytes read
+}
+
+type rxDest uint8
+
+const (
+	dstNone  rxDest = iota // the header is not complete or not looked at
+	dstMsg                 // a Message from the pool, delivered by Receive
+	dstClaim               // a waiting receiver's buffer (ClaimDirect); reader goroutine only
+	dstOwn                 // the buffer of the RecvMsg running the role
+)
+
+// payload is the current payload's destination.
+func (x *tcpRx) payload() []byte {
+	switch x.dst {
+	case dstMsg:
+		return x.m.buf
+	case dstClaim:
+		return x.d.Buf
+	}
+	return x.own
+}
+
+// next forgets the message just finished, and notes its size for the
+// next header read (tcpReader.big).
+func (x *tcpRx) next(l int) {
+	x.rd.big = l >= tcpDirectReadMin
+	x.hn, x.dst, x.m, x.d, x.own, x.pn = 0, dstNone, nil, DirectRx{}, nil, 0
+}
+
+// abort drops a message left half read by a failed connection: it never
+// counted as received, so the peer sends it again on the next one.
+func (x *tcpRx) abort() {
+	switch x.dst {
+	case dstMsg:
+		x.m.release()
+	case dstClaim:
+		x.d.Done(false)
+	}
+	x.hn, x.dst, x.m, x.d, x.own, x.pn = 0, dstNone, nil, DirectRx{}, nil, 0
+}
+
+// readerStep reads the rest of the current message in the reader
+// goroutine and disposes of it: straight into a waiting receiver's buffer
+// when one has offered it, else into a Message for Receive. It returns
+// the message's socket if a RecvMsg of that socket was waiting for it:
+// the role then goes to that socket's receivers.
+func (c *tcpConn) readerStep() (*Socket, error) {
+	r, p := &c.reader, c.tp.p
+	x := &r.rx
+	if err := r.read(x.hdr[:], &x.hn, false); err != nil {
+		return nil, err
+	}
+	h := wire.Header(x.hdr[:])
+	if x.dst == dstNone {
+		if !c.heard.Load() {
+			c.heard.Store(true)
+		}
+		if d, ok := p.ClaimDirect(h); ok {
+			x.dst, x.d = dstClaim, d
+		} else {
+			m, err := p.NewRxMessage(h)
+			if err != nil {
+				c.shutdown(err, false)
+				return nil, err
+			}
+			x.dst, x.m = dstMsg, m
+		}
+	}
+	if err := r.read(x.payload(), &x.pn, false); err != nil {
+		return nil, err
+	}
+	l := int(h.Len())
+	if x.dst == dstClaim {
+		d := x.d
+		x.next(l)
+		want := d.s.readerWanted()
+		d.Done(true)
+		return want, nil
+	}
+	m := x.m
+	x.next(l)
+	want := p.readerTarget(m.Header()).readerWanted()
+	p.Receive(m)
+	return want, nil
 }
 
 // tcpReader reads the stream through a staging buffer, except that the
@@ -161,8 +240,19 @@ func (rd *tcpReader) readDirect(p []byte) (int, error) {
 // readFull fills p from the stream; a stream ending inside p is
 // io.ErrUnexpectedEOF, one ending before it io.EOF.
 func (rd *tcpReader) readFull(p []byte) error {
-	n := copy(p, rd.buf[rd.r:rd.w])
-	rd.r += n
+	n := 0
+	return rd.fill(p, &n)
+}
+
+// fill goes on filling p from p[*pn:], and leaves in *pn how far it got
+// when a read fails (a deadline can interrupt it and another call, even
+// by another goroutine, resume it). A stream ending inside the message
+// is io.ErrUnexpectedEOF, one ending before it io.EOF.
+func (rd *tcpReader) fill(p []byte, pn *int) error {
+	n := *pn
+	c := copy(p[n:], rd.buf[rd.r:rd.w])
+	rd.r += c
+	n += c
 	for n < len(p) {
 		var k int
 		var err error
@@ -180,11 +270,13 @@ func (rd *tcpReader) readFull(p []byte) error {
 			rd.r, n = c, n+c
 		}
 		if err != nil && n < len(p) {
+			*pn = n
 			if err == io.EOF && n > 0 {
 				err = io.ErrUnexpectedEOF
 			}
 			return err
 		}
 	}
+	*pn = n
 	return nil
 }

@@ -1,0 +1,410 @@
+package rdsoverdat
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// The reader role of a tcp connection (recv_reader.go has the socket's
+// side). Reading the stream is a role that one goroutine holds at a time:
+// the connection's reader goroutine, or a RecvMsg that runs the same
+// reading itself. With two Ps, every message the reader goroutine hands
+// to a waiting RecvMsg wakes a second OS thread (docs/RDS-PERFORMANCE.md,
+// session 6); a RecvMsg that reads its own message and blocks in the
+// netpoller when the socket is empty, as a plain Go TCP receiver does,
+// needs no hand-off at all.
+//
+//   - The reader goroutine gives the role away at a message boundary,
+//     after delivering a message to a socket whose RecvMsg was waiting
+//     for it (lend): that receiver is about to return and, most likely, to
+//     call again within microseconds. The role is then idle.
+//   - A RecvMsg of that socket that finds its queue empty takes the idle
+//     role (run), reads and delivers whatever comes, blocking in the
+//     poller, until a message for itself has been read straight into its
+//     buffer; it leaves the role idle and returns.
+//   - A timer checks on a lent role: armed when the role goes idle and
+//     no check is pending, it takes the role back for the reader
+//     goroutine if nobody took it since it was armed; if somebody did and
+//     the role is idle again, it checks once more a period later. Other
+//     sockets' messages, pings and congestion maps thus wait at most two
+//     ReaderGrace periods for a receiver that stopped receiving, and a
+//     steady stream costs one timer per period, not one per message:
+//     resetting a timer reads the clock and may wake the thread that
+//     blocks in the netpoller, and one firing per period would wake the
+//     reader goroutine about once per 64 KiB message in the lab VM, where
+//     one takes milliseconds. The reader goroutine takes the role back at
+//     once when the socket closes, polls or reads with MsgDontWait, and
+//     when the connection stops.
+//   - A RecvMsg blocked in the poller is interrupted through the
+//     connection's read deadline (interrupt) when its socket has
+//     something else to return (a message from another connection, a
+//     notification), changes its deadline or closes; its own deadline is
+//     the connection's read deadline while it reads. The stream position
+//     (tcpRx) belongs to the connection, so an interrupted read resumes
+//     where it stopped, in whichever goroutine takes the role next; a
+//     payload that was going into the interrupted caller's buffer moves
+//     into a Message first.
+//
+// Locking: tcpReaderRole.mu and Socket.mu are never held together;
+// dlMu is a leaf.
+
+type rrState uint8
+
+const (
+	rrReader rrState = iota // the reader goroutine reads
+	rrIdle                  // lent, nobody reads; a RecvMsg may take it
+	rrRecv                  // a RecvMsg reads
+	rrDead                  // the reader goroutine has ended
+)
+
+// tcpReaderRole is one connection's reader role.
+type tcpReaderRole struct {
+	c   *tcpConn
+	ref readerRoleRef // what sockets hold of this role
+	rx  tcpRx         // the stream position: the role holder's
+
+	mu    sync.Mutex
+	state rrState
+	err   error // why a RecvMsg gave the role back: the connection failed
+	back  chan struct{}
+	grace time.Duration
+	timer *time.Timer // the check on a lent role
+	armed bool        // the timer runs
+	takes uint64      // RecvMsg takes so far
+	seen  uint64      // takes when the timer was armed
+
+	// The read deadline: shutdown's or the drain's (connDL), the
+	// holding RecvMsg's (holdDL), and intr, an interrupt not yet seen by
+	// a read; applied is what the socket has.
+	dlMu                    sync.Mutex
+	connDL, holdDL, applied time.Time
+	intr                    bool
+
+	// For tests and figures: lends by the reader goroutine, messages
+	// RecvMsg holders read, takes back by the reader goroutine.
+	lends, held, resumes atomic.Uint64
+}
+
+// init readies the role of a new connection, before its goroutines
+// start.
+func (r *tcpReaderRole) init(c *tcpConn) {
+	r.c = c
+	r.ref.r = r
+	r.back = make(chan struct{}, 1)
+	r.grace = c.tp.tn.cfg.ReaderGrace
+	r.timer = time.NewTimer(time.Hour)
+	r.timer.Stop()
+	r.rx.rd = newTCPReader(c.nc, c.raw)
+}
+
+// end runs when the reader goroutine ends: no one takes the role again.
+func (r *tcpReaderRole) end() {
+	r.mu.Lock()
+	r.state = rrDead
+	r.mu.Unlock()
+	r.timer.Stop()
+	r.rx.abort()
+}
+
+// readOutcome classifies a failed read.
+type readOutcome uint8
+
+const (
+	readFatal       readOutcome = iota // the connection is done
+	readInterrupted                    // an interrupt: look at the socket again
+	readTimedOut                       // the holding RecvMsg's own deadline
+)
+
+// read fills p from *n on (tcpReader.fill) as the role holder. The
+// reader goroutine (holder false) retries interrupts meant for a RecvMsg
+// that no longer reads; a holder gets them back, as errInterrupted, and
+// its own deadline as errHoldTimeout.
+func (r *tcpReaderRole) read(p []byte, n *int, holder bool) error {
+	for {
+		err := r.rx.rd.fill(p, n)
+		if err == nil {
+			return nil
+		}
+		switch r.classify(err) {
+		case readInterrupted:
+			if holder {
+				return errInterrupted
+			}
+		case readTimedOut:
+			return errHoldTimeout
+		default:
+			return err
+		}
+	}
+}
+
+var (
+	errInterrupted = errors.New("rds: read interrupted for the receiver")
+	errHoldTimeout = errors.New("rds: receiver's deadline")
+)
+
+// classify tells why a read failed. A deadline is the connection's own
+// (shutdown, drain: fatal), an interrupt, or the holder's limit; an
+// interrupt or a deadline moved since is consumed and the read deadline
+// that holds now set again.
+func (r *tcpReaderRole) classify(err error) readOutcome {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return readFatal
+	}
+	r.dlMu.Lock()
+	defer r.dlMu.Unlock()
+	now := time.Now()
+	switch {
+	case !r.connDL.IsZero() && !now.Before(r.connDL):
+		return readFatal
+	case r.intr:
+		r.intr = false
+	case !r.holdDL.IsZero() && !now.Before(r.holdDL):
+		return readTimedOut
+	}
+	r.apply() // interrupted, or an older deadline: set the current one
+	return readInterrupted
+}
+
+// apply gives the socket the read deadline that holds now; dlMu is held.
+func (r *tcpReaderRole) apply() {
+	t := r.connDL
+	if !r.holdDL.IsZero() && (t.IsZero() || r.holdDL.Before(t)) {
+		t = r.holdDL
+	}
+	if r.intr {
+		t = time.Unix(1, 0)
+	}
+	if !t.Equal(r.applied) {
+		r.applied = t
+		r.c.nc.SetReadDeadline(t)
+	}
+}
+
+// setConnDeadline sets the connection's own read deadline (shutdown, the
+// drain after it).
+func (r *tcpReaderRole) setConnDeadline(t time.Time) {
+	r.dlMu.Lock()
+	r.connDL = t
+	r.apply()
+	r.dlMu.Unlock()
+}
+
+func (r *tcpReaderRole) setHoldDeadline(t time.Time) {
+	r.dlMu.Lock()
+	r.holdDL = t
+	r.apply()
+	r.dlMu.Unlock()
+}
+
+// interrupt makes a read in progress, or the next one, fail at once
+// (readerRole).
+func (r *tcpReaderRole) interrupt() {
+	r.dlMu.Lock()
+	r.intr = true
+	r.apply()
+	r.dlMu.Unlock()
+}
+
+// giveBack returns an idle role to the reader goroutine (readerRole).
+func (r *tcpReaderRole) giveBack() {
+	r.mu.Lock()
+	idle := r.state == rrIdle
+	if idle {
+		r.state = rrReader
+	}
+	r.mu.Unlock()
+	if idle {
+		signal(r.back)
+	}
+}
+
+// lend leaves the role idle for s's receivers and parks the reader
+// goroutine until it has the role again; it returns the error a holder
+// met, if any.
+func (r *tcpReaderRole) lend(s *Socket) error {
+	r.mu.Lock()
+	r.state = rrIdle
+	r.arm()
+	r.mu.Unlock()
+	r.lends.Add(1)
+	if !s.lendReader(&r.ref) {
+		r.giveBack()
+	}
+	return r.park()
+}
+
+// arm starts the check on the idle role unless one is pending; r.mu is
+// held.
+func (r *tcpReaderRole) arm() {
+	if !r.armed {
+		r.armed, r.seen = true, r.takes
+		r.timer.Reset(r.grace)
+	}
+}
+
+// park waits until the role is the reader goroutine's again: given back,
+// or taken back by the check, or as soon as it is idle once the
+// connection stops.
+func (r *tcpReaderRole) park() error {
+	stop := r.c.stop
+	for {
+		r.mu.Lock()
+		if r.state == rrReader {
+			err := r.err
+			r.err = nil
+			r.armed = false
+			r.timer.Stop()
+			r.mu.Unlock()
+			return err
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.back:
+		case <-stop:
+			stop = nil
+			r.takeBack(false)
+		case <-r.timer.C:
+			r.takeBack(true)
+		}
+	}
+}
+
+// takeBack makes an idle role the reader goroutine's again: at once, or
+// (check) when nobody took it since the timer was armed; a role taken
+// and idle again gets another period.
+func (r *tcpReaderRole) takeBack(check bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if check {
+		r.armed = false
+	}
+	if r.state != rrIdle {
+		return
+	}
+	if check && r.takes != r.seen {
+		r.arm()
+		return
+	}
+	r.state = rrReader
+	r.resumes.Add(1)
+}
+
+// run is readerRole.run: it takes the idle role and reads until a message
+// for s has been read into buf, or something else ends the read.
+func (r *tcpReaderRole) run(s *Socket, buf []byte, flags MsgFlags, limit time.Time) (int, netip.AddrPort, rrResult) {
+	r.mu.Lock()
+	switch r.state {
+	case rrIdle:
+	case rrRecv:
+		r.mu.Unlock()
+		s.readerDone(&r.ref, false)
+		return 0, netip.AddrPort{}, rrBusy
+	default:
+		r.mu.Unlock()
+		s.readerDone(&r.ref, true)
+		return 0, netip.AddrPort{}, rrGone
+	}
+	r.state = rrRecv
+	r.takes++
+	r.mu.Unlock()
+	if !limit.IsZero() {
+		r.setHoldDeadline(limit)
+	}
+	var n int
+	var from netip.AddrPort
+	res, err := rrAgain, error(nil)
+	for res == rrAgain && err == nil {
+		n, from, res, err = r.holderStep(s, buf, flags)
+	}
+	if res == rrQueued {
+		res = rrAgain
+	}
+	if !limit.IsZero() {
+		r.setHoldDeadline(time.Time{})
+	}
+	fatal := err != nil && err != errInterrupted && err != errHoldTimeout
+	if err == errHoldTimeout {
+		res = rrTimedOut
+	}
+	back := fatal || s.closed.Load()
+	r.mu.Lock()
+	if back {
+		r.state = rrReader
+		if fatal {
+			r.err = err
+		}
+	} else {
+		r.state = rrIdle
+		r.arm()
+	}
+	r.mu.Unlock()
+	if back {
+		signal(r.back)
+	}
+	s.readerDone(&r.ref, false)
+	return n, from, res
+}
+
+// holderStep reads the rest of the current message as a RecvMsg of s
+// holding the role: a plain data message for s that fits buf goes
+// straight into buf (rrFilled), anything else into a Message for
+// Receive (rrAgain, so that the caller looks at its queue, when it was
+// for s; otherwise the next message). A read interrupted in the middle
+// of s's payload moves what it read into a Message, which whoever reads
+// next completes and delivers.
+func (r *tcpReaderRole) holderStep(s *Socket, buf []byte, flags MsgFlags) (int, netip.AddrPort, rrResult, error) {
+	c, x := r.c, &r.rx
+	p := c.tp.p
+	if err := r.read(x.hdr[:], &x.hn, true); err != nil {
+		return 0, netip.AddrPort{}, rrAgain, err
+	}
+	h := wire.Header(x.hdr[:])
+	l := int(h.Len())
+	tgt := p.readerTarget(h)
+	if x.dst == dstNone {
+		if !c.heard.Load() {
+			c.heard.Store(true)
+		}
+		if tgt == s && flags&MsgPeek == 0 && l <= len(buf) && p.plainInWindow(h) && s.queueEmpty() {
+			x.dst, x.own = dstOwn, buf[:l]
+		} else {
+			m, err := p.NewRxMessage(h)
+			if err != nil {
+				c.shutdown(err, false)
+				return 0, netip.AddrPort{}, rrAgain, err
+			}
+			x.dst, x.m = dstMsg, m
+		}
+	}
+	if err := r.read(x.payload(), &x.pn, true); err != nil {
+		if x.dst == dstOwn {
+			m, _ := p.NewRxMessage(h) // checked when the header came
+			copy(m.buf, x.own[:x.pn])
+			x.dst, x.m, x.own = dstMsg, m, nil
+		}
+		return 0, netip.AddrPort{}, rrAgain, err
+	}
+	r.held.Add(1)
+	if x.dst == dstOwn {
+		seq, retx, sport := h.Sequence(), h.Flags()&wire.FlagRetransmitted != 0, h.Sport()
+		x.next(l)
+		if !p.acceptDirect(seq, retx, l) {
+			return 0, netip.AddrPort{}, rrAgain, nil // a duplicate after all
+		}
+		return l, netip.AddrPortFrom(p.conn.faddr, uint16(sport)), rrFilled, nil
+	}
+	m := x.m
+	x.next(l)
+	p.Receive(m)
+	if tgt == s {
+		return 0, netip.AddrPort{}, rrQueued, nil
+	}
+	return 0, netip.AddrPort{}, rrAgain, nil
+}
