@@ -45,3 +45,33 @@ func HoldsQueueOf(e *EVD, ep *EP) bool {
 	defer e.cql.Unlock()
 	return e.lastQ != nil && e.lastQ.ep == ep
 }
+
+// HoldCQWaitReturn makes every CQ.Wait on e's CQ report on entered and,
+// once the CQ's own wait has returned, hold its return until release is
+// called: the waiter stays between the end of its wait and its taking of
+// the EVD's lock, where others that took the lock before it find it
+// still marked as in CQ.Wait.
+func HoldCQWaitReturn(e *EVD) (entered <-chan struct{}, release func()) {
+	in := make(chan struct{}, 8)
+	gate := make(chan struct{})
+	e.mu.Lock()
+	e.cq = &heldCQ{CQ: e.cq, entered: in, gate: gate}
+	e.mu.Unlock()
+	return in, func() { close(gate) }
+}
+
+type heldCQ struct {
+	verbs.CQ
+	entered chan<- struct{}
+	gate    <-chan struct{}
+}
+
+func (h *heldCQ) Wait(ctx context.Context, solicitedOnly bool) error {
+	select {
+	case h.entered <- struct{}{}:
+	default:
+	}
+	err := h.CQ.Wait(ctx, solicitedOnly)
+	<-h.gate
+	return err
+}

@@ -160,3 +160,56 @@ func TestEVDWaiterWithDeadlineWaitsOnCQ(t *testing.T) {
 		t.Fatal("evd_wait slept on after its context was cancelled")
 	}
 }
+
+// A waiter blocked in CQ.Wait itself is interrupted by the first of two
+// events pushed before it takes the EVD's lock again; the second finds
+// its wait already ended and must leave it alone: the context is
+// cancelled once. Two pushes in a row, a push and a foreign drain, or
+// set_unwaitable and the IA's close do this; before 17f5598 the second
+// interrupt called the context's dropped cancel (nil) and panicked.
+func TestEVDDirectWaiterInterruptedTwice(t *testing.T) {
+	verbstest.CheckLeaks(t)
+	ias := dattest.OpenMem(t, 1)
+	s := dattest.NewSide(t, ias[0], 0)
+	entered, release := core.HoldCQWaitReturn((*core.EVD)(s.EVD))
+	type result struct {
+		ev  dat.Event
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ev, _, err := s.EVD.Wait(context.Background(), 1)
+		done <- result{ev, err}
+	}()
+	<-entered
+	// The pushes run apart from the test's goroutine: a panic there
+	// holds the EVD's lock and hangs the IA's close in the cleanup.
+	pushed := make(chan error, 1)
+	go func() {
+		for i := 1; i <= 2; i++ {
+			if err := s.EVD.PostSE(i); err != nil {
+				pushed <- err
+				return
+			}
+		}
+		pushed <- nil
+	}()
+	if err := <-pushed; err != nil {
+		t.Fatalf("evd_post_se: %v", err)
+	}
+	release()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("evd_wait slept on with two events queued")
+	}
+	if r.err != nil || r.ev.Number != dat.SoftwareEvent || r.ev.Software != 1 {
+		t.Fatalf("evd_wait: %v %v %v, want the first software event", r.err, r.ev.Number, r.ev.Software)
+	}
+	ev := dattest.Expect(t, s.EVD, dat.SoftwareEvent)
+	if ev.Software != 2 {
+		t.Fatalf("second event %v, want 2", ev.Software)
+	}
+	dattest.ExpectEmpty(t, s.EVD)
+}
