@@ -75,3 +75,34 @@ func (h *heldCQ) Wait(ctx context.Context, solicitedOnly bool) error {
 	<-h.gate
 	return err
 }
+
+// GateCQLock makes every lock of e's CQ through its locker (a drain's,
+// not the hot path's, which takes the lent mutex itself) report on entered
+// and hold until release is called, before it locks.
+func GateCQLock(e *EVD) (entered <-chan struct{}, release func()) {
+	in := make(chan struct{}, 8)
+	gate := make(chan struct{})
+	e.mu.Lock()
+	e.cql = gatedCQL{CQLocker: e.cql, entered: in, gate: gate}
+	e.mu.Unlock()
+	return in, func() { close(gate) }
+}
+
+type gatedCQL struct {
+	verbs.CQLocker
+	entered chan<- struct{}
+	gate    <-chan struct{}
+}
+
+func (g gatedCQL) Lock() {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.gate
+	g.CQLocker.Lock()
+}
+
+// Waiting reports whether a waiter owns e: evd_dequeue then fails with
+// DAT_INVALID_STATE / EVD_WAITER.
+func Waiting(e *EVD) bool { return e.waiting() }

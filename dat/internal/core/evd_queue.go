@@ -410,7 +410,6 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 			}
 		}
 	}
-	e.setGate(gateWaiter, true)
 	blocked := false
 	wctx := ctx // nil if it cannot end: the waits ask it nothing
 	if ctx.Done() == nil {
@@ -456,6 +455,14 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 			e.setGate(gateWaiter, false)
 			e.mu.Unlock()
 			return 0, err
+		}
+		if !blocked {
+			// The waiter owns the EVD once it has looked at the queue
+			// and goes to sleep, not before: evd_dequeue's EVD_WAITER
+			// then says that what arrives from here on waits for what
+			// wakes the waiter (a solicited completion, the threshold).
+			// mu, held since the look, is released only by the sleep.
+			e.setGate(gateWaiter, true)
 		}
 		if e.cq != nil {
 			if wctx == nil {

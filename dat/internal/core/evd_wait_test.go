@@ -213,3 +213,57 @@ func TestEVDDirectWaiterInterruptedTwice(t *testing.T) {
 	}
 	dattest.ExpectEmpty(t, s.EVD)
 }
+
+// A waiter owns the EVD (evd_dequeue fails with EVD_WAITER) only once it
+// has looked at what is queued and goes to sleep: a completion that
+// arrives after that waits for what wakes it (a solicited one, enough
+// for the threshold). Owned before its first look, the waiter returned a
+// completion that came after dequeue had reported it blocked, and the
+// harness's SolicitedWait test, which waits for that report and then
+// sends an unsolicited message, saw the waiter return it (5 in 900 runs
+// under two CPU burners). The waiter here stops at its first look, in
+// the lock of the CQ of a drain (threshold 2: the ring's way).
+func TestEVDWaiterOwnsEVDOnlyToSleep(t *testing.T) {
+	verbstest.CheckLeaks(t)
+	srv, cli, req, sep, cep := wakeupPair(t)
+	entered, release := core.GateCQLock((*core.EVD)(req))
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
+	type result struct {
+		ev  dat.Event
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ev, _, err := req.Wait(context.Background(), 2)
+		done <- result{ev, err}
+	}()
+	<-entered
+	if core.Waiting((*core.EVD)(req)) {
+		t.Error("the waiter owns the EVD before its first look at the queue")
+	}
+	release()
+	released = true
+	for i := 1; i <= 2; i++ {
+		if err := sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(0, 64)}, dat.DTOCookie(100+i), dat.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+		if err := cep.PostSend([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, dat.DTOCookie(i), dat.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || r.ev.DTO.Cookie != 1 {
+			t.Fatalf("evd_wait: %v cookie %d, want the first send", r.err, r.ev.DTO.Cookie)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("evd_wait slept on with two completions")
+	}
+	dattest.ExpectDTO(t, req, 2, dat.DTOSuccess)
+	dattest.ExpectEmpty(t, req)
+}
