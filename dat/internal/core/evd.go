@@ -86,8 +86,12 @@ type EVD struct {
 	// The registration is kept for the next wait on the same context
 	// (the same Done channel, wdone), as a consumer's loop mostly waits
 	// with one: registering allocates.
+	// wwatch says that the waiter in CQ.Wait waits with that context: a
+	// registration outlives its wait, and the callback of a context that
+	// ends later must leave alone a waiter that waits with another.
 	wdone  <-chan struct{} // +checklocks:mu
 	wstop  func() bool     // ends the registration +checklocks:mu
+	wwatch bool            // +checklocks:mu
 	onWCtx func()          // onWaiterCtxDone, made once
 
 	// queued is n, published for the hot path: stored under mu, and by a
@@ -490,11 +494,20 @@ func (e *EVD) unwatchWaiterCtxLocked() {
 }
 
 // onWaiterCtxDone interrupts the waiter when the context it waits with
-// ends (context.AfterFunc calls it in a goroutine of its own). A waiter
-// that has moved on to another context just looks again.
+// ends (context.AfterFunc calls it in a goroutine of its own). The
+// registration may be an earlier wait's, whose context ends while a
+// waiter with another (or with context.Background) sleeps: that one is
+// left alone. Woken, a waiter on an EVD with SOLICITED_WAIT would return
+// an unsolicited completion that came while it slept.
 func (e *EVD) onWaiterCtxDone() {
 	e.mu.Lock()
-	e.interruptDirectLocked()
+	if e.wwatch {
+		select {
+		case <-e.wdone:
+			e.interruptDirectLocked()
+		default: // a context of an earlier wait
+		}
+	}
 	e.mu.Unlock()
 }
 

@@ -536,6 +536,7 @@ func (e *EVD) waitDirectLocked(ctx context.Context) {
 	} else {
 		dctx.clearDeadline()
 	}
+	e.wwatch = ctx != nil
 	solicited := e.nSolicit > 0
 	e.inDirect = true
 	e.mu.Unlock()

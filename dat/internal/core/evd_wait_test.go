@@ -8,6 +8,8 @@ import (
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/dattest"
+	"github.com/godapl/godapl/dat/ep"
+	"github.com/godapl/godapl/dat/evd"
 	"github.com/godapl/godapl/dat/internal/core"
 	"github.com/godapl/godapl/verbs/verbstest"
 )
@@ -266,4 +268,88 @@ func TestEVDWaiterOwnsEVDOnlyToSleep(t *testing.T) {
 	}
 	dattest.ExpectDTO(t, req, 2, dat.DTOSuccess)
 	dattest.ExpectEmpty(t, req)
+}
+
+// The callback that interrupts a waiter when its context ends stays
+// registered after the wait, for the next wait with the same context;
+// when that context ends later, it must leave alone a waiter that waits
+// with another (here context.Background, in CQ.Wait itself). Woken, a
+// waiter on an EVD with SOLICITED_WAIT returns the unsolicited completion
+// that came while it slept, as the wake-up it takes every wake for: a
+// consumer that cancels each wait's context once the wait is over (defer
+// cancel()) could have its next wait returned by the callback.
+func TestEVDStaleContextLeavesWaiterAlone(t *testing.T) {
+	verbstest.CheckLeaks(t)
+	ias := dattest.OpenMem(t, 2)
+	srv, cli := dattest.NewSide(t, ias[0], 4096), dattest.NewSide(t, ias[1], 4096)
+	recv, err := evd.Create(srv.IA, 16, nil, dat.EVDDTO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	psp, qual, err := ep.CreatePSPAny(srv.IA, srv.EVD, dat.PSPConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer psp.Free()
+	sep, err := ep.Create(srv.IA, srv.PZ, recv, srv.EVD, srv.EVD, &dat.EPAttr{RecvCompletionFlags: dat.CompletionSolicitedWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cep := cli.NewEP(t, nil)
+	dattest.ConnectEPs(t, srv, cli, sep, cep, qual)
+	for i := 1; i <= 3; i++ {
+		if err := sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(64*i, 64)}, dat.DTOCookie(i), dat.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send := func(cookie dat.DTOCookie, flags dat.CompletionFlags) {
+		t.Helper()
+		if err := cep.PostSend([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, cookie, dat.CompletionSuppress|flags); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waits := core.RecordCQWaits((*core.EVD)(recv))
+
+	// A wait with a context that can end, which it leaves registered.
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	done := make(chan dat.Event, 1)
+	go func() {
+		ev, _, err := recv.Wait(ctxA, 1)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- ev
+	}()
+	<-waits
+	send(1, dat.CompletionSolicitedWait)
+	if ev := <-done; ev.DTO.Cookie != 1 {
+		t.Fatalf("first wait: %+v", ev.DTO)
+	}
+
+	// A wait with context.Background, asleep in CQ.Wait with an
+	// unsolicited completion in the CQ, when the first context ends.
+	for len(waits) > 0 {
+		<-waits
+	}
+	go func() {
+		ev, _, err := recv.Wait(context.Background(), 1)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- ev
+	}()
+	<-waits
+	send(2, 0)
+	waitCQLen(t, recv, 1)
+	cancelA()
+	select {
+	case ev := <-done:
+		t.Fatalf("the end of an earlier wait's context woke the waiter: %+v", ev.DTO)
+	case <-time.After(50 * time.Millisecond):
+	}
+	send(3, dat.CompletionSolicitedWait)
+	if ev := <-done; ev.DTO.Cookie != 2 {
+		t.Fatalf("second wait: %+v, want the unsolicited receive first", ev.DTO)
+	}
 }
