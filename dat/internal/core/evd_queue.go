@@ -33,12 +33,16 @@ func (e *EVD) drainLocked() {
 // resize, ep_get_status, a CNO), and it empties the CQ that a waiter or
 // the CQ watch may be blocked on: once the CQ is empty, CQ.Wait no longer
 // returns for the completions that were in it. So a drain that moved
-// events the waiter could want wakes whoever sleeps on the EVD.
+// events the waiter could want wakes whoever sleeps on the EVD: loud
+// ones, and on an EVD with SOLICITED_WAIT queues, whose sleepers wait for
+// solicited completions (CQ.Wait's solicitedOnly), only those (or failed
+// ones, verbs.WC.Solicited). Woken for an unsolicited one, a waiter
+// returned it as the wake-up it takes every wake for.
 func (e *EVD) drainCQLocked() {
 	loud := e.loud
-	e.moveCQLocked()
+	solicited := e.moveCQLocked()
 	e.queued.Store(int32(e.n))
-	if e.loud > loud {
+	if e.loud > loud && (e.nSolicit == 0 || solicited) {
 		e.wakeLocked()
 	}
 }
@@ -58,27 +62,30 @@ func (e *EVD) wakeLocked() {
 }
 
 // moveCQLocked moves raw completions, then the CQ's, into the ring while
-// it has room. The caller holds mu and cql.
-func (e *EVD) moveCQLocked() {
+// it has room, and reports whether it queued a loud event of a solicited
+// or failed completion (verbs.WC.Solicited). The caller holds mu and cql.
+func (e *EVD) moveCQLocked() (solicited bool) {
 	for {
 		for e.wcHead < e.wcN {
 			if e.n == len(e.ring) {
-				return
+				return solicited
 			}
 			ent := &e.ring[(e.head+e.n)%len(e.ring)]
-			h, quiet, ok := e.translateLocked(&e.wcs[e.wcHead], &ent.ev)
+			wc := &e.wcs[e.wcHead]
+			h, quiet, ok := e.translateLocked(wc, &ent.ev)
 			e.wcHead++
 			if ok {
 				ent.hold, ent.quiet = h, quiet
 				e.n++
 				if !quiet {
 					e.loud++
+					solicited = solicited || wc.Solicited()
 				}
 			}
 		}
 		room := len(e.ring) - e.n
 		if room == 0 || !e.pollRawCQLocked(room) {
-			return
+			return solicited
 		}
 	}
 }

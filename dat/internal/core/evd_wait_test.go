@@ -280,34 +280,7 @@ func TestEVDWaiterOwnsEVDOnlyToSleep(t *testing.T) {
 // cancel()) could have its next wait returned by the callback.
 func TestEVDStaleContextLeavesWaiterAlone(t *testing.T) {
 	verbstest.CheckLeaks(t)
-	ias := dattest.OpenMem(t, 2)
-	srv, cli := dattest.NewSide(t, ias[0], 4096), dattest.NewSide(t, ias[1], 4096)
-	recv, err := evd.Create(srv.IA, 16, nil, dat.EVDDTO)
-	if err != nil {
-		t.Fatal(err)
-	}
-	psp, qual, err := ep.CreatePSPAny(srv.IA, srv.EVD, dat.PSPConsumer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer psp.Free()
-	sep, err := ep.Create(srv.IA, srv.PZ, recv, srv.EVD, srv.EVD, &dat.EPAttr{RecvCompletionFlags: dat.CompletionSolicitedWait})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cep := cli.NewEP(t, nil)
-	dattest.ConnectEPs(t, srv, cli, sep, cep, qual)
-	for i := 1; i <= 3; i++ {
-		if err := sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(64*i, 64)}, dat.DTOCookie(i), dat.CompletionDefault); err != nil {
-			t.Fatal(err)
-		}
-	}
-	send := func(cookie dat.DTOCookie, flags dat.CompletionFlags) {
-		t.Helper()
-		if err := cep.PostSend([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, cookie, dat.CompletionSuppress|flags); err != nil {
-			t.Fatal(err)
-		}
-	}
+	recv, send := solicitedPair(t)
 	waits := core.RecordCQWaits((*core.EVD)(recv))
 
 	// A wait with a context that can end, which it leaves registered.
@@ -351,5 +324,75 @@ func TestEVDStaleContextLeavesWaiterAlone(t *testing.T) {
 	send(3, dat.CompletionSolicitedWait)
 	if ev := <-done; ev.DTO.Cookie != 2 {
 		t.Fatalf("second wait: %+v, want the unsolicited receive first", ev.DTO)
+	}
+}
+
+// A drain of the CQ by someone other than the waiter (here evd_resize)
+// wakes the waiter only for what would have ended its CQ.Wait: on an EVD
+// with SOLICITED_WAIT, a solicited completion (or a failed one), not an
+// unsolicited receive, which the woken waiter returned at once.
+func TestEVDForeignDrainWakesOnlyForSolicited(t *testing.T) {
+	verbstest.CheckLeaks(t)
+	recv, send := solicitedPair(t)
+	waits := core.RecordCQWaits((*core.EVD)(recv))
+	done := make(chan dat.Event, 1)
+	go func() {
+		ev, _, err := recv.Wait(context.Background(), 1)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- ev
+	}()
+	<-waits
+	send(1, 0)
+	waitCQLen(t, recv, 1)
+	if err := recv.Resize(15); err != nil {
+		t.Fatalf("evd_resize: %v", err)
+	}
+	select {
+	case ev := <-done:
+		t.Fatalf("a drain of an unsolicited receive woke the waiter: %+v", ev.DTO)
+	case <-time.After(50 * time.Millisecond):
+	}
+	send(2, dat.CompletionSolicitedWait)
+	if ev := <-done; ev.DTO.Cookie != 1 {
+		t.Fatalf("wait: %+v, want the unsolicited receive first", ev.DTO)
+	}
+	dattest.ExpectDTO(t, recv, 2, dat.DTOSuccess)
+}
+
+// solicitedPair connects two mem sides; the server's EP completes its
+// receives, with SOLICITED_WAIT, to recv, an EVD of their own, and has
+// three posted. send sends a suppressed message from the client with the
+// cookie and flags.
+func solicitedPair(t *testing.T) (recv *evd.EVD, send func(dat.DTOCookie, dat.CompletionFlags)) {
+	t.Helper()
+	ias := dattest.OpenMem(t, 2)
+	srv, cli := dattest.NewSide(t, ias[0], 4096), dattest.NewSide(t, ias[1], 4096)
+	recv, err := evd.Create(srv.IA, 16, nil, dat.EVDDTO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	psp, qual, err := ep.CreatePSPAny(srv.IA, srv.EVD, dat.PSPConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer psp.Free()
+	sep, err := ep.Create(srv.IA, srv.PZ, recv, srv.EVD, srv.EVD, &dat.EPAttr{RecvCompletionFlags: dat.CompletionSolicitedWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cep := cli.NewEP(t, nil)
+	dattest.ConnectEPs(t, srv, cli, sep, cep, qual)
+	for i := 1; i <= 3; i++ {
+		if err := sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(64*i, 64)}, dat.DTOCookie(i), dat.CompletionDefault); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return recv, func(cookie dat.DTOCookie, flags dat.CompletionFlags) {
+		t.Helper()
+		if err := cep.PostSend([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, cookie, dat.CompletionSuppress|flags); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
