@@ -171,7 +171,9 @@ func (st *Stack) node(addr netip.Addr) (*Node, error) {
 			n.closeTransports()
 			return nil, err
 		}
+		n.mu.Lock() // what Attach started may look already (Node.Conn)
 		n.trans[tr.Type()] = nt
+		n.mu.Unlock()
 	}
 	st.nodes[addr] = n
 	return n, nil

@@ -1,0 +1,58 @@
+package rdsoverdat
+
+import (
+	"net/netip"
+	"runtime"
+	"testing"
+)
+
+// eagerTransport looks up connections from the moment it is attached, as
+// the dat transport's event goroutine does for a peer's connection
+// request, until the test stops it.
+type eagerTransport struct{ stop, done chan struct{} }
+
+func (eagerTransport) Type() TransportType { return TransIB }
+func (eagerTransport) Name() string        { return "eager" }
+
+func (t eagerTransport) Attach(n *Node) (NodeTransport, error) {
+	peer := netip.MustParseAddr("127.80.255.254")
+	started := make(chan struct{})
+	go func() {
+		defer close(t.done)
+		close(started)
+		for {
+			select {
+			case <-t.stop:
+				return
+			default:
+				n.Conn(peer, TransIB)
+			}
+		}
+	}()
+	<-started
+	runtime.Gosched() // let it look while the stack publishes the transport
+	return eagerNode{}, nil
+}
+
+type eagerNode struct{}
+
+func (eagerNode) Connect(*Path) {}
+func (eagerNode) Kick(*Path)    {}
+func (eagerNode) Reset(*Path)   {}
+func (eagerNode) Close() error  { return nil }
+
+// A node's transports are published under its lock: a transport may use
+// the node (Node.Conn reads them) as soon as its Attach has started it,
+// before the bind that creates the node returns. The race detector saw
+// the dat transport's first connection request read them while the stack
+// still wrote them (4 of 700 runs of TestDATAckSpaceFollowsPeerGeneration).
+// Without the lock this test fails under -race (30 of 30 runs; 22 of 30
+// with GOMAXPROCS=1).
+func TestNodeTransportsPublishedUnderLock(t *testing.T) {
+	leakCheck(t)
+	tr := eagerTransport{stop: make(chan struct{}), done: make(chan struct{})}
+	st := newTestStack(t, Config{Transports: []Transport{tr}})
+	mustBind(t, st, ap(testAddrs(1)[0], 0))
+	close(tr.stop)
+	<-tr.done
+}
