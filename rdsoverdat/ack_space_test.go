@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
+	"github.com/godapl/godapl/verbs/mem"
 )
 
 // An ack by sequence names a message of the current sequence space only
@@ -77,9 +80,78 @@ func TestDATAckSpaceFollowsPeerGeneration(t *testing.T) {
 			snd.Close()
 		}
 		var pd [datPrivateLen]byte
-		p := encodeDatPrivate(pd[:], as[0], as[1], 5, 0, 16)
+		p := encodeDatPrivate(pd[:], as[0], as[1], 5, 0, 0, 16)
 		if p.AckGen() != 0 || datPrivate(pd[:28]).AckGen() != 0 {
 			t.Fatal("an ack_gen of 0 or missing must name no generation")
 		}
+		if p.MyGen() != 0 || datPrivate(pd[:32]).MyGen() != 0 {
+			t.Fatal("a my_gen of 0 or missing must name no generation")
+		}
 	})
+}
+
+// A connection's h_ack names only what arrived on it. Before that the
+// path's last sequence received may count in a previous incarnation of the
+// peer: a restarted peer that has sent as many messages on this connection
+// takes it for an ack of its own and frees them, and they are lost if the
+// connection fails before they arrive (2 of 300 runs of
+// TestDATAckSpaceFollowsPeerGeneration timed out so).
+func TestDATAckNamesWhatTheConnectionReceived(t *testing.T) {
+	n := &Node{}
+	p := &Path{conn: &Conn{ackBySeq: true, node: n}, nextTxSeq: 1}
+	dp := &datPath{dn: &datNode{node: n}, p: p}
+	dp.ackNext.Store(11) // the previous incarnation's last message
+	e := &datEP{dn: dp.dn, dp: dp}
+	dp.txEP = e
+	ack := func() wire.Seq {
+		m := newMessage(8)
+		m.Header().Encode(&wire.Fields{Sequence: 1, Len: 8, Sport: 1000, Dport: 4000})
+		dp.prepare(m)
+		return m.Header().Ack()
+	}
+	if a := ack(); a != 0 {
+		t.Fatalf("h_ack %d before anything arrived on the connection, want 0", a)
+	}
+	for _, f := range datFrames(&wire.Fields{Sequence: 3, Sport: 1000, Dport: 4000}, make([]byte, 8), 0) {
+		e.recv(f)
+	}
+	if a := ack(); a != 3 {
+		t.Fatalf("h_ack %d after sequence 3 arrived, want 3", a)
+	}
+}
+
+// A connection's private data names its sender's generation (my_gen), and
+// the receiver applies it before the connection's first message. A peer
+// that restarted numbers its messages from 1 again; retransmitted after a
+// failed connection, they lie below its previous incarnation's last
+// sequence, and the receive state kept from that incarnation dropped them
+// as duplicates (and acked them: lost) until the probe revealed the
+// restart (3 of 300 runs of TestDATAckSpaceFollowsPeerGeneration timed
+// out so).
+func TestDATPeerGenerationFromPrivateData(t *testing.T) {
+	leakCheck(t)
+	st := datStack(t, DATConfig{Provider: mem.New()})
+	as := testAddrs(2)
+	b := mustBind(t, st, ap(as[0], 4000))
+	n := st.Node(as[0])
+	c := n.Conn(as[1], TransIB)
+	c.peerGenUpdate(0x1111)
+	p := c.Path(0)
+	p.mu.Lock()
+	p.nextRxSeq = 12 // the previous incarnation's last message was 11
+	p.mu.Unlock()
+	dn := n.trans[TransIB].(*datNode)
+	e := &datEP{dn: dn, dp: dn.dpath(p)} // accepted from the new incarnation
+	encodeDatPrivate(e.peer[:], as[1], as[0], 0, 0, 0x2222, 16)
+	f := &wire.Fields{Sequence: 1, Sport: 1000, Dport: 4000, Flags: wire.FlagRetransmitted}
+	for _, fr := range datFrames(f, []byte("restart!"), 0) {
+		e.recv(fr)
+	}
+	if g := c.PeerGenNum(); g != 0x2222 {
+		t.Errorf("peer generation %#x, want the private data's 0x2222", g)
+	}
+	buf := make([]byte, 64)
+	if l, err := b.RecvMsg(&Msg{Data: buf}, MsgDontWait); err != nil || string(buf[:l]) != "restart!" {
+		t.Fatalf("the new incarnation's retransmitted message #1: %q, %v", buf[:l], err)
+	}
 }

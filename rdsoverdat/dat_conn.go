@@ -95,7 +95,7 @@ func (dp *datPath) connect(retry bool) {
 	if err == nil {
 		var pd [datPrivateLen]byte
 		ack, gen := dp.ackSpace()
-		encodeDatPrivate(pd[:], dn.node.addr, dp.p.conn.faddr, ack, gen, uint32(e.grant))
+		encodeDatPrivate(pd[:], dn.node.addr, dp.p.conn.faddr, ack, gen, dn.node.stack.genNum, uint32(e.grant))
 		err = e.ep.Connect(dp.p.conn.faddr, dat.ConnQual(dn.cfg.Port), dn.cfg.ConnectTimeout, pd[:], dat.QoSBestEffort, dat.ConnectDefault)
 		if err != nil {
 			e.state = datDead
@@ -227,7 +227,7 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 	}
 	var pd [datPrivateLen]byte
 	ack, gen := dp.ackSpace()
-	encodeDatPrivate(pd[:], dn.node.addr, peer.Saddr(), ack, gen, uint32(e.grant))
+	encodeDatPrivate(pd[:], dn.node.addr, peer.Saddr(), ack, gen, dn.node.stack.genNum, uint32(e.grant))
 	if err := cr.Accept(e.ep, pd[:]); err != nil {
 		e.ep.Disconnect(dat.CloseAbrupt) // its failure event retires it
 	}
@@ -310,6 +310,7 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 	dp.backoff = 0
 	dp.up.Store(e)
 	dp.mu.Unlock()
+	e.syncPeerGen() // before Up: nothing is sent in the space it may reset
 	if peer.AckGen() == dn.node.stack.genNum {
 		// An ack_seq of another incarnation of ours (we restarted) or of
 		// none the peer knows would free messages it never had.
@@ -317,6 +318,27 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 	}
 	dp.p.Up()
 	dp.p.SendProbe()
+}
+
+// syncPeerGen applies the generation e's peer announced in its private
+// data (my_gen) to the connection before anything arrives on e or leaves
+// on it: a restart it reveals resets the sequence spaces
+// (Conn.peerGenUpdate) before the new incarnation's messages meet the
+// previous one's receive state. Event goroutine. The passive side copied
+// the request's private data; the active side asks the EP for the
+// accept's, since receive completions may come before ESTABLISHED.
+func (e *datEP) syncPeerGen() {
+	if e.genKnown {
+		return
+	}
+	pd := datPrivate(e.peer[:])
+	if e.active {
+		if pd = e.ep.PeerPrivateData(); pd == nil {
+			return // not there yet: the next completion asks again
+		}
+	}
+	e.genKnown = true
+	e.dp.p.conn.peerGenUpdate(pd.MyGen())
 }
 
 // retire ends e's life once every completion it may have queued has been

@@ -24,6 +24,14 @@ import (
 // data honours ack_seq only when it names its own generation. rds_ib
 // writes zeros there, which names no generation: a zero ack_gen costs
 // retransmissions (which the receiver drops as duplicates), never loss.
+//
+// Four bytes past rds_ib's struct carry my_gen, the sender's own
+// generation (rds_ib reads the first 32 and ignores the rest), so that a
+// node learns that its peer restarted when the connection is set up,
+// before its first message. Until then it kept the previous incarnation's
+// receive state: the new incarnation's first messages, retransmitted after
+// a failed connection, carry numbers below that incarnation's last ones and
+// were dropped as duplicates before the probe revealed the restart.
 type datPrivate []byte
 
 const (
@@ -36,7 +44,8 @@ const (
 	privAckSeqOffset    = 16 // be64 ricpc_ack_seq: last sequence received
 	privCreditOffset    = 24 // be32 ricpc_credit: receives granted (non-zero: flow control on)
 	privAckGenOffset    = 28 // be32 in the tail padding: ack_gen (ours, see above)
-	datPrivateLen       = 32
+	privMyGenOffset     = 32 // be32 past the struct: my_gen (ours, see above)
+	datPrivateLen       = 36
 
 	// datMinorMask is RDS_IB_SUPPORTED_PROTOCOLS: 3.0 and 3.1.
 	datMinorMask = 0x0003
@@ -49,9 +58,9 @@ var (
 )
 
 // encodeDatPrivate fills b (datPrivateLen bytes) for a connection from
-// saddr to daddr; ack counts in the sequence space of the peer's
-// generation ackGen (0: unknown).
-func encodeDatPrivate(b []byte, saddr, daddr netip.Addr, ack wire.Seq, ackGen, credit uint32) datPrivate {
+// saddr, of generation myGen, to daddr; ack counts in the sequence space
+// of the peer's generation ackGen (0: unknown).
+func encodeDatPrivate(b []byte, saddr, daddr netip.Addr, ack wire.Seq, ackGen, myGen, credit uint32) datPrivate {
 	p := datPrivate(b[:datPrivateLen])
 	clear(p)
 	s, d := saddr.As4(), daddr.As4()
@@ -63,6 +72,7 @@ func encodeDatPrivate(b []byte, saddr, daddr netip.Addr, ack wire.Seq, ackGen, c
 	binary.BigEndian.PutUint64(p[privAckSeqOffset:], uint64(ack))
 	binary.BigEndian.PutUint32(p[privCreditOffset:], credit)
 	binary.BigEndian.PutUint32(p[privAckGenOffset:], ackGen)
+	binary.BigEndian.PutUint32(p[privMyGenOffset:], myGen)
 	return p
 }
 
@@ -93,8 +103,16 @@ func (p datPrivate) Credit() uint32    { return binary.BigEndian.Uint32(p[privCr
 
 // AckGen is ack_gen, 0 when the peer sent only rds_ib's 28 meaningful bytes.
 func (p datPrivate) AckGen() uint32 {
-	if len(p) < datPrivateLen {
+	if len(p) < privAckGenOffset+4 {
 		return 0
 	}
 	return binary.BigEndian.Uint32(p[privAckGenOffset:])
+}
+
+// MyGen is my_gen, 0 (none) when the peer sent only rds_ib's struct.
+func (p datPrivate) MyGen() uint32 {
+	if len(p) < privMyGenOffset+4 {
+		return 0
+	}
+	return binary.BigEndian.Uint32(p[privMyGenOffset:])
 }

@@ -11,8 +11,8 @@ import (
 // re-encode to the same fields.
 func FuzzDATPrivate(f *testing.F) {
 	var b [64]byte
-	f.Add([]byte(encodeDatPrivate(b[:], netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"), 7, 0x1234567, 64)))
-	f.Add([]byte(encodeDatPrivate(b[:], netip.MustParseAddr("10.0.0.9"), netip.MustParseAddr("10.0.0.1"), 0, 0, 2)))
+	f.Add([]byte(encodeDatPrivate(b[:], netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"), 7, 0x1234567, 0x89abcdef, 64)))
+	f.Add([]byte(encodeDatPrivate(b[:], netip.MustParseAddr("10.0.0.9"), netip.MustParseAddr("10.0.0.1"), 0, 0, 0, 2)))
 	f.Add([]byte{})
 	f.Add(make([]byte, 8))
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -24,8 +24,9 @@ func FuzzDATPrivate(f *testing.F) {
 			t.Fatalf("accepted credit %d mask %#x", p.Credit(), p.MinorMask())
 		}
 		var out [64]byte
-		q := encodeDatPrivate(out[:], p.Saddr(), p.Daddr(), p.AckSeq(), p.AckGen(), p.Credit())
-		if q.Saddr() != p.Saddr() || q.Daddr() != p.Daddr() || q.AckSeq() != p.AckSeq() || q.Credit() != p.Credit() || q.AckGen() != p.AckGen() {
+		q := encodeDatPrivate(out[:], p.Saddr(), p.Daddr(), p.AckSeq(), p.AckGen(), p.MyGen(), p.Credit())
+		if q.Saddr() != p.Saddr() || q.Daddr() != p.Daddr() || q.AckSeq() != p.AckSeq() || q.Credit() != p.Credit() ||
+			q.AckGen() != p.AckGen() || q.MyGen() != p.MyGen() {
 			t.Fatalf("re-encoding changed the fields: %x -> %x", in, []byte(q))
 		}
 		if _, err := parseDatPrivate(q); err != nil {

@@ -223,7 +223,7 @@ func (e *datEP) askRDMA(head *RDMAOp) bool {
 	}
 	slot := e.tx.Bytes()[off : off+wire.HeaderLen+len(ops)*wire.RDMACheckLen]
 	h := wire.Header(slot[:wire.HeaderLen])
-	wire.EncodeRDMACheckHeader(h, len(ops), wire.Seq(e.dp.ackNext.Load()), uint8(adv))
+	wire.EncodeRDMACheckHeader(h, len(ops), e.hAck(), uint8(adv))
 	h.SetChecksum()
 	r.mu.Lock()
 	for i, op := range ops {
@@ -259,7 +259,7 @@ func (e *datEP) releaseRDMA(op *RDMAOp, fence bool) bool {
 	}
 	slot := e.tx.Bytes()[off : off+wire.HeaderLen+wire.RDMACheckLen]
 	h := wire.Header(slot[:wire.HeaderLen])
-	wire.EncodeRDMACheckHeader(h, 1, wire.Seq(e.dp.ackNext.Load()), uint8(adv))
+	wire.EncodeRDMACheckHeader(h, 1, e.hAck(), uint8(adv))
 	h.SetChecksum()
 	wire.RDMACheck(slot[wire.HeaderLen:]).Encode(&wire.CheckFields{Kind: wire.CheckRelease, ID: op.check.id})
 	flags := dat.CompletionDefault
@@ -475,7 +475,7 @@ func (e *datEP) sendAnswers() {
 	base := e.dn.cfg.SendDepth*datSlot + wire.HeaderLen
 	frame := e.tx.Bytes()[base : base+wire.HeaderLen+n*wire.RDMACheckLen]
 	h := wire.Header(frame[:wire.HeaderLen])
-	wire.EncodeRDMACheckHeader(h, n, wire.Seq(e.dp.ackNext.Load()), uint8(adv))
+	wire.EncodeRDMACheckHeader(h, n, e.hAck(), uint8(adv))
 	h.SetChecksum()
 	for i := range r.answers[:n] {
 		wire.RDMACheck(frame[wire.HeaderLen+i*wire.RDMACheckLen:]).Encode(&r.answers[i])

@@ -110,6 +110,7 @@ func (dn *datNode) onRecv(c *dat.DTOCompletion) {
 // recv processes one received Send on e (event goroutine).
 func (e *datEP) recv(b []byte) {
 	node, p := e.dn.node, e.dp.p
+	e.syncPeerGen()
 	h, frag, err := parseDatFrag(b)
 	if err != nil {
 		if err == errDatChecksum {
@@ -180,6 +181,7 @@ func (e *datEP) recv(b []byte) {
 	// sequence numbers start over at 1, below what its previous
 	// incarnation sent.
 	e.dp.noteReceived(seq)
+	e.acking.Store(true) // after ackNext: hAck reads them the other way round
 	if ackReq {
 		e.ackRequested.Store(true)
 		e.dn.wake(e)

@@ -8,11 +8,11 @@ import (
 
 // A receiver that restarts (its stack closed, a fresh one with a new
 // generation number on the same address) while the peer still has
-// messages for it: the sender's first messages to the new receiver carry
-// the old, high sequence numbers; the probe's answer reveals the restart
-// and the numbers start over at 1. Acks must follow the reset, or the new
-// messages are never freed and the sender blocks with its small send
-// buffer full.
+// messages for it: those queued carry the old, high sequence numbers until
+// the new receiver's private data (my_gen) or its probe reveals the
+// restart, and the numbers start over at 1. Acks must follow the reset, or
+// the new messages are never freed and the sender blocks with its small
+// send buffer full.
 //
 // Each incarnation binds while the sender is idle (everything acked, so
 // the larger address does not reconnect on its own), which keeps the

@@ -53,6 +53,8 @@ type datEP struct {
 	peer   [datPrivateLen]byte // the peer's private data
 	state  datEPState          // guarded by dp.mu
 	dead   atomic.Bool
+	// genKnown: syncPeerGen has applied the peer's my_gen (event goroutine).
+	genKnown bool
 
 	credits datCredits
 
@@ -76,6 +78,9 @@ type datEP struct {
 	ackEvery     uint32 // posted credits that ask for an advertisement
 	queued       bool   // on dn.wakes
 	lastAck      wire.Seq
+	// acking: a sequenced message arrived on e, so the path's ackNext
+	// counts in the space of e's peer (hAck). Set by the event goroutine.
+	acking atomic.Bool
 
 	// Reassembly, the event goroutine's.
 	rx  datReasm
@@ -248,7 +253,7 @@ func (dp *datPath) prepare(m *Message) {
 	h.SetFlags(f)
 	h.SetCredit(0)
 	dp.txEP.ackRequested.Store(false) // rds_ib_piggyb_ack
-	h.SetAck(wire.Seq(dp.ackNext.Load()))
+	h.SetAck(dp.txEP.hAck())
 	h.SetChecksum()
 }
 
@@ -266,7 +271,7 @@ func (e *datEP) sendAck() {
 	e.ackRequested.Store(false)
 	s := e.dn.cfg.SendDepth
 	h := wire.Header(e.tx.Bytes()[s*datSlot : s*datSlot+wire.HeaderLen])
-	h.Encode(&wire.Fields{Ack: wire.Seq(e.dp.ackNext.Load()), Credit: uint8(adv)})
+	h.Encode(&wire.Fields{Ack: e.hAck(), Credit: uint8(adv)})
 	h.SetChecksum()
 	if err := e.ep.PostSend(e.ackIOV[:], datAckCookie, dat.CompletionSolicitedWait); err != nil {
 		e.credits.unGrab(got, adv)
@@ -275,6 +280,21 @@ func (e *datEP) sendAck() {
 	e.ackInFlight = true
 	e.dp.p.conn.stats.acksSent.Add(1)
 	e.dn.node.stats.ackSent.Add(1)
+}
+
+// hAck is the h_ack e sends: the last sequence received on the path once
+// one has arrived on e, 0 (which frees nothing) before. A connection joins
+// two incarnations, so what arrived on it counts in its peer's sequence
+// space; what arrived on an earlier connection may count in a previous
+// incarnation's, which a restarted peer would take for its own numbers and
+// free messages it sent on this connection, lost if it then fails before
+// they arrive. The private data's ack_seq carries the earlier connections'
+// ack, tagged with its generation (ack_gen).
+func (e *datEP) hAck() wire.Seq {
+	if !e.acking.Load() {
+		return 0
+	}
+	return wire.Seq(e.dp.ackNext.Load())
 }
 
 // onSendDone handles a send completion (event goroutine).

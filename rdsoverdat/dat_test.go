@@ -357,7 +357,7 @@ func TestDATProtocolError(t *testing.T) {
 		}
 	}
 	var pd [datPrivateLen]byte
-	encodeDatPrivate(pd[:], as[2], as[0], 0, 0, 16)
+	encodeDatPrivate(pd[:], as[2], as[0], 0, 0, 0, 16)
 	if err := rep.Connect(as[0], wire.RDMAPort, 5*time.Second, pd[:], dat.QoSBestEffort, dat.ConnectDefault); err != nil {
 		t.Fatal(err)
 	}
