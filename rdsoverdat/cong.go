@@ -111,15 +111,24 @@ func (st *Stack) congUpdated(uncongested uint64) {
 	}
 }
 
+// congUpdate wakes s's senders and pollers, and its receivers only when
+// it queued a notification for them: a receiver has nothing else to see
+// in a map change, and a wake-up for nothing takes it off the count of
+// waiting receivers (sockReaderRole.waiters) for a moment, so that a
+// reader goroutine delivering its message then does not lend it the
+// reader role.
 func (s *Socket) congUpdate(uncongested uint64) {
 	s.mu.Lock()
-	if s.congMonitor && s.congMask&uncongested != 0 {
+	notify := s.congMonitor && s.congMask&uncongested != 0
+	if notify {
 		s.congNotify |= s.congMask & uncongested
 		s.congMask &^= uncongested
 	}
 	s.mu.Unlock()
 	signal(s.txSig)
-	signal(s.rxSig)
 	signal(s.pollSig)
-	s.interruptReader()
+	if notify {
+		signal(s.rxSig)
+		s.interruptReader()
+	}
 }

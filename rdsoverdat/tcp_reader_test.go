@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -379,5 +380,56 @@ func TestTCPReaderPeekTrunc(t *testing.T) {
 				t.Fatalf("after the peek: %d bytes", n)
 			}
 		}
+	}
+}
+
+// Map changes do not wake a receiver that gets no notification from
+// them: woken for nothing, it is off the count of waiting receivers for
+// a moment, and the reader goroutine that delivers its message then does
+// not lend it the role (TestTCPReaderGiveBack timed out so under load,
+// a new connection's congestion maps arriving as its first message did).
+func TestTCPReaderLendDespiteMapChanges(t *testing.T) {
+	leakCheck(t)
+	st := graceStack(t, time.Hour)
+	as := testAddrs(2)
+	a := mustBind(t, st, ap(as[0], 0))
+	x := mustBind(t, st, ap(as[1], 0))
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			st.congUpdated(0)
+			runtime.Gosched()
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-done
+	}()
+	const rounds = 200
+	missed := 0
+	for range rounds {
+		res := recvAsync(x, 64)
+		eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+		a.SendTo([]byte("x"), x.BoundAddr(), 0)
+		if r := waitResult(t, res); r.err != nil {
+			t.Fatal(r.err)
+		}
+		end := time.Now().Add(time.Second)
+		for !lentTo(x) && time.Now().Before(end) {
+			time.Sleep(time.Millisecond)
+		}
+		if !lentTo(x) {
+			missed++
+		}
+		x.Poll() // the role goes back to the reader goroutine
+	}
+	if missed > 0 {
+		t.Errorf("the role was not lent to the waiting receiver in %d of %d rounds", missed, rounds)
 	}
 }
