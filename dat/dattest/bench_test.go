@@ -69,14 +69,28 @@ func BenchmarkDTO(b *testing.B) {
 }
 
 func benchVerbs(b *testing.B, p benchProvider, op string, n int) {
+	iter := verbsIter(b, p, op, n)
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := startCPU()
+	for i := 0; i < b.N; i++ {
+		iter()
+	}
+	b.StopTimer()
+	cpu.report(b)
+}
+
+// verbsIter sets up the verbs pair of a row and returns one iteration;
+// the devices close when the benchmark ends.
+func verbsIter(b *testing.B, p benchProvider, op string, n int) func() {
 	prov := p.verbs()
 	da, err := prov.Open(p.dev)
 	if err != nil {
 		b.Skip(err)
 	}
 	db, _ := prov.Open(p.dev)
-	defer da.Close()
-	defer db.Close()
+	b.Cleanup(func() { db.Close(); da.Close() })
 	srv, cli := verbstest.ConnectPair(b, da, db, p.addr, verbstest.PairAttr{BufSize: benchBuf, SignalAll: true,
 		Connect: verbs.ConnParam{ResponderResources: 4, InitiatorDepth: 4}, Accept: verbs.ConnParam{ResponderResources: 4, InitiatorDepth: 4}})
 	ctx := context.Background()
@@ -101,11 +115,7 @@ func benchVerbs(b *testing.B, p benchProvider, op string, n int) {
 	case "read":
 		swr[0].Opcode, swr[0].RemoteAddr, swr[0].RKey = verbs.OpRDMARead, srv.Buf.Addr(0), srv.Buf.RKey()
 	}
-	b.SetBytes(int64(n))
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := startCPU()
-	for i := 0; i < b.N; i++ {
+	return func() {
 		if op == "send" {
 			if _, err := srv.QP.PostRecv(rwr); err != nil {
 				b.Fatal(err)
@@ -119,21 +129,33 @@ func benchVerbs(b *testing.B, p benchProvider, op string, n int) {
 			wait(srv.CQ)
 		}
 	}
-	b.StopTimer()
-	cpu.report(b)
 }
 
 // benchDAT measures DAT; byValue waits with EVD.Wait, which returns the
 // 256-byte Event by value, instead of WaitInto.
 func benchDAT(b *testing.B, p benchProvider, op string, n int, byValue bool) {
+	iter := datIter(b, p, op, n, byValue)
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := startCPU()
+	for i := 0; i < b.N; i++ {
+		iter()
+	}
+	b.StopTimer() // teardown is not part of the measurement
+	cpu.report(b)
+}
+
+// datIter sets up the DAT pair of a row and returns one iteration; the
+// IAs close when the benchmark ends.
+func datIter(b *testing.B, p benchProvider, op string, n int, byValue bool) func() {
 	reg, _ := providers.New(providers.Options{})
 	a, err := ia.OpenIn(reg, p.iaName, 0)
 	if err != nil {
 		b.Skip(err)
 	}
 	c, _ := ia.OpenIn(reg, p.iaName, 0)
-	defer a.Close(dat.CloseAbrupt)
-	defer c.Close(dat.CloseAbrupt)
+	b.Cleanup(func() { c.Close(dat.CloseAbrupt); a.Close(dat.CloseAbrupt) })
 	srv, cli := NewSide(b, a, benchBuf), NewSide(b, c, benchBuf)
 	sep, cep := Connect(b, srv, cli, nil)
 	ctx := context.Background()
@@ -161,11 +183,7 @@ func benchDAT(b *testing.B, p benchProvider, op string, n int, byValue bool) {
 		}
 		return cep.PostRDMARead(iov, 2, remote, dat.CompletionDefault)
 	}
-	b.SetBytes(int64(n))
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := startCPU()
-	for i := 0; i < b.N; i++ {
+	return func() {
 		if op == "send" {
 			if err := sep.PostRecv(riov, 1, dat.CompletionDefault); err != nil {
 				b.Fatal(err)
@@ -179,8 +197,6 @@ func benchDAT(b *testing.B, p benchProvider, op string, n int, byValue bool) {
 			wait(srv.EVD)
 		}
 	}
-	b.StopTimer() // teardown is not part of the measurement
-	cpu.report(b)
 }
 
 // cpuClock is the process's CPU time (user and system) when a benchmark
