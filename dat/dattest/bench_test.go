@@ -69,7 +69,12 @@ func BenchmarkDTO(b *testing.B) {
 }
 
 func benchVerbs(b *testing.B, p benchProvider, op string, n int) {
-	iter := verbsIter(b, p, op, n)
+	runIter(b, n, verbsIter(b, p, op, n))
+}
+
+// runIter runs iter b.N times and reports its CPU time per iteration;
+// the setup before it and the teardown after it are not measured.
+func runIter(b *testing.B, n int, iter func()) {
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -134,16 +139,7 @@ func verbsIter(b *testing.B, p benchProvider, op string, n int) func() {
 // benchDAT measures DAT; byValue waits with EVD.Wait, which returns the
 // 256-byte Event by value, instead of WaitInto.
 func benchDAT(b *testing.B, p benchProvider, op string, n int, byValue bool) {
-	iter := datIter(b, p, op, n, byValue)
-	b.SetBytes(int64(n))
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := startCPU()
-	for i := 0; i < b.N; i++ {
-		iter()
-	}
-	b.StopTimer() // teardown is not part of the measurement
-	cpu.report(b)
+	runIter(b, n, datIter(b, p, op, n, byValue))
 }
 
 // datIter sets up the DAT pair of a row and returns one iteration; the
