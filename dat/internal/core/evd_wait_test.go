@@ -18,20 +18,10 @@ import (
 // the completion that wakes it where it lies, as evd_dequeue's hot path
 // does, and copies nothing out of the CQ before it sleeps either: on siw
 // a Send's receive completion is rarely there when its waiter comes, so
-// this is the wait of every such Send. The waiter blocks (in CQ.Wait itself
-// with a context that cannot end, through the CQ watch with one that
-// can), a Send completes, and the wait must return it without a poll.
+// this is the wait of every such Send. The waiter blocks in CQ.Wait itself
+// (with each of waiterCtxs), a Send completes, and the wait must return it without a poll.
 func TestEVDBlockedWaitTakesFromRing(t *testing.T) {
-	waiters := []struct {
-		name string
-		ctx  func() (context.Context, context.CancelFunc)
-	}{
-		{"direct", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
-		{"watched", func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), time.Minute)
-		}},
-	}
-	for _, w := range waiters {
+	for _, w := range waiterCtxs {
 		t.Run(w.name, func(t *testing.T) {
 			verbstest.CheckLeaks(t)
 			srv, cli, req, sep, cep := wakeupPair(t)

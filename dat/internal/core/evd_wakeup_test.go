@@ -13,12 +13,25 @@ import (
 	"github.com/godapl/godapl/verbs/verbstest"
 )
 
+// waiterCtxs are the contexts a waiter may wait with: one that cannot
+// end, and one with a deadline, which the EVD watches (watchWaiterCtxLocked)
+// and passes on to the provider (directCtx). Both block in CQ.Wait itself.
+var waiterCtxs = []struct {
+	name string
+	ctx  func() (context.Context, context.CancelFunc)
+}{
+	{"background", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
+	{"deadline", func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), time.Minute)
+	}},
+}
+
 // A drain of the EVD's CQ by someone other than its waiter empties the
 // CQ the waiter sleeps on; the completions it moved into the ring must
-// still wake the waiter. The waiter blocks (in CQ.Wait itself with a
-// context that cannot end, through the CQ watch with one that can), the
-// CQ fills, a third party drains it before the waiter's CQ.Wait looks,
-// and the waiter must return the first completion. Before the fix the
+// still wake the waiter. The waiter blocks in CQ.Wait itself (with each
+// of waiterCtxs), the CQ fills, a third party drains it before the
+// waiter's CQ.Wait looks, and the waiter must return the first
+// completion. Before the fix the
 // waiter slept on with four events queued: the dat transport of
 // rdsoverdat hung on the mem provider when its poster found a request
 // queue full.
@@ -44,17 +57,8 @@ func TestEVDWaiterWokenByForeignDrain(t *testing.T) {
 			}
 		}},
 	}
-	waiters := []struct {
-		name string
-		ctx  func() (context.Context, context.CancelFunc)
-	}{
-		{"direct", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
-		{"watched", func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), time.Minute)
-		}},
-	}
 	for _, d := range drains {
-		for _, w := range waiters {
+		for _, w := range waiterCtxs {
 			t.Run(d.name+"/"+w.name, func(t *testing.T) {
 				verbstest.CheckLeaks(t)
 				srv, cli, req, sep, cep := wakeupPair(t)
