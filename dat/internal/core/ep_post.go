@@ -93,28 +93,11 @@ func (ep *EP) Post(r *Request) error {
 	} else {
 		cfg.sq.LockSend()
 	}
-	// The common case, one segment of memory that the provider checks as
-	// it takes the request (DAT's checks of it would only repeat its
-	// own) and that fits the remote side, straight to the work request;
-	// the rest resolves its SGEs in sglLocked. The post follows here
-	// rather than in a function both call: Post kept what it had loaded
-	// in its frame around the call. The PZ's count of loose LMRs is read
-	// before the test rather than in it: an atomic load in a chain of &&
-	// kept the compiler from turning the chain into plain branches (it
-	// built a bool, tested it, and checked t[0]'s bounds again).
-	k, total, trust := 1, uint64(0), true
-	loose := cfg.pz.loose.Load()
-	if t := r.IOV; len(t) == 1 && t[0].SegmentLength != 0 && r.Sink == nil && cfg.checksSGL && loose == 0 &&
-		(r.DOp == dat.DTOSend || t[0].SegmentLength <= r.Remote.SegmentLength) {
-		s := &ep.ssgl[0]
-		s.Addr, s.Length, s.LKey = uint64(t[0].VirtualAddress), t[0].SegmentLength, uint32(t[0].LMRContext)
-		total = uint64(t[0].SegmentLength)
-	} else {
-		var done bool
-		var err error
-		if k, total, trust, done, err = ep.sglLocked(cfg, r); done {
-			return unlockSend(cfg.sq, err)
-		}
+	// The SGEs (PostDTO posts the common case, one segment that the
+	// provider checks, without coming here).
+	k, total, trust, done, err := ep.sglLocked(cfg, r)
+	if done {
+		return unlockSend(cfg.sq, err)
 	}
 	q := &cfg.own.req
 	seq, ok := q.reserve()
