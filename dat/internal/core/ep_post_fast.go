@@ -135,7 +135,7 @@ func (ep *EP) unlockPostDTOSlow(m *sync.Mutex, op dat.DTOOp, iov []dat.LMRTriple
 	return ep.postDTOSlow(op, iov, cookie, remote, flags)
 }
 
-// unlockPostRecvSlow is unlockPostSlow for PostRecv.
+// unlockPostRecvSlow is unlockPostDTOSlow for PostRecv.
 //
 //go:noinline
 func (ep *EP) unlockPostRecvSlow(m *sync.Mutex, iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags) error {

@@ -22,11 +22,10 @@ import (
 // path: the ring empty, the provider's CQ ring and mutex
 // (verbs.CQRinger, verbs.CQMutexer), and the CQ's oldest completion a
 // successful, unsuppressed DTO of the last completion's EP queue
-// (EVD.lastQ). It
-// hands anything else, untouched, to takeOn or the full path, in a call
-// whose result is its own: Go keeps no register across a call, so with
-// the owner's lookup and the poll in line it saved its arguments and
-// what it had loaded on every take.
+// (EVD.lastQ). It hands anything else, untouched, to takeOn or the full
+// path, in a call whose result is its own: Go keeps no register across a
+// call, so with the owner's lookup and the poll in line it saved its
+// arguments and what it had loaded on every take.
 //
 // It is also the function the consumer's call lands in: Wait, Dequeue
 // and the dat/evd wrappers inline, which is why it sets ev.EVD itself
@@ -71,7 +70,7 @@ func (e *EVD) Take(ctx context.Context, threshold int, ev *dat.Event, wait bool)
 	return n, nil
 }
 
-// takeOn is take for every case take hands it after the gate: takeSlow
+// takeOn is Take for every case Take hands it after the gate: takeSlow
 // (the owner's lookup, a poll, a translation the usual way, an EVD whose
 // provider lends no CQ ring), and if that finds nothing, the full path.
 //
@@ -84,8 +83,8 @@ func (e *EVD) takeOn(ctx context.Context, threshold int, ev *dat.Event, wait boo
 	return e.full(ctx, threshold, ev, wait)
 }
 
-// unlockTakeOn releases the CQ's lock that take took and hands the take
-// to takeOn. Not inlined: with Unlock's slow path a call in take, take
+// unlockTakeOn releases the CQ's lock that Take took and hands the take
+// to takeOn. Not inlined: with Unlock's slow path a call in Take, Take
 // would keep its arguments around it, saved on every take.
 //
 //go:noinline
@@ -94,7 +93,7 @@ func (e *EVD) unlockTakeOn(ctx context.Context, threshold int, ev *dat.Event, wa
 	return e.takeOn(ctx, threshold, ev, wait)
 }
 
-// unlockFull releases the CQ's lock that take took and hands the take to
+// unlockFull releases the CQ's lock that Take took and hands the take to
 // the full path (not inlined, as unlockTakeOn).
 //
 //go:noinline
