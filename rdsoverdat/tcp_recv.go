@@ -80,6 +80,11 @@ func (x *tcpRx) payload() []byte {
 // next header read (tcpReader.big).
 func (x *tcpRx) next(l int) {
 	x.rd.big = l >= tcpDirectReadMin
+	x.clear()
+}
+
+// clear forgets the current message: the next read starts a header.
+func (x *tcpRx) clear() {
 	x.hn, x.dst, x.m, x.d, x.own, x.pn = 0, dstNone, nil, DirectRx{}, nil, 0
 }
 
@@ -92,7 +97,7 @@ func (x *tcpRx) abort() {
 	case dstClaim:
 		x.d.Done(false)
 	}
-	x.hn, x.dst, x.m, x.d, x.own, x.pn = 0, dstNone, nil, DirectRx{}, nil, 0
+	x.clear()
 }
 
 // readerStep reads the rest of the current message in the reader
