@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/godapl/godapl/verbs"
 )
@@ -106,3 +107,37 @@ func (g gatedCQL) Lock() {
 // Waiting reports whether a waiter owns e: evd_dequeue then fails with
 // DAT_INVALID_STATE / EVD_WAITER.
 func Waiting(e *EVD) bool { return e.waiting() }
+
+// LendNothing makes e take from its CQ as it does for a provider that
+// lends neither its ring nor its mutex (verbs.CQRinger, verbs.CQMutexer):
+// through cql alone, whose Lock a test can then gate.
+func LendNothing(e *EVD) {
+	e.mu.Lock()
+	e.cqRing, e.cqMu = nil, nil
+	e.mu.Unlock()
+}
+
+// GateFirstCQLock is GateCQLock for the first lock of e's CQ from now on
+// alone: the locks after it pass.
+func GateFirstCQLock(e *EVD) (entered <-chan struct{}, release func()) {
+	in := make(chan struct{}, 1)
+	gate := make(chan struct{})
+	first := new(atomic.Bool)
+	e.mu.Lock()
+	e.cql = firstGatedCQL{gatedCQL{CQLocker: e.cql, entered: in, gate: gate}, first}
+	e.mu.Unlock()
+	return in, func() { close(gate) }
+}
+
+type firstGatedCQL struct {
+	gatedCQL
+	taken *atomic.Bool
+}
+
+func (g firstGatedCQL) Lock() {
+	if g.taken.CompareAndSwap(false, true) {
+		g.gatedCQL.Lock()
+		return
+	}
+	g.CQLocker.Lock()
+}

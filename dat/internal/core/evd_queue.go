@@ -136,19 +136,24 @@ func (e *EVD) lastQueueLocked(id uint64) *slotRing {
 
 // takeSlow is Take for every case Take hands it (see Take for its common
 // one): the owner's lookup, a poll, a translation the usual way, an EVD
-// whose provider lends no CQ ring. Take has already checked the EVD and
-// its gate; WaitSlow, its other caller, holds mu and owns the EVD or is
-// about to.
-func (e *EVD) takeSlow(ev *dat.Event) (n int, ok bool) {
+// whose provider lends no CQ ring. It takes nothing while the gate has a
+// bit of block set, which it reads under the CQ's lock (see takeBlock):
+// Take's, or 0 for WaitSlow, its other caller, which holds mu and owns
+// the EVD or is about to.
+func (e *EVD) takeSlow(ev *dat.Event, block uint32) (n int, ok bool) {
 	r := e.cqRing
 	if r == nil {
 		if e.cq == nil {
 			return 0, false
 		}
-		return e.takeCQ(ev)
+		return e.takeCQ(ev, block)
 	}
 	mu := e.cqMu // lent with the ring
 	mu.Lock()
+	if e.gate.Load()&block != 0 {
+		mu.Unlock()
+		return 0, false
+	}
 	// With nothing older in the ring or polled: the CQ's oldest
 	// completion, where it lies, a successful DTO of an EP queue
 	// completing to e, translated straight from its slot into ev (see
@@ -189,18 +194,19 @@ func (e *EVD) takeSlow(ev *dat.Event) (n int, ok bool) {
 	return n, ok
 }
 
-// takeCQ is takeCQLocked under cql, unless the ring holds events; it
-// returns the raw completions left. The EVD has a CQ.
-func (e *EVD) takeCQ(ev *dat.Event) (n int, ok bool) {
+// takeCQ is takeCQLocked under cql, unless the ring holds events or the
+// gate has a bit of block set (as takeSlow); it returns the raw
+// completions left. The EVD has a CQ.
+func (e *EVD) takeCQ(ev *dat.Event, block uint32) (n int, ok bool) {
 	if mu := e.cqMu; mu != nil {
 		mu.Lock()
-		ok = e.queued.Load() == 0 && e.takeCQLocked(ev)
+		ok = e.gate.Load()&block == 0 && e.queued.Load() == 0 && e.takeCQLocked(ev)
 		n = e.wcN - e.wcHead
 		mu.Unlock()
 		return n, ok
 	}
 	e.cql.Lock()
-	ok = e.queued.Load() == 0 && e.takeCQLocked(ev)
+	ok = e.gate.Load()&block == 0 && e.queued.Load() == 0 && e.takeCQLocked(ev)
 	n = e.wcN - e.wcHead
 	e.cql.Unlock()
 	return n, ok
@@ -411,7 +417,7 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 			return nmore, nil
 		}
 		if e.cq != nil {
-			if nmore, ok := e.takeSlow(ev); ok {
+			if nmore, ok := e.takeSlow(ev, 0); ok {
 				e.mu.Unlock()
 				return nmore, nil
 			}
@@ -433,7 +439,7 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 			// raw completions and the CQ empty under the CQ's lock,
 			// and what came since, CQ.Wait sees.
 			if blocked {
-				if nmore, ok := e.takeSlow(ev); ok {
+				if nmore, ok := e.takeSlow(ev, 0); ok {
 					e.setGate(gateWaiter, false)
 					e.mu.Unlock()
 					return nmore, nil
