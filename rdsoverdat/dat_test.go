@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -31,11 +30,6 @@ var datProviders = []struct {
 	{"mem", func() DATConfig { return DATConfig{Provider: mem.New()} }},
 	{"siw", func() DATConfig { return DATConfig{} }},
 }
-
-// Other test processes on the machine (other checkouts) use 127.80.0.x
-// too, and the dat transport listens on a fixed port of each address:
-// start this process's addresses at a random place.
-func init() { addrSeq.Add(uint32(rand.N(200)) << 8) }
 
 func datStack(t testing.TB, cfg DATConfig) *Stack {
 	st := NewStack(Config{Transports: []Transport{DAT(cfg)}})

@@ -6,21 +6,20 @@ import (
 	"net/netip"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/godapl/godapl/internal/testutil"
 )
 
 // Every test gets its own 127.x.y.z addresses, so listeners and
-// connections of one test never meet another's.
-var addrSeq atomic.Uint32
-
+// connections of one test never meet another's, nor those of another
+// test process (testutil.LoopbackAddr).
 func testAddrs(n int) []netip.Addr {
 	as := make([]netip.Addr, n)
 	for i := range as {
-		v := 0x7f500000 + addrSeq.Add(1)
-		as[i] = netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+		as[i] = testutil.LoopbackAddr()
 	}
 	return as
 }

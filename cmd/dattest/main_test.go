@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/godapl/godapl/dat/providers"
+	"github.com/godapl/godapl/internal/testutil"
 )
 
 // The tests build the command and run it as a user would; the in-process
@@ -237,14 +238,9 @@ func TestLimit(t *testing.T) {
 // once, and a peer that never answers one within the timeout.
 func TestUnreachable(t *testing.T) {
 	needSiw(t)
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	l.Close() // a port nobody listens on
-
-	r := command(t, 30*time.Second, "-D", "siw-lo", "-T", "T", "-s", "127.0.0.1", "-p", port, "-timeout", "3s")
+	// A port nobody listens on: an address no other test process uses.
+	host := testutil.LoopbackAddr().String()
+	r := command(t, 30*time.Second, "-D", "siw-lo", "-T", "T", "-s", host, "-p", "4791", "-timeout", "3s")
 	if r.code != exitFailed || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "connection refused") {
 		t.Errorf("closed port: exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -265,7 +261,7 @@ func TestUnreachable(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	_, port, _ = net.SplitHostPort(mute.Addr().String())
+	_, port, _ := net.SplitHostPort(mute.Addr().String())
 	r = command(t, 30*time.Second, "-D", "siw-lo", "-T", "P", "-s", "127.0.0.1", "-p", port, "-timeout", "1s")
 	if r.code != exitFailed || strings.Count(r.stderr, "\n") != 1 || !regexp.MustCompile(`no answer from the server within 1s|server unreachable`).MatchString(r.stderr) || r.elapsed > 10*time.Second {
 		t.Errorf("mute server: exit %d after %v, stderr %q", r.code, r.elapsed, r.stderr)

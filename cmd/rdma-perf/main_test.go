@@ -3,10 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/godapl/godapl/internal/testutil"
 )
 
 // runArgs runs rdma-perf in this process and returns its exit status and
@@ -70,12 +71,7 @@ func TestRunLoopback(t *testing.T) {
 // TestRunFailure: a server that is not there is a runtime failure: exit
 // 1 with the reason on stderr.
 func TestRunFailure(t *testing.T) {
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testutil.LoopbackAddr().String() + ":18516" // an address no other test process uses
 	code, _, errs := runArgs(t, "-c", addr, "-t", "pingpong64", "-notcp")
 	if code != exitFailed || !strings.Contains(errs, "pingpong64") {
 		t.Errorf("against a closed port: exit %d, stderr %q; want exit 1 naming the test", code, errs)

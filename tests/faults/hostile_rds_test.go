@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/godapl/godapl/internal/testutil"
 	"github.com/godapl/godapl/rdsoverdat"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 	"github.com/godapl/godapl/verbs/verbstest"
@@ -116,8 +117,7 @@ func TestHostileRDSPeer(t *testing.T) {
 	// loopback (with 16385) are not hit.
 	port := 20000 + os.Getpid()%20000
 	tcp := rdsoverdat.TCP(rdsoverdat.TCPConfig{Port: port, ReconnectMax: 100 * time.Millisecond})
-	nodeAddr := netip.MustParseAddr("127.0.200.1")
-	goodAddr := netip.MustParseAddr("127.0.199.1")
+	nodeAddr, goodAddr := testutil.LoopbackAddr(), testutil.LoopbackAddr()
 	node := rdsoverdat.NewStack(rdsoverdat.Config{Transports: []rdsoverdat.Transport{tcp}})
 	good := rdsoverdat.NewStack(rdsoverdat.Config{Transports: []rdsoverdat.Transport{tcp}})
 	defer node.Close()

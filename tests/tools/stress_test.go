@@ -5,12 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/godapl/godapl/internal/testutil"
 )
 
 // With no arguments rds-stress runs two nodes in its own process over the
 // default transport and prints progress, a table and a histogram.
 func TestStressDefaultRun(t *testing.T) {
 	t.Parallel()
+	testutil.Exclusive(t, "rds-stress-demo") // its nodes' addresses are fixed
 	r := run(t, "", []string{"GODAPL_RUN_DIR=" + t.TempDir()}, "rds-stress")
 	r.want(t, 0, "127.0.0.1 -> server node 127.0.0.2:4000", "over dat", "tx/s", "request-response over dat",
 		"   all ", "round trip (us)")

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,13 +52,9 @@ func bin(t *testing.T, name string) string {
 }
 
 // Each test gets its own addresses, so that its nodes never meet
-// another's (or another package's).
-var addrSeq atomic.Uint32
-
-func addr(t *testing.T) string {
-	n := addrSeq.Add(1)
-	return fmt.Sprintf("127.91.%d.%d", n/250, n%250+1)
-}
+// another's (or another package's, or another process's: see
+// testutil.LoopbackAddr).
+func addr(t *testing.T) string { return testutil.LoopbackAddr().String() }
 
 // result is a finished run.
 type result struct {
