@@ -1,6 +1,11 @@
 package dattest
 
 import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -18,7 +23,11 @@ import (
 // those conditions, so the median of the per-block ratios is steadier
 // than a ratio of two separate runs. b.N counts the iterations of each
 // side. Reported: dat/verbs (the median block ratio) and the CPU ns/op of
-// each side (medians of the blocks).
+// each side (medians of the blocks); and when the blocks ran in two
+// levels of the host's speed (see splitStates), dat/verbs-fast and
+// dat/verbs-slow, the median ratio in each, and slow-%, the share of the
+// block pairs in the slow one. -paired.blocks=FILE appends every block
+// pair's CPU ns/op (benchmark, block, verbs, DAT) to FILE.
 func BenchmarkDTOPaired(b *testing.B) {
 	for _, p := range benchProviders {
 		b.Run(p.name, func(b *testing.B) {
@@ -67,9 +76,57 @@ func benchPaired(b *testing.B, p benchProvider, op string, n int) {
 		vs, ds = append(vs, v), append(ds, d)
 	}
 	b.StopTimer()
+	if *pairedBlocks != "" {
+		dumpBlocks(b, *pairedBlocks, vs, ds)
+	}
+	reportStates(b, vs, ds)
 	b.ReportMetric(median(ratios), "dat/verbs")
 	b.ReportMetric(median(vs), "verbs-cpu-ns/op")
 	b.ReportMetric(median(ds), "dat-cpu-ns/op")
+}
+
+var pairedBlocks = flag.String("paired.blocks", "", "append BenchmarkDTOPaired's block pairs to this file")
+
+// dumpBlocks appends the block pairs' CPU ns/op to the file name.
+func dumpBlocks(b *testing.B, name string, vs, ds []float64) {
+	f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for k := range vs {
+		fmt.Fprintf(w, "%s %d %.1f %.1f\n", b.Name(), k, vs[k], ds[k])
+	}
+	if err := errors.Join(w.Flush(), f.Close()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// reportStates reports the median DAT/verbs ratio of the block pairs in
+// each level of the host's speed, if they ran in two (splitStates).
+func reportStates(b *testing.B, vs, ds []float64) {
+	t := make([]float64, len(vs))
+	for k := range vs {
+		t[k] = vs[k] + ds[k]
+	}
+	cut, ok := splitStates(t)
+	if !ok {
+		return
+	}
+	var fast, slow []float64
+	for k := range vs {
+		if vs[k] <= 0 {
+			continue
+		}
+		if t[k] < cut {
+			fast = append(fast, ds[k]/vs[k])
+		} else {
+			slow = append(slow, ds[k]/vs[k])
+		}
+	}
+	b.ReportMetric(median(fast), "dat/verbs-fast")
+	b.ReportMetric(median(slow), "dat/verbs-slow")
+	b.ReportMetric(100*float64(len(slow))/float64(len(fast)+len(slow)), "slow-%")
 }
 
 // median returns the median of x (sorting it), 0 for none.
