@@ -30,7 +30,7 @@ type cookieSlot struct {
 	op     dat.DTOOp
 	flags  dat.CompletionFlags
 	length uint32 // bytes posted (sends and writes report it)
-	rmr    *RMR   // RMR bind and unbind (op DTOBindMW); stale in other slots of a ring (cookieSlot.set)
+	rmr    *RMR   // RMR bind and unbind (op DTOBindMW), until the completion is translated
 }
 
 // cookieTable is an SRQ's preallocated slots: one per DTO that is posted

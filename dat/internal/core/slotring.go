@@ -94,7 +94,9 @@ func (q *slotRing) slot(seq uint32) *cookieSlot { return &q.slots[seq&q.mask] }
 
 // set fills a slot of a DTO, field by field (see EP.fill for why). It
 // leaves rmr, which only a bind's slot is read for, and sets: storing a
-// pointer, even nil, costs a write barrier check on every post.
+// pointer, even nil, costs a write barrier check on every post. A bind's
+// completion clears it instead (translateLocked), so that the slot keeps
+// no freed RMR reachable.
 func (s *cookieSlot) set(seq uint32, cookie dat.DTOCookie, op dat.DTOOp, flags dat.CompletionFlags, length uint32) {
 	s.seq, s.cookie, s.op, s.flags, s.length = seq, cookie, op, flags, length
 }

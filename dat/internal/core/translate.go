@@ -100,6 +100,14 @@ func (e *EVD) translateLocked(wc *verbs.WC, ev *dat.Event) (h hold, quiet, ok bo
 		epHandle = o.ep.handle
 	}
 	status := wcStatus(wc.Status)
+	var rmr *RMR
+	if s.op == dat.DTOBindMW {
+		// The slot's later DTOs leave rmr (cookieSlot.set): let go of
+		// it now, or a freed RMR, its window and the buffer that was
+		// bound would stay reachable until a bind lands on the slot.
+		// The slot is still the bind's: its hold is not released.
+		rmr, s.rmr = s.rmr, nil
+	}
 	if status == dat.DTOSuccess && s.flags&dat.CompletionSuppress != 0 {
 		h.releaseLocked()
 		return hold{}, false, false
@@ -107,8 +115,8 @@ func (e *EVD) translateLocked(wc *verbs.WC, ev *dat.Event) (h hold, quiet, ok bo
 	quiet = s.flags&dat.CompletionUnsignalled != 0 && status == dat.DTOSuccess
 	if s.op == dat.DTOBindMW {
 		b := dat.RMRBindCompletion{Cookie: s.cookie, Status: status}
-		if s.rmr != nil {
-			b.RMR = s.rmr.handle
+		if rmr != nil {
+			b.RMR = rmr.handle
 			if status != dat.DTOSuccess {
 				b.Status = dat.RMROperationFailed
 				if wc.Status == verbs.WCWRFlushErr {
