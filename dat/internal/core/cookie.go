@@ -206,14 +206,18 @@ func (ia *IA) addOwnerOp(op string, o *owner) error {
 
 // removeOwner retires o: completions still carrying its id are dropped.
 // The entry keeps o's id (in a tombstone) so that the next owner of the
-// index takes a new generation.
+// index takes a new generation. The index goes to a new owner only once
+// the caller has destroyed o's QP or SRQ and the EVDs it completes to
+// have dropped what came of it (EVD.Purge), and calls reuseOwnerIndex:
+// the generation has 8 bits, and while one goroutine frees an EP others
+// may create and free 256, the last of which would take the flushes of
+// the first's QP, still to come, for its own completions.
 func (ia *IA) removeOwner(o *owner) {
 	t := &ia.owners
 	t.mu.Lock()
 	idx := uint32(o.id >> wrOwnerShift)
 	if e := t.at(uint64(idx)); e != nil && e.Load() == o {
 		e.Store(&owner{id: o.id | ownerTombstone})
-		t.free = append(t.free, idx)
 	}
 	t.mu.Unlock()
 	// Gone from the table, o's queues can no longer become an EVD's
@@ -224,9 +228,26 @@ func (ia *IA) removeOwner(o *owner) {
 	o.recv.forget()
 }
 
+// reuseOwnerIndex lets a new owner have the index of o, which
+// removeOwner retired, and whose completions can come no more.
+func (ia *IA) reuseOwnerIndex(o *owner) {
+	t := &ia.owners
+	t.mu.Lock()
+	idx := uint32(o.id >> wrOwnerShift)
+	if e := t.at(uint64(idx)); e != nil && e.Load().id == o.id|ownerTombstone {
+		e.Store(&owner{id: o.id | ownerTombstone | ownerReusable})
+		t.free = append(t.free, idx)
+	}
+	t.mu.Unlock()
+}
+
 // ownerTombstone marks the id of a removed owner's tombstone: no live
 // owner's id has it, so no work request ID matches a tombstone.
 const ownerTombstone = 1
+
+// ownerReusable marks a tombstone whose index is free again, so that it
+// goes on the free list once.
+const ownerReusable = 2
 
 // lookupOwner returns the live owner of a work request ID.
 func (ia *IA) lookupOwner(id uint64) *owner {

@@ -328,6 +328,7 @@ func (ep *EP) configure(op string, pz *PZ, recv, req, conn *EVD, a dat.EPAttr) e
 		if qp != nil {
 			qp.Destroy()
 		}
+		ia.reuseOwnerIndex(own)
 	}
 	attach := func(e *EVD, capacity int, model dat.CompletionFlags, recvSide bool) error {
 		if e == nil {
@@ -425,6 +426,9 @@ func (ep *EP) unconfigure() {
 		if e != nil {
 			e.Purge(ep)
 		}
+	}
+	if own != nil {
+		ia.reuseOwnerIndex(own) // the flushes are dropped
 	}
 	if recv != nil {
 		if ep.srq != nil {

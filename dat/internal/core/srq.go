@@ -124,6 +124,7 @@ func CreateSRQ(ia *IA, pz *PZ, maxDTOs, maxIOV, lw int) (*SRQ, error) {
 	if err := ia.adopt(op, &s.Object, rankSRQ, s.destroy); err != nil {
 		ia.removeOwner(s.own)
 		vsrq.Destroy()
+		ia.reuseOwnerIndex(s.own)
 		return nil, err
 	}
 	pz.Use()
@@ -338,6 +339,7 @@ func (s *SRQ) teardown() {
 	s.postMu.Lock() // a post in flight finishes first
 	s.vsrq.Destroy()
 	s.postMu.Unlock()
+	s.ia.reuseOwnerIndex(s.own)
 	s.pz.Unuse()
 }
 
