@@ -40,7 +40,8 @@ func (r *CQRing) Push(wc *WC) {
 }
 
 // Peek returns the oldest completion, in place, or nil when none is
-// queued. It stays valid until Pop, Poll or Resize.
+// queued. It stays valid until Poll or Resize, and once popped until
+// the next Push.
 func (r *CQRing) Peek() *WC {
 	if r.n == 0 {
 		return nil
@@ -49,16 +50,19 @@ func (r *CQRing) Peek() *WC {
 }
 
 // Pop removes the oldest completion, wc, as Peek returned it: wc saves
-// finding it again. It does nothing when none is queued.
-func (r *CQRing) Pop(wc *WC) {
+// finding it again. It returns the completions left (Len), which a
+// caller that reports them would otherwise load again. It does nothing
+// when none is queued.
+func (r *CQRing) Pop(wc *WC) (left int) {
 	if r.n == 0 {
-		return
+		return 0
 	}
 	if wc.Solicited() {
 		r.solicited--
 	}
 	r.head = (r.head + 1) & (len(r.wcs) - 1)
 	r.n--
+	return r.n
 }
 
 // Poll moves up to len(wcs) of the oldest completions into wcs and

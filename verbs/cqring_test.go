@@ -29,7 +29,9 @@ func TestCQRingPeekPop(t *testing.T) {
 			if wc != &r.wcs[r.head] {
 				t.Fatalf("round %d: Peek returned a copy", round)
 			}
-			r.Pop(wc)
+			if left := r.Pop(wc); left != 2-k || left != r.Len() {
+				t.Fatalf("round %d: Pop returned %d left, Len %d; want %d", round, left, r.Len(), 2-k)
+			}
 			if got, want := r.Solicited(), 0; k == 0 && got != 1 || k > 0 && got != want {
 				t.Fatalf("round %d, after pop %d: %d solicited queued", round, k, got)
 			}
@@ -39,7 +41,9 @@ func TestCQRingPeekPop(t *testing.T) {
 		t.Fatalf("empty ring: Peek %+v", wc)
 	}
 	head := r.head
-	r.Pop(&WC{Status: WCGeneralErr})
+	if left := r.Pop(&WC{Status: WCGeneralErr}); left != 0 {
+		t.Fatalf("Pop on an empty ring returned %d left", left)
+	}
 	if r.Len() != 0 || r.head != head || r.Solicited() != 0 {
 		t.Fatalf("Pop on an empty ring moved it: Len %d, head %d -> %d, solicited %d", r.Len(), head, r.head, r.Solicited())
 	}

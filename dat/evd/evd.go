@@ -71,7 +71,7 @@ func (e *EVD) Wait(ctx context.Context, threshold int) (ev dat.Event, n int, err
 // what they held, so read only the member Number names. On error *ev is
 // left alone.
 func (e *EVD) DequeueInto(ev *dat.Event) error {
-	_, err := e.c().Take(nil, 1, ev, false)
+	_, err := e.c().Take(nil, 1, ev, core.TakeDequeue)
 	return err
 }
 
@@ -80,7 +80,7 @@ func (e *EVD) DequeueInto(ev *dat.Event) error {
 // is written as DequeueInto writes it: read only the member Number names.
 // On error *ev is left alone.
 func (e *EVD) WaitInto(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
-	return e.c().Take(ctx, threshold, ev, true)
+	return e.c().Take(ctx, threshold, ev, core.TakeWait)
 }
 
 // PostSE queues a software event carrying data (dat_evd_post_se). The EVD

@@ -137,7 +137,7 @@ func (e *EVD) lastQueueLocked(id uint64) *slotRing {
 // takeSlow is Take for every case Take hands it (see Take for its common
 // one): the owner's lookup, a poll, a translation the usual way, an EVD
 // whose provider lends no CQ ring. It takes nothing while the gate has a
-// bit of block set, which it reads under the CQ's lock (see takeBlock):
+// bit of block set, which it reads under the CQ's lock (see TakeMode):
 // Take's, or 0 for WaitSlow, its other caller, which holds mu and owns
 // the EVD or is about to.
 func (e *EVD) takeSlow(ev *dat.Event, block uint32) (n int, ok bool) {
@@ -178,11 +178,10 @@ func (e *EVD) takeSlow(ev *dat.Event, block uint32) (n int, ok bool) {
 		if wc.Status == verbs.WCSuccess && q != nil {
 			s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
 			if s != nil && s.flags&dat.CompletionSuppress == 0 && s.op != dat.DTOBindMW {
+				n = min(r.Pop(wc), len(e.wcs)-1) // what a poll into wcs would have left
+				q.retireFoundLocked(seq)
 				ev.Number = dat.DTOCompletionEvent
 				fillDTO(&ev.DTO, q.ep.handle, s, wc, dat.DTOSuccess)
-				q.retireFoundLocked(seq)
-				n = min(r.Len(), len(e.wcs)) - 1 // what a poll into wcs would have left
-				r.Pop(wc)
 				mu.Unlock()
 				return n, true
 			}
@@ -340,7 +339,7 @@ func (e *EVD) Push(ev dat.Event) bool { return e.pushSoft(&ev, false) == nil }
 // never allocates; an empty EVD returns dat.ErrQueueEmpty itself. On
 // error ev is left alone.
 func (e *EVD) Dequeue(ev *dat.Event) error {
-	_, err := e.Take(nil, 1, ev, false)
+	_, err := e.Take(nil, 1, ev, TakeDequeue)
 	return err
 }
 
@@ -382,7 +381,7 @@ var (
 // the CQ's completions not polled yet: the caller cannot tell them from
 // arrivals after the return, so they are not worth the CQ's lock.
 func (e *EVD) Wait(ctx context.Context, threshold int, ev *dat.Event) (int, error) {
-	return e.Take(ctx, threshold, ev, true)
+	return e.Take(ctx, threshold, ev, TakeWait)
 }
 
 // WaitSlow is Wait after its hot path (Take) found nothing, or for a

@@ -7,7 +7,27 @@ import (
 	"github.com/godapl/godapl/verbs"
 )
 
-// Take is Wait (wait true) and Dequeue (wait false), writing the event
+// TakeMode is what Take does, a wait or a dequeue, given as the bits of
+// EVD.gate that send it down the full path: a freed EVD, a waiter's, and
+// for a wait an unwaitable one. Every caller passes a constant, so that
+// the hot path tests the gate against it as it is rather than building
+// the mask on every take.
+//
+// A take looks at the gate under the CQ's lock, in the hold in which it
+// takes: a waiter claims the EVD (gateWaiter) once it has found the CQ
+// empty and goes to sleep, and a dequeue that had looked before the claim
+// and took the CQ's lock only after it took what came after the claim,
+// from under the waiter, which slept on, though dequeues begun meanwhile
+// had reported EVD_WAITER. Under the lock the take either comes before
+// the claim (and takes only what came before it) or sees it.
+type TakeMode uint32
+
+const (
+	TakeDequeue = TakeMode(gateFreed | gateWaiter)
+	TakeWait    = TakeMode(gateFreed | gateWaiter | gateUnwait) // an unwaitable EVD refuses waits only
+)
+
+// Take is Wait (TakeWait) and Dequeue (TakeDequeue), writing the event
 // into ev: Number and the member it names (see translateLocked), and EVD.
 // Its hot path, that of evd_dequeue and of an evd_wait with threshold 1,
 // takes the oldest completion straight from the CQ into ev while the ring
@@ -33,54 +53,39 @@ import (
 // if it declined, the full path cost a frame of its own and the
 // arguments it kept around its first call: 16 instructions a take more
 // in callgrind (Send 64 B on mem, two takes an iteration: 2988 -> 2956).
-func (e *EVD) Take(ctx context.Context, threshold int, ev *dat.Event, wait bool) (int, error) {
+func (e *EVD) Take(ctx context.Context, threshold int, ev *dat.Event, mode TakeMode) (int, error) {
 	if e == nil || threshold != 1 {
-		return e.full(ctx, threshold, ev, wait)
+		return e.full(ctx, threshold, ev, mode)
 	}
 	r, mu := e.cqRing, e.cqMu
 	if r == nil {
-		return e.takeOn(ctx, threshold, ev, wait)
+		return e.takeOn(ctx, threshold, ev, mode)
 	}
 	mu.Lock()
-	if e.gate.Load()&takeBlock(wait) != 0 || e.queued.Load() != 0 || e.wcHead != e.wcN {
-		return e.unlockTakeOn(ctx, threshold, ev, wait)
+	if e.gate.Load()&uint32(mode) != 0 || e.queued.Load() != 0 || e.wcHead != e.wcN {
+		return e.unlockTakeOn(ctx, threshold, ev, mode)
 	}
 	wc := r.Peek()
 	if wc == nil {
-		return e.unlockFull(ctx, threshold, ev, wait)
+		return e.unlockFull(ctx, threshold, ev, mode)
 	}
 	q := e.lastQ
 	if wc.ID&^wrSlotMask != e.lastKey || wc.Status != verbs.WCSuccess {
-		return e.unlockTakeOn(ctx, threshold, ev, wait)
+		return e.unlockTakeOn(ctx, threshold, ev, mode)
 	}
 	s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
 	if s == nil || s.flags&dat.CompletionSuppress != 0 || s.op == dat.DTOBindMW {
-		return e.unlockTakeOn(ctx, threshold, ev, wait)
+		return e.unlockTakeOn(ctx, threshold, ev, mode)
 	}
+	// Popped before ev is written from it, as long as nothing was
+	// stored since the checks: Pop's own test of the status is then
+	// known, and wc stays where it lies until a Push, under the lock.
+	n := min(r.Pop(wc), len(e.wcs)-1) // what a poll into wcs would have left
+	q.retireFoundLocked(seq)
 	ev.Number, ev.EVD = dat.DTOCompletionEvent, e.handle
 	fillDTO(&ev.DTO, q.ep.handle, s, wc, dat.DTOSuccess)
-	q.retireFoundLocked(seq)
-	n := min(r.Len(), len(e.wcs)) - 1 // what a poll into wcs would have left
-	r.Pop(wc)
 	mu.Unlock()
 	return n, nil
-}
-
-// takeBlock returns the bits of EVD.gate that send a take down the full
-// path: a freed EVD, a waiter's, and for a wait an unwaitable one.
-//
-// A take looks at the gate under the CQ's lock, in the hold in which it
-// takes: a waiter claims the EVD (gateWaiter) once it has found the CQ
-// empty and goes to sleep, and a dequeue that had looked before the claim
-// and took the CQ's lock only after it took what came after the claim,
-// from under the waiter, which slept on, though dequeues begun meanwhile
-// had reported EVD_WAITER. Under the lock the take either comes before
-// the claim (and takes only what came before it) or sees it.
-func takeBlock(wait bool) uint32 {
-	if wait {
-		return gateFreed | gateWaiter | gateUnwait
-	}
-	return gateFreed | gateWaiter
 }
 
 // takeOn is Take for every case Take hands it: takeSlow (the owner's
@@ -89,12 +94,12 @@ func takeBlock(wait bool) uint32 {
 // full path.
 //
 //go:noinline
-func (e *EVD) takeOn(ctx context.Context, threshold int, ev *dat.Event, wait bool) (int, error) {
-	if n, ok := e.takeSlow(ev, takeBlock(wait)); ok {
+func (e *EVD) takeOn(ctx context.Context, threshold int, ev *dat.Event, mode TakeMode) (int, error) {
+	if n, ok := e.takeSlow(ev, uint32(mode)); ok {
 		ev.EVD = e.handle
 		return n, nil
 	}
-	return e.full(ctx, threshold, ev, wait)
+	return e.full(ctx, threshold, ev, mode)
 }
 
 // unlockTakeOn releases the CQ's lock that Take took and hands the take
@@ -102,23 +107,23 @@ func (e *EVD) takeOn(ctx context.Context, threshold int, ev *dat.Event, wait boo
 // would keep its arguments around it, saved on every take.
 //
 //go:noinline
-func (e *EVD) unlockTakeOn(ctx context.Context, threshold int, ev *dat.Event, wait bool) (int, error) {
+func (e *EVD) unlockTakeOn(ctx context.Context, threshold int, ev *dat.Event, mode TakeMode) (int, error) {
 	e.cqMu.Unlock()
-	return e.takeOn(ctx, threshold, ev, wait)
+	return e.takeOn(ctx, threshold, ev, mode)
 }
 
 // unlockFull releases the CQ's lock that Take took and hands the take to
 // the full path (not inlined, as unlockTakeOn).
 //
 //go:noinline
-func (e *EVD) unlockFull(ctx context.Context, threshold int, ev *dat.Event, wait bool) (int, error) {
+func (e *EVD) unlockFull(ctx context.Context, threshold int, ev *dat.Event, mode TakeMode) (int, error) {
 	e.cqMu.Unlock()
-	return e.full(ctx, threshold, ev, wait)
+	return e.full(ctx, threshold, ev, mode)
 }
 
 // full is the full path of a wait or a dequeue.
-func (e *EVD) full(ctx context.Context, threshold int, ev *dat.Event, wait bool) (n int, err error) {
-	if wait {
+func (e *EVD) full(ctx context.Context, threshold int, ev *dat.Event, mode TakeMode) (n int, err error) {
+	if mode == TakeWait {
 		n, err = e.WaitSlow(ctx, threshold, ev)
 	} else {
 		err = e.DequeueSlow(ev)
