@@ -80,6 +80,7 @@ type postCfg struct {
 	unsigSuppressed                bool        // sq can tell what retired: suppressed DTOs go unsignalled
 	checksSGL                      bool        // the QP checks SGLs at post time (verbs.SGLChecker)
 	own                            *owner
+	reqID, recvID                  uint64 // own.id, with wrRecvBit for recvID: the work request IDs but the slot
 	pz                             *PZ
 	reqUnsig, recvUnsig            bool // the queues allow UNSIGNALLED
 	maxIOV, maxReadIOV, maxRecvIOV int
@@ -127,6 +128,7 @@ func (ep *EP) storeCfgLocked() {
 	sc, ok := ep.qp.(verbs.SGLChecker)
 	c := &postCfg{
 		qp: ep.qp, sq: sendQueue(ep.qp), rq: recvQueue(ep.qp), unsigSuppressed: lent, own: ep.own, pz: ep.pz,
+		reqID: ep.own.id, recvID: ep.own.id | wrRecvBit,
 		checksSGL:  ok && sc.ChecksSGL(),
 		reqUnsig:   a.RequestCompletionFlags&dat.CompletionUnsignalled != 0,
 		recvUnsig:  a.RecvCompletionFlags&dat.CompletionUnsignalled != 0,

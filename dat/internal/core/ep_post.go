@@ -127,10 +127,10 @@ func (ep *EP) Post(r *Request) error {
 	// Committed before the post, which releases the lock when it takes
 	// the request; still under the lock when it does not, and undone
 	// (the tail was seq: reserve).
-	lastSig, unsig := q.lastSig, q.unsig
+	lastSig := q.lastSig
 	q.commitSignalled(seq, signalled)
 	if _, err := cfg.sq.PostSendUnlock(ep.swr[:]); err != nil {
-		q.tail, q.lastSig, q.unsig = seq, lastSig, unsig
+		q.tail, q.lastSig = seq, lastSig
 		return unlockSend(cfg.sq, ep.ia.refused(trust, r.opName(), cfg.pz, r.IOV, needOf(r), postErr(r.opName(), err)))
 	}
 	return nil

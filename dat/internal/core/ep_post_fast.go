@@ -57,12 +57,13 @@ func (ep *EP) PostDTO(op dat.DTOOp, iov []dat.LMRTriplet, cookie dat.DTOCookie, 
 	q.slot(seq).set(seq, cookie, op, flags, t.SegmentLength)
 	signalled := flags&dat.CompletionSuppress == 0 || !cfg.unsigSuppressed || !q.mayGoUnsignalled(flags)
 	w := &ep.dwr[0]
-	w.ID, w.Opcode, w.Flags = cfg.own.id|uint64(seq&wrSlotMask), dtoOpcode[op&3], sendFlags(flags, signalled)
-	w.RemoteAddr, w.RKey = 0, 0
+	w.ID, w.Opcode, w.Flags = cfg.reqID|uint64(seq&wrSlotMask), dtoOpcode[op&3], sendFlags(flags, signalled)
 	if remote != nil {
 		w.RemoteAddr, w.RKey = uint64(remote.VirtualAddress), uint32(remote.RMRContext)
+	} else {
+		w.RemoteAddr, w.RKey = 0, 0
 	}
-	undo := q.undo()
+	undo := q.lastSig
 	q.commitSignalled(seq, signalled) // before the post, as in Post
 	if _, err := cfg.sq.PostSendUnlock(ep.dwr[:]); err != nil {
 		return ep.postDTORefused(cfg, op, undo, err)
@@ -72,18 +73,28 @@ func (ep *EP) PostDTO(op dat.DTOOp, iov []dat.LMRTriplet, cookie dat.DTOCookie, 
 
 // sendFlags is the verbs flags of a request with the DAT flags f.
 func sendFlags(f dat.CompletionFlags, signalled bool) verbs.SendFlags {
-	var v verbs.SendFlags
+	v := verbsFlags[f&validFlags]
 	if signalled {
-		v = verbs.SendSignaled
-	}
-	if f&dat.CompletionBarrierFence != 0 {
-		v |= verbs.SendFence
-	}
-	if f&dat.CompletionSolicitedWait != 0 { // Sends only (requestChecks)
-		v |= verbs.SendSolicited
+		v |= verbs.SendSignaled
 	}
 	return v
 }
+
+// verbsFlags is what the DAT completion flags of a request make of its
+// verbs flags, but SendSignaled, which the queue decides
+// (slotRing.mayGoUnsignalled): one load where testing each flag was a
+// branch a flag.
+var verbsFlags = func() (t [validFlags + 1]verbs.SendFlags) {
+	for f := range t {
+		if f&int(dat.CompletionBarrierFence) != 0 {
+			t[f] |= verbs.SendFence
+		}
+		if f&int(dat.CompletionSolicitedWait) != 0 { // Sends only (requestChecks)
+			t[f] |= verbs.SendSolicited
+		}
+	}
+	return t
+}()
 
 // PostRecv posts a receive (ep_post_recv). It is legal in every state; in
 // DISCONNECTED it is flushed at once.
@@ -105,7 +116,7 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	t, s := &iov[0], &ep.rsgl[0]
 	s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
 	q.slot(seq).set(seq, cookie, dat.DTOReceive, flags, 0)
-	ep.drwr[0].ID = cfg.own.id | wrRecvBit | uint64(seq&wrSlotMask)
+	ep.drwr[0].ID = cfg.recvID | uint64(seq&wrSlotMask)
 	q.commit(seq)
 	if _, err := cfg.rq.PostRecvUnlock(ep.drwr[:]); err != nil {
 		return ep.postRecvRefused(cfg, err)
@@ -146,12 +157,11 @@ func (ep *EP) unlockPostRecvSlow(m *sync.Mutex, iov []dat.LMRTriplet, cookie dat
 // postDTORefused undoes the commit of the request that the provider
 // refused with err, still under the send queue's lock, which it releases,
 // and returns the error, as Post does. The request was the last one
-// committed (so its seq is tail-1), undo holds what commitSignalled
-// replaced (slotRing.undo), and its one segment is still in ep.ssgl[0].
-func (ep *EP) postDTORefused(cfg *postCfg, op dat.DTOOp, undo uint64, err error) error {
+// committed (so its seq is tail-1), lastSig what commitSignalled
+// replaced, and its one segment is still in ep.ssgl[0].
+func (ep *EP) postDTORefused(cfg *postCfg, op dat.DTOOp, lastSig uint32, err error) error {
 	q := &cfg.own.req
-	q.tail--
-	q.lastSig, q.unsig = uint32(undo), uint32(undo>>32)
+	q.tail, q.lastSig = q.tail-1, lastSig
 	r := &Request{DOp: op, IOV: []dat.LMRTriplet{sgeTriplet(&ep.ssgl[0])}}
 	return unlockSend(cfg.sq, ep.ia.refused(true, r.opName(), cfg.pz, r.IOV, needOf(r), postErr(r.opName(), err)))
 }

@@ -38,11 +38,10 @@ type slotRing struct {
 	tail uint32 // seq of the next request
 	seen uint32 // head as the poster last read it
 
-	// lastSig is seq+1 of the last request posted signalled, and unsig
-	// counts the unsignalled ones posted since (request queues only,
-	// see EP.signalled). Poster's, under the post lock.
+	// lastSig is seq+1 of the last request posted signalled (request
+	// queues only, see EP.signalled): the tail-lastSig requests after it
+	// went unsignalled. Poster's, under the post lock.
 	lastSig uint32
-	unsig   uint32
 
 	// head: every request before it has retired. Under evd.cql.
 	head uint32
@@ -124,21 +123,16 @@ func (q *slotRing) commit(seq uint32) { q.tail = seq + 1 }
 // mayGoUnsignalled reports whether a request with flags may be posted
 // unsignalled. The caller holds the post lock.
 func (q *slotRing) mayGoUnsignalled(flags dat.CompletionFlags) bool {
-	return flags&dat.CompletionSuppress != 0 && q.unsig+1 < q.limit/2
+	return flags&dat.CompletionSuppress != 0 && q.tail-q.lastSig+1 < q.limit/2
 }
 
-// undo returns what commitSignalled replaces, for a poster whose post the
-// provider refuses: lastSig, and unsig above it.
-func (q *slotRing) undo() uint64 { return uint64(q.lastSig) | uint64(q.unsig)<<32 }
-
-// commitSignalled is commit for a request queue, which also counts the
-// unsignalled requests since the last signalled one.
+// commitSignalled is commit for a request queue, which also records the
+// last signalled request. A poster whose post the provider refuses
+// restores tail and lastSig as they were.
 func (q *slotRing) commitSignalled(seq uint32, signalled bool) {
 	q.commit(seq)
 	if signalled {
-		q.lastSig, q.unsig = seq+1, 0
-	} else {
-		q.unsig++
+		q.lastSig = seq + 1
 	}
 }
 
