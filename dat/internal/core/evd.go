@@ -111,9 +111,9 @@ type EVD struct {
 	// lastQ is the EP queue of the last DTO Take handed out, which the
 	// next one most likely shares, and lastKey the bits of its work
 	// request IDs above the slot (owner index, generation, receive bit;
-	// noQueue with lastQ nil): one comparison finds a completion of it.
-	// Only a queue that completes to this EVD is kept, and its owner's
-	// removal clears it (slotRing.forget).
+	// noQueue with lastQ noRing): one comparison finds a completion of
+	// the queue's oldest request. Only a queue that completes to this
+	// EVD is kept, and its owner's removal clears it (slotRing.forget).
 	lastKey uint64    // +checklocks:cql
 	lastQ   *slotRing // +checklocks:cql
 
@@ -167,7 +167,7 @@ func CreateEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags) (*EVD, error) {
 }
 
 func newEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags, adopt bool) (*EVD, error) {
-	e := &EVD{ia: ia, flags: flags, qlen: qlen, enabled: true, wake: make(chan struct{}, 1), arm: make(chan struct{}, 1), lastKey: noQueue}
+	e := &EVD{ia: ia, flags: flags, qlen: qlen, enabled: true, wake: make(chan struct{}, 1), arm: make(chan struct{}, 1), lastKey: noQueue, lastQ: &noRing}
 	e.onWCtx = e.onWaiterCtxDone
 	e.init(dat.HandleTypeEVD)
 	depth := qlen
@@ -628,3 +628,8 @@ func (e *EVD) Grow(op string, delta int) error {
 // noQueue is EVD.lastKey without a queue: no work request ID has a bit
 // of its slot field above the slot (wrSlotMask) set, so none matches.
 const noQueue = 1
+
+// noRing is EVD.lastQ without a queue, so that Take reads its head before
+// it compares the completion's ID with lastKey|head without testing for
+// nil: a ring of one slot whose seq is not its head, never written.
+var noRing = slotRing{slots: []cookieSlot{{seq: 1}}}

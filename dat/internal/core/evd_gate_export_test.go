@@ -44,7 +44,7 @@ func (g *gatedCQ) Wait(ctx context.Context, solicitedOnly bool) error {
 func HoldsQueueOf(e *EVD, ep *EP) bool {
 	e.cql.Lock()
 	defer e.cql.Unlock()
-	return e.lastQ != nil && e.lastQ.ep == ep
+	return e.lastQ != &noRing && e.lastQ.ep == ep
 }
 
 // HoldCQWaitReturn makes every CQ.Wait on e's CQ report on entered and,

@@ -42,7 +42,12 @@ const (
 // path: the ring empty, the provider's CQ ring and mutex
 // (verbs.CQRinger, verbs.CQMutexer), and the CQ's oldest completion a
 // successful, unsuppressed DTO of the last completion's EP queue
-// (EVD.lastQ). It hands anything else, untouched, to takeOn or the full
+// (EVD.lastQ), and of its oldest request (the queue's head), as every
+// completion is while the queue's requests go signalled: one comparison
+// of the work request ID with lastKey and the head's seq finds both the
+// queue and the slot, where the slot's lookup from the ID took a range
+// check of its own. A completion that retires requests posted
+// unsignalled before it goes to takeOn. It hands anything else, untouched, to takeOn or the full
 // path, in a call whose result is its own: Go keeps no register across a
 // call, so with the owner's lookup and the poll in line it saved its
 // arguments and what it had loaded on every take.
@@ -70,11 +75,12 @@ func (e *EVD) Take(ctx context.Context, threshold int, ev *dat.Event, mode TakeM
 		return e.unlockFull(ctx, threshold, ev, mode)
 	}
 	q := e.lastQ
-	if wc.ID&^wrSlotMask != e.lastKey || wc.Status != verbs.WCSuccess {
+	seq := q.head
+	if wc.ID != e.lastKey|uint64(seq&wrSlotMask) || wc.Status != verbs.WCSuccess {
 		return e.unlockTakeOn(ctx, threshold, ev, mode)
 	}
-	s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
-	if s == nil || s.flags&dat.CompletionSuppress != 0 || s.op == dat.DTOBindMW {
+	s := q.slot(seq)
+	if s.seq != seq || s.flags&dat.CompletionSuppress != 0 || s.op == dat.DTOBindMW {
 		return e.unlockTakeOn(ctx, threshold, ev, mode)
 	}
 	// Popped before ev is written from it, as long as nothing was

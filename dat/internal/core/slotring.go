@@ -174,15 +174,10 @@ func (q *slotRing) idleLocked(sq verbs.SendQueueLocker) bool {
 // lookupLocked returns the slot of the request whose ID carries seq31 (the
 // low 31 bits of its seq), or nil for a completion of a request that has
 // already retired. The caller holds evd.cql and a completion naming seq31.
-// That request is mostly the oldest one not retired (head): every one
-// before it was signalled and handed out.
 func (q *slotRing) lookupLocked(seq31 uint32) (*cookieSlot, uint32) {
-	seq := q.head
-	if d := (seq31 - seq) & wrSlotMask; d != 0 { // those before it went unsignalled
-		if d >= q.limit {
-			return nil, 0
-		}
-		seq += d
+	seq := q.head + (seq31-q.head)&wrSlotMask
+	if seq-q.head >= q.limit {
+		return nil, 0
 	}
 	s := &q.slots[seq&q.mask]
 	if s.seq != seq {
@@ -213,7 +208,7 @@ func (q *slotRing) forget() {
 	}
 	e.cql.Lock()
 	if e.lastQ == q {
-		e.lastKey, e.lastQ = noQueue, nil
+		e.lastKey, e.lastQ = noQueue, &noRing
 	}
 	e.cql.Unlock()
 }
