@@ -95,14 +95,29 @@ type postCfg struct {
 	recvFlags dat.CompletionFlags
 	recvIOV   int
 
-	// one: a request of one segment of each DTO op may take PostDTO's
-	// way: the state posts requests (reqIOV >= 1), the QP checks SGLs
-	// and lends its send queue's mutex; recvOne, a receive of one
-	// segment PostRecv's common case: the EP is not on an SRQ and allows
-	// one (recvIOV >= 1), the QP checks SGLs and lends its receive
-	// queue's mutex.
-	one     [4]bool
-	recvOne bool
+	// one: the flags with which a request of one segment of each DTO op
+	// may take PostDTO's way, and oneBit, which no request carries, if
+	// it may at all (else 0: nothing passes): the state posts requests
+	// (reqIOV >= 1), the QP checks SGLs and lends its send queue's
+	// mutex. recvOne, likewise for a receive of one segment, PostRecv's
+	// common case: the EP is not on an SRQ and allows one (recvIOV >= 1),
+	// the QP checks SGLs and lends its receive queue's mutex. A post
+	// tests (flags|oneBit)&^one: one test, where a flag and a mask were
+	// two.
+	one     [4]dat.CompletionFlags
+	recvOne dat.CompletionFlags
+}
+
+// oneBit marks, in postCfg.one and recvOne, that PostDTO's way or
+// PostRecv's common case is open: above every completion flag.
+const oneBit dat.CompletionFlags = 0x80
+
+// oneIf is flags|oneBit if ok, else 0.
+func oneIf(ok bool, flags dat.CompletionFlags) dat.CompletionFlags {
+	if !ok {
+		return 0
+	}
+	return flags | oneBit
 }
 
 // setPostable records in c whether the EP's state st posts requests.
@@ -112,7 +127,7 @@ func (c *postCfg) setPostable(st dat.EPState) {
 		c.reqIOV[dat.DTOSend], c.reqIOV[dat.DTORDMAWrite], c.reqIOV[dat.DTORDMARead] = c.maxIOV, c.maxIOV, c.maxReadIOV
 	}
 	for op, n := range c.reqIOV {
-		c.one[op] = n >= 1 && c.checksSGL && c.sqMu != nil
+		c.one[op] = oneIf(n >= 1 && c.checksSGL && c.sqMu != nil, c.reqFlags[op])
 	}
 }
 
@@ -157,7 +172,7 @@ func (c *postCfg) setFast(st dat.EPState, onSRQ bool) {
 	if onSRQ {
 		c.recvIOV = -1
 	}
-	c.recvOne = c.recvIOV >= 1 && c.checksSGL && c.rqMu != nil
+	c.recvOne = oneIf(c.recvIOV >= 1 && c.checksSGL && c.rqMu != nil, c.recvFlags)
 	c.setPostable(st)
 }
 

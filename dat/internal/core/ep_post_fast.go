@@ -40,7 +40,7 @@ func (ep *EP) PostDTO(op dat.DTOOp, iov []dat.LMRTriplet, cookie dat.DTOCookie, 
 		return errPostFreed
 	}
 	cfg := ep.cfg.Load()
-	if cfg == nil || !cfg.one[op&3] || flags&^cfg.reqFlags[op&3] != 0 || len(iov) != 1 || iov[0].SegmentLength == 0 ||
+	if cfg == nil || (flags|oneBit)&^cfg.one[op&3] != 0 || len(iov) != 1 || iov[0].SegmentLength == 0 ||
 		op != dat.DTOSend && iov[0].SegmentLength > remote.SegmentLength {
 		return ep.postDTOSlow(op, iov, cookie, remote, flags)
 	}
@@ -103,7 +103,7 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 		return errPostFreed
 	}
 	cfg := ep.cfg.Load()
-	if cfg == nil || !cfg.recvOne || flags&^cfg.recvFlags != 0 || len(iov) != 1 || iov[0].SegmentLength == 0 {
+	if cfg == nil || (flags|oneBit)&^cfg.recvOne != 0 || len(iov) != 1 || iov[0].SegmentLength == 0 {
 		return ep.postRecvSlow(iov, cookie, flags)
 	}
 	m := cfg.rqMu // set: cfg.recvOne

@@ -45,7 +45,7 @@ func TestPostFastPathAgrees(t *testing.T) {
 							if fast != (err == nil) {
 								t.Fatalf("state %v unsig %v op %v flags %#x iov %d: fast path %v, checks %v", st, unsig, dop, flags, n, fast, err)
 							}
-							if one := n == 1 && c.one[dop&3] && flags&^c.reqFlags[dop&3] == 0; one && err != nil {
+							if one := n == 1 && (flags|oneBit)&^c.one[dop&3] == 0; one && err != nil {
 								t.Fatalf("state %v unsig %v op %v flags %#x: PostDTO's way takes what the checks refuse: %v", st, unsig, dop, flags, err)
 							}
 						}
@@ -59,7 +59,7 @@ func TestPostFastPathAgrees(t *testing.T) {
 						if fast != (err == nil) {
 							t.Fatalf("recv: state %v unsig %v srq %v flags %#x iov %d: fast path %v, checks %v", st, unsig, onSRQ, flags, n, fast, err)
 						}
-						if one := n == 1 && c.recvOne && flags&^c.recvFlags == 0; one && err != nil {
+						if one := n == 1 && (flags|oneBit)&^c.recvOne == 0; one && err != nil {
 							t.Fatalf("recv: state %v unsig %v srq %v flags %#x: PostRecv's common case takes what the checks refuse: %v", st, unsig, onSRQ, flags, err)
 						}
 					}
@@ -87,8 +87,10 @@ func TestSetStateRepublishes(t *testing.T) {
 			if open := got.reqIOV[dat.DTOSend] >= 0; open != canPostRequest.has(to) {
 				t.Fatalf("%v -> %v: requests let through %v", from, to, open)
 			}
-			if got.one != [4]bool{canPostRequest.has(to), canPostRequest.has(to), canPostRequest.has(to), false} {
-				t.Fatalf("%v -> %v: PostDTO's way open %v", from, to, got.one)
+			for op, f := range got.one {
+				if open, want := f&oneBit != 0, canPostRequest.has(to) && op != 3; open != want || open && f != got.reqFlags[op]|oneBit {
+					t.Fatalf("%v -> %v: PostDTO's way for op %d %#x, open %v; flags %#x", from, to, op, f, want, got.reqFlags[op])
+				}
 			}
 			if got.reqIOV[dat.DTOSend] >= 0 && (got.reqIOV[dat.DTORDMAWrite] != 3 || got.reqIOV[dat.DTORDMARead] != 1) {
 				t.Fatalf("%v -> %v: limits %v", from, to, got.reqIOV)
