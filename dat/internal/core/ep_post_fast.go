@@ -47,7 +47,7 @@ func (ep *EP) PostDTO(op dat.DTOOp, iov []dat.LMRTriplet, cookie dat.DTOCookie, 
 	m := cfg.sqMu // set: cfg.one
 	m.Lock()
 	q := &cfg.own.req
-	if cfg.pz.loose.Load() != 0 || q.tail+1-q.seen > q.limit {
+	if cfg.pz.loose.Load() != 0 || q.tail == q.end {
 		return ep.unlockPostDTOSlow(m, op, iov, cookie, remote, flags)
 	}
 	seq := q.tail // reserve, whose refresh is Post's
@@ -109,7 +109,7 @@ func (ep *EP) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Com
 	m := cfg.rqMu // set: cfg.recvOne
 	m.Lock()
 	q := &cfg.own.recv
-	if cfg.pz.loose.Load() != 0 || q.tail+1-q.seen > q.limit {
+	if cfg.pz.loose.Load() != 0 || q.tail == q.end {
 		return ep.unlockPostRecvSlow(m, iov, cookie, flags)
 	}
 	seq := q.tail

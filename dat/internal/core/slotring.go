@@ -20,9 +20,10 @@ import (
 // No lock of its own: the poster's fields are guarded by the queue's post
 // lock (the QP's send or receive queue lock, see postlock.go), head by
 // the CQ lock of the EVD the queue completes to (EVD.cql), under which its
-// completions are handed out. A poster works from seen, its own copy of
-// head, and reads head only when seen makes the queue look full, so that
-// a post and a dequeue share no lock or atomic write on the hot path. A
+// completions are handed out. A poster works from its own copy of head
+// (end, which is that copy plus limit), and reads head only when that
+// makes the queue look full, so that a post and a dequeue share no lock
+// or atomic write on the hot path. A
 // slot is written by the poster before its work request is posted, and the
 // verbs layer orders that before the completion that names it; it is
 // written again only after the poster has seen (under the CQ lock) that
@@ -36,7 +37,10 @@ type slotRing struct {
 
 	// Poster's, under the post lock.
 	tail uint32 // seq of the next request
-	seen uint32 // head as the poster last read it
+	// end is head as the poster last read it, plus limit: the seq of
+	// the first request that does not fit by that copy, so that a post
+	// finds the queue full when its seq is end, one comparison.
+	end uint32
 
 	// lastSig is seq+1 of the last request posted signalled (request
 	// queues only, see EP.signalled): the tail-lastSig requests after it
@@ -55,6 +59,7 @@ func (q *slotRing) init(limit int, evd *EVD, ep *EP) {
 	q.slots = make([]cookieSlot, n)
 	q.mask = uint32(n - 1)
 	q.limit = uint32(limit)
+	q.end = q.limit
 	q.evd, q.ep = evd, ep
 }
 
@@ -63,7 +68,7 @@ func (q *slotRing) init(limit int, evd *EVD, ep *EP) {
 // slot is filled and the request posted, calls commit (or nothing, if the
 // post fails).
 func (q *slotRing) reserve() (uint32, bool) {
-	if q.tail+1-q.seen > q.limit && !q.refresh(1) {
+	if q.tail == q.end && !q.refresh(1) {
 		return 0, false
 	}
 	return q.tail, true
@@ -71,7 +76,7 @@ func (q *slotRing) reserve() (uint32, bool) {
 
 // reserveN is reserve for k consecutive requests; it returns the first.
 func (q *slotRing) reserveN(k int) (uint32, bool) {
-	if q.tail+uint32(k)-q.seen > q.limit && !q.refresh(k) {
+	if q.end-q.tail < uint32(k) && !q.refresh(k) {
 		return 0, false
 	}
 	return q.tail, true
@@ -84,8 +89,8 @@ func (q *slotRing) refresh(k int) bool {
 	if q.evd == nil || uint32(k) > q.limit {
 		return false
 	}
-	q.seen = q.evd.retiredHead(q)
-	return q.tail+uint32(k)-q.seen <= q.limit
+	q.end = q.evd.retiredHead(q) + q.limit
+	return q.end-q.tail >= uint32(k)
 }
 
 // slot returns the slot of seq for the poster to fill.
