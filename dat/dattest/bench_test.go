@@ -170,14 +170,14 @@ func datIter(b *testing.B, p benchProvider, op string, n int, byValue bool) func
 	riov := []dat.LMRTriplet{srv.Buf.Triplet(0, n)}
 	iov := []dat.LMRTriplet{cli.Buf.Triplet(0, n)}
 	remote := srv.Buf.RMRTriplet(0, n)
-	post := func() error {
-		switch op {
-		case "send":
-			return cep.PostSend(iov, 2, dat.CompletionDefault)
-		case "write":
-			return cep.PostRDMAWrite(iov, 2, remote, dat.CompletionDefault)
-		}
-		return cep.PostRDMARead(iov, 2, remote, dat.CompletionDefault)
+	// The post is picked once, as verbsIter builds its work request once:
+	// neither side's iteration looks at op but to wait for a receive.
+	post := func() error { return cep.PostRDMARead(iov, 2, remote, dat.CompletionDefault) }
+	switch op {
+	case "send":
+		post = func() error { return cep.PostSend(iov, 2, dat.CompletionDefault) }
+	case "write":
+		post = func() error { return cep.PostRDMAWrite(iov, 2, remote, dat.CompletionDefault) }
 	}
 	return func() {
 		if op == "send" {
