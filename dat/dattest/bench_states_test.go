@@ -12,8 +12,8 @@ import (
 // seconds, within one process and for both sides at once: on the KVM
 // guest these benchmarks were written on, verbs' mem Send 64 B iteration
 // costs ~430 ns in one level and 600-880 ns in the other, and DAT/verbs
-// is 1.067-1.079 (quartiles over 60 runs) in the first and
-// 1.109-1.128 in the second, nearer the ratio of the two sides'
+// is 1.067-1.079 (quartiles over 54 runs) in the first and
+// 1.108-1.126 in the second, nearer the ratio of the two sides'
 // instructions (1.13-1.15): in the slow level an iteration costs about
 // what its instructions cost, where in the fast one part of DAT's extra
 // work runs beside verbs' latencies. The median over all blocks follows
@@ -31,7 +31,7 @@ import (
 // level of a few pairs (those in which the host changed levels), split
 // off parts of one level: of 188 runs of rows, 27 of the 163 split with
 // 1.2, 5 % and 10 pairs did not separate the fast level from the slow
-// one, 4 of the 121 split with these limits.
+// one, 2 of the 109 split with these limits.
 const (
 	minStateShare = 0.10
 	minStatePairs = 20
@@ -40,10 +40,13 @@ const (
 
 // splitStates finds whether the block pairs, whose CPU times (per
 // iteration, both sides) are t, ran in two levels of the host's speed,
-// and if so returns a cut between them: pairs under cut ran fast. The cut
-// is the one that best separates log t into two groups (Otsu's criterion:
-// the largest variance between the groups), kept only if the groups are
-// large enough and minStateGap apart.
+// and if so returns a cut between them: pairs under cut ran fast. It
+// looks for the two groups that best separate log t (Otsu's criterion:
+// the largest variance between them, each group of the size a level must
+// have), and cuts halfway between their medians (in log t), so that a
+// level smaller than that size, which Otsu's slow group would have
+// filled up with pairs of the other, is counted as it is. The levels are
+// those the cut leaves, if both are large enough and minStateGap apart.
 func splitStates(t []float64) (cut float64, ok bool) {
 	n := len(t)
 	lo := max(int(math.Ceil(minStateShare*float64(n))), minStatePairs)
@@ -74,10 +77,16 @@ func splitStates(t []float64) (cut float64, ok bool) {
 			best, at = v, i
 		}
 	}
-	if best < 0 || math.Exp(x[at+(n-at)/2]-x[at/2]) < minStateGap {
+	if best < 0 {
 		return 0, false
 	}
-	return math.Exp((x[at-1] + x[at]) / 2), true
+	m0, m1 := x[at/2], x[at+(n-at)/2]
+	mid := (m0 + m1) / 2
+	k, _ := slices.BinarySearch(x, mid)
+	if math.Exp(m1-m0) < minStateGap || k < lo || n-k < lo {
+		return 0, false
+	}
+	return math.Exp(mid), true
 }
 
 func TestSplitStates(t *testing.T) {
@@ -99,6 +108,8 @@ func TestSplitStates(t *testing.T) {
 		{"two levels", level(200, 900, 0.03), level(100, 1400, 0.04), true, 200},
 		{"slow level a tenth", level(270, 900, 0.03), level(30, 1400, 0.04), true, 270},
 		{"fast level a tenth", level(30, 900, 0.03), level(270, 1400, 0.04), true, 30},
+		{"slow level under a tenth", level(275, 900, 0.03), level(25, 1400, 0.04), false, 0},
+		{"fast level under a tenth", level(25, 900, 0.03), level(275, 1400, 0.04), false, 0},
 		{"one level", level(300, 900, 0.05), nil, false, 0},
 		{"levels too close", level(150, 900, 0.02), level(150, 1000, 0.02), false, 0},
 		{"too few pairs", level(5, 900, 0.01), level(5, 1400, 0.01), false, 0},
