@@ -22,7 +22,9 @@
 // kernel's rds_tcp holds 16385 in every namespace of the lab VM), so both
 // ends must be rds-bench. The receiver creates the -ready file once it is
 // bound (a Go program starts in seconds under TCG, so a script waits for
-// the file rather than sleeping); -cpuprofile writes a pprof CPU profile.
+// the file rather than sleeping); -cpuprofile writes a pprof CPU profile,
+// -trace a runtime execution trace (which goroutine woke which, and the
+// threads and Ps that ran them: go tool trace).
 package main
 
 import (
@@ -33,6 +35,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"time"
 
@@ -53,6 +56,7 @@ type benchArgs struct {
 	backend    string
 	port       int
 	cpuprofile string
+	trace      string
 	role       string // rx or tx
 	bind, to   netip.AddrPort
 	mode       string
@@ -65,7 +69,7 @@ type benchArgs struct {
 // maxSize is the largest message: RDS's 1 MiB.
 const maxSize = 1 << 20
 
-const usageHead = `usage: rds-bench [-backend tcp|kernel|rawtcp] [-port N] [-cpuprofile FILE] rx|tx [flags]
+const usageHead = `usage: rds-bench [-backend tcp|kernel|rawtcp] [-port N] [-cpuprofile FILE] [-trace FILE] rx|tx [flags]
        (rds-bench rx -h and rds-bench tx -h list the flags of each role)
 Exit status: 0 success, 1 runtime failure, 2 bad command line.
 
@@ -81,6 +85,7 @@ func parseArgs(args []string, stdout io.Writer) (*benchArgs, error) {
 	fs.StringVar(&a.backend, "backend", "tcp", "tcp (rdsoverdat), kernel (AF_RDS) or rawtcp (plain TCP, the baseline)")
 	fs.IntVar(&a.port, "port", 16386, "TCP port of the tcp backend")
 	fs.StringVar(&a.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.StringVar(&a.trace, "trace", "", "write a runtime execution trace of the run to this file")
 	if err := parseOrHelp(fs, args, stdout); err != nil {
 		return nil, err
 	}
@@ -171,6 +176,17 @@ func (a *benchArgs) exec(stderr io.Writer) error {
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if a.trace != "" {
+		f, err := os.Create(a.trace)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	buf := make([]byte, max(a.size, 64))
 	if a.backend == "rawtcp" {

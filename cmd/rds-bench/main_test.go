@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -52,5 +54,17 @@ func TestRunFailure(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"-backend", "rawtcp", "rx", "-bind", "192.0.2.1:19001"}, &out, &errb); code != exitFailed || errb.Len() == 0 {
 		t.Errorf("bind to an address the host lacks: exit %d, stderr %q; want exit 1 with the reason", code, errb.String())
+	}
+}
+
+// TestTraceFlag: -trace writes a runtime execution trace of the run, a
+// failed one included.
+func TestTraceFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tx.trace")
+	var out, errb bytes.Buffer
+	run([]string{"-trace", path, "-backend", "rawtcp", "rx", "-bind", "192.0.2.1:19001"}, &out, &errb)
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.HasPrefix(b, []byte("go 1.")) {
+		t.Fatalf("trace file: %v, starts %q; want a runtime trace (\"go 1.N trace\")", err, b[:min(len(b), 16)])
 	}
 }
