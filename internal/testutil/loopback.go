@@ -62,7 +62,7 @@ func claimBlock() int {
 	start := blockStart()
 	for i := range blocks {
 		b := firstBlock + (start+i)%blocks
-		f, err := os.OpenFile(lockPath(fmt.Sprintf("loopback-127.%d", b)), os.O_RDWR|os.O_CREATE, 0o666)
+		f, err := os.OpenFile(lockPath(fmt.Sprintf("loopback-127.%d", b)), os.O_RDONLY|os.O_CREATE, 0o644)
 		if err != nil {
 			panic(fmt.Sprintf("testutil: loopback block: %v", err))
 		}
@@ -84,7 +84,7 @@ func claimBlock() int {
 // that must use fixed addresses and ports (a tool's defaults, say).
 func Exclusive(tb testing.TB, name string) {
 	tb.Helper()
-	f, err := os.OpenFile(lockPath(name), os.O_RDWR|os.O_CREATE, 0o666)
+	f, err := os.OpenFile(lockPath(name), os.O_RDONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -96,7 +96,8 @@ func Exclusive(tb testing.TB, name string) {
 }
 
 // lockPath is the path of the lock file of name, shared by every
-// checkout and user on the machine.
+// checkout and user on the machine: it is opened read-only (flock needs
+// no more), so that the file of one user is the lock of all.
 func lockPath(name string) string {
 	return filepath.Join(os.TempDir(), "godapl-test-"+name+".lock")
 }
