@@ -67,7 +67,9 @@ func (e *EVD) Take(ctx context.Context, threshold int, ev *dat.Event, mode TakeM
 		return e.takeOn(ctx, threshold, ev, mode)
 	}
 	mu.Lock()
-	if e.gate.Load()&uint32(mode) != 0 || e.queued.Load() != 0 || e.wcHead != e.wcN {
+	// The gate and the ring's count in one test: with ||, the compiler
+	// made a boolean of the first two.
+	if e.gate.Load()&uint32(mode)|uint32(e.queued.Load()) != 0 || e.wcHead != e.wcN {
 		return e.unlockTakeOn(ctx, threshold, ev, mode)
 	}
 	wc := r.Peek()
@@ -90,7 +92,7 @@ func (e *EVD) Take(ctx context.Context, threshold int, ev *dat.Event, mode TakeM
 	q.retireFoundLocked(seq)
 	ev.Number, ev.EVD = dat.DTOCompletionEvent, e.handle
 	fillDTO(&ev.DTO, q.ep.handle, s, wc, dat.DTOSuccess)
-	mu.Unlock()
+	e.cqMu.Unlock() // mu, loaded again: kept, it was saved on every take
 	return n, nil
 }
 
