@@ -84,12 +84,22 @@ func (q *slotRing) reserveN(k int) (uint32, bool) {
 
 // refresh reads head again, for a poster whose copy of it says that k
 // more requests do not fit, and reports whether they do. Once per queue
-// depth at most: reserve, which inlines, does without it.
+// depth at most: reserve, which inlines, does without it. It reads head
+// as it is first, under the CQ's lock alone, which mostly shows the room
+// (the consumer has dequeued what completed), and drains the CQ, under
+// the EVD's locks, only when that does not.
 func (q *slotRing) refresh(k int) bool {
 	if q.evd == nil || uint32(k) > q.limit {
 		return false
 	}
-	q.end = q.evd.retiredHead(q) + q.limit
+	e := q.evd
+	e.cql.Lock()
+	q.end = q.head + q.limit
+	e.cql.Unlock()
+	if q.end-q.tail >= uint32(k) {
+		return true
+	}
+	q.end = e.retiredHead(q) + q.limit
 	return q.end-q.tail >= uint32(k)
 }
 
