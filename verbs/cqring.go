@@ -65,6 +65,17 @@ func (r *CQRing) Pop(wc *WC) (left int) {
 	return r.n
 }
 
+// PopPeeked is Pop for the completion wc that Peek has just returned,
+// not nil: the ring is not empty, which Pop tests again.
+func (r *CQRing) PopPeeked(wc *WC) (left int) {
+	if wc.Solicited() {
+		r.solicited--
+	}
+	r.head = (r.head + 1) & (len(r.wcs) - 1)
+	r.n--
+	return r.n
+}
+
 // Poll moves up to len(wcs) of the oldest completions into wcs and
 // returns how many it moved.
 func (r *CQRing) Poll(wcs []WC) int {

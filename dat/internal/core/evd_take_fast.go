@@ -88,7 +88,7 @@ func (e *EVD) Take(ctx context.Context, threshold int, ev *dat.Event, mode TakeM
 	// Popped before ev is written from it, as long as nothing was
 	// stored since the checks: Pop's own test of the status is then
 	// known, and wc stays where it lies until a Push, under the lock.
-	n := min(r.Pop(wc), len(e.wcs)-1) // what a poll into wcs would have left
+	n := min(r.PopPeeked(wc), len(e.wcs)-1) // what a poll into wcs would have left
 	q.retireFoundLocked(seq)
 	ev.Number, ev.EVD = dat.DTOCompletionEvent, e.handle
 	fillDTO(&ev.DTO, q.ep.handle, s, wc, dat.DTOSuccess)
