@@ -23,6 +23,12 @@ const (
 	maxOwners    = 1 << 24
 )
 
+// slotBind marks, in a slot's flags, the slot of an RMR bind or unbind
+// (op DTOBindMW): a bit above every completion flag, so that Take tells a
+// completion it hands out as it is, a DTO neither suppressed nor a bind,
+// by one test of the flags, where it tested the flags and the op.
+const slotBind dat.CompletionFlags = 0x80
+
 // cookieSlot is what a DTO's completion needs to become a DAT event.
 type cookieSlot struct {
 	seq    uint32 // the request's seq (slot rings; 0 in cookie tables)

@@ -516,7 +516,7 @@ func (ep *EP) BindRMR(rmr *RMR, lmr *LMR, t dat.LMRTriplet, priv dat.MemPriv, co
 	}
 	defer sq.UnlockSend()
 	w := &ep.swr[0]
-	*q.slot(seq) = cookieSlot{seq: seq, cookie: cookie, op: dat.DTOBindMW, flags: flags, rmr: rmr}
+	*q.slot(seq) = cookieSlot{seq: seq, cookie: cookie, op: dat.DTOBindMW, flags: flags | slotBind, rmr: rmr}
 	id := own.id | uint64(seq&wrSlotMask)
 	if unbind {
 		*w = verbs.SendWR{ID: id, Opcode: verbs.OpLocalInv, Flags: verbs.SendSignaled, InvalidateRKey: uint32(old)}

@@ -177,7 +177,7 @@ func (e *EVD) takeSlow(ev *dat.Event, block uint32) (n int, ok bool) {
 		}
 		if wc.Status == verbs.WCSuccess && q != nil {
 			s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
-			if s != nil && s.flags&dat.CompletionSuppress == 0 && s.op != dat.DTOBindMW {
+			if s != nil && s.flags&(dat.CompletionSuppress|slotBind) == 0 {
 				n = min(r.Pop(wc), len(e.wcs)-1) // what a poll into wcs would have left
 				q.retireFoundLocked(seq)
 				ev.Number = dat.DTOCompletionEvent

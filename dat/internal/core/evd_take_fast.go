@@ -82,7 +82,7 @@ func (e *EVD) Take(ctx context.Context, threshold int, ev *dat.Event, mode TakeM
 		return e.unlockTakeOn(ctx, threshold, ev, mode)
 	}
 	s := q.slot(seq)
-	if s.seq != seq || s.flags&dat.CompletionSuppress != 0 || s.op == dat.DTOBindMW {
+	if s.seq != seq || s.flags&(dat.CompletionSuppress|slotBind) != 0 {
 		return e.unlockTakeOn(ctx, threshold, ev, mode)
 	}
 	// Popped before ev is written from it, as long as nothing was
