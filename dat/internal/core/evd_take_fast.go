@@ -72,10 +72,10 @@ func (e *EVD) Take(ctx context.Context, threshold int, ev *dat.Event, mode TakeM
 	if e.gate.Load()&uint32(mode)|uint32(e.queued.Load()) != 0 || e.wcHead != e.wcN {
 		return e.unlockTakeOn(ctx, threshold, ev, mode)
 	}
-	wc := r.Peek()
-	if wc == nil {
+	if r.Len() == 0 { // before Peek, whose own test it settles: no nil test of wc
 		return e.unlockFull(ctx, threshold, ev, mode)
 	}
+	wc := r.Peek()
 	q := e.lastQ
 	seq := q.head
 	if wc.ID != e.lastKey|uint64(seq&wrSlotMask) || wc.Status != verbs.WCSuccess {
