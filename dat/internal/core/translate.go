@@ -135,10 +135,11 @@ func (e *EVD) translateLocked(wc *verbs.WC, ev *dat.Event) (h hold, quiet, ok bo
 // fillDTO writes every field of d, the event of the DTO of slot s that
 // completed with wc and status, field by field (see EP.fill for why).
 func fillDTO(d *dat.DTOCompletion, ep dat.Handle, s *cookieSlot, wc *verbs.WC, status dat.DTOStatus) {
-	d.EP, d.Cookie, d.Status, d.Op, d.Length, d.RMRContext = ep, s.cookie, status, s.op, 0, 0
+	op := s.op // once: after the stores into d, which may alias s, it was loaded again
+	d.EP, d.Cookie, d.Status, d.Op, d.Length, d.RMRContext = ep, s.cookie, status, op, 0, 0
 	switch {
 	case status != dat.DTOSuccess:
-	case s.op != dat.DTOReceive: // sends and RDMA report what was posted (a split Read's total)
+	case op != dat.DTOReceive: // sends and RDMA report what was posted (a split Read's total)
 		d.Length = s.length
 	default:
 		d.Length = wc.ByteLen
