@@ -4,7 +4,9 @@
 # throughput, 64 B round trip), interleaved kernel / Go REPS times. Both ends of every run live in
 # two network namespaces of the VM joined by a veth pair (rdsA 192.168.77.101, rdsB .102), as in
 # the lab's bench.sh rdsnetns section, so both are emulated alike under TCG.
-# Prints "RESULT <name> <value> <unit>" lines for the lab's summarize.py.
+# Prints "RESULT <name> <value> <unit>" lines for the lab's summarize.py, and at the end the
+# per-round ratios of ours (rds_go) to the kernel (rds_kernel) with their median: the paired
+# figure, since the host's load moves both between rounds far more than it moves them apart.
 #
 # Run from the host:  make rds-lab-bench   (builds bin/rds-bench, boots a VM with the repo shared)
 # or inside the VM:   scripts/rds-lab-bench.sh (with bin/rds-bench built beforehand)
@@ -17,6 +19,9 @@
 #                  TCP port 16386 (rds_tcp holds 16385 in every namespace)
 #   raw_go_*       cmd/rds-bench -backend rawtcp: the same workload over one plain TCP connection
 #                  from Go (length-prefixed, buffered): the ceiling for any Go transport here
+# Order: within each workload, odd rounds run kernel, kapi, go, raw and even rounds the reverse,
+# so that a host disturbance that starts during a workload does not always hit the same
+# implementations (in a fixed order it hit the later ones, ours among them, every time).
 # The Go binary runs from a copy in the VM's own tmpfs: from the 9p share every first touch of a
 # code page is a 9p read, which under TCG costs the process seconds of start-up and stalls its
 # first seconds of running. The sender starts once the receiver has created its -ready file.
@@ -88,19 +93,58 @@ gobench() { # BACKEND MODE SIZE: one rds-bench pair; prints the line with the fi
   rm -f "$out"
 }
 
+# one IMPL WORKLOAD: one run; prints its lines on stderr and its RESULT line.
+one() {
+  local o
+  case $1.$2 in
+  kernel.rate) o=$(ktput 64) ;;
+  kernel.tput) o=$(ktput 65536) ;;
+  kernel.rtt) o=$($RB pingpong 64 "$ITERS" $NS) ;;
+  *.rtt) o=$(gobench "$(backend "$1")" pingpong 64) ;;
+  *.rate) o=$(gobench "$(backend "$1")" tput 64) ;;
+  *.tput) o=$(gobench "$(backend "$1")" tput 65536) ;;
+  esac
+  echo "$o" >&2
+  case $2 in
+  rate) res "$(prefix "$1")_rate_64" "$(field msgs/s "$o")" msg/s ;;
+  tput) res "$(prefix "$1")_tput_65536" "$(field MB/s "$o")" MB/s ;;
+  rtt) res "$(prefix "$1")_rtt_64" "$(field p50 "$o")" us_p50 ;;
+  esac
+}
+backend() { case $1 in kapi) echo kernel ;; go) echo tcp ;; raw) echo rawtcp ;; esac; }
+prefix() { case $1 in kernel | kapi | go) echo "rds_$1" ;; raw) echo raw_go ;; esac; }
+
+# paired NAME UNIT: the per-round ratios rds_go / rds_kernel of RESULT lines NAME (from $LOG),
+# and their median and range; for a round trip the ratio is the kernel's over ours, so that
+# above 1 is ours better in every line.
+paired() {
+  awk -v name="$1" -v inv="$2" '
+    $1 == "RESULT" && $2 == "rds_kernel_" name { k[++nk] = $3 }
+    $1 == "RESULT" && $2 == "rds_go_" name { g[++ng] = $3 }
+    END {
+      n = nk < ng ? nk : ng; line = ""
+      if (n == 0) { printf "PAIRED %s: no rounds\n", name; exit }
+      for (i = 1; i <= n; i++) {
+        r[i] = (inv ? (g[i] > 0 ? k[i] / g[i] : 0) : (k[i] > 0 ? g[i] / k[i] : 0))
+        line = line sprintf(" %.3f", r[i])
+      }
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && r[j-1] > r[j]; j--) { t = r[j]; r[j] = r[j-1]; r[j-1] = t }
+      med = n % 2 ? r[(n+1)/2] : (r[n/2] + r[n/2+1]) / 2
+      printf "PAIRED %s %s per round:%s | median %.3f [%.3f..%.3f] over %d rounds\n", name,
+        (inv ? "kernel/go" : "go/kernel"), line, med, r[1], r[n], n
+    }' "$LOG"
+}
+
 echo "Go processes: GOMAXPROCS=${GO_MAXPROCS:-default}" >&2
+LOG=$TMP/results
 for r in $(seq "$REPS"); do
   echo "== round $r" >&2
-  o=$(ktput 64); echo "$o" >&2;                          res rds_kernel_rate_64 "$(field msgs/s "$o")" msg/s
-  o=$(gobench kernel tput 64); echo "$o" >&2;             res rds_kapi_rate_64 "$(field msgs/s "$o")" msg/s
-  o=$(gobench tcp tput 64); echo "$o" >&2;                res rds_go_rate_64 "$(field msgs/s "$o")" msg/s
-  o=$(gobench rawtcp tput 64); echo "$o" >&2;             res raw_go_rate_64 "$(field msgs/s "$o")" msg/s
-  o=$(ktput 65536); echo "$o" >&2;                       res rds_kernel_tput_65536 "$(field MB/s "$o")" MB/s
-  o=$(gobench kernel tput 65536); echo "$o" >&2;          res rds_kapi_tput_65536 "$(field MB/s "$o")" MB/s
-  o=$(gobench tcp tput 65536); echo "$o" >&2;             res rds_go_tput_65536 "$(field MB/s "$o")" MB/s
-  o=$(gobench rawtcp tput 65536); echo "$o" >&2;          res raw_go_tput_65536 "$(field MB/s "$o")" MB/s
-  o=$($RB pingpong 64 "$ITERS" $NS); echo "$o" >&2;      res rds_kernel_rtt_64 "$(field p50 "$o")" us_p50
-  o=$(gobench kernel pingpong 64); echo "$o" >&2;         res rds_kapi_rtt_64 "$(field p50 "$o")" us_p50
-  o=$(gobench tcp pingpong 64); echo "$o" >&2;            res rds_go_rtt_64 "$(field p50 "$o")" us_p50
-  o=$(gobench rawtcp pingpong 64); echo "$o" >&2;         res raw_go_rtt_64 "$(field p50 "$o")" us_p50
+  order="kernel kapi go raw"
+  [ $((r % 2)) = 0 ] && order="raw go kapi kernel"
+  echo "order: $order" >&2
+  for w in rate tput rtt; do
+    for i in $order; do one "$i" "$w"; done
+  done | tee -a "$LOG"
 done
+echo "== paired: ours (rds_go) against the kernel (rds_kernel), round by round" >&2
+{ paired tput_65536 ""; paired rate_64 ""; paired rtt_64 1; } >&2
