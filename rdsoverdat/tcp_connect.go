@@ -176,6 +176,9 @@ type tcpConn struct {
 	drain bool  // graceful: half-close and read what the peer sent
 
 	reader tcpReaderRole // who reads the stream (tcp_reader.go)
+	// ackPolls counts the writer's wake-ups by its ack poll timer (for
+	// tests and figures).
+	ackPolls atomic.Uint64
 
 	// Writer-owned.
 	batch     *txBatch

@@ -20,12 +20,19 @@ import (
 // everything up to that offset, the message leaves the retransmit list,
 // as rds_tcp_write_space does on every TCP ack. The writer reads that
 // count after every write; while messages wait for acks and nothing else
-// happens, it polls it with a backoff.
+// happens, it polls it with a backoff, except for a lone message, which
+// it leaves to the next write or to one slow poll (ackPollLone).
 
 const (
 	ackPollMin = 100 * time.Microsecond
 	ackPollMax = 10 * time.Millisecond
-	tcpBufSize = 64 << 10
+	// ackPollLone is the first poll for a lone unacknowledged message,
+	// the request of a request-response exchange: its ack rides on the
+	// reply, and the next send's write frees it, so a poll at
+	// ackPollMin would only wake the writer once per round trip
+	// (docs/RDS-PERFORMANCE.md, session 9: the 64 B round trip).
+	ackPollLone = ackPollMax
+	tcpBufSize  = 64 << 10
 	// tcpDirectMin is the payload size from which a payload goes out of
 	// the message itself rather than through the staging buffer (it
 	// costs an iovec, not a system call). tcpDirectReadMin is the same on
@@ -184,6 +191,7 @@ func (c *tcpConn) routineSend() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	poll := ackPollMin
+	armed := false // timer runs
 	var err error
 	defer func() {
 		b.reset()
@@ -198,13 +206,28 @@ func (c *tcpConn) routineSend() {
 				}
 			}
 			progress := c.checkAcks()
-			if _, unacked := p.Pending(); unacked > 0 {
+			switch _, unacked := p.Pending(); {
+			case unacked == 0:
+				if armed {
+					timer.Stop() // Go 1.23 timers: no stale tick to drain
+					armed = false
+				}
+			case unacked == 1 && armed:
+				// A lone message: the poll already pending will do.
+				// Moving it would read the clock and could wake the
+				// thread blocked in the netpoller, once per message.
+			default:
 				if progress {
 					poll = ackPollMin
 				} else {
 					poll = min(2*poll, ackPollMax)
 				}
-				timer.Reset(poll)
+				wait := poll
+				if unacked == 1 {
+					wait = max(poll, ackPollLone)
+				}
+				timer.Reset(wait)
+				armed = true
 			}
 			select {
 			case <-c.tp.kick:
@@ -212,8 +235,9 @@ func (c *tcpConn) routineSend() {
 				c.checkAcks()
 				return
 			case <-timer.C:
+				armed = false
+				c.ackPolls.Add(1)
 			}
-			timer.Stop() // Go 1.23 timers: no stale tick to drain
 			continue
 		}
 		if !b.fits(len(m.buf)) {
