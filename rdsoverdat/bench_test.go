@@ -64,6 +64,11 @@ func benchPair(b *testing.B, cfg Config) (a, r *Socket) {
 
 func benchStream(b *testing.B, cfg Config, size int) {
 	a, r := benchPair(b, cfg)
+	benchStreamOn(b, a, r, size)
+}
+
+// benchStreamOn streams b.N messages of size bytes from a to r.
+func benchStreamOn(b *testing.B, a, r *Socket, size int) {
 	msg := make([]byte, size)
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
@@ -90,6 +95,15 @@ func benchStream(b *testing.B, cfg Config, size int) {
 	}
 	b.StopTimer()
 	u.report(b)
+}
+
+// BenchmarkRDSTCPTput64KSndbufOne streams 64 KiB messages from a socket
+// whose SO_SNDBUF holds one: every send waits for the ack of the one
+// before it, which the tcp writer polls for (blockForRoom).
+func BenchmarkRDSTCPTput64KSndbufOne(b *testing.B) {
+	a, r := benchPair(b, tcpBenchCfg)
+	a.SetOption(SendBuffer(64 << 10))
+	benchStreamOn(b, a, r, 64<<10)
 }
 
 func benchRTT(b *testing.B, cfg Config) {

@@ -25,6 +25,10 @@ type Node struct {
 	connList []*Conn // copy-on-write snapshot of conns for lock-free walks
 	trans    map[TransportType]NodeTransport
 	rdmaMRs  atomic.Int64 // RDMA mappings held by the node's sockets
+	// sndBlocked counts the node's SendMsg calls waiting for SO_SNDBUF
+	// room, which only acks free: while there are any, a transport that
+	// polls for acks polls at its fastest (tcpConn.routineSend).
+	sndBlocked atomic.Int32
 }
 
 type connKey struct {

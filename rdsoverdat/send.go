@@ -142,10 +142,29 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 		if nonblock {
 			return 0, eAGAIN
 		}
-		if err := s.block(s.txSig, until, false); err != nil {
+		if err := s.blockForRoom(node, conn, until); err != nil {
 			return 0, err
 		}
 	}
+}
+
+// roomWaker is a NodeTransport that may leave an ack, and so the
+// SO_SNDBUF room it frees, to a slow poll (the tcp transport's lone
+// message): WakeForRoom has p poll at its fastest again.
+type roomWaker interface{ WakeForRoom(p *Path) }
+
+// blockForRoom waits for SO_SNDBUF room, counted in node.sndBlocked, and
+// first wakes those of conn's paths that poll slowly for a lone
+// message's ack, whose room this sender may be waiting for.
+func (s *Socket) blockForRoom(node *Node, conn *Conn, until time.Time) error {
+	node.sndBlocked.Add(1)
+	defer node.sndBlocked.Add(-1)
+	if w, ok := conn.nt.(roomWaker); ok {
+		for _, p := range conn.allPaths() {
+			w.WakeForRoom(p)
+		}
+	}
+	return s.block(s.txSig, until, false)
 }
 
 // congWait handles a congested destination port: ENOBUFS without

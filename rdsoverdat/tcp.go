@@ -152,6 +152,14 @@ func (tn *tcpNode) Connect(p *Path) { tn.tpath(p).connect() }
 
 func (tn *tcpNode) Kick(p *Path) { signal(tn.tpath(p).kick) }
 
+// WakeForRoom wakes p's writer if it polls for its lone message's ack
+// slowly: a sender now waits for the room that ack frees (roomWaker).
+func (tn *tcpNode) WakeForRoom(p *Path) {
+	if tp := tn.tpath(p); tp.lone.Load() {
+		signal(tp.kick)
+	}
+}
+
 func (tn *tcpNode) Reset(p *Path) {
 	tp := tn.tpath(p)
 	tp.mu.Lock()

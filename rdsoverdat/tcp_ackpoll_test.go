@@ -45,3 +45,35 @@ func TestTCPAckPollLone(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "the last message acked", func() bool { s, _ := a.Buffered(); return s == 0 })
 }
+
+// TestTCPAckPollLoneWakesForBlockedSender: a message that fills its
+// socket's SO_SNDBUF alone is also a lone unacknowledged message, whose
+// ack the writer polls for slowly; the next SendMsg waits for the room
+// that ack frees, so it must have the writer poll at its fastest again
+// (blockForRoom, WakeForRoom). With the slow poll stretched to an hour,
+// a sender that did not wake the writer would wait out its send timeout.
+func TestTCPAckPollLoneWakesForBlockedSender(t *testing.T) {
+	leakCheck(t)
+	d := ackPollLone
+	t.Cleanup(func() { ackPollLone = d }) // after the stack's, which stops its writers
+	ackPollLone = time.Hour
+	st := tcpStack(t)
+	as := testAddrs(2)
+	const size = 16 << 10
+	a := mustBind(t, st, ap(as[0], 0), SendBuffer(size), SendTimeout(5*time.Second))
+	b := mustBind(t, st, ap(as[1], 0))
+	buf := make([]byte, size)
+	msg := make([]byte, size)
+	exchange := func() {
+		t.Helper()
+		if _, err := a.SendTo(msg, b.BoundAddr(), 0); err != nil {
+			t.Fatal(err)
+		}
+		recvTimeout(t, b, buf, 5*time.Second)
+	}
+	exchange() // connect
+	time.Sleep(tcpAckTrust + 50*time.Millisecond)
+	for range 5 { // each send blocks until the one before it is acked
+		exchange()
+	}
+}

@@ -23,6 +23,10 @@ type tcpPath struct {
 	tn   *tcpNode
 	p    *Path
 	kick chan struct{} // wakes the current connection's writer
+	// lone is set while the writer leaves its one unacknowledged message
+	// to the slow poll (ackPollLone), so that a sender blocked for
+	// SO_SNDBUF room wakes it (WakeForRoom) and no other sender does.
+	lone atomic.Bool
 
 	mu         sync.Mutex
 	cur        *tcpConn      // nil while down

@@ -26,13 +26,7 @@ import (
 const (
 	ackPollMin = 100 * time.Microsecond
 	ackPollMax = 10 * time.Millisecond
-	// ackPollLone is the first poll for a lone unacknowledged message,
-	// the request of a request-response exchange: its ack rides on the
-	// reply, and the next send's write frees it, so a poll at
-	// ackPollMin would only wake the writer once per round trip
-	// (docs/RDS-PERFORMANCE.md, session 9: the 64 B round trip).
-	ackPollLone = ackPollMax
-	tcpBufSize  = 64 << 10
+	tcpBufSize = 64 << 10
 	// tcpDirectMin is the payload size from which a payload goes out of
 	// the message itself rather than through the staging buffer (it
 	// costs an iovec, not a system call). tcpDirectReadMin is the same on
@@ -183,6 +177,32 @@ func (b *txBatch) reset() {
 	b.stage, b.back, b.held, b.segs, b.bytes, b.tail = b.stage[:0], b.back[:0], b.held[:0], nil, 0, -1
 }
 
+// ackPollLone is the first poll for a lone unacknowledged message, the
+// request of a request-response exchange: its ack rides on the reply,
+// and the next send's write frees it, so a poll at ackPollMin would only
+// wake the writer once per round trip (docs/RDS-PERFORMANCE.md, session
+// 9: the 64 B round trip). A variable for the tests, which stretch it.
+var ackPollLone = ackPollMax
+
+// goLone reports whether the writer, with unacked messages waiting for
+// their acks, may poll for them slowly (ackPollLone): only for one, and
+// only while no sender of the node waits for SO_SNDBUF room. It sets
+// tcpPath.lone before it reads Node.sndBlocked, as blockForRoom counts
+// itself before it reads lone, so that either the writer sees the
+// blocked sender or the sender sees lone and wakes the writer.
+func (c *tcpConn) goLone(unacked int) bool {
+	if unacked != 1 {
+		c.tp.lone.Store(false)
+		return false
+	}
+	c.tp.lone.Store(true)
+	if c.tp.tn.node.sndBlocked.Load() != 0 {
+		c.tp.lone.Store(false)
+		return false
+	}
+	return true
+}
+
 func (c *tcpConn) routineSend() {
 	defer c.tp.tn.wg.Done()
 	p := c.tp.p
@@ -208,11 +228,12 @@ func (c *tcpConn) routineSend() {
 			progress := c.checkAcks()
 			switch _, unacked := p.Pending(); {
 			case unacked == 0:
+				c.tp.lone.Store(false)
 				if armed {
 					timer.Stop() // Go 1.23 timers: no stale tick to drain
 					armed = false
 				}
-			case unacked == 1 && armed:
+			case unacked == 1 && armed && c.tp.tn.node.sndBlocked.Load() == 0:
 				// A lone message: the poll already pending will do.
 				// Moving it would read the clock and could wake the
 				// thread blocked in the netpoller, once per message.
@@ -223,7 +244,7 @@ func (c *tcpConn) routineSend() {
 					poll = min(2*poll, ackPollMax)
 				}
 				wait := poll
-				if unacked == 1 {
+				if c.goLone(unacked) {
 					wait = max(poll, ackPollLone)
 				}
 				timer.Reset(wait)
