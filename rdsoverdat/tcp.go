@@ -153,9 +153,11 @@ func (tn *tcpNode) Connect(p *Path) { tn.tpath(p).connect() }
 func (tn *tcpNode) Kick(p *Path) { signal(tn.tpath(p).kick) }
 
 // WakeForRoom wakes p's writer if it polls for its lone message's ack
-// slowly: a sender now waits for the room that ack frees (roomWaker).
+// slowly: a sender now waits for the room that ack frees (roomWaker). A
+// path without transport state has no writer, and gets none made here:
+// a blocked sender walks every path of its connection, used or not.
 func (tn *tcpNode) WakeForRoom(p *Path) {
-	if tp := tn.tpath(p); tp.lone.Load() {
+	if tp, ok := p.TransportData.Load().(*tcpPath); ok && tp.lone.Load() {
 		signal(tp.kick)
 	}
 }
