@@ -4,12 +4,13 @@
 #   make bench    benchmarks with a raw-TCP baseline in the same run (-benchmem)
 #   make fuzz     every fuzz target for FUZZTIME (default 30s each)
 #   make interop  tests against the Linux kernel in the QEMU lab (boots a VM; root)
+#   make hooks    install scripts/commit-msg as this clone's commit-msg hook
 
 GO       ?= go
 FUZZTIME ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: test bench fuzz vet interop
+.PHONY: test bench fuzz vet interop hooks
 
 test: vet
 	$(GO) test -race -count=1 -timeout 15m ./...
@@ -24,5 +25,11 @@ bench:
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+# The hooks directory comes from git, so that worktrees and core.hooksPath
+# are honoured.
+hooks:
+	@dir=$$(git rev-parse --git-path hooks) && mkdir -p "$$dir" && \
+	install -m 0755 scripts/commit-msg "$$dir/commit-msg" && echo "installed $$dir/commit-msg"
 
 -include mk/*.mk

@@ -20,7 +20,7 @@ import (
 )
 
 // The dat transport carries RDS over the DAT API (../dat), modelled on
-// the kernel's rds_ib (net/rds/ib*.c; ../shared/research/rds-wire.md §6):
+// the kernel's rds_ib (net/rds/ib*.c; docs/WIRE.md, R4):
 //
 //   - Per node: one IA on the node's address, one PZ, one SRQ whose
 //     receive buffers (48-byte header slot + 4096-byte fragment each) come

@@ -48,11 +48,10 @@ import (
 // behind a 1-byte READ of the op's first remote byte: the READ's round
 // trip paces the stream. Without it a window of 1 MiB WRITEs goes out
 // back to back, and on a loaded host both ends' goroutines block and wake
-// more often per op, each wake-up waiting for a CPU. At host load 5-7
-// ZerocopyWrite1M took 0.83x the unpaced time per op (median of 17
-// alternating pairs, 16 of them faster); session 3 measured 1.33x at load
-// 2, where the round trip is not won back. A 64 KiB op pays it without
-// the gain (1.32x the time at load 6), hence the threshold. The READ is
+// more often per op, each wake-up waiting for a CPU. On a loaded host
+// the pacing wins back more than the READ's round trip costs; on an
+// idle one it does not, and a 64 KiB op pays the round trip without the
+// gain at any load, hence the size threshold. The READ is
 // inside the op's check or lease like its WRITEs.
 //
 // A silent WRITE op, whose message is never acknowledged, ends with a

@@ -63,8 +63,8 @@ const maxPooledBuf = 256 << 10
 // bigPools keep Messages with large payload storage, one pool per size
 // class (cap 512 KiB and 1 MiB, wire.MaxMsgSize): without them every
 // message above maxPooledBuf costs a fresh buffer on each side, and the
-// garbage collector that 2 MiB per 1 MiB message keeps busy slowed such
-// streams threefold on a loaded machine (docs/RDS-PERFORMANCE.md). A
+// garbage collection that 2 MiB per 1 MiB message drives falls behind
+// on a loaded machine and stalls such streams. A
 // sync.Pool lets the collector drop what stays unused, so a burst of
 // large messages pins nothing for good.
 var bigPools = [2]sync.Pool{

@@ -13,7 +13,7 @@ import (
 )
 
 // The tcp transport speaks the Linux kernel's rds_tcp wire protocol
-// (net/rds/tcp*.c; ../shared/research/rds-wire.md §2):
+// (net/rds/tcp*.c; docs/WIRE.md, R2):
 //
 //   - Every node listens on TCP port 16385 of its address. Of two nodes,
 //     the numerically smaller address connects every path; the larger one

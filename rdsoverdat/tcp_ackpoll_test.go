@@ -7,8 +7,8 @@ import (
 
 // TestTCPAckPollLone: in a request-response exchange each side has one
 // unacknowledged message at a time, freed by the next send's write; the
-// writer must not wake on its ack poll timer for each of them (one
-// thread wake-up per round trip in the lab VM), yet the last one is
+// writer must not wake on its ack poll timer for each of them (a
+// thread wake-up per round trip), yet the last one is
 // still freed.
 func TestTCPAckPollLone(t *testing.T) {
 	leakCheck(t)

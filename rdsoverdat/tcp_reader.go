@@ -15,8 +15,8 @@ import (
 // side). Reading the stream is a role that one goroutine holds at a time:
 // the connection's reader goroutine, or a RecvMsg that runs the same
 // reading itself. With two Ps, every message the reader goroutine hands
-// to a waiting RecvMsg wakes a second OS thread (docs/RDS-PERFORMANCE.md,
-// session 6); a RecvMsg that reads its own message and blocks in the
+// to a waiting RecvMsg wakes a second OS thread (docs/ARCHITECTURE.md,
+// fast paths); a RecvMsg that reads its own message and blocks in the
 // netpoller when the socket is empty, as a plain Go TCP receiver does,
 // needs no hand-off at all.
 //

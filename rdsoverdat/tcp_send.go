@@ -180,8 +180,8 @@ func (b *txBatch) reset() {
 // ackPollLone is the first poll for a lone unacknowledged message, the
 // request of a request-response exchange: its ack rides on the reply,
 // and the next send's write frees it, so a poll at ackPollMin would only
-// wake the writer once per round trip (docs/RDS-PERFORMANCE.md, session
-// 9: the 64 B round trip). A variable for the tests, which stretch it.
+// wake the writer once per round trip (docs/ARCHITECTURE.md, fast
+// paths). A variable for the tests, which stretch it.
 var ackPollLone = ackPollMax
 
 // goLone reports whether the writer, with unacked messages waiting for

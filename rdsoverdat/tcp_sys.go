@@ -13,10 +13,10 @@ import (
 // sysmon tick (20 µs) while the other P is busy, sysmon hands the P to
 // another thread (retake, handoffp), and the goroutine must find a P
 // again when the call returns (exitsyscall), waking threads both times.
-// Under emulation (the lab VM, where copying 64 KiB takes 20 to 200 µs)
-// that happened on large reads and writes; through RawSyscall both ends
-// of a 64 KiB stream made 30 to 70 % fewer context switches per message
-// (docs/RDS-PERFORMANCE.md, session 4). The sockets are non-blocking, so
+// That happens on large reads and writes wherever copies are slow (under
+// emulation, say), and every hand-off wakes a thread; through
+// RawSyscall the goroutine keeps its P and the hand-offs go
+// (docs/ARCHITECTURE.md, fast paths). The sockets are non-blocking, so
 // each call returns at once with data, room or EAGAIN, and the netpoller
 // still does all the waiting (RawConn.Read and Write); the price is that
 // the P stays with the goroutine for one copy of at most a batch.

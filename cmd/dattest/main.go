@@ -31,6 +31,7 @@ import (
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/ia"
+	"github.com/godapl/godapl/internal/version"
 )
 
 // Exit statuses.
@@ -58,6 +59,10 @@ func main() {
 // run is dattest without the process around it; it returns the exit
 // status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if version.Requested(args) {
+		version.Print(stdout, "dattest")
+		return exitOK
+	}
 	o, err := parseFlags(args, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/godapl/godapl/internal/perf"
+	"github.com/godapl/godapl/internal/version"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -70,6 +71,10 @@ type options struct {
 // run is rdma-perf without the process around it; it returns the exit
 // status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if version.Requested(args) {
+		version.Print(stdout, "rdma-perf")
+		return exitOK
+	}
 	o, err := parseFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

@@ -39,6 +39,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/godapl/godapl/internal/version"
 	"github.com/godapl/godapl/rdsoverdat"
 )
 
@@ -152,6 +153,10 @@ func parseOrHelp(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 // run is rds-bench without the process around it; it returns the exit
 // status.
 func run(args []string, stdout, stderr io.Writer) int {
+	if version.Requested(args) {
+		version.Print(stdout, "rds-bench")
+		return exitOK
+	}
 	a, err := parseArgs(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

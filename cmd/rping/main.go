@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/godapl/godapl/cmd/rping/internal/rping"
+	"github.com/godapl/godapl/internal/version"
 	"github.com/godapl/godapl/verbs"
 	"github.com/godapl/godapl/verbs/siw"
 )
@@ -46,6 +47,10 @@ func openSiw(o *options, stderr io.Writer) (verbs.Device, error) {
 
 // run is rping without the process around it, returning the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, open opener) int {
+	if version.Requested(args) {
+		version.Print(stdout, "rping")
+		return exitOK
+	}
 	o, err := parseOptions(ctx, args, stderr)
 	switch {
 	case err == errUsage: // the bad values are already reported

@@ -14,7 +14,7 @@ import (
 // costs ~430 ns in one level and 600-880 ns in the other, and DAT/verbs
 // is 1.067-1.079 (quartiles over 54 runs) in the first and
 // 1.108-1.126 in the second, nearer the ratio of the two sides'
-// instructions (1.13-1.15): in the slow level an iteration costs about
+// instruction counts: in the slow level an iteration costs about
 // what its instructions cost, where in the fast one part of DAT's extra
 // work runs beside verbs' latencies. The median over all blocks follows
 // the share of blocks in the slow level, which changes from one process

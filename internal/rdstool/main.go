@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/godapl/godapl/internal/version"
 )
 
 // Exit codes every tool returns, so that scripts can tell a typo from a
@@ -62,6 +64,10 @@ func Main(t Tool) {
 // Run parses args and runs t, printing -h to stdout and errors to stderr
 // as one line "name: message", and returns the exit code.
 func Run(t Tool, args []string, stdout, stderr io.Writer) int {
+	if version.Requested(args) {
+		version.Print(stdout, t.Name)
+		return ExitOK
+	}
 	t.Flags.Usage = func() {} // flag calls it on every error; -h is handled here
 	pos, err := parseInterspersed(t.Flags, args)
 	if err != nil {
@@ -116,5 +122,6 @@ func PrintUsage(w io.Writer, t Tool) {
 	t.Flags.PrintDefaults()
 	t.Flags.SetOutput(io.Discard)
 	fmt.Fprintf(w, "\nExit status: 0 success, 1 runtime failure, 2 bad command line.\n"+
-		"Logging: --log or GODAPL_LOG (trace, debug, info, warn, error, disabled).\n")
+		"Logging: --log or GODAPL_LOG (trace, debug, info, warn, error, disabled).\n"+
+		"--version prints the module version and commit the tool was built from.\n")
 }

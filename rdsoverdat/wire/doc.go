@@ -7,8 +7,8 @@
 // reads them to sequence, acknowledge, route and congestion-control
 // messages. Nothing here knows about sockets or connections.
 //
-// Layouts and numbers follow ../shared/research/rds-wire.md (§1 header, §1.3
-// extension headers, §3 congestion map, §5 uapi). All multi-byte header
+// Layouts and numbers follow docs/WIRE.md (R1 header and extension
+// headers, R3 congestion map) and the kernel's uapi rds.h. All multi-byte header
 // fields are big-endian. Headers are byte-slice types with offset constants
 // and accessors, never structs read with encoding/binary, so that decoding a
 // header costs no allocation and malformed input can only produce an error.

@@ -34,13 +34,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// bin returns the path of a tool, building all of them on first use.
+// bin returns the path of a tool, building every tool of cmd/ on first use.
 func bin(t *testing.T, name string) string {
 	t.Helper()
 	once.Do(func() {
-		cmd := exec.Command("go", "build", "-o", binDir+"/",
-			"../../cmd/rds-stress", "../../cmd/rds-ping", "../../cmd/rds-cat", "../../cmd/rds-info",
-			"../../cmd/rping", "../../cmd/rdma-perf")
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "../../cmd/...")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

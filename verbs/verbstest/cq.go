@@ -129,7 +129,7 @@ func testCQWaitTimeout(t *testing.T, e *env) {
 		// Judged against the context's own deadline: a clock read after
 		// WithTimeout starts late whenever the test is descheduled in
 		// between, as on a loaded host (a Wait that ended at its deadline
-		// once measured 38 ms from such a start).
+		// can look tens of milliseconds late from such a start).
 		deadline, _ := ctx.Deadline()
 		err := cq.Wait(ctx, solicited)
 		returned := time.Now()

@@ -7,7 +7,7 @@
 // reach each other; Run then exercises the whole contract of package verbs —
 // object lifetimes, the QP state machine, queue limits, the connection
 // manager, data placement, SRQs, memory windows, and the error behaviour of
-// the Linux siw driver that research/iwarp-wire.md section 5 describes — with
+// the Linux siw driver that docs/WIRE.md (I4) describes — with
 // assertions that fail on a provider that gets it wrong.
 //
 // A provider's test runs it like this:

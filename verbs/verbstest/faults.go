@@ -9,7 +9,7 @@ import (
 )
 
 // The fault tests hold providers to the error behaviour of the Linux siw
-// driver (research/iwarp-wire.md sections 5.3-5.5): a remote access or
+// driver (docs/WIRE.md, I4): a remote access or
 // protocol error terminates the stream with one Terminate whose layer,
 // type and code say what went wrong, raises an async event on the side
 // that found it, moves both QPs to ERROR and flushes what was outstanding.

@@ -14,11 +14,11 @@ import (
 // poster's copy of its head. PostDTO and PostRecv handle it with no call
 // but the lock's slow path and the provider's post, and hand anything
 // else, untouched, to Post (the general path) and postRecvSlow, which
-// decide it as before, in a call whose result is theirs. Go keeps no
+// decide it, in a call whose result is theirs. Go keeps no
 // register across a call: with the checks, the SGL resolution, the
-// refresh and the undo of a refused post in line, the post paths saved
-// their arguments and what they had loaded on every post; now only what
-// the lock's slow path and the post itself need after them is saved.
+// refresh and the undo of a refused post in line, the post paths would
+// save their arguments and what they had loaded on every post; apart,
+// only what the lock's slow path and the post itself need is saved.
 // (sync.Mutex.TryLock, which would keep the lock's slow path out too,
 // costs more inlined than the saves it spares.)
 //

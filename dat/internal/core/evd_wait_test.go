@@ -96,9 +96,9 @@ func TestEVDDirectWaiterAbortedByClose(t *testing.T) {
 // A waiter whose context can end blocks in CQ.Wait itself, as one whose
 // context cannot: with the context's deadline, on which siw's inline
 // receive sets its socket's read deadline, and interrupted when the
-// context is cancelled. Through the CQ watch, as before, every blocking
-// wait on siw cost two goroutine hand-offs more and the waiter did not
-// receive inline: a siw Send iteration took 2.2x the CPU of raw verbs.
+// context is cancelled. Through the CQ watch every blocking wait on siw
+// would cost two goroutine hand-offs more, and the waiter could not
+// receive inline.
 func TestEVDWaiterWithDeadlineWaitsOnCQ(t *testing.T) {
 	verbstest.CheckLeaks(t)
 	srv, cli, req, sep, cep := wakeupPair(t)

@@ -7,7 +7,7 @@ import "github.com/godapl/godapl/verbs"
 const MaxIRDORD = 128
 
 // Limits returns the device limits of godapl's software providers: those
-// of the Linux siw driver (research/iwarp-wire.md section 6), so that code
+// of the Linux siw driver (docs/WIRE.md, I4), so that code
 // tested on one provider meets the same limits on the other, plus memory
 // windows, which the engine implements in software. The provider fills in
 // its name, transport and identity.

@@ -70,7 +70,7 @@ func parseRpingInfo(t *testing.T, b []byte) rpingInfo {
 }
 
 // TestSiwRpingCapture decodes both directions of a real rping run between
-// two Linux siw endpoints and checks the protocol of research section 8:
+// two Linux siw endpoints and checks rping's protocol (docs/WIRE.md, I5):
 // the client advertises its start buffer, the server reads it, the client
 // advertises its rdma buffer, the server writes it, each answered by a
 // 16-byte go-ahead Send. Every FPDU is also re-encoded with FrameWriter

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The three vectors of research/iwarp-wire.md section 3.6.
+// The three vectors of docs/WIRE.md, I2.
 func TestCRC32cVectors(t *testing.T) {
 	if got := CRC32c([]byte("123456789")); got != 0xE3069283 {
 		t.Errorf("CRC32c(123456789) = %#08x, want 0xE3069283", got)

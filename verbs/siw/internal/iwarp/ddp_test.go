@@ -7,7 +7,7 @@ import (
 )
 
 func TestCtrlWireValues(t *testing.T) {
-	// research section 4.1: byte 0 is C1/81 tagged, 41/01 untagged; byte 1
+	// docs/WIRE.md, I3: byte 0 is C1/81 tagged, 41/01 untagged; byte 1
 	// is 0x40 | opcode.
 	for _, tc := range []struct {
 		op   Opcode

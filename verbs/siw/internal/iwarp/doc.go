@@ -16,7 +16,7 @@
 // Headers are byte-slice types (Header, TaggedHeader, UntaggedHeader,
 // ReadRequestHeader, TerminateHeader, MPAHeader) whose views start at the
 // first byte of the FPDU's ULPDU_Length field, so every offset in this
-// package matches the tables of the RFCs and of research/iwarp-wire.md.
+// package matches the tables of the RFCs and of docs/WIRE.md.
 //
 // The package is byte-compatible with the Linux kernel's siw driver: where
 // the RFCs leave room, it follows what siw sends and accepts (PD_Length at

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The FPDUs of research/iwarp-wire.md section 7, built with this package's
+// The FPDUs of docs/WIRE.md (I5), built with this package's
 // encoders and compared with the bytes siw put on the wire in the rping
 // capture (testdata/siw_rping_lo_*.hex).
 func TestSection7FPDUs(t *testing.T) {

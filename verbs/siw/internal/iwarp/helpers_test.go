@@ -10,7 +10,7 @@ import (
 )
 
 // unhex decodes hex that may contain spaces and '|' separators, as the
-// byte examples in research/iwarp-wire.md are written.
+// byte examples in docs/WIRE.md are written.
 func unhex(t testing.TB, s string) []byte {
 	t.Helper()
 	s = strings.NewReplacer(" ", "", "|", "", "\n", "", "\t", "").Replace(s)

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The 24-byte MPA Request siw sends for rping (research section 7).
+// The 24-byte MPA Request siw sends for rping (docs/WIRE.md, I5).
 const siwRpingRequest = "4d504120494420526571204672616d65 | 10 02 | 00 04 | 00 01 | 00 01"
 
 // The Reply a Go server sends to it.
