@@ -35,13 +35,18 @@ func TestTCPAckPollLone(t *testing.T) {
 	exchange()
 	time.Sleep(30 * time.Millisecond)
 	before := c.ackPolls.Load()
+	start := time.Now()
 	const n = 20
 	for range n {
 		time.Sleep(2 * time.Millisecond) // well past ackPollMin, the think time of a request
 		exchange()
 	}
-	if polls := c.ackPolls.Load() - before; polls > n/4 {
-		t.Errorf("%d ack poll wake-ups in %d round trips", polls, n)
+	// A lone message's ack is polled for once per ackPollLone, so a slow
+	// machine that stretches the exchanges earns more of those polls: what
+	// must not happen is a poll per round trip.
+	polls := c.ackPolls.Load() - before
+	if allowed := int64(n/4) + int64(time.Since(start)/ackPollLone); int64(polls) > allowed {
+		t.Errorf("%d ack poll wake-ups in %d round trips over %v (at most %d)", polls, n, time.Since(start), allowed)
 	}
 	eventually(t, 5*time.Second, "the last message acked", func() bool { s, _ := a.Buffered(); return s == 0 })
 }
