@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -78,7 +79,7 @@ type postCfg struct {
 	rq                             recvQ
 	sqMu, rqMu                     *sync.Mutex // what LockSend, LockRecv take, when known (see lockSend)
 	unsigSuppressed                bool        // sq can tell what retired: suppressed DTOs go unsignalled
-	checksSGL                      bool        // the QP checks SGLs at post time (verbs.SGLChecker)
+	checksSGL                      bool        // the QP checks SGLs at post time (fastpath.SGLChecker)
 	own                            *owner
 	reqID, recvID                  uint64 // own.id, with wrRecvBit for recvID: the work request IDs but the slot
 	pz                             *PZ
@@ -139,8 +140,8 @@ func (ep *EP) storeCfgLocked() {
 		return
 	}
 	a := &ep.attr
-	_, lent := ep.qp.(verbs.SendQueueLocker)
-	sc, ok := ep.qp.(verbs.SGLChecker)
+	_, lent := ep.qp.(fastpath.SendQueueLocker)
+	sc, ok := ep.qp.(fastpath.SGLChecker)
 	c := &postCfg{
 		qp: ep.qp, sq: sendQueue(ep.qp), rq: recvQueue(ep.qp), unsigSuppressed: lent, own: ep.own, pz: ep.pz,
 		reqID: ep.own.id, recvID: ep.own.id | wrRecvBit,

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -102,12 +103,12 @@ type EVD struct {
 	// CQ's Poll). It guards the raw completions and the heads of the
 	// slot rings of the queues completing here, so that the hot path
 	// hands a completion out under one lock. Lock order: mu before cql.
-	cql    verbs.CQLocker
-	cqMu   *sync.Mutex   // what cql locks, when the provider lends it (verbs.CQMutexer)
-	cqRing *verbs.CQRing // the CQ's completions, when the provider lends them (verbs.CQRinger)
-	wcs    [16]verbs.WC  // completions polled from the CQ +checklocks:cql
-	wcHead int           // wcs[wcHead:wcN] are raw: polled, not translated +checklocks:cql
-	wcN    int           // +checklocks:cql
+	cql    fastpath.CQLocker
+	cqMu   *sync.Mutex      // what cql locks, when the provider lends it (fastpath.CQMutexer)
+	cqRing *fastpath.CQRing // the CQ's completions, when the provider lends them (fastpath.CQRinger)
+	wcs    [16]verbs.WC     // completions polled from the CQ +checklocks:cql
+	wcHead int              // wcs[wcHead:wcN] are raw: polled, not translated +checklocks:cql
+	wcN    int              // +checklocks:cql
 	// lastQ is the EP queue of the last DTO Take handed out, which the
 	// next one most likely shares, and lastKey the bits of its work
 	// request IDs above the slot (owner index, generation, receive bit;
@@ -177,10 +178,10 @@ func newEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags, adopt bool) (*EVD, e
 			return nil, dat.Wrap("evd_create", dat.InsufficientResources, dat.ResourceTEVD, err)
 		}
 		e.cq, e.cql = cq, cqLocker(cq)
-		if m, ok := cq.(verbs.CQMutexer); ok {
+		if m, ok := cq.(fastpath.CQMutexer); ok {
 			e.cqMu = m.CQMutex()
 		}
-		if r, ok := cq.(verbs.CQRinger); ok {
+		if r, ok := cq.(fastpath.CQRinger); ok {
 			e.cqRing = r.CQRing()
 		}
 		depth += qlen

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -47,7 +48,7 @@ type SRQ struct {
 	evdSz int              // capacity added to each of evds: the table size +checklocks:mu
 
 	// checksSGL: the verbs SRQ checks SGLs at post time
-	// (verbs.SGLChecker), and PostRecv leaves the checks to it as the EP
+	// (fastpath.SGLChecker), and PostRecv leaves the checks to it as the EP
 	// post paths do.
 	checksSGL bool
 
@@ -113,7 +114,7 @@ func CreateSRQ(ia *IA, pz *PZ, maxDTOs, maxIOV, lw int) (*SRQ, error) {
 	s.init(dat.HandleTypeSRQ)
 	s.state.Store(uint32(dat.SRQStateOperational))
 	s.maxIOV.Store(int32(maxIOV))
-	sc, ok := vsrq.(verbs.SGLChecker)
+	sc, ok := vsrq.(fastpath.SGLChecker)
 	s.checksSGL = ok && sc.ChecksSGL()
 	s.own = &owner{srq: s}
 	s.own.table.init(maxDTOs)

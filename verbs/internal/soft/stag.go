@@ -39,7 +39,7 @@ func (f Fault) String() string {
 
 // Err maps a fault to the verbs sentinel error for synchronous reporting:
 // each protection fault to its own kind of verbs.ErrProtection, so that the
-// layer above can rely on the check at post time (verbs.SGLChecker).
+// layer above can rely on the check at post time (fastpath.SGLChecker).
 func (f Fault) Err() error {
 	switch f {
 	case FaultNone:
