@@ -127,9 +127,9 @@ type epWatermarks struct {
 	active atomic.Bool // either is set: posts check them
 
 	mu        sync.Mutex
-	soft      int  // +checklocks:mu
-	hard      int  // +checklocks:mu
-	softArmed bool // +checklocks:mu
+	soft      int  // guarded by mu
+	hard      int  // guarded by mu
+	softArmed bool // guarded by mu
 }
 
 // SetWatermark sets the soft and hard high watermarks on the receive

@@ -41,11 +41,11 @@ type SRQ struct {
 	state atomic.Uint32 // dat.SRQState
 
 	mu    sync.Mutex
-	lw    int              // low watermark as last set (reported even once fired) +checklocks:mu
-	iov   int              // max_recv_iov +checklocks:mu
-	eps   map[*EP]struct{} // EPs created with the SRQ and not yet freed +checklocks:mu
-	evds  map[*EVD]int     // recv EVDs of those EPs, with the EP count +checklocks:mu
-	evdSz int              // capacity added to each of evds: the table size +checklocks:mu
+	lw    int              // low watermark as last set (reported even once fired); guarded by mu
+	iov   int              // max_recv_iov; guarded by mu
+	eps   map[*EP]struct{} // EPs created with the SRQ and not yet freed; guarded by mu
+	evds  map[*EVD]int     // recv EVDs of those EPs, with the EP count; guarded by mu
+	evdSz int              // capacity added to each of evds: the table size; guarded by mu
 
 	// checksSGL: the verbs SRQ checks SGLs at post time
 	// (fastpath.SGLChecker), and PostRecv leaves the checks to it as the EP

@@ -24,11 +24,11 @@ type CQ struct {
 	wake chan struct{} // capacity 1
 
 	mu       sync.Mutex
-	ring     fastpath.CQRing  // +checklocks:mu
-	depth    int              // the most completions queued; <= ring.Cap() +checklocks:mu
-	overflow bool             // +checklocks:mu
-	closed   bool             // +checklocks:mu
-	qps      map[*QP]struct{} // the QPs using the CQ +checklocks:mu
+	ring     fastpath.CQRing  // guarded by mu
+	depth    int              // the most completions queued; <= ring.Cap(); guarded by mu
+	overflow bool             // guarded by mu
+	closed   bool             // guarded by mu
+	qps      map[*QP]struct{} // the QPs using the CQ; guarded by mu
 	users    atomic.Int64
 
 	single       atomic.Pointer[QP]        // the only QP using the CQ, if one is

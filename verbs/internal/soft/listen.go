@@ -30,8 +30,8 @@ type ListenQueue[R Rejecter] struct {
 	closeOnce sync.Once
 
 	mu      sync.Mutex
-	closed  bool                   // +checklocks:mu
-	pending map[io.Closer]struct{} // connections in their handshake +checklocks:mu
+	closed  bool                   // guarded by mu
+	pending map[io.Closer]struct{} // connections in their handshake; guarded by mu
 }
 
 // Init readies q for a backlog of depth requests (at least 1, as listen(2)

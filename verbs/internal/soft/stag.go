@@ -89,8 +89,8 @@ type region struct {
 type stagTable struct {
 	mu      sync.Mutex
 	entries atomic.Pointer[stagIndex]
-	used    uint32   // indexes handed out so far (index 0 is never used: STag 0 is special to some hardware) +checklocks:mu
-	free    []uint32 // +checklocks:mu
+	used    uint32   // indexes handed out so far (index 0 is never used: STag 0 is special to some hardware); guarded by mu
+	free    []uint32 // guarded by mu
 	keys    *rand.ChaCha8
 }
 
