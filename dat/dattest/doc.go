@@ -10,6 +10,8 @@
 // semantics, limits, connection storms and multi-goroutine transactions.
 // The suite runs over the in-memory provider (dat/dattest tests) and over
 // soft-iWARP on the loopback interface; each sub-test checks for leaked
-// goroutines. Like verbs/verbstest, the files are ordinary Go files so
+// goroutines. Over the in-memory provider each sub-test runs in a
+// testing/synctest bubble (Harness.Bubble), so its timeouts cost no real
+// time. Like verbs/verbstest, the files are ordinary Go files so
 // that other packages can use the helpers.
 package dattest

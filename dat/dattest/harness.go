@@ -3,6 +3,7 @@ package dattest
 import (
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/godapl/godapl/dat"
@@ -29,6 +30,14 @@ type Harness struct {
 	Short bool
 	// Skip maps sub-test names ("Group/Test") to why they are skipped.
 	Skip map[string]string
+	// Bubble runs each sub-test, with the IAs Open returns, in a
+	// testing/synctest bubble, for a provider that lives wholly in the
+	// process (no sockets, no goroutines of its own outside the
+	// sub-test): timeouts then run on the bubble's clock at no real
+	// cost, the suite's waits for a state change settle as soon as every
+	// goroutine has blocked, and a goroutine left blocked fails the
+	// sub-test as a deadlock.
+	Bubble bool
 }
 
 // env is what a sub-test gets.
@@ -40,6 +49,13 @@ type env struct {
 type testCase struct {
 	name string
 	fn   func(t *testing.T, e *env)
+}
+
+// ownSubtests are the sub-tests ("Group/Test") that run sub-tests of their
+// own, which a synctest bubble does not allow (Harness.Bubble).
+var ownSubtests = map[string]bool{
+	"PostChecks/Faults": true,
+	"PostChecks/SRQ":    true,
 }
 
 func suite() []struct {
@@ -79,15 +95,24 @@ func Run(t *testing.T, h Harness) {
 					if why, ok := h.Skip[g.name+"/"+tc.name]; ok && strings.TrimSpace(why) != "" {
 						t.Skip(why)
 					}
+					if h.Bubble && !ownSubtests[g.name+"/"+tc.name] {
+						synctest.Test(t, func(t *testing.T) { runCase(t, &h, tc) })
+						return
+					}
 					verbstest.CheckLeaks(t)
-					a, b := h.Open(t)
-					t.Cleanup(func() {
-						a.Close(dat.CloseAbrupt)
-						b.Close(dat.CloseAbrupt)
-					})
-					tc.fn(t, &env{h: &h, a: a, b: b})
+					runCase(t, &h, tc)
 				})
 			}
 		})
 	}
+}
+
+// runCase runs one sub-test on a fresh pair of IAs.
+func runCase(t *testing.T, h *Harness, tc testCase) {
+	a, b := h.Open(t)
+	t.Cleanup(func() {
+		a.Close(dat.CloseAbrupt)
+		b.Close(dat.CloseAbrupt)
+	})
+	tc.fn(t, &env{h: h, a: a, b: b})
 }

@@ -205,3 +205,23 @@ func OpenMem(t testing.TB, n int) []*ia.IA {
 	}
 	return ias
 }
+
+// waitFor polls cond until it holds, failing t after DefaultTimeout with
+// what was awaited. It is for states DAT reports no event for (a request
+// queue that has retired its suppressed DTOs, a waiter that has blocked,
+// buffers an SRQ has handed out); cond may act, as a retried post does.
+// Between looks it sleeps briefly rather than burn a core the provider
+// needs; in a synctest bubble (Harness.Bubble) that sleep ends only once
+// every other goroutine has blocked, so the state has settled.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(DefaultTimeout); !cond(); time.Sleep(pollInterval) {
+		if time.Now().After(end) {
+			t.Fatalf("waited %v for %s", DefaultTimeout, what)
+		}
+	}
+}
+
+// pollInterval is waitFor's sleep: short against a state change in
+// progress (a completion on siw's loopback is tens of microseconds).
+const pollInterval = 100 * time.Microsecond

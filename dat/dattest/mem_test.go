@@ -22,7 +22,8 @@ func memHarness() Harness {
 			}
 			return a, b
 		},
-		Short: testing.Short(),
+		Short:  testing.Short(),
+		Bubble: true,
 		Skip: map[string]string{
 			"SRQ/FlushMidMessage": "mem places a Send into its buffer in one step of the sender's goroutine; " +
 				"no message is left partly placed by a disconnect",

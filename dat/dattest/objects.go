@@ -147,16 +147,11 @@ var handleTests = []testCase{
 // fails with DAT_INVALID_STATE / EVD_WAITER.
 func waitWaiter(t testing.TB, e *evd.EVD) {
 	t.Helper()
-	end := time.Now().Add(DefaultTimeout)
-	for time.Now().Before(end) {
+	waitFor(t, "a waiter blocked in evd_wait", func() bool {
 		_, err := e.Dequeue()
 		var de *dat.Error
-		if errors.As(err, &de) && de.Code == dat.InvalidState {
-			return
-		}
-		time.Sleep(time.Millisecond) // polling a state change, not asserting timing
-	}
-	t.Fatal("waiter never blocked")
+		return errors.As(err, &de) && de.Code == dat.InvalidState
+	})
 }
 
 var evdTests = []testCase{

@@ -7,6 +7,7 @@ import (
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/ia"
 	"github.com/godapl/godapl/dat/providers"
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 	"github.com/godapl/godapl/verbs/mem"
 	"github.com/godapl/godapl/verbs/verbstest"
@@ -26,7 +27,7 @@ func TestPlainQP(t *testing.T) {
 // provider that lends no CQ lock (DAT's own mutex around plain Poll
 // calls), which no built-in provider exercises.
 func TestPlainCQ(t *testing.T) {
-	if _, ok := verbs.CQ(plainCQ{}).(verbs.CQLocker); ok {
+	if _, ok := verbs.CQ(plainCQ{}).(fastpath.CQLocker); ok {
 		t.Fatal("plainCQ lends a lock")
 	}
 	runPlain(t, plainProvider{cq: true}, []testGroup{{"EVD", evdTests}, {"DTO", dtoTests}, {"RMR", rmrTests}})

@@ -10,7 +10,7 @@ import (
 
 // postCheckTests pin the DAT code of every local triplet fault of a post,
 // whoever finds it: DAT itself, or a provider that checks SGLs at post time
-// (verbs.SGLChecker), to which DAT then leaves the checks. The codes are
+// (fastpath.SGLChecker), to which DAT then leaves the checks. The codes are
 // the dat_ep_post_* man pages': an unknown context or a missing privilege
 // DAT_PRIVILEGES_VIOLATION, an LMR of another PZ DAT_PROTECTION_VIOLATION
 // (with the read or write subtype of the access), a segment outside its

@@ -3,6 +3,7 @@ package dattest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -133,10 +134,10 @@ func (r *SRQRig) Send(t testing.TB, i, off, n int) {
 	if n > 0 {
 		iov = []dat.LMRTriplet{r.Cli.Buf.Triplet(off, n)}
 	}
-	for {
+	waitFor(t, fmt.Sprintf("a request slot on connection %d", i), func() bool {
 		err := r.Conns[i].Cli.PostSend(iov, 0, dat.CompletionSuppress)
 		if err == nil {
-			return
+			return true
 		}
 		if !errors.Is(err, dat.ErrInsufficientResources) {
 			t.Fatalf("ep_post_send on connection %d: %v", i, err)
@@ -146,28 +147,23 @@ func (r *SRQRig) Send(t testing.TB, i, off, n int) {
 		if ev, ok := TryEvent(t, r.CliReq); ok {
 			t.Fatalf("send failed: %+v", ev.DTO)
 		}
-		time.Sleep(50 * time.Microsecond)
-	}
+		return false
+	})
 }
 
 // WaitAvailable waits until the SRQ reports want buffers available: the
 // sends posted so far have all taken theirs.
 func (r *SRQRig) WaitAvailable(t testing.TB, want int) srq.Param {
 	t.Helper()
-	deadline := time.Now().Add(DefaultTimeout)
-	for {
-		p, err := r.SRQ.Query()
-		if err != nil {
+	var p srq.Param
+	waitFor(t, fmt.Sprintf("%d SRQ buffers available", want), func() bool {
+		var err error
+		if p, err = r.SRQ.Query(); err != nil {
 			t.Fatalf("srq_query: %v", err)
 		}
-		if p.Available == want {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("srq available %d, want %d (outstanding %d)", p.Available, want, p.Outstanding)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+		return p.Available == want
+	})
+	return p
 }
 
 // TryEvent dequeues an event if one is queued.

@@ -387,14 +387,10 @@ var dtoTests = []testCase{
 			// The peer may have received a send before the client's
 			// provider completed it: the next round starts once the
 			// client's queue has retired all three.
-			for deadline := time.Now().Add(DefaultTimeout); ; time.Sleep(100 * time.Microsecond) {
-				if _, _, qIdle, _ := cep.Status(); qIdle {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("round %d: request queue busy after its suppressed sends", round)
-				}
-			}
+			waitFor(t, fmt.Sprintf("round %d: the request queue to retire its suppressed sends", round), func() bool {
+				_, _, qIdle, _ := cep.Status()
+				return qIdle
+			})
 		}
 		ExpectEmpty(t, cli.EVD)
 	}},
@@ -595,20 +591,13 @@ var _ = evd.Async
 // waitIdle waits until ep_get_status says x's request queue is idle.
 func waitIdle(t testing.TB, x *ep.EP) {
 	t.Helper()
-	end := time.Now().Add(DefaultTimeout)
-	for {
+	waitFor(t, "an idle request queue", func() bool {
 		_, _, qIdle, err := x.Status()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if qIdle {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatal("request queue never idle")
-		}
-		time.Sleep(time.Millisecond) // polling a state change, not asserting timing
-	}
+		return qIdle
+	})
 }
 
 func syncSend(t testing.TB, srv, cli *Side, sep, cep *ep.EP) {

@@ -35,8 +35,8 @@ func (e *EP) SRQ() *srq.SRQ {
 // completions were not generated yet, and the span of them
 // (dat_ep_recv_query). For an EP on an SRQ they count the buffers the EP
 // took for messages still arriving, exact even while several EPs of the
-// SRQ receive at once (the soft-iWARP and mem providers' QPs implement
-// verbs.RecvInProgress). Over a provider without that hook, both are
+// SRQ receive at once (the soft-iWARP and mem providers' QPs count them
+// per QP). Over a provider without that count, both are
 // dat.ValueUnknown while messages arrive on several EPs of the SRQ.
 func (e *EP) RecvQuery() (nbufsAllocated, bufsAllocSpan int, err error) {
 	return e.c().RecvQuery()

@@ -10,16 +10,13 @@ import (
 	"github.com/godapl/godapl/verbs/internal/soft"
 )
 
-// listener implements verbs.Listener.
+// listener implements verbs.Listener: a ListenQueue bound to an address
+// of the fabric.
 type listener struct {
-	dev       *Device
-	host      string
-	port      int
-	backlog   chan *request
-	done      chan struct{}
-	closeOnce sync.Once
-	mu        sync.Mutex // orders enqueue against Close
-	closed    bool
+	soft.ListenQueue[*request]
+	dev  *Device
+	host string
+	port int
 }
 
 func (l *listener) key() string    { return Addr{Host: l.host, Port: l.port}.String() }
@@ -27,60 +24,29 @@ func (l *listener) Addr() net.Addr { return Addr{Host: l.host, Port: l.port} }
 
 // enqueue offers a request; false when the backlog is full or l closed.
 func (l *listener) enqueue(r *request) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	select {
-	case l.backlog <- r:
-		return true
-	default:
-		return false
-	}
+	queued, _ := l.Offer(r, nil)
+	return queued
 }
 
 // Accept implements verbs.Listener.
 func (l *listener) Accept(ctx context.Context) (verbs.ConnRequest, error) {
-	for {
-		select {
-		case r := <-l.backlog:
-			if r.state.Load() == reqAbandoned {
-				continue // the connecting side gave up while queued
-			}
-			return r, nil
-		case <-l.done:
-			return nil, verbs.ErrClosed
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	r, err := l.ListenQueue.Accept(ctx, (*request).abandoned)
+	if err != nil {
+		return nil, err
 	}
+	return r, nil
 }
 
 // Close implements verbs.Listener; requests still queued are rejected.
 func (l *listener) Close() error {
-	err := verbs.ErrClosed
-	l.closeOnce.Do(func() {
-		err = nil
-		l.dev.fabric.unbind(l)
-		l.mu.Lock()
-		l.closed = true
-		l.mu.Unlock()
-		close(l.done)
-		for {
-			select {
-			case r := <-l.backlog:
-				r.Reject(nil)
-				continue
-			default:
-			}
-			break
-		}
-		l.dev.mu.Lock()
-		delete(l.dev.listeners, l)
-		l.dev.mu.Unlock()
-	})
-	return err
+	if !l.ListenQueue.Close() {
+		return verbs.ErrClosed
+	}
+	l.dev.fabric.unbind(l)
+	l.dev.mu.Lock()
+	delete(l.dev.listeners, l)
+	l.dev.mu.Unlock()
+	return nil
 }
 
 const (
@@ -110,6 +76,9 @@ func (r *request) LocalAddr() net.Addr     { return r.raddr }
 func (r *request) RemoteAddr() net.Addr    { return r.laddr }
 func (r *request) ResponderResources() int { return r.ord }
 func (r *request) InitiatorDepth() int     { return r.ird }
+
+// abandoned reports that the connecting side gave up while r was queued.
+func (r *request) abandoned() bool { return r.state.Load() == reqAbandoned }
 
 // Accept implements verbs.ConnRequest. IRD and ORD are negotiated the way
 // siw relaxes them: the passive side serves at least as many reads as the

@@ -22,5 +22,6 @@ func TestConformance(t *testing.T) {
 			}
 			return a, b, "node-a:0"
 		},
+		Bubble: true,
 	})
 }

@@ -42,10 +42,8 @@ func (d *Device) Listen(addr string, backlog int) (verbs.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if backlog <= 0 {
-		backlog = 1
-	}
-	l := &listener{dev: d, backlog: make(chan *request, backlog), done: make(chan struct{})}
+	l := &listener{dev: d}
+	l.Init(backlog)
 	if err := d.fabric.bind(l, host, port); err != nil {
 		return nil, err
 	}

@@ -7,13 +7,13 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/verbs/internal/soft"
 	"github.com/godapl/godapl/verbs/siw/internal/iwarp"
 )
 
@@ -25,19 +25,13 @@ import (
 // timeout; a valid one waits in the backlog as a ConnRequest until the
 // application accepts or rejects it.
 
-// listener implements verbs.Listener.
+// listener implements verbs.Listener: a ListenQueue fed by its sockets'
+// accept loops.
 type listener struct {
-	dev     *Device
-	lns     []net.Listener
-	addr    net.Addr
-	backlog chan *connRequest
-
-	done      chan struct{} // closed by Close
-	closeOnce sync.Once
-
-	mu      sync.Mutex
-	pending map[*net.TCPConn]struct{} // connections in their handshake +checklocks:mu
-	closed  bool                      // +checklocks:mu
+	soft.ListenQueue[*connRequest]
+	dev  *Device
+	lns  []net.Listener
+	addr net.Addr
 }
 
 // Listen implements verbs.Device.
@@ -50,10 +44,8 @@ func (d *Device) Listen(addr string, backlog int) (verbs.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if backlog <= 0 {
-		backlog = 1
-	}
-	l := &listener{dev: d, backlog: make(chan *connRequest, backlog), done: make(chan struct{}), pending: make(map[*net.TCPConn]struct{})}
+	l := &listener{dev: d}
+	l.Init(backlog)
 	for _, ip := range ips {
 		ln, err := listenTCP(netip.AddrPortFrom(ip, uint16(port)))
 		if err != nil {
@@ -154,46 +146,24 @@ func (l *listener) Addr() net.Addr { return l.addr }
 
 // Accept implements verbs.Listener.
 func (l *listener) Accept(ctx context.Context) (verbs.ConnRequest, error) {
-	for {
-		select {
-		case r := <-l.backlog:
-			return r, nil
-		case <-l.done:
-			return nil, verbs.ErrClosed
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	r, err := l.ListenQueue.Accept(ctx, nil)
+	if err != nil {
+		return nil, err
 	}
+	return r, nil
 }
 
-// Close implements verbs.Listener: the sockets close, handshakes in
-// progress are dropped and requests waiting in the backlog are rejected.
+// Close implements verbs.Listener: handshakes in progress are dropped,
+// requests waiting in the backlog are rejected and the sockets close.
 func (l *listener) Close() error {
-	err := verbs.ErrClosed
-	l.closeOnce.Do(func() {
-		err = nil
-		l.mu.Lock()
-		l.closed = true
-		for c := range l.pending {
-			c.Close()
-		}
-		l.mu.Unlock()
-		close(l.done)
-		l.closeSockets()
-		for {
-			select {
-			case r := <-l.backlog:
-				r.Reject(nil)
-				continue
-			default:
-			}
-			break
-		}
-		l.dev.mu.Lock()
-		delete(l.dev.listeners, l)
-		l.dev.mu.Unlock()
-	})
-	return err
+	if !l.ListenQueue.Close() {
+		return verbs.ErrClosed
+	}
+	l.closeSockets()
+	l.dev.mu.Lock()
+	delete(l.dev.listeners, l)
+	l.dev.mu.Unlock()
+	return nil
 }
 
 func (l *listener) closeSockets() {
@@ -212,7 +182,7 @@ func (l *listener) acceptLoop(ln net.Listener) {
 				continue
 			}
 			select {
-			case <-l.done:
+			case <-l.Done():
 				return
 			default:
 			}
@@ -226,27 +196,11 @@ func (l *listener) acceptLoop(ln net.Listener) {
 		}
 		tc := c.(*net.TCPConn)
 		tc.SetNoDelay(true)
-		if !l.track(tc) || !l.dev.goroutine(func() { l.handshake(tc) }) {
-			l.untrack(tc)
+		if !l.Begin(tc) || !l.dev.goroutine(func() { l.handshake(tc) }) {
+			l.End(tc)
 			tc.Close()
 		}
 	}
-}
-
-func (l *listener) track(c *net.TCPConn) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	l.pending[c] = struct{}{}
-	return true
-}
-
-func (l *listener) untrack(c *net.TCPConn) {
-	l.mu.Lock()
-	delete(l.pending, c)
-	l.mu.Unlock()
 }
 
 // handshake reads the MPA Request of one connection and queues a
@@ -260,7 +214,7 @@ func (l *listener) handshake(c *net.TCPConn) {
 		err = fmt.Errorf("siw: MPA Reply where a Request was due: %w", iwarp.ErrMPAKey)
 	}
 	if err != nil {
-		l.untrack(c)
+		l.End(c)
 		l.dev.opts.Logger.Debug().Err(err).Stringer("peer", c.RemoteAddr()).Msg("siw: dropping connection without a valid MPA Request")
 		c.Close()
 		return
@@ -268,24 +222,14 @@ func (l *listener) handshake(c *net.TCPConn) {
 	c.SetReadDeadline(time.Time{})
 	r := newConnRequest(l, c, &f)
 	if f.Markers {
-		l.untrack(c)
+		l.End(c)
 		r.Reject(nil)
 		return
 	}
-	// Hand the connection from the pending set to the backlog under the
-	// lock, so that Close either finds it in one of them or this goroutine
+	// Offer hands the connection from the handshakes to the backlog at
+	// once, so that Close either finds it in one of them or this goroutine
 	// sees Close. From the backlog it belongs to the ConnRequest.
-	l.mu.Lock()
-	delete(l.pending, c)
-	closed, queued := l.closed, false
-	if !closed {
-		select {
-		case l.backlog <- r:
-			queued = true
-		default:
-		}
-	}
-	l.mu.Unlock()
+	queued, closed := l.Offer(r, c)
 	switch {
 	case closed:
 		r.Reject(nil)

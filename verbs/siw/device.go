@@ -26,9 +26,9 @@ type Device struct {
 	cancel  context.CancelFunc
 
 	mu        sync.Mutex
-	closed    bool                   // +checklocks:mu
-	listeners map[*listener]struct{} // +checklocks:mu
-	streams   map[*stream]struct{}   // +checklocks:mu
+	closed    bool                   // guarded by mu
+	listeners map[*listener]struct{} // guarded by mu
+	streams   map[*stream]struct{}   // guarded by mu
 	wg        sync.WaitGroup         // every goroutine of the device; Add only under mu while !closed
 }
 

@@ -144,7 +144,7 @@ func TestInlineReceiveWaitEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sb.CQ.Wait(ctx, false) }()
-	time.Sleep(20 * time.Millisecond) // let it block
+	awaitInlineWaiter(t, sa, sb)
 	cancel()
 	expectWaitEnd(t, "canceled Wait", done, context.Canceled)
 
@@ -156,7 +156,7 @@ func TestInlineReceiveWaitEnds(t *testing.T) {
 
 	// A completion pushed by the poster of a signaled RDMA Write.
 	go func() { done <- sb.CQ.Wait(context.Background(), false) }()
-	time.Sleep(20 * time.Millisecond)
+	awaitInlineWaiter(t, sa, sb)
 	verbstest.MustPostSend(t, sb.QP, verbs.SendWR{ID: 7, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
 		SGL: []verbs.SGE{sb.Buf.SGE(0, 8)}, RemoteAddr: sa.Buf.Addr(32 << 10), RKey: sa.Buf.RKey()}) // memory nothing else touches
 	expectWaitEnd(t, "Wait for a Write completion", done, nil)
@@ -165,6 +165,39 @@ func TestInlineReceiveWaitEnds(t *testing.T) {
 	// The stream still works both ways.
 	verbstest.RoundTrip(t, sa, sb, 100, 1, inlineTimeout)
 	verbstest.RoundTrip(t, sb, sa, 100, 2, inlineTimeout)
+}
+
+// awaitInlineWaiter waits until a goroutine waiting on s's CQ reads s's
+// socket itself, so that what the test does next reaches a waiter in
+// inline receive. A waiter that finds the receive goroutine reading the
+// socket asks for it, and gets it once that goroutine has processed an
+// FPDU; peer sends one for each ask, an RDMA Write into memory nothing
+// else touches, which completes nothing on s.
+func awaitInlineWaiter(t *testing.T, peer, s *verbstest.Side) {
+	t.Helper()
+	awaitInline(t, s.Conn, func() {
+		verbstest.MustPostSend(t, peer.QP, verbs.SendWR{Opcode: verbs.OpRDMAWrite,
+			SGL: []verbs.SGE{peer.Buf.SGE(0, 8)}, RemoteAddr: s.Buf.Addr(48 << 10), RKey: s.Buf.RKey()})
+	})
+}
+
+// awaitInline waits until a waiter reads c's socket itself, calling nudge
+// to have the peer send an FPDU each time a waiter asks the receive
+// goroutine for the socket.
+func awaitInline(t *testing.T, c verbs.Conn, nudge func()) {
+	t.Helper()
+	deadline := time.Now().Add(inlineTimeout)
+	for ; !siw.InlineWaiting(c); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("no waiter reads the socket inline")
+		}
+		if siw.RxWanted(c) {
+			nudge()
+			for siw.RxWanted(c) && !siw.InlineWaiting(c) && time.Now().Before(deadline) {
+				runtime.Gosched()
+			}
+		}
+	}
 }
 
 func expectWaitEnd(t *testing.T, what string, done <-chan error, want error) {
@@ -206,7 +239,7 @@ func TestInlineReceiveTerminate(t *testing.T) {
 	verbstest.MustPostRecv(t, sb.QP, verbs.RecvWR{ID: 5, SGL: []verbs.SGE{sb.Buf.SGE(0, 64)}})
 	done := make(chan error, 1)
 	go func() { done <- sb.CQ.Wait(context.Background(), false) }()
-	time.Sleep(20 * time.Millisecond)
+	awaitInlineWaiter(t, sa, sb)
 	// An RDMA Write beyond sb's buffer: sb terminates (base/bounds).
 	verbstest.MustPostSend(t, sa.QP, verbs.SendWR{ID: 9, Opcode: verbs.OpRDMAWrite,
 		SGL: []verbs.SGE{sa.Buf.SGE(0, 64)}, RemoteAddr: sb.Buf.Addr(len(sb.Buf.B) - 8), RKey: sb.Buf.RKey()})

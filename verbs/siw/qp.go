@@ -81,18 +81,18 @@ type stream struct {
 	inlineUses  atomic.Uint64           // times a waiter took the receive side
 	inlinePhase atomic.Int32            // inline* phases, written under inlineMu
 	inlineMu    sync.Mutex
-	inlineCtx   context.Context // the holding waiter's +checklocks:inlineMu
+	inlineCtx   context.Context // the holding waiter's; guarded by inlineMu
 
 	stop   chan struct{} // closed by end
 	txDone chan struct{} // closed when runTx returns
 	done   chan struct{} // closed when the QP has been failed: Conn.Done
 
 	endMu   sync.Mutex
-	ended   bool             // +checklocks:endMu
-	settled bool             // cause is final: the QP was failed with it +checklocks:endMu
-	cause   error            // what Conn.Err reports +checklocks:endMu
-	term    *iwarp.Terminate // the Terminate tx sends before closing +checklocks:endMu
-	aborted bool             // ended by Close (the engine) +checklocks:endMu
+	ended   bool             // guarded by endMu
+	settled bool             // cause is final: the QP was failed with it; guarded by endMu
+	cause   error            // what Conn.Err reports; guarded by endMu
+	term    *iwarp.Terminate // the Terminate tx sends before closing; guarded by endMu
+	aborted bool             // ended by Close (the engine); guarded by endMu
 }
 
 // rtrKind is the MPA v2 ready-to-receive frame of peer-to-peer mode.

@@ -31,7 +31,7 @@ type inboundRead struct {
 // queues, each shared by the two goroutines of a stream.
 type readQueue[T any] struct {
 	mu   sync.Mutex
-	fifo ring.FIFO[T] // +checklocks:mu
+	fifo ring.FIFO[T] // guarded by mu
 }
 
 func (q *readQueue[T]) init(capacity int) { q.fifo.Init(capacity) }

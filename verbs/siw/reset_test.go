@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -91,16 +92,19 @@ func TestPeerResetInline(t *testing.T) {
 	defer cancel()
 	waited := make(chan error, 1)
 	go func() { waited <- s.side.CQ.Wait(ctx, false) }()
-	// RDMA Writes complete nothing, so the waiter keeps waiting; once it
-	// has placed one itself, it holds the socket.
-	before := s.dev.Stats().InlineFrames
+	// An RDMA Write completes nothing, so the waiter keeps waiting: the
+	// peer sends one for each time the waiter asks the receive goroutine
+	// for the socket, and the waiter, once it reads the socket itself,
+	// places the next one.
 	write := fpdu(taggedULPDU(0, true, stagOf(s.side.Buf), s.side.Buf.Addr(64), []byte("inline")), false)
-	for deadline := time.Now().Add(peerTimeout); s.dev.Stats().InlineFrames == before; {
+	awaitInline(t, s.conn, func() { s.peer.write(write) })
+	deadline := time.Now().Add(peerTimeout)
+	before := s.dev.Stats().InlineFrames
+	s.peer.write(write)
+	for ; s.dev.Stats().InlineFrames == before; runtime.Gosched() {
 		if time.Now().After(deadline) {
-			t.Fatal("the waiter never received inline")
+			t.Fatal("the waiter did not place the Write inline")
 		}
-		s.peer.write(write)
-		time.Sleep(2 * time.Millisecond)
 	}
 	resetPeer(t, s.peer)
 	if err := <-waited; err != nil {

@@ -3,6 +3,7 @@ package verbstest
 import (
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/godapl/godapl/verbs"
@@ -28,6 +29,14 @@ type Harness struct {
 	Skip map[string]string
 	// Timeout overrides DefaultTimeout.
 	Timeout time.Duration
+	// Bubble runs each sub-test, with the devices NewPair returns, in a
+	// testing/synctest bubble, for a provider that lives wholly in the
+	// process (no sockets, no goroutines of its own outside the
+	// sub-test): timeouts run on the bubble's clock at no real cost, the
+	// suite's waits for a state change settle as soon as every goroutine
+	// has blocked, and a goroutine left blocked fails the sub-test as a
+	// deadlock, which stands in for the leak check.
+	Bubble bool
 }
 
 // env is what a sub-test of the suite gets: a fresh pair of devices.
@@ -98,20 +107,29 @@ func Run(t *testing.T, h Harness) {
 					if why, ok := h.Skip[g.name+"/"+tc.name]; ok {
 						t.Skip("provider does not support this: " + why)
 					}
-					CheckLeaks(t)
-					a, b, addr := h.NewPair(t)
-					if a == nil || b == nil {
-						t.Fatal("verbstest: Harness.NewPair returned a nil device")
+					if h.Bubble {
+						synctest.Test(t, func(t *testing.T) { runCase(t, &h, tc, timeout) })
+						return
 					}
-					t.Cleanup(func() {
-						a.Close()
-						b.Close()
-					})
-					tc.fn(t, &env{a: a, b: b, addr: addr, timeout: timeout})
+					CheckLeaks(t)
+					runCase(t, &h, tc, timeout)
 				})
 			}
 		})
 	}
+}
+
+// runCase runs one sub-test on a fresh pair of devices.
+func runCase(t *testing.T, h *Harness, tc testCase, timeout time.Duration) {
+	a, b, addr := h.NewPair(t)
+	if a == nil || b == nil {
+		t.Fatal("verbstest: Harness.NewPair returned a nil device")
+	}
+	t.Cleanup(func() {
+		a.Close()
+		b.Close()
+	})
+	tc.fn(t, &env{a: a, b: b, addr: addr, timeout: timeout})
 }
 
 func knownName(groups []group, name string) bool {

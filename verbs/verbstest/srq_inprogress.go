@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -15,11 +16,11 @@ import (
 func testSRQRecvInProgress(t *testing.T, e *env) {
 	const size, rounds = 32 << 10, 8
 	s := newSRQScene(t, e, verbs.SRQAttr{MaxWR: 16, MaxSGE: 1})
-	var rip [2]verbs.RecvInProgress
+	var rip [2]fastpath.RecvInProgress
 	for i, qp := range s.qps {
-		r, ok := qp.(verbs.RecvInProgress)
+		r, ok := qp.(fastpath.RecvInProgress)
 		if !ok {
-			t.Skip("the provider's QPs do not implement verbs.RecvInProgress")
+			t.Skip("the provider's QPs do not implement fastpath.RecvInProgress")
 		}
 		rip[i] = r
 	}

@@ -16,10 +16,10 @@ type CNO struct {
 	ia *IA
 
 	mu    sync.Mutex
-	evds  []*EVD // +checklocks:mu
-	hint  *EVD   // last EVD that triggered +checklocks:mu
+	evds  []*EVD // guarded by mu
+	hint  *EVD   // last EVD that triggered; guarded by mu
 	wake  chan struct{}
-	agent any // the proxy agent (cno_modify_agent); opaque here +checklocks:mu
+	agent any // the proxy agent (cno_modify_agent); opaque here; guarded by mu
 }
 
 // CreateCNO creates a CNO (cno_create).

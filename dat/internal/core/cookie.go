@@ -58,8 +58,8 @@ type cookieSlot struct {
 type cookieTable struct {
 	mu    sync.Mutex
 	slots atomic.Pointer[[]cookieSlot] // written under mu
-	free  []uint32                     // stack of free slot numbers +checklocks:mu
-	limit int                          // slots that may be in use at once, <= len(slots) +checklocks:mu
+	free  []uint32                     // stack of free slot numbers; guarded by mu
+	limit int                          // slots that may be in use at once, <= len(slots); guarded by mu
 }
 
 func (t *cookieTable) init(n int) {
@@ -173,8 +173,8 @@ type owner struct {
 type ownerTable struct {
 	atomicTable[owner]
 	mu   sync.Mutex
-	n    uint32   // indexes handed out; index 0 is never used +checklocks:mu
-	free []uint32 // indexes to reuse +checklocks:mu
+	n    uint32   // indexes handed out; index 0 is never used; guarded by mu
+	free []uint32 // indexes to reuse; guarded by mu
 }
 
 func (t *ownerTable) init() {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -26,21 +27,21 @@ type EP struct {
 	state atomic.Uint32 // dat.EPState; written under mu
 
 	mu        sync.Mutex
-	pz        *PZ                // +checklocks:mu
-	recvEVD   *EVD               // +checklocks:mu
-	reqEVD    *EVD               // +checklocks:mu
-	connEVD   *EVD               // +checklocks:mu
-	attr      dat.EPAttr         // +checklocks:mu
-	qp        verbs.QP           // nil until the EP has a PZ (provider-created EPs) +checklocks:mu
-	own       *owner             // +checklocks:mu
-	conn      verbs.Conn         // +checklocks:mu
-	cancel    context.CancelFunc // of a connect in progress +checklocks:mu
-	remote    netip.AddrPort     // +checklocks:mu
-	local     netip.AddrPort     // +checklocks:mu
-	peerPData []byte             // +checklocks:mu
-	localDisc bool               // this side ended the connection +checklocks:mu
-	rsp       *SP                // RSP holding the EP in RESERVED +checklocks:mu
-	cr        *CR                // CR the EP waits on (PASSIVE/TENTATIVE) +checklocks:mu
+	pz        *PZ                // guarded by mu
+	recvEVD   *EVD               // guarded by mu
+	reqEVD    *EVD               // guarded by mu
+	connEVD   *EVD               // guarded by mu
+	attr      dat.EPAttr         // guarded by mu
+	qp        verbs.QP           // nil until the EP has a PZ (provider-created EPs); guarded by mu
+	own       *owner             // guarded by mu
+	conn      verbs.Conn         // guarded by mu
+	cancel    context.CancelFunc // of a connect in progress; guarded by mu
+	remote    netip.AddrPort     // guarded by mu
+	local     netip.AddrPort     // guarded by mu
+	peerPData []byte             // guarded by mu
+	localDisc bool               // this side ended the connection; guarded by mu
+	rsp       *SP                // RSP holding the EP in RESERVED; guarded by mu
+	cr        *CR                // CR the EP waits on (PASSIVE/TENTATIVE); guarded by mu
 
 	// cfg is what the post paths read of the fields above: a snapshot
 	// replaced whole under mu whenever they change, so that a post costs
@@ -78,7 +79,7 @@ type postCfg struct {
 	rq                             recvQ
 	sqMu, rqMu                     *sync.Mutex // what LockSend, LockRecv take, when known (see lockSend)
 	unsigSuppressed                bool        // sq can tell what retired: suppressed DTOs go unsignalled
-	checksSGL                      bool        // the QP checks SGLs at post time (verbs.SGLChecker)
+	checksSGL                      bool        // the QP checks SGLs at post time (fastpath.SGLChecker)
 	own                            *owner
 	reqID, recvID                  uint64 // own.id, with wrRecvBit for recvID: the work request IDs but the slot
 	pz                             *PZ
@@ -139,8 +140,8 @@ func (ep *EP) storeCfgLocked() {
 		return
 	}
 	a := &ep.attr
-	_, lent := ep.qp.(verbs.SendQueueLocker)
-	sc, ok := ep.qp.(verbs.SGLChecker)
+	_, lent := ep.qp.(fastpath.SendQueueLocker)
+	sc, ok := ep.qp.(fastpath.SGLChecker)
 	c := &postCfg{
 		qp: ep.qp, sq: sendQueue(ep.qp), rq: recvQueue(ep.qp), unsigSuppressed: lent, own: ep.own, pz: ep.pz,
 		reqID: ep.own.id, recvID: ep.own.id | wrRecvBit,

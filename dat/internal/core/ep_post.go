@@ -85,7 +85,7 @@ func (ep *EP) Post(r *Request) error {
 		}
 	}
 	// The send queue's lock: its mutex, inlined, when the provider lends
-	// it (verbs.SendMutexer), instead of a dynamic call of LockSend. What
+	// it (fastpath.SendMutexer), instead of a dynamic call of LockSend. What
 	// the post needs of the snapshot is loaded after it: Go keeps no
 	// register across a call, and the lock may call (lockSlow).
 	if m := cfg.sqMu; m != nil {
@@ -184,7 +184,7 @@ func (ep *EP) sglLocked(cfg *postCfg, r *Request) (k int, total uint64, trust, d
 }
 
 // trustedSGL fills sgl with the non-empty segments of iov, whose checks
-// the provider makes (verbs.SGLChecker), and returns how many and their
+// the provider makes (fastpath.SGLChecker), and returns how many and their
 // total length; the caller has bounded len(iov). A loop without calls,
 // apart from checkedSGL's: with a call in it, the post paths kept its
 // variables in their frames and reloaded them on every segment.

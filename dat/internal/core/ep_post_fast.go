@@ -10,7 +10,7 @@ import (
 // The post paths' common case on its own: a Send, RDMA Write or RDMA
 // Read, or a receive, of one segment that the provider checks, on an EP
 // whose snapshot lets it through, whose queue lock the provider lends
-// (verbs.SendMutexer, verbs.RecvMutexer) and whose queue has room by the
+// (fastpath.SendMutexer, fastpath.RecvMutexer) and whose queue has room by the
 // poster's copy of its head. PostDTO and PostRecv handle it with no call
 // but the lock's slow path and the provider's post, and hand anything
 // else, untouched, to Post (the general path) and postRecvSlow, which

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
-	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/internal/fastpath"
 )
 
 // canTake are the states in which an EP takes buffers from its SRQ.
@@ -77,7 +77,7 @@ func (ep *EP) SRQ() *SRQ { return ep.srq }
 // Without an SRQ a buffer is allocated when posted: the count is the
 // receives posted minus the completions already generated. With an SRQ a
 // buffer is allocated when a message starts arriving and the EP takes it:
-// the count is what the EP's QP reports through verbs.RecvInProgress.
+// the count is what the EP's QP reports through fastpath.RecvInProgress.
 // Over a provider without that hook only the SRQ's total is known, so the
 // count is exact when that total is 0, when the EP cannot take buffers,
 // and when it is the only EP of its SRQ that can; otherwise it is
@@ -98,7 +98,7 @@ func (ep *EP) allocated() int {
 			return 0
 		}
 		if c := ep.cfg.Load(); c != nil {
-			if r, ok := c.qp.(verbs.RecvInProgress); ok {
+			if r, ok := c.qp.(fastpath.RecvInProgress); ok {
 				return r.RecvInProgress()
 			}
 		}
@@ -127,9 +127,9 @@ type epWatermarks struct {
 	active atomic.Bool // either is set: posts check them
 
 	mu        sync.Mutex
-	soft      int  // +checklocks:mu
-	hard      int  // +checklocks:mu
-	softArmed bool // +checklocks:mu
+	soft      int  // guarded by mu
+	hard      int  // guarded by mu
+	softArmed bool // guarded by mu
 }
 
 // SetWatermark sets the soft and hard high watermarks on the receive

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -57,21 +58,21 @@ type EVD struct {
 	cq    verbs.CQ // nil without DTO or RMR-bind streams
 
 	mu      sync.Mutex
-	qlen    int         // +checklocks:mu
-	ring    []ringEntry // +checklocks:mu
-	head, n int         // +checklocks:mu
-	loud    int         // entries not quiet +checklocks:mu
+	qlen    int         // guarded by mu
+	ring    []ringEntry // guarded by mu
+	head, n int         // guarded by mu
+	loud    int         // entries not quiet; guarded by mu
 	// gate holds the gate* bits: whether a waiter owns the EVD, whether
 	// it is unwaitable, whether it is being freed. Written under mu (but
 	// gateFreed), read by the hot path without it, in one load.
 	gate     atomic.Uint32
-	enabled  bool  // +checklocks:mu
-	cno      *CNO  // +checklocks:mu
-	users    int   // EPs, PSPs, RSPs feeding it +checklocks:mu
-	capDTO   int   // sizes of attached EP queues +checklocks:mu
-	nSolicit int   // attached recv queues with SOLICITED_WAIT +checklocks:mu
-	nUnsig   int   // attached queues with UNSIGNALLED +checklocks:mu
-	cqErr    error // the CQ failed (closed, overflowed) +checklocks:mu
+	enabled  bool  // guarded by mu
+	cno      *CNO  // guarded by mu
+	users    int   // EPs, PSPs, RSPs feeding it; guarded by mu
+	capDTO   int   // sizes of attached EP queues; guarded by mu
+	nSolicit int   // attached recv queues with SOLICITED_WAIT; guarded by mu
+	nUnsig   int   // attached queues with UNSIGNALLED; guarded by mu
+	cqErr    error // the CQ failed (closed, overflowed); guarded by mu
 
 	// A waiter blocks in CQ.Wait itself rather than through
 	// routineCQWatch: one wake-up per completion instead of two, and
@@ -79,8 +80,8 @@ type EVD struct {
 	// pushed event, SetUnwaitable, destroy or the end of the waiter's own
 	// context, and carries that context's deadline; it is reused until it
 	// has ended.
-	dctx     *directCtx // +checklocks:mu
-	inDirect bool       // the waiter is in CQ.Wait on dctx +checklocks:mu
+	dctx     *directCtx // guarded by mu
+	inDirect bool       // the waiter is in CQ.Wait on dctx; guarded by mu
 	// A waiter's context that can end is watched by a callback
 	// (context.AfterFunc, onWaiterCtxDone) that interrupts the waiter.
 	// The registration is kept for the next wait on the same context
@@ -89,9 +90,9 @@ type EVD struct {
 	// wwatch says that the waiter in CQ.Wait waits with that context: a
 	// registration outlives its wait, and the callback of a context that
 	// ends later must leave alone a waiter that waits with another.
-	wdone  <-chan struct{} // +checklocks:mu
-	wstop  func() bool     // ends the registration +checklocks:mu
-	wwatch bool            // +checklocks:mu
+	wdone  <-chan struct{} // guarded by mu
+	wstop  func() bool     // ends the registration; guarded by mu
+	wwatch bool            // guarded by mu
 	onWCtx func()          // onWaiterCtxDone, made once
 
 	// queued is n, published for the hot path: stored under mu, and by a
@@ -102,20 +103,20 @@ type EVD struct {
 	// CQ's Poll). It guards the raw completions and the heads of the
 	// slot rings of the queues completing here, so that the hot path
 	// hands a completion out under one lock. Lock order: mu before cql.
-	cql    verbs.CQLocker
-	cqMu   *sync.Mutex   // what cql locks, when the provider lends it (verbs.CQMutexer)
-	cqRing *verbs.CQRing // the CQ's completions, when the provider lends them (verbs.CQRinger)
-	wcs    [16]verbs.WC  // completions polled from the CQ +checklocks:cql
-	wcHead int           // wcs[wcHead:wcN] are raw: polled, not translated +checklocks:cql
-	wcN    int           // +checklocks:cql
+	cql    fastpath.CQLocker
+	cqMu   *sync.Mutex      // what cql locks, when the provider lends it (fastpath.CQMutexer)
+	cqRing *fastpath.CQRing // the CQ's completions, when the provider lends them (fastpath.CQRinger)
+	wcs    [16]verbs.WC     // completions polled from the CQ; guarded by cql
+	wcHead int              // wcs[wcHead:wcN] are raw: polled, not translated; guarded by cql
+	wcN    int              // guarded by cql
 	// lastQ is the EP queue of the last DTO Take handed out, which the
 	// next one most likely shares, and lastKey the bits of its work
 	// request IDs above the slot (owner index, generation, receive bit;
 	// noQueue with lastQ noRing): one comparison finds a completion of
 	// the queue's oldest request. Only a queue that completes to this
 	// EVD is kept, and its owner's removal clears it (slotRing.forget).
-	lastKey uint64    // +checklocks:cql
-	lastQ   *slotRing // +checklocks:cql
+	lastKey uint64    // guarded by cql
+	lastQ   *slotRing // guarded by cql
 
 	wake      chan struct{} // capacity 1
 	arm       chan struct{} // capacity 1
@@ -177,10 +178,10 @@ func newEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags, adopt bool) (*EVD, e
 			return nil, dat.Wrap("evd_create", dat.InsufficientResources, dat.ResourceTEVD, err)
 		}
 		e.cq, e.cql = cq, cqLocker(cq)
-		if m, ok := cq.(verbs.CQMutexer); ok {
+		if m, ok := cq.(fastpath.CQMutexer); ok {
 			e.cqMu = m.CQMutex()
 		}
-		if r, ok := cq.(verbs.CQRinger); ok {
+		if r, ok := cq.(fastpath.CQRinger); ok {
 			e.cqRing = r.CQRing()
 		}
 		depth += qlen

@@ -4,12 +4,12 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/dattest"
 	"github.com/godapl/godapl/dat/internal/core"
-	"github.com/godapl/godapl/verbs/verbstest"
 )
 
 // A dequeue that looked at the EVD's gate before a waiter claimed it
@@ -21,54 +21,55 @@ import (
 // and sleeps, a Send completes, and the dequeue goes on. It took the
 // completion from under the waiter, which slept on.
 func TestEVDDequeueYieldsToWaiterClaimingMeanwhile(t *testing.T) {
-	verbstest.CheckLeaks(t)
-	srv, cli, req, sep, cep := wakeupPair(t)
-	for i := 1; i <= 2; i++ {
-		if err := sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(0, 64)}, dat.DTOCookie(100+i), dat.CompletionDefault); err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cli, req, sep, cep := wakeupPair(t)
+		for i := 1; i <= 2; i++ {
+			if err := sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(0, 64)}, dat.DTOCookie(100+i), dat.CompletionDefault); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := (*core.EVD)(req)
+		core.LendNothing(e)
+		waits, releaseWait := core.GateCQWait(e)
+		releaseWait = sync.OnceFunc(releaseWait)
+		defer releaseWait()
+		locked, releaseLock := core.GateFirstCQLock(e)
+		releaseLock = sync.OnceFunc(releaseLock)
+		defer releaseLock()
+
+		dequeued := make(chan error, 1)
+		go func() {
+			_, err := req.Dequeue()
+			dequeued <- err
+		}()
+		<-locked // past the gate, before the CQ's lock
+		type result struct {
+			ev  dat.Event
+			err error
+		}
+		waited := make(chan result, 1)
+		go func() {
+			ev, _, err := req.Wait(context.Background(), 1)
+			waited <- result{ev, err}
+		}()
+		<-waits // the waiter owns the EVD and sleeps
+		if !core.Waiting(e) {
+			t.Fatal("the waiter sleeps without owning the EVD")
+		}
+		if err := cep.PostSend([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, 1, dat.CompletionDefault); err != nil {
 			t.Fatal(err)
 		}
-	}
-	e := (*core.EVD)(req)
-	core.LendNothing(e)
-	waits, releaseWait := core.GateCQWait(e)
-	releaseWait = sync.OnceFunc(releaseWait)
-	defer releaseWait()
-	locked, releaseLock := core.GateFirstCQLock(e)
-	releaseLock = sync.OnceFunc(releaseLock)
-	defer releaseLock()
-
-	dequeued := make(chan error, 1)
-	go func() {
-		_, err := req.Dequeue()
-		dequeued <- err
-	}()
-	<-locked // past the gate, before the CQ's lock
-	type result struct {
-		ev  dat.Event
-		err error
-	}
-	waited := make(chan result, 1)
-	go func() {
-		ev, _, err := req.Wait(context.Background(), 1)
-		waited <- result{ev, err}
-	}()
-	<-waits // the waiter owns the EVD and sleeps
-	if !core.Waiting(e) {
-		t.Fatal("the waiter sleeps without owning the EVD")
-	}
-	if err := cep.PostSend([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, 1, dat.CompletionDefault); err != nil {
-		t.Fatal(err)
-	}
-	waitCQLen(t, req, 1)
-	releaseLock()
-	dattest.WantErr(t, <-dequeued, dat.InvalidState, dat.InvalidStateEVDWaiter)
-	releaseWait()
-	select {
-	case r := <-waited:
-		if r.err != nil || r.ev.DTO.Cookie != 1 {
-			t.Fatalf("evd_wait: %v cookie %d, want the send", r.err, r.ev.DTO.Cookie)
+		settledCQLen(t, req, 1)
+		releaseLock()
+		dattest.WantErr(t, <-dequeued, dat.InvalidState, dat.InvalidStateEVDWaiter)
+		releaseWait()
+		select {
+		case r := <-waited:
+			if r.err != nil || r.ev.DTO.Cookie != 1 {
+				t.Fatalf("evd_wait: %v cookie %d, want the send", r.err, r.ev.DTO.Cookie)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("evd_wait slept on with the send completed")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("evd_wait slept on with the send completed")
-	}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -90,7 +91,7 @@ func GateCQLock(e *EVD) (entered <-chan struct{}, release func()) {
 }
 
 type gatedCQL struct {
-	verbs.CQLocker
+	fastpath.CQLocker
 	entered chan<- struct{}
 	gate    <-chan struct{}
 }
@@ -109,7 +110,7 @@ func (g gatedCQL) Lock() {
 func Waiting(e *EVD) bool { return e.waiting() }
 
 // LendNothing makes e take from its CQ as it does for a provider that
-// lends neither its ring nor its mutex (verbs.CQRinger, verbs.CQMutexer):
+// lends neither its ring nor its mutex (fastpath.CQRinger, fastpath.CQMutexer):
 // through cql alone, whose Lock a test can then gate.
 func LendNothing(e *EVD) {
 	e.mu.Lock()

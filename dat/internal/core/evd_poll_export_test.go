@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -21,7 +22,7 @@ func CountCQPolls(e *EVD) *atomic.Int64 {
 }
 
 type countingCQL struct {
-	verbs.CQLocker
+	fastpath.CQLocker
 	n *atomic.Int64
 }
 

@@ -32,7 +32,7 @@ const (
 // Its hot path, that of evd_dequeue and of an evd_wait with threshold 1,
 // takes the oldest completion straight from the CQ into ev while the ring
 // is empty, under the CQ's lock alone, which it takes inline when the
-// provider lends its mutex (verbs.CQMutexer), and returns the raw
+// provider lends its mutex (fastpath.CQMutexer), and returns the raw
 // completions left, which the caller reports as the events left.
 // Anything else goes down the full path (WaitSlow, DequeueSlow): the EVD
 // is nil or freed, a waiter owns it, a wait finds it unwaitable or has
@@ -40,7 +40,7 @@ const (
 //
 // Take handles the common case without a call but the CQ lock's slow
 // path: the ring empty, the provider's CQ ring and mutex
-// (verbs.CQRinger, verbs.CQMutexer), and the CQ's oldest completion a
+// (fastpath.CQRinger, fastpath.CQMutexer), and the CQ's oldest completion a
 // successful, unsuppressed DTO of the last completion's EP queue
 // (EVD.lastQ), and of its oldest request (the queue's head), as every
 // completion is while the queue's requests go signalled: one comparison

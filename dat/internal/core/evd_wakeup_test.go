@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/godapl/godapl/dat"
@@ -10,7 +11,6 @@ import (
 	"github.com/godapl/godapl/dat/ep"
 	"github.com/godapl/godapl/dat/evd"
 	"github.com/godapl/godapl/dat/internal/core"
-	"github.com/godapl/godapl/verbs/verbstest"
 )
 
 // waiterCtxs are the contexts a waiter may wait with: one that cannot
@@ -59,48 +59,47 @@ func TestEVDWaiterWokenByForeignDrain(t *testing.T) {
 	}
 	for _, d := range drains {
 		for _, w := range waiterCtxs {
+			// In a bubble: synctest.Wait stands for "the sends have
+			// completed", and a waiter that sleeps on is a deadlock that
+			// synctest reports at once, or a wait past its deadline.
 			t.Run(d.name+"/"+w.name, func(t *testing.T) {
-				verbstest.CheckLeaks(t)
-				srv, cli, req, sep, cep := wakeupPair(t)
-				for i := 0; i < 5; i++ {
-					if err := sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(0, 64)}, dat.DTOCookie(100+i), dat.CompletionDefault); err != nil {
-						t.Fatal(err)
+				synctest.Test(t, func(t *testing.T) {
+					srv, cli, req, sep, cep := wakeupPair(t)
+					for i := 0; i < 5; i++ {
+						if err := sep.PostRecv([]dat.LMRTriplet{srv.Buf.Triplet(0, 64)}, dat.DTOCookie(100+i), dat.CompletionDefault); err != nil {
+							t.Fatal(err)
+						}
 					}
-				}
-				entered, release := core.GateCQWait((*core.EVD)(req))
-				ctx, cancel := w.ctx()
-				defer cancel()
-				type result struct {
-					ev  dat.Event
-					err error
-				}
-				done := make(chan result, 1)
-				go func() {
-					ev, _, err := req.Wait(ctx, 1)
-					done <- result{ev, err}
-				}()
-				<-entered
-				for i := 1; i <= 4; i++ {
-					if err := cep.PostSend([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, dat.DTOCookie(i), dat.CompletionDefault); err != nil {
-						t.Fatalf("send %d: %v", i, err)
+					entered, release := core.GateCQWait((*core.EVD)(req))
+					ctx, cancel := w.ctx()
+					defer cancel()
+					type result struct {
+						ev  dat.Event
+						err error
 					}
-				}
-				waitCQLen(t, req, 4)
-				d.drain(t, req, cli, cep)
-				release()
-				var r result
-				select {
-				case r = <-done:
-				case <-time.After(10 * time.Second):
-					t.Fatal("evd_wait slept on with four completions drained into the EVD")
-				}
-				if r.err != nil || r.ev.Number != dat.DTOCompletionEvent || r.ev.DTO.Cookie != 1 {
-					t.Fatalf("evd_wait: %v %v cookie %d, want the first send", r.err, r.ev.Number, r.ev.DTO.Cookie)
-				}
-				for i := 2; i <= 4; i++ {
-					dattest.ExpectDTO(t, req, dat.DTOCookie(i), dat.DTOSuccess)
-				}
-				dattest.ExpectEmpty(t, req)
+					done := make(chan result, 1)
+					go func() {
+						ev, _, err := req.Wait(ctx, 1)
+						done <- result{ev, err}
+					}()
+					<-entered
+					for i := 1; i <= 4; i++ {
+						if err := cep.PostSend([]dat.LMRTriplet{cli.Buf.Triplet(0, 8)}, dat.DTOCookie(i), dat.CompletionDefault); err != nil {
+							t.Fatalf("send %d: %v", i, err)
+						}
+					}
+					settledCQLen(t, req, 4)
+					d.drain(t, req, cli, cep)
+					release()
+					r := <-done
+					if r.err != nil || r.ev.Number != dat.DTOCompletionEvent || r.ev.DTO.Cookie != 1 {
+						t.Fatalf("evd_wait: %v %v cookie %d, want the first send", r.err, r.ev.Number, r.ev.DTO.Cookie)
+					}
+					for i := 2; i <= 4; i++ {
+						dattest.ExpectDTO(t, req, dat.DTOCookie(i), dat.DTOSuccess)
+					}
+					dattest.ExpectEmpty(t, req)
+				})
 			})
 		}
 	}
@@ -132,13 +131,13 @@ func wakeupPair(t *testing.T) (srv, cli *dattest.Side, req *evd.EVD, sep, cep *e
 	return srv, cli, req, sep, cep
 }
 
-// waitCQLen waits until e holds n events.
-func waitCQLen(t *testing.T, e *evd.EVD, n int) {
+// settledCQLen checks, in a synctest bubble, that e holds n events once
+// every goroutine of the bubble has blocked: the completions posted so far
+// have all been generated.
+func settledCQLen(t *testing.T, e *evd.EVD, n int) {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
-		if (*core.EVD)(e).Len() == n {
-			return
-		}
+	synctest.Wait()
+	if got := (*core.EVD)(e).Len(); got != n {
+		t.Fatalf("the CQ holds %d completions once the bubble has settled, want %d", got, n)
 	}
-	t.Fatalf("the CQ never held %d completions", n)
 }

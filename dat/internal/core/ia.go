@@ -44,24 +44,24 @@ type IA struct {
 
 	mu       sync.Mutex
 	closed   bool
-	children map[*Object]child // +checklocks:mu
-	nullCQ   verbs.CQ          // CQ of queues without an EVD; created on first use +checklocks:mu
-	psps     map[*SP]struct{}  // +checklocks:mu
+	children map[*Object]child // guarded by mu
+	nullCQ   verbs.CQ          // CQ of queues without an EVD; created on first use; guarded by mu
+	psps     map[*SP]struct{}  // guarded by mu
 
 	owners ownerTable
 
 	ownMu sync.RWMutex
-	byQPN map[uint32]*EP // +checklocks:ownMu
+	byQPN map[uint32]*EP // guarded by ownMu
 
 	memMu sync.RWMutex
 	// lmrs finds an LMR by the STag index of its context (the context's
 	// upper 24 bits: the verbs key byte is the low 8) without a lock, as
 	// every DTO segment does; entries are written under memMu.
 	lmrs atomicTable[LMR]
-	rmrs map[dat.RMRContext]*RMR // +checklocks:memMu
+	rmrs map[dat.RMRContext]*RMR // guarded by memMu
 
 	hookMu sync.Mutex
-	hooks  map[any]func(verbs.AsyncEvent) // verbs object → handler +checklocks:hookMu
+	hooks  map[any]func(verbs.AsyncEvent) // verbs object → handler; guarded by hookMu
 
 	asyncDone chan struct{}
 }

@@ -63,7 +63,7 @@ func (ia *IA) access(p dat.MemPriv) verbs.Access {
 // every local use of its memory that p does not allow: p grants local
 // read, which verbs cannot take away, and grants local write if it grants
 // remote write, which in verbs implies it. Only then may a post leave the
-// LMR's checks to a provider that checks SGLs (verbs.SGLChecker).
+// LMR's checks to a provider that checks SGLs (fastpath.SGLChecker).
 func verbsEnforces(p dat.MemPriv) bool {
 	return p&dat.MemPrivLocalRead != 0 && (p&dat.MemPrivRemoteWrite == 0 || p&dat.MemPrivLocalWrite != 0)
 }
@@ -242,7 +242,7 @@ func stagIndex(c dat.LMRContext) uint64 { return uint64(c) >> 8 }
 // An unknown context or a missing privilege is DAT_PRIVILEGES_VIOLATION,
 // an LMR of another PZ DAT_PROTECTION_VIOLATION, a segment outside its LMR
 // DAT_INVALID_PARAMETER, as the dat_ep_post_* man pages say. Over a
-// provider that checks SGLs itself (verbs.SGLChecker) the post paths call
+// provider that checks SGLs itself (fastpath.SGLChecker) the post paths call
 // it only for a post that is refused, to name the fault the DAT way.
 func (ia *IA) CheckLocal(op string, pz *PZ, t *dat.LMRTriplet, need dat.MemPriv, sge *verbs.SGE) error {
 	l := ia.lookupLMR(t.LMRContext)

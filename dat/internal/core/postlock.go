@@ -3,34 +3,35 @@ package core
 import (
 	"sync"
 
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 )
 
 // A post and a dequeue each take one lock: the provider's own, lent
-// through verbs.SendQueueLocker, RecvQueueLocker and CQLocker, under which
+// through fastpath.SendQueueLocker, RecvQueueLocker and CQLocker, under which
 // DAT numbers a request as the QP takes it and retires it as the CQ hands
 // it out. For a provider that does not lend its locks, these adapters put
 // a mutex of DAT's around the plain calls: correct, one lock dearer.
 
 //
-// A post ends in one call that posts and unlocks (verbs.SendPostUnlocker,
+// A post ends in one call that posts and unlocks (fastpath.SendPostUnlocker,
 // RecvPostUnlocker) where the provider has it, in two calls otherwise.
 
 // sendQ is a send queue as the post paths use it.
 type sendQ interface {
-	verbs.SendQueueLocker
-	verbs.SendPostUnlocker
+	fastpath.SendQueueLocker
+	fastpath.SendPostUnlocker
 }
 
 // recvQ is a receive queue as the post paths use it.
 type recvQ interface {
-	verbs.RecvQueueLocker
-	verbs.RecvPostUnlocker
+	fastpath.RecvQueueLocker
+	fastpath.RecvPostUnlocker
 }
 
 // sendQueue returns qp's send queue as a sendQ.
 func sendQueue(qp verbs.QP) sendQ {
-	l, ok := qp.(verbs.SendQueueLocker)
+	l, ok := qp.(fastpath.SendQueueLocker)
 	if !ok {
 		return &mutexSQ{qp: qp}
 	}
@@ -42,7 +43,7 @@ func sendQueue(qp verbs.QP) sendQ {
 
 // recvQueue returns qp's receive queue as a recvQ.
 func recvQueue(qp verbs.QP) recvQ {
-	l, ok := qp.(verbs.RecvQueueLocker)
+	l, ok := qp.(fastpath.RecvQueueLocker)
 	if !ok {
 		return &mutexRQ{qp: qp}
 	}
@@ -53,17 +54,17 @@ func recvQueue(qp verbs.QP) recvQ {
 }
 
 // queueMutexes returns the mutexes LockSend and LockRecv of sq and rq take,
-// nil for one that is not known: the provider's (verbs.SendMutexer,
+// nil for one that is not known: the provider's (fastpath.SendMutexer,
 // RecvMutexer) or this file's adapters'.
 func queueMutexes(sq sendQ, rq recvQ) (sqMu, rqMu *sync.Mutex) {
 	switch q := sq.(type) {
-	case verbs.SendMutexer:
+	case fastpath.SendMutexer:
 		sqMu = q.SendMutex()
 	case *mutexSQ:
 		sqMu = &q.mu
 	}
 	switch q := rq.(type) {
-	case verbs.RecvMutexer:
+	case fastpath.RecvMutexer:
 		rqMu = q.RecvMutex()
 	case *mutexRQ:
 		rqMu = &q.mu
@@ -72,7 +73,7 @@ func queueMutexes(sq sendQ, rq recvQ) (sqMu, rqMu *sync.Mutex) {
 }
 
 // sqUnlocker adds PostSendUnlock to a provider's SendQueueLocker.
-type sqUnlocker struct{ verbs.SendQueueLocker }
+type sqUnlocker struct{ fastpath.SendQueueLocker }
 
 func (q sqUnlocker) PostSendUnlock(w []verbs.SendWR) (int, error) {
 	n, err := q.PostSendLocked(w)
@@ -83,7 +84,7 @@ func (q sqUnlocker) PostSendUnlock(w []verbs.SendWR) (int, error) {
 }
 
 // rqUnlocker adds PostRecvUnlock to a provider's RecvQueueLocker.
-type rqUnlocker struct{ verbs.RecvQueueLocker }
+type rqUnlocker struct{ fastpath.RecvQueueLocker }
 
 func (q rqUnlocker) PostRecvUnlock(w []verbs.RecvWR) (int, error) {
 	n, err := q.PostRecvLocked(w)
@@ -94,8 +95,8 @@ func (q rqUnlocker) PostRecvUnlock(w []verbs.RecvWR) (int, error) {
 }
 
 // cqLocker returns cq as a CQLocker.
-func cqLocker(cq verbs.CQ) verbs.CQLocker {
-	if l, ok := cq.(verbs.CQLocker); ok {
+func cqLocker(cq verbs.CQ) fastpath.CQLocker {
+	if l, ok := cq.(fastpath.CQLocker); ok {
 		return l
 	}
 	return &mutexCQ{cq: cq}

@@ -17,10 +17,10 @@ type RMR struct {
 	mw verbs.MW
 
 	mu      sync.Mutex
-	lmr     *LMR           // +checklocks:mu
-	triplet dat.LMRTriplet // +checklocks:mu
-	priv    dat.MemPriv    // +checklocks:mu
-	ctx     dat.RMRContext // +checklocks:mu
+	lmr     *LMR           // guarded by mu
+	triplet dat.LMRTriplet // guarded by mu
+	priv    dat.MemPriv    // guarded by mu
+	ctx     dat.RMRContext // guarded by mu
 }
 
 // RMRParam is what rmr_query reports.

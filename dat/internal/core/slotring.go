@@ -2,7 +2,7 @@ package core
 
 import (
 	"github.com/godapl/godapl/dat"
-	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/internal/fastpath"
 )
 
 // slotRing is the cookie slots of one EP queue (its request queue or its
@@ -155,7 +155,7 @@ func (q *slotRing) commitSignalled(seq uint32, signalled bool) {
 // retiring the trailing unsignalled ones when the verbs layer says they
 // are done and none of them failed. The caller holds the send queue's
 // lock, sq (which comes before the EVD's locks).
-func (q *slotRing) idleLocked(sq verbs.SendQueueLocker) bool {
+func (q *slotRing) idleLocked(sq fastpath.SendQueueLocker) bool {
 	if q.evd == nil {
 		return q.tail == q.head
 	}

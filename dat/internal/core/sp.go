@@ -34,7 +34,7 @@ type SP struct {
 	l     verbs.Listener
 
 	mu sync.Mutex
-	ep *EP // the RSP's EP while it holds it +checklocks:mu
+	ep *EP // the RSP's EP while it holds it; guarded by mu
 
 	cancel context.CancelFunc
 	done   chan struct{}

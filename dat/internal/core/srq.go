@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -40,14 +41,14 @@ type SRQ struct {
 	state atomic.Uint32 // dat.SRQState
 
 	mu    sync.Mutex
-	lw    int              // low watermark as last set (reported even once fired) +checklocks:mu
-	iov   int              // max_recv_iov +checklocks:mu
-	eps   map[*EP]struct{} // EPs created with the SRQ and not yet freed +checklocks:mu
-	evds  map[*EVD]int     // recv EVDs of those EPs, with the EP count +checklocks:mu
-	evdSz int              // capacity added to each of evds: the table size +checklocks:mu
+	lw    int              // low watermark as last set (reported even once fired); guarded by mu
+	iov   int              // max_recv_iov; guarded by mu
+	eps   map[*EP]struct{} // EPs created with the SRQ and not yet freed; guarded by mu
+	evds  map[*EVD]int     // recv EVDs of those EPs, with the EP count; guarded by mu
+	evdSz int              // capacity added to each of evds: the table size; guarded by mu
 
 	// checksSGL: the verbs SRQ checks SGLs at post time
-	// (verbs.SGLChecker), and PostRecv leaves the checks to it as the EP
+	// (fastpath.SGLChecker), and PostRecv leaves the checks to it as the EP
 	// post paths do.
 	checksSGL bool
 
@@ -113,7 +114,7 @@ func CreateSRQ(ia *IA, pz *PZ, maxDTOs, maxIOV, lw int) (*SRQ, error) {
 	s.init(dat.HandleTypeSRQ)
 	s.state.Store(uint32(dat.SRQStateOperational))
 	s.maxIOV.Store(int32(maxIOV))
-	sc, ok := vsrq.(verbs.SGLChecker)
+	sc, ok := vsrq.(fastpath.SGLChecker)
 	s.checksSGL = ok && sc.ChecksSGL()
 	s.own = &owner{srq: s}
 	s.own.table.init(maxDTOs)

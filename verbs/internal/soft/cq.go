@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 )
 
@@ -23,11 +24,11 @@ type CQ struct {
 	wake chan struct{} // capacity 1
 
 	mu       sync.Mutex
-	ring     verbs.CQRing     // +checklocks:mu
-	depth    int              // the most completions queued; <= ring.Cap() +checklocks:mu
-	overflow bool             // +checklocks:mu
-	closed   bool             // +checklocks:mu
-	qps      map[*QP]struct{} // the QPs using the CQ +checklocks:mu
+	ring     fastpath.CQRing  // guarded by mu
+	depth    int              // the most completions queued; <= ring.Cap(); guarded by mu
+	overflow bool             // guarded by mu
+	closed   bool             // guarded by mu
+	qps      map[*QP]struct{} // the QPs using the CQ; guarded by mu
 	users    atomic.Int64
 
 	single       atomic.Pointer[QP]        // the only QP using the CQ, if one is
@@ -35,7 +36,7 @@ type CQ struct {
 }
 
 func newCQ(d *Device, depth int) *CQ {
-	return &CQ{dev: d, ring: verbs.NewCQRing(depth), depth: depth, wake: make(chan struct{}, 1)}
+	return &CQ{dev: d, ring: fastpath.NewCQRing(depth), depth: depth, wake: make(chan struct{}, 1)}
 }
 
 // ringSize is the power of two a ring of depth entries is backed by.

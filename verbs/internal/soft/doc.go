@@ -8,7 +8,9 @@
 // state machine, send and receive queues, completion and flush rules — and
 // leaves one seam: a Link, the provider's half of a connected QP, which
 // moves posted work to the peer. A provider embeds *Device in its own
-// device type and adds the connection manager (Listen, Connect).
+// device type and adds the connection manager (Listen, Connect); its
+// listeners share ListenQueue, the backlog and the close that rejects what
+// it holds, and add how requests arrive.
 //
 // # How a provider drives a QP
 //

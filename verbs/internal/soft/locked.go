@@ -3,43 +3,44 @@ package soft
 import (
 	"sync"
 
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 )
 
-// The optional lockers of package verbs: the QP's mu and the CQ's mu,
-// lent to the layer above.
+// The fast-path interfaces of package fastpath: the QP's mu and the CQ's
+// mu, lent to the layer above.
 
 var (
-	_ verbs.SendQueueLocker  = (*QP)(nil)
-	_ verbs.RecvQueueLocker  = (*QP)(nil)
-	_ verbs.CQLocker         = (*CQ)(nil)
-	_ verbs.SGLChecker       = (*QP)(nil)
-	_ verbs.SGLChecker       = (*SRQ)(nil)
-	_ verbs.SendPostUnlocker = (*QP)(nil)
-	_ verbs.RecvPostUnlocker = (*QP)(nil)
-	_ verbs.SendMutexer      = (*QP)(nil)
-	_ verbs.RecvMutexer      = (*QP)(nil)
+	_ fastpath.SendQueueLocker  = (*QP)(nil)
+	_ fastpath.RecvQueueLocker  = (*QP)(nil)
+	_ fastpath.CQLocker         = (*CQ)(nil)
+	_ fastpath.SGLChecker       = (*QP)(nil)
+	_ fastpath.SGLChecker       = (*SRQ)(nil)
+	_ fastpath.SendPostUnlocker = (*QP)(nil)
+	_ fastpath.RecvPostUnlocker = (*QP)(nil)
+	_ fastpath.SendMutexer      = (*QP)(nil)
+	_ fastpath.RecvMutexer      = (*QP)(nil)
 )
 
-// SendMutex implements verbs.SendMutexer: LockSend takes qp.mu.
+// SendMutex implements fastpath.SendMutexer: LockSend takes qp.mu.
 func (qp *QP) SendMutex() *sync.Mutex { return &qp.mu }
 
-// RecvMutex implements verbs.RecvMutexer: LockRecv takes qp.mu.
+// RecvMutex implements fastpath.RecvMutexer: LockRecv takes qp.mu.
 func (qp *QP) RecvMutex() *sync.Mutex { return &qp.mu }
 
-// ChecksSGL implements verbs.SGLChecker: postOneLocked and
+// ChecksSGL implements fastpath.SGLChecker: postOneLocked and
 // postRecvLocked check every SGE with Device.checkLocal, whose faults
 // Fault.Err reports apart.
 func (qp *QP) ChecksSGL() bool { return true }
 
-// ChecksSGL implements verbs.SGLChecker for the SRQ: PostRecv checks
+// ChecksSGL implements fastpath.SGLChecker for the SRQ: PostRecv checks
 // every SGE with checkRecvSGL, as a QP's receive queue does.
 func (s *SRQ) ChecksSGL() bool { return true }
 
-// LockSend implements verbs.SendQueueLocker.
+// LockSend implements fastpath.SendQueueLocker.
 func (qp *QP) LockSend() { qp.mu.Lock() }
 
-// PostSendLocked implements verbs.SendQueueLocker.
+// PostSendLocked implements fastpath.SendQueueLocker.
 func (qp *QP) PostSendLocked(wrs []verbs.SendWR) (int, error) {
 	n, err := qp.postSendLocked(wrs)
 	if n > 0 {
@@ -48,15 +49,15 @@ func (qp *QP) PostSendLocked(wrs []verbs.SendWR) (int, error) {
 	return n, err
 }
 
-// SendInProgressLocked implements verbs.SendQueueLocker. sqHead passes a
+// SendInProgressLocked implements fastpath.SendQueueLocker. sqHead passes a
 // request when its completion is queued or, unsignalled, it retires.
 func (qp *QP) SendInProgressLocked() int { return int(qp.sqTail - qp.sqHead) }
 
-// UnlockSend implements verbs.SendQueueLocker: the link is kicked, as
+// UnlockSend implements fastpath.SendQueueLocker: the link is kicked, as
 // after PostSend, once the lock is released.
 func (qp *QP) UnlockSend() { qp.unlockSend(false) }
 
-// PostSendUnlock implements verbs.SendPostUnlocker.
+// PostSendUnlock implements fastpath.SendPostUnlocker.
 func (qp *QP) PostSendUnlock(wrs []verbs.SendWR) (int, error) {
 	n, err := qp.postSendLocked(wrs)
 	if err != nil {
@@ -81,16 +82,16 @@ func (qp *QP) unlockSend(posted bool) {
 	}
 }
 
-// LockRecv implements verbs.RecvQueueLocker.
+// LockRecv implements fastpath.RecvQueueLocker.
 func (qp *QP) LockRecv() { qp.mu.Lock() }
 
-// PostRecvLocked implements verbs.RecvQueueLocker.
+// PostRecvLocked implements fastpath.RecvQueueLocker.
 func (qp *QP) PostRecvLocked(wrs []verbs.RecvWR) (int, error) { return qp.postRecvLocked(wrs) }
 
-// UnlockRecv implements verbs.RecvQueueLocker.
+// UnlockRecv implements fastpath.RecvQueueLocker.
 func (qp *QP) UnlockRecv() { qp.mu.Unlock() }
 
-// PostRecvUnlock implements verbs.RecvPostUnlocker.
+// PostRecvUnlock implements fastpath.RecvPostUnlocker.
 func (qp *QP) PostRecvUnlock(wrs []verbs.RecvWR) (int, error) {
 	n, err := qp.postRecvLocked(wrs)
 	if err == nil {
@@ -99,22 +100,22 @@ func (qp *QP) PostRecvUnlock(wrs []verbs.RecvWR) (int, error) {
 	return n, err
 }
 
-// Lock implements verbs.CQLocker.
+// Lock implements fastpath.CQLocker.
 func (cq *CQ) Lock() { cq.mu.Lock() }
 
-// PollLocked implements verbs.CQLocker.
+// PollLocked implements fastpath.CQLocker.
 func (cq *CQ) PollLocked(wcs []verbs.WC) int { return cq.pollLocked(wcs) }
 
-// Unlock implements verbs.CQLocker.
+// Unlock implements fastpath.CQLocker.
 func (cq *CQ) Unlock() { cq.mu.Unlock() }
 
-var _ verbs.CQMutexer = (*CQ)(nil)
+var _ fastpath.CQMutexer = (*CQ)(nil)
 
-// CQMutex implements verbs.CQMutexer: Lock and Unlock are cq.mu's.
+// CQMutex implements fastpath.CQMutexer: Lock and Unlock are cq.mu's.
 func (cq *CQ) CQMutex() *sync.Mutex { return &cq.mu }
 
-var _ verbs.CQRinger = (*CQ)(nil)
+var _ fastpath.CQRinger = (*CQ)(nil)
 
-// CQRing implements verbs.CQRinger: the ring Push queues to and pollLocked
+// CQRing implements fastpath.CQRinger: the ring Push queues to and pollLocked
 // takes from.
-func (cq *CQ) CQRing() *verbs.CQRing { return &cq.ring }
+func (cq *CQ) CQRing() *fastpath.CQRing { return &cq.ring }

@@ -292,7 +292,7 @@ func (qp *QP) TakeRecv(w *RecvWQE) bool {
 	return ok
 }
 
-// RecvInProgress implements verbs.RecvInProgress: receives taken with
+// RecvInProgress implements fastpath.RecvInProgress: receives taken with
 // TakeRecv whose CompleteRecv has not run.
 func (qp *QP) RecvInProgress() int { return int(qp.recvTaken.Load()) }
 

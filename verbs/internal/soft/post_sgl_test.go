@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/godapl/godapl/internal/fastpath"
 	"github.com/godapl/godapl/verbs"
 	"github.com/godapl/godapl/verbs/mem"
 	"github.com/godapl/godapl/verbs/verbstest"
@@ -13,7 +14,7 @@ import (
 // TestPostSGLFaults pins the error of each local SGE fault the engine
 // finds at post time: the kinds of ErrProtection apart, ErrInvalidKey for
 // a key that names no MR, nothing taken, no allocation on the way out.
-// The layer above relies on them (verbs.SGLChecker) instead of checking
+// The layer above relies on them (fastpath.SGLChecker) instead of checking
 // the same memory itself.
 func TestPostSGLFaults(t *testing.T) {
 	verbstest.CheckLeaks(t)
@@ -30,7 +31,7 @@ func TestPostSGLFaults(t *testing.T) {
 	defer b.Close()
 	sa, sb := verbstest.ConnectPair(t, a, b, "node-a:0", verbstest.PairAttr{BufSize: 4096, SignalAll: true,
 		Connect: verbs.ConnParam{ResponderResources: 1, InitiatorDepth: 1}, Accept: verbs.ConnParam{ResponderResources: 1, InitiatorDepth: 1}})
-	if c, ok := sb.QP.(verbs.SGLChecker); !ok || !c.ChecksSGL() {
+	if c, ok := sb.QP.(fastpath.SGLChecker); !ok || !c.ChecksSGL() {
 		t.Fatal("the soft QP does not say it checks SGLs")
 	}
 	ro := verbstest.NewBuf(t, sb.PD, 4096, verbs.AccessRemoteRead) // no local write
@@ -95,7 +96,7 @@ func TestPostSGLFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srq.Destroy()
-	if c, ok := srq.(verbs.SGLChecker); !ok || !c.ChecksSGL() {
+	if c, ok := srq.(fastpath.SGLChecker); !ok || !c.ChecksSGL() {
 		t.Fatal("the soft SRQ does not say it checks SGLs")
 	}
 	for _, c := range recvs {

@@ -40,19 +40,19 @@ type QP struct {
 	signalAll bool
 
 	mu        sync.Mutex
-	state     verbs.QPState // +checklocks:mu
-	link      Link          // +checklocks:mu
-	ird, ord  int           // +checklocks:mu
-	sq        []SendWQE     // by seq, see sqSlot; caps.MaxSendWR bounds the count +checklocks:mu
-	sqHead    uint64        // +checklocks:mu
-	sqNext    uint64        // +checklocks:mu
-	sqTail    uint64        // +checklocks:mu
-	readsOut  int           // RDMA Reads handed out and not completed +checklocks:mu
-	drained   bool          // SQ_DRAINED raised for the current SQD +checklocks:mu
-	rq        recvRing      // +checklocks:mu
-	destroyed bool          // +checklocks:mu
+	state     verbs.QPState // guarded by mu
+	link      Link          // guarded by mu
+	ird, ord  int           // guarded by mu
+	sq        []SendWQE     // by seq, see sqSlot; caps.MaxSendWR bounds the count; guarded by mu
+	sqHead    uint64        // guarded by mu
+	sqNext    uint64        // guarded by mu
+	sqTail    uint64        // guarded by mu
+	readsOut  int           // RDMA Reads handed out and not completed; guarded by mu
+	drained   bool          // SQ_DRAINED raised for the current SQD; guarded by mu
+	rq        recvRing      // guarded by mu
+	destroyed bool          // guarded by mu
 	// kickPending: sends were posted under LockSend; UnlockSend kicks.
-	kickPending bool // +checklocks:mu
+	kickPending bool // guarded by mu
 
 	inline atomic.Pointer[inlineRef] // link as an InlineReceiver, while connected
 

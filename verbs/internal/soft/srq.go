@@ -19,10 +19,10 @@ type SRQ struct {
 	users atomic.Int64
 
 	mu     sync.Mutex
-	ring   recvRing // +checklocks:mu
-	maxSGE int      // +checklocks:mu
-	limit  int      // 0: disarmed +checklocks:mu
-	closed bool     // +checklocks:mu
+	ring   recvRing // guarded by mu
+	maxSGE int      // guarded by mu
+	limit  int      // 0: disarmed; guarded by mu
+	closed bool     // guarded by mu
 }
 
 func newSRQ(pd *PD, attr verbs.SRQAttr) *SRQ {

@@ -39,7 +39,7 @@ func (f Fault) String() string {
 
 // Err maps a fault to the verbs sentinel error for synchronous reporting:
 // each protection fault to its own kind of verbs.ErrProtection, so that the
-// layer above can rely on the check at post time (verbs.SGLChecker).
+// layer above can rely on the check at post time (fastpath.SGLChecker).
 func (f Fault) Err() error {
 	switch f {
 	case FaultNone:
@@ -89,8 +89,8 @@ type region struct {
 type stagTable struct {
 	mu      sync.Mutex
 	entries atomic.Pointer[stagIndex]
-	used    uint32   // indexes handed out so far (index 0 is never used: STag 0 is special to some hardware) +checklocks:mu
-	free    []uint32 // +checklocks:mu
+	used    uint32   // indexes handed out so far (index 0 is never used: STag 0 is special to some hardware); guarded by mu
+	free    []uint32 // guarded by mu
 	keys    *rand.ChaCha8
 }
 

@@ -1,6 +1,10 @@
-package verbs
+package fastpath
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/godapl/godapl/verbs"
+)
 
 // TestCQRingPeekPop: Peek shows the oldest completion in place and Pop
 // (or PopPeeked) removes it as a Poll of one would: in order across the
@@ -15,9 +19,9 @@ func TestCQRingPeekPop(t *testing.T) {
 	for round := range 3 { // 3 of 4 slots a round: head wraps
 		for k := range 3 {
 			id++
-			wc := WC{ID: id}
+			wc := verbs.WC{ID: id}
 			if k == 1 {
-				wc.Flags = WCSolicited
+				wc.Flags = verbs.WCSolicited
 			}
 			r.Push(&wc)
 		}
@@ -45,18 +49,18 @@ func TestCQRingPeekPop(t *testing.T) {
 		t.Fatalf("empty ring: Peek %+v", wc)
 	}
 	head := r.head
-	if left := r.Pop(&WC{Status: WCGeneralErr}); left != 0 {
+	if left := r.Pop(&verbs.WC{Status: verbs.WCGeneralErr}); left != 0 {
 		t.Fatalf("Pop on an empty ring returned %d left", left)
 	}
 	if r.Len() != 0 || r.head != head || r.Solicited() != 0 {
 		t.Fatalf("Pop on an empty ring moved it: Len %d, head %d -> %d, solicited %d", r.Len(), head, r.head, r.Solicited())
 	}
 	for i := range 3 {
-		r.Push(&WC{ID: uint64(10 + i), Status: WCStatus(i % 2)}) // an error is solicited
+		r.Push(&verbs.WC{ID: uint64(10 + i), Status: verbs.WCStatus(i % 2)}) // an error is solicited
 	}
 	r.Pop(r.Peek())
 	r.Resize(5)
-	var wcs [4]WC
+	var wcs [4]verbs.WC
 	if r.Cap() != 8 || r.Solicited() != 1 || r.Poll(wcs[:]) != 2 || wcs[0].ID != 11 || wcs[1].ID != 12 {
 		t.Fatalf("after Resize(5): Cap %d, solicited %d, polled %+v", r.Cap(), r.Solicited(), wcs[:2])
 	}

@@ -1,6 +1,10 @@
-package verbs
+package fastpath
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/godapl/godapl/verbs"
+)
 
 // CQRing is a CQ's queue of completions: a ring whose array is a power of
 // two, so that a slot is found with a mask. A provider may keep its
@@ -10,14 +14,14 @@ import "math/bits"
 // for concurrent use: the CQ's lock guards it, and its bounds (a CQ's
 // depth) are the provider's to keep.
 type CQRing struct {
-	wcs       []WC // len is a power of two
+	wcs       []verbs.WC // len is a power of two
 	head, n   int
-	solicited int // queued completions with WC.Solicited()
+	solicited int // queued completions with verbs.WC.Solicited()
 }
 
 // NewCQRing returns an empty ring that holds at least size completions.
 func NewCQRing(size int) CQRing {
-	return CQRing{wcs: make([]WC, 1<<bits.Len(uint(max(size, 1)-1)))}
+	return CQRing{wcs: make([]verbs.WC, 1<<bits.Len(uint(max(size, 1)-1)))}
 }
 
 // Len returns the completions queued.
@@ -27,11 +31,11 @@ func (r *CQRing) Len() int { return r.n }
 func (r *CQRing) Cap() int { return len(r.wcs) }
 
 // Solicited returns the queued completions that satisfy a solicited-only
-// wait (WC.Solicited).
+// wait (verbs.WC.Solicited).
 func (r *CQRing) Solicited() int { return r.solicited }
 
 // Push queues a copy of wc; the caller has checked that Len < Cap.
-func (r *CQRing) Push(wc *WC) {
+func (r *CQRing) Push(wc *verbs.WC) {
 	r.wcs[(r.head+r.n)&(len(r.wcs)-1)] = *wc
 	r.n++
 	if wc.Solicited() {
@@ -42,7 +46,7 @@ func (r *CQRing) Push(wc *WC) {
 // Peek returns the oldest completion, in place, or nil when none is
 // queued. It stays valid until Poll or Resize, and once popped until
 // the next Push.
-func (r *CQRing) Peek() *WC {
+func (r *CQRing) Peek() *verbs.WC {
 	if r.n == 0 {
 		return nil
 	}
@@ -53,7 +57,7 @@ func (r *CQRing) Peek() *WC {
 // finding it again. It returns the completions left (Len), which a
 // caller that reports them would otherwise load again. It does nothing
 // when none is queued.
-func (r *CQRing) Pop(wc *WC) (left int) {
+func (r *CQRing) Pop(wc *verbs.WC) (left int) {
 	if r.n == 0 {
 		return 0
 	}
@@ -67,7 +71,7 @@ func (r *CQRing) Pop(wc *WC) (left int) {
 
 // PopPeeked is Pop for the completion wc that Peek has just returned,
 // not nil: the ring is not empty, which Pop tests again.
-func (r *CQRing) PopPeeked(wc *WC) (left int) {
+func (r *CQRing) PopPeeked(wc *verbs.WC) (left int) {
 	if wc.Solicited() {
 		r.solicited--
 	}
@@ -78,7 +82,7 @@ func (r *CQRing) PopPeeked(wc *WC) (left int) {
 
 // Poll moves up to len(wcs) of the oldest completions into wcs and
 // returns how many it moved.
-func (r *CQRing) Poll(wcs []WC) int {
+func (r *CQRing) Poll(wcs []verbs.WC) int {
 	k := 0
 	for k < len(wcs) && r.n > 0 {
 		wcs[k] = r.wcs[r.head]

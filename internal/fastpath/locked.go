@@ -1,6 +1,10 @@
-package verbs
+package fastpath
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/godapl/godapl/verbs"
+)
 
 // Optional interfaces that let the layer above do its own bookkeeping of a
 // post or a poll under the provider's lock, instead of taking a lock of its
@@ -18,7 +22,7 @@ type SendQueueLocker interface {
 	// PostSendLocked and (for the lock order) CQLocker methods of a CQ.
 	LockSend()
 	// PostSendLocked is PostSend for the holder of the lock.
-	PostSendLocked(wrs []SendWR) (int, error)
+	PostSendLocked(wrs []verbs.SendWR) (int, error)
 	// SendInProgressLocked returns the requests posted that have neither
 	// completed nor (unsignalled and successful) retired. While the lock
 	// is held it cannot drop, and the completions of the requests it no
@@ -32,7 +36,7 @@ type SendQueueLocker interface {
 // RecvQueueLocker is SendQueueLocker for the receive queue.
 type RecvQueueLocker interface {
 	LockRecv()
-	PostRecvLocked(wrs []RecvWR) (int, error)
+	PostRecvLocked(wrs []verbs.RecvWR) (int, error)
 	UnlockRecv()
 }
 
@@ -44,14 +48,14 @@ type SendPostUnlocker interface {
 	// request, UnlockSend. On an error the lock stays held, so that the
 	// caller can undo its own bookkeeping of the requests before it calls
 	// UnlockSend.
-	PostSendUnlock(wrs []SendWR) (int, error)
+	PostSendUnlock(wrs []verbs.SendWR) (int, error)
 }
 
 // RecvPostUnlocker is SendPostUnlocker for the receive queue: PostRecvLocked
 // and then, if it took every request, UnlockRecv; on an error the lock
 // stays held.
 type RecvPostUnlocker interface {
-	PostRecvUnlock(wrs []RecvWR) (int, error)
+	PostRecvUnlock(wrs []verbs.RecvWR) (int, error)
 }
 
 // SendMutexer is an optional SendQueueLocker interface for a provider
@@ -77,9 +81,9 @@ type RecvMutexer interface {
 // check every local SGE says so, and the layer above need not check its
 // own view of the same memory before it posts. ChecksSGL reports that
 // PostSend, PostRecv and their Locked forms (an SRQ's PostRecv) refuse an
-// SGE, before they take the request, with ErrInvalidKey (the lkey names no MR: unknown,
-// invalidated, or a memory window), ErrWrongPD, ErrAccess (local write
-// asked of an MR without AccessLocalWrite) or ErrBounds, in that order of
+// SGE, before they take the request, with verbs.ErrInvalidKey (the lkey names no MR: unknown,
+// invalidated, or a memory window), verbs.ErrWrongPD, verbs.ErrAccess (local write
+// asked of an MR without verbs.AccessLocalWrite) or verbs.ErrBounds, in that order of
 // precedence for one SGE and for the first faulty SGE of a list. Local
 // read is always granted: a consumer with a finer notion of it checks it
 // itself.
@@ -95,7 +99,7 @@ type SGLChecker interface {
 // it held.
 type CQLocker interface {
 	Lock()
-	PollLocked(wcs []WC) int
+	PollLocked(wcs []verbs.WC) int
 	Unlock()
 }
 
