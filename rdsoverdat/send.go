@@ -102,16 +102,22 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 	if conn == nil {
 		return 0, eNOTCONN
 	}
-	var ra *rdmaAttach
-	var rdmaArgs rdmaAttach
-	if len(cm) > 0 {
-		ra = &rdmaArgs
-		if err := s.rdmaPrepare(&rcm, conn, len(p), ra); err != nil {
-			return 0, err
-		}
+	if len(cm) == 0 {
+		return s.admit(conn, p, dport, nonblock, opEnd(timeo), nil)
 	}
-	until := opEnd(timeo)
+	var ra rdmaAttach
+	if err := s.rdmaPrepare(&rcm, conn, len(p), &ra); err != nil {
+		return 0, err
+	}
+	n, err := s.admit(conn, p, dport, nonblock, opEnd(timeo), &ra)
+	ra.settle(s, err)
+	return n, err
+}
 
+// admit waits for the destination port to be uncongested and for
+// SO_SNDBUF room (until the deadline until), then queues the message.
+func (s *Socket) admit(conn *Conn, p []byte, dport wire.Port, nonblock bool, until time.Time, ra *rdmaAttach) (int, error) {
+	node := conn.node
 	// Congestion (rds_cong_wait).
 	if conn.fcong.test(dport) {
 		if err := s.congWait(conn, dport, nonblock, until); err != nil {
