@@ -24,7 +24,9 @@ import (
 // SO_SNDBUF; ENOBUFS if the destination port is congested (with
 // MsgDontWait; otherwise it waits); EAGAIN if SO_SNDBUF is full (with
 // MsgDontWait; otherwise it waits up to SO_SNDTIMEO, then ETIMEDOUT, or
-// the write deadline, then os.ErrDeadlineExceeded).
+// the write deadline, then os.ErrDeadlineExceeded). SO_SNDBUF is full
+// when the unacknowledged bytes reach it: a send admitted below it may
+// take them past it, as the kernel's does.
 func (s *Socket) SendMsg(m *Msg, flags MsgFlags) (int, error) {
 	n, err := s.sendmsg(m.Data, m.Addr, m.Control, flags)
 	if err != nil {
