@@ -20,8 +20,8 @@ import (
 // EOPNOTSUPP for flags other than MsgDontWait; EINVAL for an invalid,
 // wildcard, broadcast or multicast destination or an unknown control
 // message; ENOTCONN if the socket is unbound or m.Addr is the zero
-// AddrPort (no destination); EMSGSIZE above 1 MiB or
-// SO_SNDBUF; ENOBUFS if the destination port is congested (with
+// AddrPort (no destination); EMSGSIZE above SO_SNDBUF, and above 1 MiB
+// (then also ErrMsgTooBig); ENOBUFS if the destination port is congested (with
 // MsgDontWait; otherwise it waits); EAGAIN if SO_SNDBUF is full (with
 // MsgDontWait; otherwise it waits up to SO_SNDTIMEO, then ETIMEDOUT, or
 // the write deadline, then os.ErrDeadlineExceeded). SO_SNDBUF is full
@@ -90,7 +90,10 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 	if node == nil {
 		return 0, eNOTCONN
 	}
-	if len(p) > wire.MaxMsgSize || len(p) > sndbuf {
+	if len(p) > wire.MaxMsgSize {
+		return 0, ErrMsgTooBig
+	}
+	if len(p) > sndbuf {
 		return 0, eMSGSIZE
 	}
 	var rcm rdmaCmsgs

@@ -53,9 +53,16 @@ func TestSendErrors(t *testing.T) {
 				t.Errorf("%s: %v, want %v", c.name, err, c.want)
 			}
 		}
+		if _, err := s.SendTo(make([]byte, 10001), dst, 0); errors.Is(err, ErrMsgTooBig) {
+			t.Errorf("above SO_SNDBUF, below 1 MiB: %v is ErrMsgTooBig", err)
+		}
 		big := mustBind(t, st, ap(as[0], 0), SendBuffer(4<<20))
 		_, err := big.SendTo(make([]byte, 1<<20+1), dst, 0)
 		wantErrno(t, err, syscall.EMSGSIZE)
+		var errno syscall.Errno
+		if !errors.Is(err, ErrMsgTooBig) || !errors.As(err, &errno) || errno != syscall.EMSGSIZE {
+			t.Errorf("above 1 MiB: %v, want ErrMsgTooBig and EMSGSIZE (errors.As: %v)", err, errno)
+		}
 		_, err = big.SendMsg(&Msg{Data: []byte("x"), Addr: dst, Control: []ControlMessage{CongUpdate(1)}}, 0)
 		wantErrno(t, err, syscall.EINVAL)
 	})
