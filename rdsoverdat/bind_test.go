@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -78,4 +79,34 @@ func TestBindListenerInUse(t *testing.T) {
 	st1, st2 := tcpStack(t), tcpStack(t)
 	mustBind(t, st1, ap(as[0], 4000))
 	wantErrno(t, st2.Socket().Bind(ap(as[0], 4000)), syscall.EADDRINUSE)
+}
+
+// A bind whose node cannot listen on its transport's port, because
+// another stack (another process, in real life) runs an RDS node on that
+// address, is EADDRINUSE with a message that names the transport and its
+// port and says who probably holds it.
+func TestBindTransportPortInUse(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		tr   func() Transport
+		port string
+	}{
+		{"tcp", func() Transport { return TCP(TCPConfig{}) }, "TCP port 16385"},
+		{"dat", func() Transport { return DAT(DATConfig{}) }, "conn_qual 18634"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			leakCheck(t)
+			a := testAddrs(1)[0]
+			mustBind(t, newTestStack(t, Config{Transports: []Transport{c.tr()}}), ap(a, 0))
+			s := newTestStack(t, Config{Transports: []Transport{c.tr()}}).Socket()
+			err := s.Bind(ap(a, 4000))
+			wantErrno(t, err, syscall.EADDRINUSE)
+			msg := err.Error()
+			for _, want := range []string{"rds " + c.name + " transport", c.port, a.String(), "another process", "RDS node"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("%q does not say %q", msg, want)
+				}
+			}
+		})
+	}
 }

@@ -175,11 +175,23 @@ func (c *Conn) peerGenUpdate(g uint32) {
 		for m := p.retrans.head; m != nil; m = m.next {
 			m.flags |= msgFlush
 		}
-		for m := p.sendQ.head; m != nil; m = m.next {
+		for m := p.sendQ.head; m != nil; {
+			next := m.next
+			if m.rdma != nil && m.flags&msgRetransmitted != 0 {
+				// Its op ran for the previous incarnation, if at all:
+				// never again (see NextTx).
+				p.sendQ.remove(m)
+				c.node.stats.sendFlushed.Add(1)
+				m.rdma.dropped()
+				p.complete(m)
+				m = next
+				continue
+			}
 			m.flags &^= msgRetransmitted
 			m.sequence = p.nextTxSeq
 			p.nextTxSeq++
 			m.Header().SetSequence(m.sequence)
+			m = next
 		}
 		p.mu.Unlock()
 	}
@@ -258,6 +270,13 @@ func (p *Path) Up() {
 // connection. Every transmitted but unacknowledged message goes back to
 // the front of the send queue, flagged retransmitted, unless the peer's
 // restart flushed it (rds_send_path_reset).
+//
+// A message with an RDMA op goes back too, although it is never sent
+// again: the peer may have received it and only its ack been lost, and
+// the next connection's handshake (DropAckedSeq) then says so, which
+// makes the op's outcome SUCCESS. What the handshake does not cover is
+// dropped by NextTx, as rds_send_xmit drops it. Dropping it here would
+// notify RDS_RDMA_DROPPED for an op whose data and message had arrived.
 func (p *Path) Down(err error) {
 	c := p.conn
 	p.mu.Lock()
@@ -271,13 +290,6 @@ func (p *Path) Down(err error) {
 	for m := p.retrans.popFront(); m != nil; m = p.retrans.popFront() {
 		if m.flags&msgFlush != 0 {
 			c.node.stats.sendFlushed.Add(1)
-			m.rdma.dropped()
-			p.complete(m)
-			continue
-		}
-		if m.rdma != nil {
-			// RDMA ops are never retransmitted: the op may have run,
-			// the peer may have its message or not (rds_send_xmit).
 			m.rdma.dropped()
 			p.complete(m)
 			continue
@@ -323,6 +335,14 @@ func (p *Path) NextTx() *Message {
 		return m
 	}
 	m := p.sendQ.popFront()
+	for m != nil && m.rdma != nil && m.flags&msgRetransmitted != 0 {
+		// An RDMA op never runs twice (rds_send_xmit): its message went
+		// out on an earlier connection and this one's handshake did not
+		// acknowledge it, so the peer never had it.
+		m.rdma.dropped()
+		p.complete(m)
+		m = p.sendQ.popFront()
+	}
 	if m == nil {
 		return nil
 	}
@@ -350,8 +370,8 @@ func (p *Path) TxDone(m *Message) { m.release() }
 // it: the message returns to the front of the send queue, for the path's
 // next connection, and the reference is released. The transport must not
 // have taken a later message meanwhile, so that order is kept. A message
-// with an RDMA op is dropped instead, as Down drops it: its op may have
-// run in part.
+// with an RDMA op is dropped instead: its op may have run in part, and
+// the peer cannot have the message.
 func (p *Path) TxAbort(m *Message) {
 	p.mu.Lock()
 	if m.onList == &p.retrans {
@@ -403,7 +423,8 @@ func (p *Path) DropAcked(key uint64) int {
 // DropAckedSeq frees the messages, transmitted or requeued for
 // retransmission, whose sequence number is at most seq: what the peer
 // says it received when a connection comes up (the ack_seq of rds_ib's
-// connection private data), so that they are not sent again.
+// connection private data), so that they are not sent again. It is an
+// ack like DropAcked's: an RDMA op of such a message succeeded.
 func (p *Path) DropAckedSeq(seq wire.Seq) int {
 	p.mu.Lock()
 	if seq >= p.nextTxSeq {
@@ -413,6 +434,7 @@ func (p *Path) DropAckedSeq(seq wire.Seq) int {
 	for _, l := range []*msgList{&p.retrans, &p.sendQ} {
 		for m := l.head; m != nil && m.sequence <= seq && (l == &p.retrans || m.flags&msgRetransmitted != 0); m = l.head {
 			l.remove(m)
+			m.rdma.acked()
 			p.complete(m)
 			n++
 		}

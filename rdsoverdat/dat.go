@@ -2,9 +2,11 @@ package rdsoverdat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/godapl/godapl/dat"
@@ -201,6 +203,9 @@ func (t *datTransport) Attach(n *Node) (NodeTransport, error) {
 	if err := dn.setup(); err != nil {
 		cancel()
 		a.Close(dat.CloseAbrupt)
+		if errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, dat.ErrConnQualInUse) {
+			return nil, &portInUse{transport: "dat", what: fmt.Sprintf("conn_qual %d", t.cfg.Port), addr: n.addr, err: err}
+		}
 		return nil, fmt.Errorf("rds dat transport on %v: %w", n.addr, err)
 	}
 	dn.wg.Add(1)

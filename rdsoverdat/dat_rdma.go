@@ -257,7 +257,7 @@ func (e *datEP) postRDMA(m *Message) datRDMAResult {
 		}
 		e.dropLease(op)
 		if !ok {
-			return datRDMAStop // the connection is going down; Down drops the op
+			return datRDMAStop // the connection is going down; the op's message is not sent
 		}
 		r.next++
 		r.roff += uint64(len(b))
@@ -388,8 +388,11 @@ func (e *datEP) onRDMADone(c *dat.DTOCompletion) {
 	}
 	switch {
 	case c.Status == dat.DTOErrFlushed:
-		// The connection went down: the path's Down drops the op, unless
-		// the work request that broke it reports the cause first.
+		// The connection went down, unless the work request that broke
+		// it reports the cause first (that completion comes before).
+		if wr.last {
+			wr.m.rdma.connLost()
+		}
 	case c.Status != dat.DTOSuccess:
 		wr.m.rdma.Complete(datRDMAStatus(c.Status))
 	case wr.last:
@@ -415,8 +418,8 @@ func datRDMAStatus(s dat.DTOStatus) RDMAStatus {
 }
 
 // retireRDMA returns the registrations of work requests that will never
-// complete (the EP is gone; their ops are dropped by the path's Down)
-// and ends the EP's checks.
+// complete (the EP is gone), reports their ops as lost with the
+// connection, and ends the EP's checks.
 func (e *datEP) retireRDMA() {
 	r := &e.rdma
 	r.mu.Lock()
@@ -427,7 +430,9 @@ func (e *datEP) retireRDMA() {
 		if wr.loc != nil {
 			e.dn.locals.put(wr.loc)
 		}
-		wr.m.rdma.Complete(RDMADropped)
+		if wr.last {
+			wr.m.rdma.connLost()
+		}
 		wr.m.release()
 	}
 	if r.probe != nil {

@@ -1,6 +1,7 @@
 package rdsoverdat
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -56,3 +57,38 @@ const (
 	eAFNOSUPPORT  = syscall.EAFNOSUPPORT
 	eDESTADDRREQ  = syscall.EDESTADDRREQ
 )
+
+// msgTooBig is ErrMsgTooBig: a message above RDS_MAX_MSG_SIZE. A send of
+// one fails with it, and it is EMSGSIZE too (the kernel's errno), for
+// errors.Is and for errors.As into a syscall.Errno.
+type msgTooBig struct{}
+
+func (msgTooBig) Error() string { return "rds: message longer than RDS_MAX_MSG_SIZE (1 MiB)" }
+
+func (msgTooBig) Is(target error) bool { return target == eMSGSIZE }
+
+func (msgTooBig) As(target any) bool {
+	if e, ok := target.(*syscall.Errno); ok {
+		*e = eMSGSIZE
+		return true
+	}
+	return false
+}
+
+// portInUse is a transport that cannot listen on the node's address
+// because the port is taken there: most likely by another process
+// running an RDS node on that address (or the kernel's rds_tcp). It
+// wraps the transport's error, so it stays EADDRINUSE for errors.Is.
+type portInUse struct {
+	transport string // "tcp", "dat"
+	what      string // "TCP port 16385", "conn_qual 18634"
+	addr      netip.Addr
+	err       error
+}
+
+func (e *portInUse) Error() string {
+	return fmt.Sprintf("rds %s transport: %s on %v is in use, probably by another process running an RDS node on this address: %v",
+		e.transport, e.what, e.addr, e.err)
+}
+
+func (e *portInUse) Unwrap() error { return e.err }

@@ -239,6 +239,9 @@ func (k *kernelSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage
 		n, e = unix.SendmsgN(fd, p, nil, to, int(flags|MsgDontWait))
 		return e
 	})
+	if len(p) > wire.MaxMsgSize && errors.Is(err, eMSGSIZE) {
+		err = ErrMsgTooBig // as the other backend says it
+	}
 	return n, err
 }
 

@@ -120,6 +120,9 @@ func TestBackendErrors(t *testing.T) {
 		wantErrno(t, st.Socket().Bind(ap(as[0], 4001)), syscall.EADDRINUSE)
 		_, err = a.SendTo(make([]byte, 1<<20+1), ap(as[1], 9), 0)
 		wantErrno(t, err, syscall.EMSGSIZE)
+		if !errors.Is(err, ErrMsgTooBig) {
+			t.Errorf("above 1 MiB: %v is not ErrMsgTooBig", err)
+		}
 		if err := a.SetOption(CancelSentTo(ap(as[1], 9))); err != nil {
 			t.Fatal(err)
 		}

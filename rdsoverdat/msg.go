@@ -1,7 +1,9 @@
 package rdsoverdat
 
 import (
+	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/godapl/godapl/rdsoverdat/wire"
 	"golang.org/x/sys/unix"
@@ -28,6 +30,40 @@ const (
 	// MsgCtrunc in Msg.Flags: control messages did not fit.
 	MsgCtrunc MsgFlags = unix.MSG_CTRUNC
 )
+
+var msgFlagNames = [...]struct {
+	f    MsgFlags
+	name string
+}{
+	{MsgOOB, "MSG_OOB"}, {MsgPeek, "MSG_PEEK"}, {MsgCtrunc, "MSG_CTRUNC"},
+	{MsgTrunc, "MSG_TRUNC"}, {MsgDontWait, "MSG_DONTWAIT"},
+}
+
+// String names the flags as the C constants, joined by "|" in bit
+// order, with any other bits in hex at the end: "MSG_PEEK|MSG_TRUNC",
+// "0" for none.
+func (f MsgFlags) String() string {
+	if f == 0 {
+		return "0"
+	}
+	var b strings.Builder
+	for _, n := range msgFlagNames {
+		if f&n.f != 0 {
+			if b.Len() > 0 {
+				b.WriteByte('|')
+			}
+			b.WriteString(n.name)
+			f &^= n.f
+		}
+	}
+	if f != 0 {
+		if b.Len() > 0 {
+			b.WriteByte('|')
+		}
+		fmt.Fprintf(&b, "%#x", uint(f))
+	}
+	return b.String()
+}
 
 // Msg is the Go form of struct msghdr for SendMsg and RecvMsg.
 type Msg struct {

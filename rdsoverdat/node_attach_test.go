@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // eagerTransport looks up connections from the moment it is attached, as
@@ -55,4 +56,42 @@ func TestNodeTransportsPublishedUnderLock(t *testing.T) {
 	mustBind(t, st, ap(testAddrs(1)[0], 0))
 	close(tr.stop)
 	<-tr.done
+}
+
+// earlyTransport looks up one connection from a goroutine its Attach
+// starts, as the tcp transport's accept loop does for a peer that
+// connects the moment the node listens, and gives that lookup time to
+// finish before Attach returns.
+type earlyTransport struct{ got chan *Conn }
+
+func (earlyTransport) Type() TransportType { return TransIB }
+func (earlyTransport) Name() string        { return "early" }
+
+func (t earlyTransport) Attach(n *Node) (NodeTransport, error) {
+	peer := netip.MustParseAddr("127.80.255.253")
+	res := make(chan *Conn, 1)
+	go func() { res <- n.Conn(peer, TransIB) }()
+	select {
+	case c := <-res:
+		t.got <- c // answered before the transport was published
+	case <-time.After(50 * time.Millisecond):
+		go func() { t.got <- <-res }()
+	}
+	return eagerNode{}, nil
+}
+
+// A peer's connection that arrives while the node is being created finds
+// its transport: the lookup waits for Attach to be published instead of
+// answering nil, which made the tcp transport reset the connection of a
+// peer that dialled the moment a restarted node listened, and left that
+// peer without a connection (TestTCPConnectWorkerSurvivesInstantFailure).
+// Before, the lookup answered nil at once, every run.
+func TestNodeConnDuringAttachWaits(t *testing.T) {
+	leakCheck(t)
+	tr := earlyTransport{got: make(chan *Conn, 1)}
+	st := newTestStack(t, Config{Transports: []Transport{tr}})
+	mustBind(t, st, ap(testAddrs(1)[0], 0))
+	if c := <-tr.got; c == nil {
+		t.Fatal("Node.Conn during Attach found no transport")
+	}
 }

@@ -79,7 +79,7 @@ const (
 	RDMASuccess     RDMAStatus = wire.RDS_RDMA_SUCCESS
 	RDMARemoteError RDMAStatus = wire.RDS_RDMA_REMOTE_ERROR // bad R_Key, range or rights at the client
 	RDMACanceled    RDMAStatus = wire.RDS_RDMA_CANCELED     // RDS_CANCEL_SENT_TO or close
-	RDMADropped     RDMAStatus = wire.RDS_RDMA_DROPPED      // the connection broke; never retried
+	RDMADropped     RDMAStatus = wire.RDS_RDMA_DROPPED      // the connection broke before the peer had the message; never retried
 	RDMAOtherError  RDMAStatus = wire.RDS_RDMA_OTHER_ERROR
 )
 
@@ -125,8 +125,9 @@ func (l RDMALimits) WithDefaults() RDMALimits {
 // message whose RDMA method returns an op, posts the op before the
 // message's SENDs on the same connection, then reports the outcome
 // exactly once with (*RDMAOp).Complete. It must not transmit the message
-// when the op failed before being posted. The core drops (never resends)
-// a message with an op when its path goes down.
+// when the op failed before being posted. The core never resends a
+// message with an op: after its path went down, the message is either
+// acknowledged by the next connection's handshake or dropped.
 type RDMACapable interface {
 	RDMALimits() RDMALimits
 	// RegisterMR makes mem readable by peers of the node, and writable
@@ -245,11 +246,27 @@ func (o *RDMAOp) Complete(st RDMAStatus) {
 	}
 }
 
-// acked is the peer's ack of the op's message; nil is none.
+// acked is the peer's ack of the op's message; nil is none. A silent
+// op's success waits for the transport alone: its message never went.
 func (o *RDMAOp) acked() {
-	if o != nil {
+	if o != nil && !o.silent {
 		o.Complete(RDMASuccess)
 	}
+}
+
+// connLost is the transport's report on an op whose last work request
+// its broken connection flushed or never completed. For a WRITE whose
+// message was sent, the peer's ack of the message is the proof that the
+// data arrived (it came first on the connection), so the op's outcome
+// is left to that ack, or to the message being dropped unacknowledged.
+// Anything else is RDS_RDMA_DROPPED: a READ's data may not have come
+// back, a silent op has no message to be acked.
+func (o *RDMAOp) connLost() {
+	if o.write && !o.silent {
+		o.Complete(RDMASuccess) // the transport's part; the ack decides
+		return
+	}
+	o.Complete(RDMADropped)
 }
 
 // dropped completes an op whose message the core dropped; nil is none.

@@ -2,6 +2,7 @@ package rdsoverdat
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -150,15 +151,10 @@ func (l *memNode) xmit(p *Path, m *Message) {
 }
 
 func (l *memNode) deliver(p *Path, m *Message) {
-	dst := l.node.stack.Node(p.conn.faddr)
-	if dst == nil {
+	rp := l.peerPath(p)
+	if rp == nil {
 		return
 	}
-	back := dst.Conn(l.node.addr, TransIB)
-	if back == nil {
-		return
-	}
-	rp := back.paths[0]
 	in, err := rp.NewRxMessage(m.Header())
 	if err != nil {
 		return
@@ -169,10 +165,22 @@ func (l *memNode) deliver(p *Path, m *Message) {
 }
 
 // Reset drops the path with the parked messages unacknowledged, as a
-// broken connection would, and brings it back up.
+// broken connection would, and brings it back up with the handshake of
+// an ack-by-sequence transport (the dat transport's ack_seq): what the
+// peer received, delivered but maybe not yet acknowledged, is acked
+// before anything is sent again. It waits for a transmission in
+// progress, which on a real connection would have ended before the
+// break or with it: nothing is delivered between Down and the handshake.
 func (l *memNode) Reset(p *Path) {
 	mp, _ := p.TransportData.Load().(*memPath)
 	if mp != nil {
+		for !mp.inXmit.CompareAndSwap(false, true) {
+			runtime.Gosched()
+		}
+		defer func() {
+			mp.inXmit.Store(false)
+			p.Up()
+		}()
 		mp.mu.Lock()
 		parked := mp.parked
 		mp.parked = nil
@@ -182,7 +190,30 @@ func (l *memNode) Reset(p *Path) {
 		}
 	}
 	p.Down(errors.New("memrdma: reset"))
-	p.Up()
+	if rp := l.peerPath(p); rp != nil {
+		rp.mu.Lock()
+		next := rp.nextRxSeq
+		rp.mu.Unlock()
+		if next > 1 {
+			p.DropAckedSeq(next - 1)
+		}
+	}
+	if mp == nil {
+		p.Up()
+	}
+}
+
+// peerPath returns the peer's path that receives what p sends.
+func (l *memNode) peerPath(p *Path) *Path {
+	dst := l.node.stack.Node(p.conn.faddr)
+	if dst == nil {
+		return nil
+	}
+	back := dst.Conn(l.node.addr, TransIB)
+	if back == nil {
+		return nil
+	}
+	return back.paths[0]
 }
 
 func (l *memNode) Close() error { return nil }

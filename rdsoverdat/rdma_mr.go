@@ -232,6 +232,20 @@ func (s *Socket) freeMR(c Cookie, flags RDMAFlags) error {
 	return nil
 }
 
+// unmapFailed releases sm, made for a send that then failed, unless it
+// is gone already (the socket closed).
+func (s *Socket) unmapFailed(sm *sockMR) {
+	rkey := sm.mr.RKey()
+	s.mu.Lock()
+	if s.rdma.mrs[rkey] != sm {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.rdma.mrs, rkey)
+	s.mu.Unlock()
+	sm.free()
+}
+
 // dropMRs releases every mapping of the socket (rds_rdma_drop_keys).
 func (s *Socket) dropMRs() {
 	s.mu.Lock()

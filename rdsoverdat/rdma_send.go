@@ -107,6 +107,11 @@ type rdmaAttach struct {
 	op    rdmaOpArgs
 	exts  [2]wire.Ext
 	nexts int
+	// An RDMAMap's mapping and where its cookie goes: the send keeps
+	// the mapping and writes the cookie only if it succeeds (settle).
+	mapped     *sockMR
+	cookie     Cookie
+	cookieAddr *Cookie
 }
 
 func (a *rdmaAttach) addExt(e wire.Ext) { a.exts[a.nexts] = e; a.nexts++ }
@@ -136,9 +141,7 @@ func (s *Socket) rdmaPrepare(r *rdmaCmsgs, conn *Conn, payload int, a *rdmaAttac
 			return err
 		}
 		rkey := sm.mr.RKey()
-		if r.mapArg.CookieAddr != nil {
-			*r.mapArg.CookieAddr = MakeCookie(rkey, 0)
-		}
+		a.mapped, a.cookie, a.cookieAddr = sm, MakeCookie(rkey, 0), r.mapArg.CookieAddr
 		a.addExt(wire.RDMADestExt(rkey, 0))
 		if addr := sm.mr.Addr(); addr != 0 {
 			a.addExt(wire.RDMAAddrExt(addr))
@@ -194,6 +197,25 @@ func (s *Socket) rdmaOp(args *RDMAArgs, conn *Conn, rc RDMACapable, payload int,
 		stats:  &conn.node.stats,
 	}
 	return nil
+}
+
+// settle ends a send that made an RDMAMap mapping: a queued message
+// gives the caller its cookie; a failed send (SO_SNDBUF or congestion
+// wait given up, timeout, deadline, close) leaves no mapping behind and
+// writes no cookie, so that an application retrying on EAGAIN does not
+// pile up mappings until the node's limit (rds_sendmsg's error path
+// puts the message, and the mapping with it).
+func (a *rdmaAttach) settle(s *Socket, err error) {
+	if a.mapped == nil {
+		return
+	}
+	if err != nil {
+		s.unmapFailed(a.mapped)
+		return
+	}
+	if a.cookieAddr != nil {
+		*a.cookieAddr = a.cookie
+	}
 }
 
 // attach puts a's extension headers and op on m; m's header is encoded.

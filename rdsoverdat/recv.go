@@ -19,10 +19,12 @@ import (
 // its SO_RCVBUF still accepts the message but marks its port congested.
 
 // Errors a transport gets from NewRxMessage for a header it must not
-// accept; it should drop the transport connection.
+// accept; it should drop the transport connection. A send above
+// RDS_MAX_MSG_SIZE fails with ErrMsgTooBig too, which matches
+// syscall.EMSGSIZE as well.
 var (
-	ErrMsgTooBig  = errors.New("rds: message length above RDS_MAX_MSG_SIZE")
-	ErrBadCongMap = errors.New("rds: congestion map of the wrong length")
+	ErrMsgTooBig  error = msgTooBig{}
+	ErrBadCongMap       = errors.New("rds: congestion map of the wrong length")
 )
 
 // NewRxMessage returns a message holding a copy of header h with room for

@@ -20,11 +20,13 @@ import (
 // EOPNOTSUPP for flags other than MsgDontWait; EINVAL for an invalid,
 // wildcard, broadcast or multicast destination or an unknown control
 // message; ENOTCONN if the socket is unbound or m.Addr is the zero
-// AddrPort (no destination); EMSGSIZE above 1 MiB or
-// SO_SNDBUF; ENOBUFS if the destination port is congested (with
+// AddrPort (no destination); EMSGSIZE above SO_SNDBUF, and above 1 MiB
+// (then also ErrMsgTooBig); ENOBUFS if the destination port is congested (with
 // MsgDontWait; otherwise it waits); EAGAIN if SO_SNDBUF is full (with
 // MsgDontWait; otherwise it waits up to SO_SNDTIMEO, then ETIMEDOUT, or
-// the write deadline, then os.ErrDeadlineExceeded).
+// the write deadline, then os.ErrDeadlineExceeded). SO_SNDBUF is full
+// when the unacknowledged bytes reach it: a send admitted below it may
+// take them past it, as the kernel's does.
 func (s *Socket) SendMsg(m *Msg, flags MsgFlags) (int, error) {
 	n, err := s.sendmsg(m.Data, m.Addr, m.Control, flags)
 	if err != nil {
@@ -88,7 +90,10 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 	if node == nil {
 		return 0, eNOTCONN
 	}
-	if len(p) > wire.MaxMsgSize || len(p) > sndbuf {
+	if len(p) > wire.MaxMsgSize {
+		return 0, ErrMsgTooBig
+	}
+	if len(p) > sndbuf {
 		return 0, eMSGSIZE
 	}
 	var rcm rdmaCmsgs
@@ -102,16 +107,22 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 	if conn == nil {
 		return 0, eNOTCONN
 	}
-	var ra *rdmaAttach
-	var rdmaArgs rdmaAttach
-	if len(cm) > 0 {
-		ra = &rdmaArgs
-		if err := s.rdmaPrepare(&rcm, conn, len(p), ra); err != nil {
-			return 0, err
-		}
+	if len(cm) == 0 {
+		return s.admit(conn, p, dport, nonblock, opEnd(timeo), nil)
 	}
-	until := opEnd(timeo)
+	var ra rdmaAttach
+	if err := s.rdmaPrepare(&rcm, conn, len(p), &ra); err != nil {
+		return 0, err
+	}
+	n, err := s.admit(conn, p, dport, nonblock, opEnd(timeo), &ra)
+	ra.settle(s, err)
+	return n, err
+}
 
+// admit waits for the destination port to be uncongested and for
+// SO_SNDBUF room (until the deadline until), then queues the message.
+func (s *Socket) admit(conn *Conn, p []byte, dport wire.Port, nonblock bool, until time.Time, ra *rdmaAttach) (int, error) {
+	node := conn.node
 	// Congestion (rds_cong_wait).
 	if conn.fcong.test(dport) {
 		if err := s.congWait(conn, dport, nonblock, until); err != nil {

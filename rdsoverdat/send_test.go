@@ -53,9 +53,16 @@ func TestSendErrors(t *testing.T) {
 				t.Errorf("%s: %v, want %v", c.name, err, c.want)
 			}
 		}
+		if _, err := s.SendTo(make([]byte, 10001), dst, 0); errors.Is(err, ErrMsgTooBig) {
+			t.Errorf("above SO_SNDBUF, below 1 MiB: %v is ErrMsgTooBig", err)
+		}
 		big := mustBind(t, st, ap(as[0], 0), SendBuffer(4<<20))
 		_, err := big.SendTo(make([]byte, 1<<20+1), dst, 0)
 		wantErrno(t, err, syscall.EMSGSIZE)
+		var errno syscall.Errno
+		if !errors.Is(err, ErrMsgTooBig) || !errors.As(err, &errno) || errno != syscall.EMSGSIZE {
+			t.Errorf("above 1 MiB: %v, want ErrMsgTooBig and EMSGSIZE (errors.As: %v)", err, errno)
+		}
 		_, err = big.SendMsg(&Msg{Data: []byte("x"), Addr: dst, Control: []ControlMessage{CongUpdate(1)}}, 0)
 		wantErrno(t, err, syscall.EINVAL)
 	})
@@ -114,6 +121,63 @@ func TestSendQueueFull(t *testing.T) {
 	if st.Node(as[0]).Stats().SendCanceled != 4 {
 		t.Errorf("canceled %d", st.Node(as[0]).Stats().SendCanceled)
 	}
+}
+
+// SO_SNDBUF admission is the kernel's (rds_send_queue_rm): a send is
+// admitted while the bytes already queued are below SO_SNDBUF, whatever
+// its own size (at most SO_SNDBUF, else EMSGSIZE), so the last message
+// may take the queue past the limit, up to twice it less one byte; from
+// then on every send, even an empty one, gets EAGAIN and POLLOUT is off
+// until acks bring the queue below the limit again.
+func TestSendBufferOvershoot(t *testing.T) {
+	leakCheck(t)
+	st := tcpStack(t)
+	as := testAddrs(2)
+	s := mustBind(t, st, ap(as[0], 0), SendBuffer(1000))
+	dst := ap(as[1], 9) // no node on as[1]: nothing is ever acknowledged
+	queued := func(want int) {
+		t.Helper()
+		if snd, _ := s.Buffered(); snd != want {
+			t.Fatalf("queued %d bytes, want %d", snd, want)
+		}
+	}
+	send := func(n int, want error) {
+		t.Helper()
+		_, err := s.SendTo(make([]byte, n), dst, MsgDontWait)
+		if (want == nil && err != nil) || (want != nil && !errors.Is(err, want)) {
+			t.Fatalf("send of %d bytes: %v, want %v", n, err, want)
+		}
+	}
+	send(1001, syscall.EMSGSIZE) // above SO_SNDBUF: never
+	send(600, nil)
+	if s.Poll()&PollOut == 0 {
+		t.Fatal("no POLLOUT with 600 of 1000 bytes queued")
+	}
+	send(600, nil) // 600 < 1000 queued before it: admitted, 1200 after
+	queued(1200)
+	if s.Poll()&PollOut != 0 {
+		t.Fatal("POLLOUT with 1200 of 1000 bytes queued")
+	}
+	send(0, syscall.EAGAIN)
+	send(1, syscall.EAGAIN)
+	queued(1200)
+
+	// The largest overshoot: 999 queued, then a message of SO_SNDBUF.
+	if err := s.SetOption(CancelSentTo(dst)); err != nil {
+		t.Fatal(err)
+	}
+	queued(0)
+	send(999, nil)
+	send(1000, nil)
+	queued(1999)
+	send(0, syscall.EAGAIN)
+	if err := s.SetOption(CancelSentTo(dst)); err != nil {
+		t.Fatal(err)
+	}
+	// Exactly full is full too.
+	send(1000, nil)
+	queued(1000)
+	send(0, syscall.EAGAIN)
 }
 
 func TestZeroLengthAndNoSocket(t *testing.T) {

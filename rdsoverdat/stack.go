@@ -166,14 +166,21 @@ func (st *Stack) node(addr netip.Addr) (*Node, error) {
 	}
 	n := newNode(st, addr)
 	for _, tr := range append([]Transport{st.loop}, st.cfg.Transports...) {
+		// What Attach starts may look at the node at once (Node.Conn
+		// for a peer's connection): holding the node's lock makes it
+		// wait until the transport is published, instead of finding
+		// none and refusing a peer that connected the moment the node
+		// listened.
+		n.mu.Lock()
 		nt, err := tr.Attach(n)
+		if err == nil {
+			n.trans[tr.Type()] = nt
+		}
+		n.mu.Unlock()
 		if err != nil {
 			n.closeTransports()
 			return nil, err
 		}
-		n.mu.Lock() // what Attach started may look already (Node.Conn)
-		n.trans[tr.Type()] = nt
-		n.mu.Unlock()
 	}
 	st.nodes[addr] = n
 	return n, nil

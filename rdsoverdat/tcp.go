@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/godapl/godapl/rdsoverdat/wire"
@@ -103,7 +104,10 @@ func (t *tcpTransport) Attach(n *Node) (NodeTransport, error) {
 		cancel()
 		var op *net.OpError
 		if errors.As(err, &op) {
-			return nil, op.Err
+			err = op.Err
+		}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			err = &portInUse{transport: "tcp", what: "TCP port " + strconv.Itoa(t.cfg.Port), addr: n.addr, err: err}
 		}
 		return nil, err
 	}

@@ -53,7 +53,8 @@ func (tp *tcpPath) connect() {
 }
 
 // routineConnect dials the peer's port 16385 from the node's address.
-// Active: until a connection is attached. Passive: trigger connections
+// Active: until a connection is attached and still up once it is.
+// Passive: trigger connections
 // (closed at once; the peer connects back) while messages wait and the
 // path is down.
 func (tp *tcpPath) routineConnect(passive bool) {
@@ -91,17 +92,28 @@ func (tp *tcpPath) routineConnect(passive bool) {
 			nc.Close()
 		case err == nil:
 			tp.attach(nc.(*net.TCPConn))
-			tp.mu.Lock()
-			tp.connecting = false
-			tp.mu.Unlock()
-			return
+			if tcpAttached != nil {
+				tcpAttached(tp)
+			}
+			// Done if the connection is up. It may have failed already
+			// (a peer that resets it at once): its writer's reconnect
+			// found this worker still running, so the worker goes on.
+			if !tp.keepConnecting(passive) {
+				return
+			}
 		}
 		backoff = min(max(2*backoff, tn.cfg.ReconnectMin), tn.cfg.ReconnectMax)
 	}
 }
 
+// tcpAttached, when set by a test, runs in a connect worker right after
+// it attached its connection.
+var tcpAttached func(tp *tcpPath)
+
 // keepConnecting decides under mu whether the worker goes on, clearing
-// connecting when it stops so that a later connect starts a new one.
+// connecting when it stops so that a later connect starts a new one. A
+// connection that ends sets cur to nil under mu before it calls connect,
+// so either this sees it gone or that connect sees no worker.
 func (tp *tcpPath) keepConnecting(passive bool) bool {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
@@ -236,11 +248,11 @@ func (c *tcpConn) writerExit(err error) {
 		c.nc.CloseWrite()
 		c.reader.setConnDeadline(time.Now().Add(tp.tn.cfg.DrainTimeout))
 	}
-	close(c.wdone)
 	c.release()
 	if !tp.tn.closing() && (tp.tn.isActive(tp.p.conn.faddr) || tp.p.HasWork()) {
 		tp.connect()
 	}
+	close(c.wdone) // last: who waits for it finds the reconnect under way
 }
 
 // lanePort picks a port from the usual ephemeral range whose value

@@ -2,6 +2,7 @@ package rdsoverdat
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -92,4 +93,114 @@ func expectAny(t tb, s *Socket) []byte {
 		t.Fatalf("empty message")
 	}
 	return buf[:n]
+}
+
+// A reset may fall between the client receiving an RDMA ACK and the
+// server hearing of it (the RDS ack is lazy): the op did its work and its
+// message arrived, so its notification must say SUCCESS, and an op
+// notified DROPPED must never have had its ACK delivered. The client
+// resets a connection (either end's, in turn) right after receiving some
+// of the ACKs, chosen at random each round; whatever the timing, every
+// op is notified exactly once and the status matches what the client got.
+func TestRDMAResetAfterDelivery(t *testing.T) {
+	forEachRig(t, RDMALimits{}, func(t *testing.T, r *rdmaRig) {
+		const ops = 32
+		const size = 4 << 10
+		rounds := 12
+		if testing.Short() {
+			rounds = 4
+		}
+		wins := make([][]byte, ops)
+		srcs := make([][]byte, ops)
+		cks := make([]Cookie, ops)
+		for i := range ops {
+			wins[i] = make([]byte, size)
+			srcs[i] = make([]byte, size)
+			var err error
+			if cks[i], err = r.cli.GetMR(wins[i], RDMAReadWrite); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.request(t, r.cli, r.srv, []byte("req"), RDMADest(cks[i])); got != cks[i] {
+				t.Fatalf("cookie %#x, want %#x", got, cks[i])
+			}
+		}
+		srvConn := r.st.Node(r.srvNode).Conn(r.cliNode, TransIB)
+		cliConn := r.st.Node(r.cliNode).Conn(r.srvNode, TransIB)
+		rng := rand.New(rand.NewPCG(1, 26))
+		dropped, resets := 0, 0
+		for round := range rounds {
+			resetAt := map[int]bool{}
+			for range 1 + rng.IntN(4) {
+				resetAt[rng.IntN(ops)] = true
+			}
+			for i := range ops {
+				clear(wins[i])
+				pattern(srcs[i], byte(round*ops+i+1))
+			}
+			type result struct {
+				acked map[int]bool
+				err   error
+			}
+			done := make(chan result, 1)
+			go func() {
+				res := result{acked: map[int]bool{}}
+				g := &goTB{}
+				defer func() { done <- res }()
+				defer g.recover(&res.err)
+				for k := 0; ; {
+					m := expectAny(g, r.cli)
+					if m[0] == 'e' {
+						return
+					}
+					i := int(m[1])
+					if m[0] != 'a' || i >= ops || res.acked[i] {
+						g.Fatalf("unexpected message %q", m)
+					}
+					res.acked[i] = true
+					if !bytes.Equal(wins[i], srcs[i]) {
+						g.Fatalf("ACK %d before its data", i)
+					}
+					if resetAt[i] {
+						if k++; k%2 == 0 {
+							cliConn.Reset()
+						} else {
+							srvConn.Reset()
+						}
+					}
+				}
+			}()
+			for i := range ops {
+				r.op(t, r.srv, r.cli, []byte{'a', byte(i)}, RDMAArgs{Cookie: cks[i], RemoteBytes: size,
+					Local: [][]byte{srcs[i]}, Flags: RDMAReadWrite | RDMANotifyMe, UserToken: uint64(i)})
+			}
+			if _, err := r.srv.SendTo([]byte{'e'}, r.cli.BoundAddr(), 0); err != nil {
+				t.Fatal(err)
+			}
+			status := map[uint64]RDMAStatus{}
+			for _, n := range r.notes(t, r.srv, ops) {
+				if _, dup := status[n.UserToken]; dup || n.UserToken >= ops {
+					t.Fatalf("round %d: notification %+v (seen %v)", round, n, dup)
+				}
+				status[n.UserToken] = n.Status
+			}
+			res := <-done
+			if res.err != nil {
+				t.Fatalf("round %d: client: %v", round, res.err)
+			}
+			for i := range ops {
+				switch st := status[uint64(i)]; {
+				case st == RDMASuccess && !res.acked[i]:
+					t.Errorf("round %d: op %d notified SUCCESS, its ACK never arrived", round, i)
+				case st != RDMASuccess && res.acked[i]:
+					t.Errorf("round %d: op %d notified %v, its ACK arrived", round, i, st)
+				case st != RDMASuccess && st != RDMADropped:
+					t.Errorf("round %d: op %d notified %v", round, i, st)
+				case st == RDMADropped:
+					dropped++
+				}
+			}
+			resets += len(resetAt)
+		}
+		t.Logf("%d rounds, %d resets, %d ops dropped", rounds, resets, dropped)
+	})
 }
