@@ -1,13 +1,13 @@
 #!/bin/bash
 # Side-by-side RDMA Write bandwidth of the kernel's siw and of godapl's soft-iWARP, measured inside
 # one boot of the lab VM (both emulated alike under TCG), interleaved kernel/godapl REPS times.
-# Prints "RESULT <name> <value> <unit>" lines that the lab's summarize.py turns into a table.
+# Prints "RESULT <name> <value> <unit>" lines that tests/lab/bench/summarize.py turns into a table.
 #
 # Run from the host:  make lab-bench       (builds bin/rdma-perf, boots the VM with the repo shared)
 # or inside the VM:   scripts/lab-bench.sh (with bin/rdma-perf built beforehand)
 #
-# The kernel figure uses the lab's method (bench.sh): perftest under TCG cannot calibrate its
-# clock, so bandwidth is (N2 - N1) x size over the wall-clock difference of two runs with N1 and N2
+# perftest under TCG cannot calibrate its cycle counter (it reports 0), so the kernel's
+# bandwidth is (N2 - N1) x size over the wall-clock difference of two runs with N1 and N2
 # iterations, which cancels process start and connection setup. godapl's figure is rdma-perf's own
 # measurement: 16 writes of 64 KiB in flight for -d seconds, ended by an RDMA Read that proves every
 # byte was placed. Both run on siw0's address, so both go through the VM's loopback.

@@ -1,5 +1,5 @@
 // Command rds-bench measures RDS message rate, throughput and round trip
-// with the workload of the lab's rdsbench.c, over either backend of
+// with the workload of tests/lab/bench/rdsbench.c, over either backend of
 // rdsoverdat: -backend tcp (rdsoverdat's tcp transport) or -backend
 // kernel (the host kernel's AF_RDS through the same Socket API); -backend
 // rawtcp runs the same workload over one plain TCP connection, the
