@@ -16,9 +16,11 @@
 # keeps an idle VM idle: under emulation a polling loop costs a visible
 # share of the vCPUs that benchmarks run on.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb
-ctl=/dev/ttyS1
-# First of all: the port must not echo what the host writes back to it.
-stty -F "$ctl" raw -echo
+# The request port stays open from here on: the driver resets the UART's
+# receive FIFO whenever the port is opened afresh, and must not echo what
+# the host writes back to it.
+exec 3</dev/ttyS1
+stty raw -echo <&3
 
 dir= cache= state= name=vm ip= rdma= verbose=0
 for arg in $(</proc/cmdline); do
@@ -84,7 +86,7 @@ start_job() {
 	(
 		# Not a group leader, so setsid makes the job's pid its session
 		# and process group id: kill_job signals the whole group.
-		setsid bash "$j/cmd.sh" </dev/null >"$j/out" 2>&1 &
+		setsid bash "$j/cmd.sh" </dev/null >"$j/out" 2>&1 3<&- &
 		p=$!
 		echo "$p" >"$j/pid.new" && mv "$j/pid.new" "$j/pid"
 		wait "$p"
@@ -113,7 +115,6 @@ uptime=$(cut -d' ' -f1 /proc/uptime)
 log "ready at $uptime s"
 echo "$uptime" >"$state/ready.new" && mv "$state/ready.new" "$state/ready"
 
-exec 3<"$ctl"
 while :; do
 	if ! read -r verb id <&3; then
 		sleep 1 # a serial port does not end; never spin if it fails

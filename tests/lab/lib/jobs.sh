@@ -33,6 +33,12 @@ job_attach() {
 	trap 'job_interrupt '"$id"' 130' INT
 	trap 'job_interrupt '"$id"' 143' TERM
 	trap 'job_interrupt '"$id"' 129' HUP
+	# A request sent before the agent listens could be lost: wait for a
+	# VM still booting (started by another vm.sh).
+	while [ ! -f "$(vm_state)/ready" ]; do
+		vm_running || break
+		sleep 0.1
+	done
 	ctl_send "go $id"
 	while [ -z "$JOB_RC" ]; do
 		done_=0
