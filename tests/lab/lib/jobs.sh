@@ -61,12 +61,16 @@ job_attach() {
 }
 
 # job_drain: prints what the job wrote since the last call (uses j, off).
+# One process reads exactly the bytes counted: the file keeps growing while
+# it is copied, and a pipeline whose reader stops early would kill its
+# writer with SIGPIPE.
 job_drain() {
 	local size
 	[ -f "$j/out" ] || return 0
 	size=$(stat -c %s "$j/out")
 	if ((size > off)); then
-		tail -c "+$((off + 1))" "$j/out" | head -c "$((size - off))"
+		dd if="$j/out" iflag=skip_bytes,count_bytes skip="$off" count="$((size - off))" \
+			bs=64K status=none
 		off=$size
 	fi
 }
