@@ -75,7 +75,13 @@ fsdev() {
 vm_start() {
 	local state pid initrd mac append quiet=quiet\ loglevel=1 i t0 s
 	state=$(vm_state)
+	# Two starts of one VM at once (two test processes, say) must not both
+	# clear its state: the second waits, then finds the VM running.
+	mkdir -p "$LAB_CACHE/vms"
+	exec 8>"$LAB_CACHE/vms/.$VM_NAME.lock"
+	flock 8
 	if pid=$(vm_pid); then
+		exec 8>&-
 		echo "VM '$VM_NAME' already running (pid $pid)"
 		return 0
 	fi
@@ -110,7 +116,8 @@ vm_start() {
 		-serial "file:$state/console.log" -serial "pipe:$state/ctl"
 		-daemonize -pidfile "$state/qemu.pid")
 	t0=$SECONDS
-	ip netns exec "$LAB_NETNS" qemu-system-x86_64 "${args[@]}" || die "QEMU failed to start VM '$VM_NAME'"
+	# QEMU must not inherit the lock: it would hold it as long as it runs.
+	ip netns exec "$LAB_NETNS" qemu-system-x86_64 "${args[@]}" 8>&- || die "QEMU failed to start VM '$VM_NAME'"
 	while [ ! -f "$state/ready" ]; do
 		if ! vm_running; then
 			echo "VM '$VM_NAME' stopped while booting; its console:" >&2
@@ -125,6 +132,7 @@ vm_start() {
 		fi
 		sleep 0.1
 	done
+	exec 8>&-
 	echo "VM '$VM_NAME' ready (pid $(vm_pid), guest uptime $(<"$state/ready") s, ip $VM_IP)"
 }
 
