@@ -21,7 +21,8 @@
 #          --accel auto|kvm|tcg (auto; env LAB_ACCEL)  -v (kernel messages to the console log)
 #          --rdma "DEV:siw|rxe:NETDEV,..." (siw0:siw:eth0,siw_lo:siw:lo; "" for none)
 #          --share DIR (repeatable: DIR is visible read-write and uncached in the VM)
-# Environment: LAB_CACHE, the cache setup.sh filled (default /var/cache/ratlab).
+# Environment: LAB_CACHE, the cache setup.sh filled (default /var/cache/ratlab);
+#              LAB_KERNEL_ARGS, more arguments for the VM kernel's command line.
 set -euo pipefail
 LAB_DIR=$(cd "$(dirname "$0")" && pwd -P)
 . "$LAB_DIR/lib/common.sh"
@@ -29,7 +30,7 @@ LAB_DIR=$(cd "$(dirname "$0")" && pwd -P)
 . "$LAB_DIR/lib/machine.sh"
 . "$LAB_DIR/lib/jobs.sh"
 
-usage() { sed -n '7,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '7,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cmd=run
 case ${1:-} in

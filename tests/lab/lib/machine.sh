@@ -101,6 +101,7 @@ vm_start() {
 	append="console=ttyS0 $quiet panic=-1 lab.dir=$LAB_DIR lab.cache=$LAB_CACHE lab.state=$state"
 	append+=" lab.name=$VM_NAME lab.ip=$VM_IP/$LAB_PREFIX lab.rdma=${VM_RDMA:-none} lab.verbose=$VM_VERBOSE"
 	for s in "${VM_SHARES[@]}"; do append+=" lab.share=$s"; done
+	[ -n "${LAB_KERNEL_ARGS:-}" ] && append+=" $LAB_KERNEL_ARGS"
 	local args=(-name "lab-$VM_NAME" -machine pc $(accel_args) -smp "$VM_CPUS" -m "$VM_MEM"
 		-nodefaults -no-user-config -display none -no-reboot)
 	[ -f /usr/share/qemu/qboot.rom ] && args+=(-bios /usr/share/qemu/qboot.rom)
