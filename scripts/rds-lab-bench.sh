@@ -51,10 +51,12 @@ res() { echo "RESULT $*"; }
 field() { sed -n "s|.*$1=\([0-9.]*\).*|\1|p" <<<"$2"; }
 
 ip netns add rdsA; ip netns add rdsB
-# A VM left idle under TCG is slow to wake: with nothing else running, the kernel's 64 B round
-# trip (rdsbench, which blocks in recvfrom) took 2.2-3.9 ms at p50 against 0.27-0.28 ms with a
-# shell loop waking every 100 ms beside it, and the Go programs, whose runtime spins before it
-# sleeps, hardly notice. That loop runs through every measurement, for all implementations alike.
+# The kernel's RDS/TCP is slow in a VM that is otherwise idle under TCG: its 64 B round trip
+# (rdsbench, which blocks in recvfrom) took 2.2-4.0 ms at p50, and its 64 B rate fell to about
+# 1000 msg/s, against 0.26-0.28 ms with a shell loop beside it that forks `sleep 0.1` forever.
+# A loop that waits as long without forking did not help, nor did nohz=off or idle=poll on the
+# kernel command line. The Go programs, whose runtime spins before it sleeps, hardly notice. The
+# forking loop runs through every measurement, for all implementations alike.
 ( while :; do sleep 0.1; done ) &
 WAKER=$!
 trap 'kill $WAKER; ip netns del rdsA 2>/dev/null; ip netns del rdsB 2>/dev/null; rm -rf "$TMP"' EXIT
