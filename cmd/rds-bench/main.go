@@ -253,7 +253,7 @@ var (
 	window  machineWindow // rx tput: the machine's CPU over the measured window
 )
 
-// send retries on ENOBUFS and EAGAIN like rdsbench's send_retry.
+// send retries on ENOBUFS and EAGAIN as tests/lab/bench/rdsbench.c does.
 func send(s *rdsoverdat.Socket, p []byte, dst netip.AddrPort) error {
 	for {
 		_, err := s.SendTo(p, dst, 0)
