@@ -1,9 +1,9 @@
-# RDS/TCP figures in the QEMU lab: the kernel's rds_tcp beside rdsoverdat's tcp transport (and the
-# kernel through rdsoverdat's kernel backend) in one boot. Needs root; see scripts/rds-lab-bench.sh.
-# Included by the main Makefile. The VM has its own name and address (rdsbench, 192.168.77.8) so
-# that it never collides with the interop tests' VMs or lab-bench's.
+# RDS/TCP figures in the QEMU lab (tests/lab): the kernel's rds_tcp beside rdsoverdat's tcp
+# transport (and the kernel through rdsoverdat's kernel backend) in one boot. Needs root; see
+# scripts/rds-lab-bench.sh. Included by the main Makefile. The VM has its own name and address
+# (rdsbench, 192.168.77.8) so that it never collides with the interop tests' VMs or lab-bench's.
 LAB_CACHE ?= /var/cache/ratlab
-LAB       ?= $(CURDIR)/../shared/lab
+LAB       ?= $(CURDIR)/tests/lab
 REPS      ?= 3
 # GO_MAXPROCS, when set, is the GOMAXPROCS of every Go process of the run (empty: Go's default,
 # one P per vCPU).
@@ -12,10 +12,11 @@ RDS_BENCH_VM := --name rdsbench
 
 .PHONY: rds-lab-bench
 rds-lab-bench:
-	LAB_CACHE=$(LAB_CACHE) scripts/lab-setup.sh
+	LAB_CACHE=$(LAB_CACHE) GODAPL_LAB=$(LAB) scripts/lab-setup.sh
 	mkdir -p bin && CGO_ENABLED=0 go build -o bin/rds-bench ./cmd/rds-bench
+	$(CC) -O2 -Wall -o bin/rdsbench $(LAB)/bench/rdsbench.c
 	LAB_CACHE=$(LAB_CACHE) $(LAB)/vm.sh start $(RDS_BENCH_VM) --ip 192.168.77.8 --rdma "" --share $(CURDIR)
-	LAB_CACHE=$(LAB_CACHE) $(LAB)/vm.sh exec $(RDS_BENCH_VM) -- env REPS=$(REPS) GO_MAXPROCS=$(GO_MAXPROCS) LAB_CACHE=$(LAB_CACHE) \
+	LAB_CACHE=$(LAB_CACHE) $(LAB)/vm.sh exec $(RDS_BENCH_VM) -- env REPS=$(REPS) GO_MAXPROCS=$(GO_MAXPROCS) \
 	  $(CURDIR)/scripts/rds-lab-bench.sh > bin/rds-lab-bench.txt 2>&1; status=$$?; \
 	  LAB_CACHE=$(LAB_CACHE) $(LAB)/vm.sh stop $(RDS_BENCH_VM); cat bin/rds-lab-bench.txt; exit $$status
-	python3 $(LAB)/summarize.py bin/rds-lab-bench.txt
+	python3 $(LAB)/bench/summarize.py bin/rds-lab-bench.txt

@@ -1,5 +1,5 @@
 // Command rds-bench measures RDS message rate, throughput and round trip
-// with the workload of the lab's rdsbench.c, over either backend of
+// with the workload of tests/lab/bench/rdsbench.c, over either backend of
 // rdsoverdat: -backend tcp (rdsoverdat's tcp transport) or -backend
 // kernel (the host kernel's AF_RDS through the same Socket API); -backend
 // rawtcp runs the same workload over one plain TCP connection, the
@@ -258,7 +258,7 @@ var (
 	window  machineWindow // rx tput: the machine's CPU over the measured window
 )
 
-// send retries on ENOBUFS and EAGAIN like rdsbench's send_retry.
+// send retries on ENOBUFS and EAGAIN as tests/lab/bench/rdsbench.c does.
 func send(s *rdsoverdat.Socket, p []byte, dst netip.AddrPort) error {
 	for {
 		_, err := s.SendTo(p, dst, 0)

@@ -17,7 +17,7 @@ func unhex(t testing.TB, s string) []byte {
 }
 
 // Headers as the Linux 6.1 kernel sent them to the lab's host peer
-// (captured on the lab's bridge during an interop run).
+// (a capture on the bridge of the lab in tests/lab).
 const (
 	capCongMap = `00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
 		00 00 20 00 00 00 00 00 01 00 00 00 00 00 00 00

@@ -3,7 +3,7 @@
 //
 // It sits above every other layer: it imports nothing from the library yet
 // and only drives processes. The kernel peers (siw with rdma-core's rping,
-// later RDS/TCP) run in the QEMU lab of ../shared/lab, a Debian 6.1 kernel
+// RDS/TCP) run in the QEMU lab of tests/lab, a Debian 6.1 kernel
 // booted from the host's own root file system. The Go side runs natively on
 // the host inside the network namespace ratlab (192.168.77.1), the VM is
 // 192.168.77.2 on the same bridge, so every byte between the two crosses a

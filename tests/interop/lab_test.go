@@ -1,6 +1,6 @@
 package interop
 
-// The harness around the QEMU lab (../shared/lab, README.md there): it finds
+// The harness around the QEMU lab (tests/lab, README.md there): it finds
 // the lab and its cache, boots each VM the tests ask for once (mainVM for
 // siw and rping, rdsVM for RDS), and wraps vm.sh so that every test runs
 // kernel peers in a VM (vmExec, rdsVM.exec) and Go peers on the host inside
@@ -29,13 +29,13 @@ import (
 // Environment knobs.
 const (
 	envEnable       = "GODAPL_INTEROP"  // "1" enables the tests (and the VM boot)
-	envLab          = "GODAPL_LAB"      // lab directory; default ../../../shared/lab from this package
+	envLab          = "GODAPL_LAB"      // lab directory; default tests/lab of this repository
 	envKeep         = "GODAPL_LAB_KEEP" // "1" leaves a VM this run booted running, for quick reruns
 	envLabCache     = "LAB_CACHE"       // the lab's own variable; must match the one setup.sh used
 	defaultLabCache = "/var/cache/ratlab"
 )
 
-// The lab's network: vm.sh's default VM name and addresses (README, "Network").
+// The lab's network: vm.sh's default VM name and addresses (tests/lab/README.md).
 const (
 	vmName = "vm"
 	vmIP   = "192.168.77.2" // the VM, siw0 on its eth0
@@ -95,7 +95,7 @@ func discoverLab() string {
 	}
 	lab.dir = os.Getenv(envLab)
 	if lab.dir == "" {
-		lab.dir = filepath.Join(wd, "..", "..", "..", "shared", "lab")
+		lab.dir = filepath.Join(lab.repo, "tests", "lab")
 	}
 	// vm.sh resolves its own directory with pwd -P; use the same spelling
 	// so that paths compared with the VM's command line match.
@@ -178,7 +178,8 @@ func requireVM(t *testing.T, v *labVM) {
 
 // boot starts the VM with the repository shared, unless it already runs.
 // A running VM is reused only when it shares the repository: otherwise
-// binaries in <repo>/bin could look stale inside it (README, pitfall 14).
+// binaries in <repo>/bin could look stale inside it (the host root is
+// mounted cached in the VM; tests/lab/README.md).
 // started reports whether this process ran `vm.sh start`, even if that
 // failed: a boot that outlived bootTimeout can leave QEMU running, and
 // finish must stop it.
@@ -196,7 +197,7 @@ func (v *labVM) boot() (started bool, err error) {
 	out, err := labCmd(ctx, args...).CombinedOutput()
 	if err != nil {
 		return true, fmt.Errorf("vm.sh %s: %v\n%s(console: %s)", strings.Join(args, " "), err, out,
-			filepath.Join(lab.cache, "run", v.name, "console.log"))
+			filepath.Join(lab.cache, "vms", v.name, "console.log"))
 	}
 	fmt.Fprintf(os.Stderr, "interop: %s (vm.sh start took %.1fs)\n",
 		strings.TrimSpace(string(out)), time.Since(t0).Seconds())
@@ -206,7 +207,7 @@ func (v *labVM) boot() (started bool, err error) {
 // checkShared verifies from QEMU's command line that the running VM was
 // started with --share <repo>.
 func (v *labVM) checkShared() error {
-	pidFile := filepath.Join(lab.cache, "run", v.name, "qemu.pid")
+	pidFile := filepath.Join(lab.cache, "vms", v.name, "qemu.pid")
 	pid, err := os.ReadFile(pidFile)
 	if err != nil {
 		return err
@@ -249,7 +250,7 @@ func (v *labVM) finish() error {
 
 // labCmd returns `vm.sh args...` bound to ctx. Cancelling ctx sends SIGTERM,
 // which vm.sh forwards to the job in the VM; the default SIGKILL would leave
-// that job running (README, pitfall 17).
+// that job running (tests/lab/README.md).
 func labCmd(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, filepath.Join(lab.dir, "vm.sh"), args...)
 	cmd.Env = append(os.Environ(), envLabCache+"="+lab.cache)

@@ -9,7 +9,7 @@ package interop
 // trigger connection is reset and Go connects back (rds-wire.md §2.2).
 //
 // RDS ports: 4010-4099 one or two per test (below), 4100-4131 and
-// 4200-4231 for the many-ports tests, 18005 (the lab's rds_smoke.py).
+// 4200-4231 for the many-ports tests, 18005 (tests/lab/smoke/rds.py).
 //
 // Only one process at a time may run these tests: the Go node listens on
 // 192.168.77.1:16385, which exists once in netns ratlab. lockRDS
@@ -46,11 +46,15 @@ func rdsTest(t *testing.T, timeout time.Duration) (ctx context.Context, rdsCat, 
 	return ctx, buildBinary(t, "./cmd/rds-cat"), buildBinary(t, "./tests/interop/internal/rdspeer")
 }
 
-// lockRDS holds an exclusive flock on $LAB_CACHE/run/rds-interop.lock
+// lockRDS holds an exclusive flock on $LAB_CACHE/vms/rds-interop.lock
 // until the test ends.
 func lockRDS(t *testing.T) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(lab.cache, "run", "rds-interop.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	dir := filepath.Join(lab.cache, "vms")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "rds-interop.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,25 +98,28 @@ func finish(ctx context.Context, t *testing.T, goSide, kernel *job, goWant, kern
 func hostAddr(port int) string { return hostIP + ":" + strconv.Itoa(port) }
 func kernAddr(port int) string { return rdsVM.ip + ":" + strconv.Itoa(port) }
 
-// TestRDSTCPKernelSendsToGo: the kernel sends first (rds_smoke.py --peer);
+// kernelGreeting is what tests/lab/smoke/rds.py --peer sends.
+const kernelGreeting = "kernel rds_tcp greets the peer"
+
+// TestRDSTCPKernelSendsToGo: the kernel sends first (smoke/rds.py --peer);
 // the Go node echoes; the kernel socket receives the echo.
 func TestRDSTCPKernelSendsToGo(t *testing.T) {
 	ctx, bin, _ := rdsTest(t, 2*time.Minute)
 	goSide := startJob(t, nsExec(ctx, t, bin, "-transport", "tcp", "-bind", hostAddr(4010), "-echo", "-timeout", "20s"))
 	time.Sleep(time.Second) // the Go node listens on 16385 once bound
-	out, err := rdsVM.exec(ctx, t, "python3", filepath.Join(lab.dir, "rds_smoke.py"), "--no-local",
+	out, err := rdsVM.exec(ctx, t, "python3", filepath.Join(lab.dir, "smoke", "rds.py"), "--no-local",
 		"--addr", rdsVM.ip, "--peer", hostAddr(4010)).CombinedOutput()
 	if err != nil {
-		t.Fatalf("rds_smoke.py: %v\n%s\nGo side:\n%s", err, out, goSide.out.String())
+		t.Fatalf("smoke/rds.py: %v\n%s\nGo side:\n%s", err, out, goSide.out.String())
 	}
-	want := "reply from " + hostAddr(4010) + ": b'hello from the VM kernel RDS/TCP'"
+	want := "reply from " + hostAddr(4010) + ": b'" + kernelGreeting + "'"
 	if !strings.Contains(string(out), want) {
 		t.Fatalf("kernel output lacks %q:\n%s\nGo side:\n%s", want, out, goSide.out.String())
 	}
 	if err := goSide.wait(ctx); err != nil {
 		t.Fatalf("rds-cat: %v\n%s", err, goSide.out.String())
 	}
-	if !strings.Contains(goSide.out.String(), "recv from "+kernAddr(18005)+" len 32") {
+	if !strings.Contains(goSide.out.String(), fmt.Sprintf("recv from %s len %d", kernAddr(18005), len(kernelGreeting))) {
 		t.Errorf("Go side output:\n%s", goSide.out.String())
 	}
 }

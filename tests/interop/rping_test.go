@@ -105,7 +105,7 @@ func TestRpingGoPersistentServer(t *testing.T) {
 
 // TestRpingKernelServerGoClient: `rping -s` in the VM, our rping -c in
 // netns ratlab with -V. It runs last of the rping tests: a stall here
-// (the kernel siw accept race, /work/interop-findings.md §1) once ended in
+// (the kernel siw accept race, docs/INTEROP-FINDINGS.md §1) once ended in
 // a kernel BUG in iw_cm, after which the VM's rdma_cm is unusable.
 func TestRpingKernelServerGoClient(t *testing.T) {
 	requireLab(t)
@@ -138,10 +138,9 @@ func TestRpingKernelServerGoClient(t *testing.T) {
 // the VM, and a function that returns what rping printed once it ended.
 //
 // The output goes to a file in a directory the VM shares with the host
-// (<repo>/bin), not through vm.sh exec: vm.sh copies a job's output with
-// `tail | head` under pipefail, which dies of SIGPIPE (exit 141) when the
-// output grows during the copy, as ten 4000-byte ping lines do
-// (/work/interop-findings.md §3). stdbuf makes rping's stdout
+// (<repo>/bin), not through vm.sh exec, so that the test reads exactly what
+// rping wrote once it ended, however vm.sh streams a job's output while it
+// grows (docs/INTEROP-FINDINGS.md §3). stdbuf makes rping's stdout
 // line-buffered: fully buffered, it is flushed in 4 KiB blocks while stderr
 // is not, and a "DISCONNECT EVENT" line would land in the middle of a ping.
 func kernelRping(ctx context.Context, t *testing.T, args ...string) (*exec.Cmd, func() string) {

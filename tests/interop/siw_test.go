@@ -1,6 +1,6 @@
 package interop
 
-// Kernel siw as the peer: the lab's own smoke test, and the MPA v2
+// Kernel siw as the peer: the lab's siw smoke test, and the MPA v2
 // handshake of the kernel's siw listener (rping -s) answering a hand-built
 // request.
 
@@ -19,7 +19,7 @@ import (
 // rping ports, one per test, so that a server a failed test left behind
 // cannot answer another test's client.
 const (
-	portSmoke   = 7174 // fixed inside the lab's siw_smoke.sh
+	portSmoke   = 7174 // TestLabSiwSmoke, passed to tests/lab/smoke/siw.sh
 	portMPAHost = 7177 // TestKernelMPAReply
 	portMPAVM   = 7178 // TestVMRunsRepoBinary
 )
@@ -36,15 +36,15 @@ func TestLabSiwSmoke(t *testing.T) {
 	requireLab(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	// siw_smoke.sh: ibv_devices, rping server+client over siw0 on port
-	// portSmoke, and the known rdma_cm failure on 127.0.0.1.
-	out, err := vmExec(ctx, t, filepath.Join(lab.dir, "siw_smoke.sh")).CombinedOutput()
+	// smoke/siw.sh: ibv_devices, ibv_devinfo of siw0, and an rping server
+	// and client over siw0 on port portSmoke.
+	out, err := vmExec(ctx, t, filepath.Join(lab.dir, "smoke", "siw.sh"), strconv.Itoa(portSmoke)).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "siw smoke: OK") {
-		t.Fatalf("siw_smoke.sh: %v\n%s", err, out)
+		t.Fatalf("smoke/siw.sh: %v\n%s", err, out)
 	}
 	for _, want := range []string{"transport:\t\t\tiWARP", "client rc=0 server rc=0"} {
 		if !strings.Contains(string(out), want) {
-			t.Errorf("siw_smoke.sh output lacks %q", want)
+			t.Errorf("smoke/siw.sh output lacks %q", want)
 		}
 	}
 }
