@@ -37,7 +37,7 @@ func TestUsage(t *testing.T) {
 		{"rds-cat", []string{"127.0.0.1:1", "--size", "2000000"}, "at most 1048576"},
 		{"rds-stress", []string{"-q", "8"}, "-q \"8\""},
 		{"rds-stress", []string{"--transport", "ib"}, "--transport \"ib\""},
-		{"rds-stress", []string{"-s", "nowhere"}, "want an IPv4 address"},
+		{"rds-stress", []string{"-s", "nowhere.invalid"}, "not an IPv4 address"},
 		{"rds-stress", []string{"--log", "loud"}, "log level \"loud\""},
 		{"rds-info", []string{"--transport", "tcp"}, "--transport \"tcp\""},
 	} {
