@@ -10,7 +10,16 @@ import (
 	"net/netip"
 	"os"
 	"time"
+
+	"github.com/godapl/godapl/internal/rdstool"
 )
+
+// interruptedDrain bounds the wait for acknowledgements after an
+// interrupt (--timeout still applies when it is shorter).
+const interruptedDrain = 2 * time.Second
+
+// errStopped ends the sending loop on an interrupt.
+var errStopped = errors.New("stopped")
 
 // send sends the datagrams, prints replies while it waits for the peer's
 // acknowledgements, and then for --wait.
@@ -19,9 +28,16 @@ func (c *cat) send(ctx context.Context, stdin io.Reader, dst netip.AddrPort) err
 	defer replies.stop()
 	c.s.SetWriteDeadline(time.Now().Add(c.o.timeout))
 	sendOne := func(p []byte) error {
+		if ctx.Err() != nil {
+			return errStopped
+		}
 		if _, err := c.s.SendTo(p, dst, 0); err != nil {
+			if ctx.Err() != nil {
+				return errStopped
+			}
 			return fmt.Errorf("send to %v: %w", dst, err)
 		}
+		c.sent++
 		if c.o.verbose {
 			fmt.Fprintf(c.out, "sent %d bytes to %v\n", len(p), dst)
 		}
@@ -34,6 +50,9 @@ func (c *cat) send(ctx context.Context, stdin io.Reader, dst netip.AddrPort) err
 				p[j] = byte('a' + (i+j)%26)
 			}
 			if err := sendOne(p); err != nil {
+				if err == errStopped {
+					break
+				}
 				return err
 			}
 		}
@@ -49,16 +68,40 @@ func (c *cat) send(ctx context.Context, stdin io.Reader, dst netip.AddrPort) err
 		}
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 64<<10), len(c.buf))
-		for sc.Scan() {
+		for ctx.Err() == nil && sc.Scan() {
 			if err := sendOne(sc.Bytes()); err != nil {
+				if err == errStopped {
+					break
+				}
 				return err
 			}
 		}
-		if err := sc.Err(); err != nil {
+		if err := sc.Err(); err != nil && ctx.Err() == nil {
 			return fmt.Errorf("reading input: %w", err)
 		}
 	}
-	if err := c.drain(ctx); err != nil {
+	// Interrupted or not, what was sent is waited for: the exit status
+	// says whether it all arrived.
+	var err error
+	if ctx.Err() != nil {
+		// The user wants out: wait for the acknowledgements briefly.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptedDrain)
+		err = c.drain(dctx)
+		cancel()
+		if q, _ := c.s.Buffered(); err == nil && q > 0 {
+			err = fmt.Errorf("%d bytes unacknowledged %v after the interrupt", q, interruptedDrain)
+		}
+	} else {
+		err = c.drain(ctx)
+	}
+	if ctx.Err() != nil {
+		if err != nil {
+			return rdstool.Interruptedf("%d datagrams sent to %v, not all acknowledged: %v", c.sent, dst, err)
+		}
+		fmt.Fprintf(c.errOut, "rds-cat: interrupted: %d datagrams sent to %v, all acknowledged\n", c.sent, dst)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("%v: %w (is it reachable and running RDS over %s?)", dst, err, c.o.common.Transport)
 	}
 	if c.o.wait > 0 {

@@ -29,7 +29,7 @@ func TestUsage(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{"rds-ping", []string{"1.2.3"}, "want an IPv4 address"},
+		{"rds-ping", []string{"1.2.3"}, "not an IPv4 address"},
 		{"rds-ping", []string{"-i", "soon", "127.0.0.1"}, "-i \"soon\""},
 		{"rds-ping", nil, "want one destination address"},
 		{"rds-cat", []string{"-l"}, "-l needs -b"},
