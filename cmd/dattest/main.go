@@ -1,28 +1,39 @@
-// Command dattest exercises a DAT provider the way rdma-core's dapltest
-// does: a server (-T S) that any number of clients use, a transaction
-// test (-T T: several EPs on several threads, RDMA Write, RDMA Read and
-// Send/Receive with every byte checked), a performance test (-T P: one
-// EP, a pipeline of RDMA Writes, RDMA Reads or echoed Sends, reporting
-// ops/s, MB/s and latency) and a limit test (-T L: EPs, EVD length and
-// LMR size raised until the provider refuses).
+// Command dattest exercises a DAT provider the way dapl2-utils' dapltest
+// does, with dapltest's letters and meanings: a server (-T S) that any
+// number of clients use, a transaction test (-T T: -t threads of -w EPs
+// each, running -i iterations of an operation list such as
+// "client RW 4096 client RR 4096 client SR 4096 server SR 4096", every
+// byte checked), a performance test (-T P: one EP, a pipeline of -p RDMA
+// Writes, RDMA Reads or echoed Sends, "RW 65536" style, reporting ops/s,
+// MB/s and latency), a limit test (-T L: EPs, EVD length and LMR size
+// raised until the provider refuses, -m the most EPs) and -T Q, which
+// tells a server to quit. -D names the provider (the device), -n the
+// server's port, -s the server, -d turns debugging on, -R the service
+// level (best effort only here), -P and -m p reap by polling.
 //
 // Clients name the server with -s; without it they start a server in
 // their own process on a second IA of the same provider, which is how
 // the in-memory provider "mem" is tested. Run dattest -h for the flags.
+// Options of this tool alone take long names or letters dapltest does
+// not use (-S size, -o operation, -json).
 //
-// Exit status: 0 the test passed, 1 it failed (the reason is one line on
-// stderr), 2 the command line is wrong.
+// Exit status: 0 the test passed, 1 it failed or was interrupted (the
+// reason is one line on stderr; what was measured is printed, marked
+// "interrupted"), 2 the command line is wrong.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -45,9 +56,13 @@ const (
 // -log is not given.
 const LogEnv = "DATTEST_LOG"
 
-// DefaultPort is the server's connection qualifier unless -p says
-// otherwise (dapltest's default, 0xB0D0).
-const DefaultPort = 45264
+// DefaultPort is the server's connection qualifier unless -n says
+// otherwise (dapltest's SERVER_PORT_NUMBER).
+const DefaultPort = 62000
+
+// errInterrupted is what a test cut short by SIGINT or SIGTERM returns
+// after printing what it measured: the run did not do what it promised.
+var errInterrupted = errors.New("interrupted")
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -76,6 +91,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dattest: %s\n", oneLine(err))
 		return exitFailed
 	}
+	if ctx.Err() != nil && o.mode != "S" {
+		// A test that an interrupt ended early did not do all it was asked.
+		fmt.Fprintln(stderr, "dattest: interrupted")
+		return exitFailed
+	}
 	return exitOK
 }
 
@@ -93,11 +113,21 @@ func (o *options) exec(ctx context.Context, stdout io.Writer, log zerolog.Logger
 
 	switch o.mode {
 	case "S":
-		return serve(ctx, cli, dat.ConnQual(o.port), log, func(q dat.ConnQual) {
+		err := serve(ctx, cli, dat.ConnQual(o.port), log, func(q dat.ConnQual) {
 			fmt.Fprintf(stdout, "dattest server: %s listening on %v port %d\n", o.provider, cli.Addr(), q)
 		})
+		if err == nil && ctx.Err() == nil {
+			fmt.Fprintln(stdout, "dattest server: quit requested")
+		}
+		return err
 	case "L":
 		return runLimits(cli, limitConfig{maxEPs: o.maxEPs, maxQLen: o.maxQLen, maxLMR: o.maxLMR}, stdout)
+	case "Q":
+		if err := quitServer(ctx, cli, o.server, dat.ConnQual(o.port), o.timeout); err != nil {
+			return fmt.Errorf("quit %v port %d: %w", o.server, o.port, err)
+		}
+		fmt.Fprintf(stdout, "dattest: the server at %v port %d quits\n", o.server, o.port)
+		return nil
 	}
 
 	addr, qual := o.server, dat.ConnQual(o.port)
@@ -108,7 +138,8 @@ func (o *options) exec(ctx context.Context, stdout io.Writer, log zerolog.Logger
 			return fmt.Errorf("open %q for the in-process server: %w", o.provider, err)
 		}
 		defer srvIA.Close(dat.CloseAbrupt)
-		sctx, stop := context.WithCancel(ctx)
+		// The server outlives an interrupt until the client is done.
+		sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		ready, done := make(chan dat.ConnQual, 1), make(chan error, 1)
 		go func() {
 			done <- serve(sctx, srvIA, 0, log.With().Str("side", "server").Logger(), func(q dat.ConnQual) { ready <- q })
@@ -128,21 +159,37 @@ func (o *options) exec(ctx context.Context, stdout io.Writer, log zerolog.Logger
 
 	switch o.mode {
 	case "T":
-		return runTransaction(ctx, cli, addr, qual, txnConfig{threads: o.threads, eps: o.eps, iters: o.iters, size: o.size, timeout: o.timeout}, stdout)
+		return runTransaction(ctx, cli, addr, qual, txnConfig{threads: o.threads, eps: o.eps, iters: o.iters, ops: o.ops,
+			poll: o.poll, timeout: o.timeout}, stdout)
 	default: // "P"
-		c := perfConfig{op: o.op, iters: o.iters, size: o.size, depth: o.depth, timeout: o.timeout}
+		c := perfConfig{op: o.op, iters: o.iters, size: o.size, depth: o.depth, segs: o.segs, poll: o.poll, timeout: o.timeout,
+			progress: stdout}
+		if o.json {
+			c.progress = o.stderr
+		}
 		r, err := runPerf(ctx, cli, addr, qual, c)
 		if err != nil {
 			return err
 		}
-		r.print(stdout, c)
+		if o.json {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(r.json(c)); err != nil {
+				return err
+			}
+		} else {
+			r.print(stdout, c)
+		}
+		if r.interrupted {
+			return errInterrupted
+		}
 		return nil
 	}
 }
 
 // options is the parsed command line.
 type options struct {
-	mode     string // S, T, P, L
+	mode     string // S, T, P, L, Q
 	provider string
 	server   netip.Addr // invalid: in-process server
 	port     int
@@ -150,49 +197,86 @@ type options struct {
 	threads  int
 	eps      int
 	size     int
+	ops      []op // -T T
 	op       perfOp
+	segs     int
 	depth    int
+	poll     bool
+	json     bool
 	maxEPs   int
 	maxQLen  int
 	maxLMR   int64
 	timeout  time.Duration
 	level    zerolog.Level
+	stderr   io.Writer
 }
 
-const usageHead = `usage: dattest -T S [-D provider] [-p port]                       server
-       dattest -T T [-s addr] [-t threads] [-w eps] [-i iters] [-S size]   transaction test
-       dattest -T P [-s addr] [-o write|read|send] [-S size] [-i iters] [-q depth]
-                                                                    performance test
-       dattest -T L [-D provider] [-m eps] [-max-qlen n] [-max-lmr bytes]  limit test
+const usageHead = `usage: dattest -T S [-D provider] [-n port] [-d]                     server
+       dattest -T T [-s server] [-n port] [-t threads] [-w eps] [-i iters] [-V] [-P]
+                    [client|server RR|RW|SR [seg_size [num_segs]] [-f]] ...   transaction test
+       dattest -T P [-s server] [-n port] [-p pipeline] [-i iters] [-m b|p] [-json]
+                    [RR|RW|SR [seg_size [num_segs]]]                  performance test
+       dattest -T L [-D provider] [-m max_eps] [--max-qlen n] [--max-lmr bytes]   limit test
+       dattest -T Q -s server [-n port]                                 ask a server to quit
 
-A client without -s runs against a server in its own process (a second IA
-of the same provider). Sizes take a k, m or g suffix (powers of 1024).
-Exit status: 0 passed, 1 failed (reason on stderr), 2 bad command line.
+dapltest's letters with dapltest's meanings. A client without -s runs
+against a server in its own process (a second IA of the same provider).
+The default transaction is "client RW 4096 client RR 4096 client SR 4096
+server SR 4096"; the dattest server initiates no RDMA, so "server RR|RW"
+are refused, and each "server SR" is the echo of the client SR before it.
+Sizes of -S and --max-lmr take a k, m or g suffix (powers of 1024).
+Ctrl-C stops a test and prints what it measured, marked "interrupted".
+Exit status: 0 passed, 1 failed or interrupted (reason on stderr), 2 bad
+command line.
 
 Flags:
 `
 
+// notHere are dapltest letters that make no sense here, with the reason
+// each is refused.
+var notHere = map[string]string{
+	"r": "-r (RSP instead of PSP): the dattest server listens on a PSP only",
+	"v": "-v: not available",
+	"f": "-f as a flag: it belongs in an SR op (\"client SR 4096 -f\")",
+}
+
 func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
-	o := &options{}
+	o := &options{stderr: stderr}
 	fs := flag.NewFlagSet("dattest", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by run, in one line
-	fs.StringVar(&o.mode, "T", "", "test `type`: S server, T transaction, P performance, L limit (required)")
-	fs.StringVar(&o.provider, "D", "siw-lo", "DAT `provider` name from the registry: mem, siw-lo, siw-<ifname> (file in $"+dat.ConfEnv+" overrides the list)")
-	server := fs.String("s", "", "server IPv4 `address` (T and P); empty: an in-process server")
-	fs.IntVar(&o.port, "p", DefaultPort, "server `port` (DAT connection qualifier); -T S -p 0 picks a free one and prints it")
-	fs.IntVar(&o.iters, "i", 0, "`iterations`: transactions per EP (T, default 100) or operations (P, default 10000)")
-	fs.IntVar(&o.threads, "t", 2, "client `threads` (T)")
-	fs.IntVar(&o.eps, "w", 2, "connected `EPs` per thread (T)")
-	size := fs.String("S", "4k", "message and RDMA `size` in bytes (T, P)")
-	op := fs.String("o", "write", "performance `operation` (P): write (RDMA Write), read (RDMA Read), send (Send echoed by the server)")
-	fs.IntVar(&o.depth, "q", 8, "pipeline `depth`: operations in flight (P)")
-	fs.IntVar(&o.maxEPs, "m", 1024, "most `EPs` the limit test creates (L)")
+	fs.StringVar(&o.mode, "T", "", "test `type`: S server, T transaction, P performance, L limit, Q quit a server (required)")
+	fs.StringVar(&o.provider, "D", "siw-lo", "DAT `device` (provider) name from the registry: mem, siw-lo, siw-<ifname>\n"+
+		"(a file in $"+dat.ConfEnv+" overrides the list; godapl-devinfo lists them)")
+	server := fs.String("s", "", "server `address` or host name (T, P, Q); empty: an in-process server")
+	fs.IntVar(&o.port, "n", DefaultPort, "server `port` (DAT connection qualifier); -T S -n 0 picks a free one and prints it")
+	fs.IntVar(&o.iters, "i", 1000, "`iterations`: transactions per EP (T) or operations (P)")
+	fs.IntVar(&o.threads, "t", 1, "client `threads` (T)")
+	fs.IntVar(&o.eps, "w", 1, "connected `EPs` per thread (T); -T L: width, only 1 here")
+	debug := fs.Bool("d", false, "debug: log at debug level")
+	fs.Bool("V", false, "validate data (T): every byte is always checked here")
+	fs.BoolVar(&o.poll, "P", false, "reap completions by polling the EVD instead of waiting (T)")
+	mode := fs.String("m", "", "P: mode, b (blocking, the default) or p (polling); L: the most EPs to create (default 1000)")
+	fs.IntVar(&o.depth, "p", 8, "`pipeline` length: operations in flight (P)")
+	rel := fs.String("R", "BE", "service reliability (QoS): BE only here (best effort)")
+	size := fs.String("S", "4k", "default op size in bytes, where an op names none (T, P)")
+	opName := fs.String("o", "", "P: the operation, write, read or send, instead of RW, RR or SR")
+	fs.BoolVar(&o.json, "json", false, "P: print the result as JSON on stdout (progress lines go to stderr)")
 	fs.IntVar(&o.maxQLen, "max-qlen", 65536, "longest EVD `qlen` the limit test tries (L)")
 	maxLMR := fs.String("max-lmr", "256m", "largest LMR `size` the limit test tries (L)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "connection setup `limit`, and longest time a test may make no progress")
 	level := fs.String("log", "", "log `level`: debug, info, warn, error, disabled (default $"+LogEnv+", else warn)")
+	var refused []string
+	for name, why := range notHere {
+		set := func(string) error { refused = append(refused, why); return nil }
+		if name == "v" { // takes a value in dapltest
+			fs.Func(name, why, set)
+		} else {
+			fs.BoolFunc(name, why, set)
+		}
+	}
 	fs.Usage = func() {} // -h is handled below; errors by run
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
 			fmt.Fprint(stdout, usageHead)
@@ -200,24 +284,30 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
 		}
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	if len(refused) > 0 {
+		return nil, errors.New(refused[0])
 	}
 	switch o.mode {
-	case "S", "T", "P", "L":
+	case "S", "T", "P", "L", "Q":
+	case "F":
+		return nil, errors.New("-T F: the FFT suites are not here; the provider's corner cases are the DAT conformance tests (go test ./dat/...)")
 	case "":
 		return nil, errors.New("-T is required")
 	default:
-		return nil, fmt.Errorf("-T %q: want S, T, P or L", o.mode)
+		return nil, fmt.Errorf("-T %q: want S, T, P, L or Q", o.mode)
+	}
+	if *rel != "BE" {
+		return nil, fmt.Errorf("-R %q: only BE (best effort) here; the providers have no other service levels", *rel)
 	}
 	if *server != "" {
-		a, err := netip.ParseAddr(*server)
-		if err != nil || !a.Unmap().Is4() {
-			return nil, fmt.Errorf("-s %q: not an IPv4 address", *server)
+		a, err := resolve(*server)
+		if err != nil {
+			return nil, err
 		}
-		o.server = a.Unmap()
+		o.server = a
+	} else if o.mode == "Q" {
+		return nil, errors.New("-T Q needs -s, the server to stop")
 	}
-	var err error
 	if o.size, err = parseSize("-S", *size, maxMsgSize); err != nil {
 		return nil, err
 	}
@@ -226,38 +316,133 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	o.maxLMR = int64(lmrSize)
-	o.op = perfOp(*op)
-	if o.op != perfWrite && o.op != perfRead && o.op != perfSend {
-		return nil, fmt.Errorf("-o %q: want write, read or send", *op)
-	}
-	if o.iters == 0 {
-		o.iters = 100
-		if o.mode == "P" {
-			o.iters = 10000
+	o.maxEPs = 1000
+	switch {
+	case o.mode == "L" && *mode != "":
+		if o.maxEPs, err = strconv.Atoi(*mode); err != nil || o.maxEPs < 1 {
+			return nil, fmt.Errorf("-m %q: with -T L, the most EPs, at least 1", *mode)
 		}
+	case *mode == "p":
+		o.poll = true
+	case *mode == "" || *mode == "b":
+	default:
+		return nil, fmt.Errorf("-m %q: want b (blocking) or p (polling)", *mode)
+	}
+	if err := o.parseOps(pos, *opName); err != nil {
+		return nil, err
 	}
 	switch {
 	case o.port < 0 || o.port > 65535 || (o.port == 0 && o.mode != "S"):
-		return nil, fmt.Errorf("-p %d: want 1..65535", o.port)
-	case o.iters < 0:
+		return nil, fmt.Errorf("-n %d: want 1..65535", o.port)
+	case o.iters < 1:
 		return nil, fmt.Errorf("-i %d: want at least 1", o.iters)
 	case o.threads < 1 || o.threads > 256:
 		return nil, fmt.Errorf("-t %d: want 1..256", o.threads)
 	case o.eps < 1 || o.eps > 256:
 		return nil, fmt.Errorf("-w %d: want 1..256", o.eps)
+	case o.mode == "L" && o.eps != 1:
+		return nil, fmt.Errorf("-w %d with -T L: only width 1 here (the limit test raises one resource at a time)", o.eps)
 	case o.depth < 1 || o.depth > maxDepth:
-		return nil, fmt.Errorf("-q %d: want 1..%d", o.depth, maxDepth)
+		return nil, fmt.Errorf("-p %d: want 1..%d", o.depth, maxDepth)
 	case o.size*o.depth > maxRegion:
-		return nil, fmt.Errorf("-S %d with -q %d: more than %d bytes in flight", o.size, o.depth, maxRegion)
-	case o.maxEPs < 1 || o.maxQLen < 1:
-		return nil, errors.New("-m and -max-qlen must be at least 1")
+		return nil, fmt.Errorf("%d bytes with -p %d: more than %d bytes in flight", o.size, o.depth, maxRegion)
+	case o.maxQLen < 1:
+		return nil, errors.New("-max-qlen must be at least 1")
 	case o.timeout <= 0:
 		return nil, fmt.Errorf("-timeout %v: want a positive duration", o.timeout)
+	}
+	if *debug && *level == "" {
+		*level = "debug"
 	}
 	if o.level, err = parseLevel(*level); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+// parseInterspersed parses flags before, between and after the words of
+// the operation list, which dapltest writes last but users often do not;
+// "-f" stays in the list, where it belongs to an SR op, and "--" ends the
+// flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if consumed := args[:len(args)-len(rest)]; len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		for len(rest) > 0 && (!strings.HasPrefix(rest[0], "-") || rest[0] == "-f") {
+			pos, rest = append(pos, rest[0]), rest[1:]
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		args = rest
+	}
+}
+
+// parseOps reads the positional operation list: a transaction's ops
+// (T), or the performance test's one op (P).
+func (o *options) parseOps(args []string, opName string) error {
+	o.segs = 1
+	switch o.mode {
+	case "T":
+		if opName != "" {
+			return errors.New("-o is for -T P; a transaction takes an op list")
+		}
+		if len(args) == 0 {
+			o.ops = defaultTxnOps(o.size)
+			return nil
+		}
+		ops, err := parseTxnOps(args, 4096)
+		o.ops = ops
+		return err
+	case "P":
+		o.op = perfWrite
+		if opName != "" {
+			if len(args) > 0 {
+				return errors.New("give the operation as -o or as RR|RW|SR, not both")
+			}
+			o.op = perfOp(opName)
+			if o.op != perfWrite && o.op != perfRead && o.op != perfSend {
+				return fmt.Errorf("-o %q: want write, read or send", opName)
+			}
+			return nil
+		}
+		if len(args) == 0 {
+			return nil
+		}
+		p, err := parseOp(args, false, o.size)
+		if err != nil {
+			return err
+		}
+		o.op = map[string]perfOp{"RW": perfWrite, "RR": perfRead, "SR": perfSend}[p.kind]
+		o.size, o.segs = p.bytes(), p.segs
+		return nil
+	}
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected argument %q (ops go with -T T and -T P)", args[0])
+	}
+	return nil
+}
+
+// resolve takes an IPv4 address or a host name, as dapltest's -s does.
+func resolve(s string) (netip.Addr, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		if a = a.Unmap(); a.Is4() {
+			return a, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", s)
+	if err != nil || len(ips) == 0 {
+		return netip.Addr{}, fmt.Errorf("-s %q: not an IPv4 address, and the name does not resolve to one", s)
+	}
+	return ips[0].Unmap(), nil
 }
 
 // parseSize parses a byte count with an optional k, m or g suffix.
