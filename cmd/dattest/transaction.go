@@ -130,6 +130,9 @@ func txnThread(ctx context.Context, i *ia.IA, pz *ia.PZ, addr netip.Addr, qual d
 	}
 	states := make([]linkState, len(links))
 	for it := 0; it < c.iters; it++ {
+		if ctx.Err() != nil { // mem never blocks where the context is seen
+			return context.Cause(ctx)
+		}
 		for k, o := range c.ops {
 			for e, l := range links {
 				if err := postStep(l, &states[e], o, k, lay, pattern(t, e, it, k)); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -66,18 +67,29 @@ func (c *cat) send(ctx context.Context, stdin io.Reader, dst netip.AddrPort) err
 			defer f.Close()
 			in = f
 		}
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), len(c.buf))
-		for ctx.Err() == nil && sc.Scan() {
-			if err := sendOne(sc.Bytes()); err != nil {
-				if err == errStopped {
-					break
+		lines := readLines(in, len(c.buf))
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				break loop
+			case l, ok := <-lines:
+				if !ok {
+					break loop
 				}
-				return err
+				if l.err != nil {
+					if ctx.Err() == nil {
+						return fmt.Errorf("reading input: %w", l.err)
+					}
+					break loop
+				}
+				if err := sendOne(l.b); err != nil {
+					if err == errStopped {
+						break loop
+					}
+					return err
+				}
 			}
-		}
-		if err := sc.Err(); err != nil && ctx.Err() == nil {
-			return fmt.Errorf("reading input: %w", err)
 		}
 	}
 	// Interrupted or not, what was sent is waited for: the exit status
@@ -176,4 +188,30 @@ func (p *printer) stop() {
 func (p *printer) err() error {
 	p.stop()
 	return p.e
+}
+
+// line is one line of input, or the error that ended the input.
+type line struct {
+	b   []byte
+	err error
+}
+
+// readLines reads lines of at most max bytes from in on a goroutine of
+// its own, so that an interrupt need not wait for input that may never
+// come: a read blocked on a terminal or pipe cannot be cancelled, and
+// that goroutine ends with the process when the sender stops.
+func readLines(in io.Reader, max int) <-chan line {
+	ch := make(chan line)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), max)
+		for sc.Scan() {
+			ch <- line{b: bytes.Clone(sc.Bytes())}
+		}
+		if err := sc.Err(); err != nil {
+			ch <- line{err: err}
+		}
+	}()
+	return ch
 }

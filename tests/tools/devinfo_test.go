@@ -36,7 +36,7 @@ func TestDevinfo(t *testing.T) {
 			Limits                    map[string]uint64
 			Counters                  map[string]uint64
 		}
-		IANames []struct{ Name, Provider, Device, Address string } `json:"ia_names"`
+		IANames  []struct{ Name, Provider, Device, Address string } `json:"ia_names"`
 		Registry string
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &inv); err != nil {
