@@ -28,12 +28,12 @@ type providerInfo struct {
 }
 
 type deviceInfo struct {
-	Name      string            `json:"name"`
-	Provider  string            `json:"provider"`
-	Transport string            `json:"transport"`
-	FWVersion string            `json:"fw_ver"`
-	VendorID  uint32            `json:"vendor_id"`
-	Addresses []string          `json:"addresses"` // of the IA names on the device
+	Name      string   `json:"name"`
+	Provider  string   `json:"provider"`
+	Transport string   `json:"transport"`
+	FWVersion string   `json:"fw_ver"`
+	VendorID  uint32   `json:"vendor_id"`
+	Addresses []string `json:"addresses"` // of the IA names on the device
 	// Limits and Counters carry ibv_devinfo's names for the device's
 	// attributes and this implementation's names for its counters.
 	Limits   map[string]uint64 `json:"limits"`
