@@ -67,6 +67,11 @@ func (o *options) passive(ctx context.Context, stdout io.Writer) error {
 	// instance, one passive run, as in the real tool.
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
+	if !o.summary {
+		done := make(chan struct{})
+		defer close(done)
+		go passiveProgress(stdout, servers, o.interval, o.cpu, done)
+	}
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, sv := range servers {
@@ -78,6 +83,7 @@ func (o *options) passive(ctx context.Context, stdout io.Writer) error {
 		}()
 	}
 	wg.Wait()
+	stop()
 	var reqs, bytes uint64
 	for _, sv := range servers {
 		reqs, bytes = reqs+sv.reqs.Load(), bytes+sv.bytes.Load()
@@ -254,4 +260,64 @@ func (o *options) runDemo(ctx context.Context, p params, stdout, stderr io.Write
 		err = serr
 	}
 	return err
+}
+
+// passiveSnap sums the passive servers' counters at one instant.
+type passiveSnap struct {
+	at                                   time.Time
+	tasks                                int
+	reqs, bytes, sendNS, rdmaIn, rdmaOut uint64
+	cpu                                  time.Duration
+}
+
+func snapPassive(servers []*server) passiveSnap {
+	s := passiveSnap{at: time.Now(), cpu: cpuTime()}
+	for _, sv := range servers {
+		s.tasks += sv.taskCount()
+		s.reqs += sv.reqs.Load()
+		s.bytes += sv.bytes.Load()
+		s.sendNS += sv.sendNS.Load()
+		s.rdmaIn += sv.rdmaIn.Load()
+		s.rdmaOut += sv.rdmaOut.Load()
+	}
+	return s
+}
+
+// passiveProgress prints, every interval while a run is on, the passive
+// side's line in the real tool's columns: no requests of its own (tx/s
+// 0), the requests it receives (rx/s), the bytes both ways, the RDMA its
+// answers moved and the time its sends took; it measures no round trip.
+// It stops when done closes.
+func passiveProgress(w io.Writer, servers []*server, every time.Duration, cpu bool, done <-chan struct{}) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	prev, header := snapPassive(servers), false
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		cur := snapPassive(servers)
+		if cur.tasks == 0 {
+			prev = cur
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, progressHeader)
+			header = true
+		}
+		dt := cur.at.Sub(prev.at).Seconds()
+		iv := interval{Tasks: cur.tasks, RxPerS: float64(cur.reqs-prev.reqs) / dt,
+			KBPerS: float64(cur.bytes-prev.bytes) / dt / 1024, MbiKBs: float64(cur.rdmaIn-prev.rdmaIn) / dt / 1024,
+			MboKBs: float64(cur.rdmaOut-prev.rdmaOut) / dt / 1024, CPUPct: -1}
+		if n := cur.reqs - prev.reqs; n > 0 {
+			iv.TxUSPC = float64(cur.sendNS-prev.sendNS) / float64(n) / 1e3
+		}
+		if cpu {
+			iv.CPUPct = cpuPercent(cur.cpu-prev.cpu, cur.at.Sub(prev.at))
+		}
+		fmt.Fprintln(w, iv.line())
+		prev = cur
+	}
 }

@@ -36,6 +36,9 @@ type server struct {
 
 	reqs     atomic.Uint64 // requests answered
 	bytes    atomic.Uint64 // request and answer bytes
+	sendNS   atomic.Uint64 // time spent sending answers
+	rdmaIn   atomic.Uint64 // bytes RDMA READs brought into this node
+	rdmaOut  atomic.Uint64 // bytes RDMA WRITEs took out of this node
 	lastSeen atomic.Int64  // UnixNano of the last request
 }
 
@@ -123,6 +126,13 @@ func (sv *server) run(ctx context.Context, ctl *rdsoverdat.Socket, idle time.Dur
 		}
 		sv.log.Info().Stringer("client", m.Addr).Int("tasks", want).Msg("hello")
 	}
+}
+
+// taskCount is the number of task sockets bound.
+func (sv *server) taskCount() int {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return len(sv.tasks)
 }
 
 // ensureTasks binds task sockets up to n.
@@ -222,7 +232,17 @@ func (sv *server) serveTask(s *rdsoverdat.Socket) {
 			}
 			reply.Control = []rdsoverdat.ControlMessage{args}
 		}
-		if _, err := s.SendMsg(&reply, 0); err != nil {
+		t1 := time.Now()
+		_, err = s.SendMsg(&reply, 0)
+		sv.sendNS.Add(uint64(time.Since(t1)))
+		if size, write := h.RDMA(); err == nil && len(reply.Control) > 0 {
+			if write {
+				sv.rdmaOut.Add(uint64(size))
+			} else {
+				sv.rdmaIn.Add(uint64(size))
+			}
+		}
+		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
