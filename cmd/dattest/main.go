@@ -159,8 +159,12 @@ func (o *options) exec(ctx context.Context, stdout io.Writer, log zerolog.Logger
 
 	switch o.mode {
 	case "T":
-		return runTransaction(ctx, cli, addr, qual, txnConfig{threads: o.threads, eps: o.eps, iters: o.iters, ops: o.ops,
-			poll: o.poll, timeout: o.timeout}, stdout)
+		c := txnConfig{threads: o.threads, eps: o.eps, iters: o.iters, ops: o.ops, poll: o.poll, timeout: o.timeout,
+			json: o.json, progress: stdout}
+		if o.json {
+			c.progress = o.stderr
+		}
+		return runTransaction(ctx, cli, addr, qual, c, stdout)
 	default: // "P"
 		c := perfConfig{op: o.op, iters: o.iters, size: o.size, depth: o.depth, segs: o.segs, poll: o.poll, timeout: o.timeout,
 			progress: stdout}
@@ -213,7 +217,7 @@ type options struct {
 
 const usageHead = `usage: dattest -T S [-D provider] [-n port] [-d]                     server
        dattest -T T [-s server] [-n port] [-t threads] [-w eps] [-i iters] [-V] [-P]
-                    [client|server RR|RW|SR [seg_size [num_segs]] [-f]] ...   transaction test
+                    [-json] [client|server RR|RW|SR [seg_size [num_segs]] [-f]] ...  transaction test
        dattest -T P [-s server] [-n port] [-p pipeline] [-i iters] [-m b|p] [-json]
                     [RR|RW|SR [seg_size [num_segs]]]                  performance test
        dattest -T L [-D provider] [-m max_eps] [--max-qlen n] [--max-lmr bytes]   limit test
@@ -260,7 +264,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
 	rel := fs.String("R", "BE", "service reliability (QoS): BE only here (best effort)")
 	size := fs.String("S", "4k", "default op size in bytes, where an op names none (T, P)")
 	opName := fs.String("o", "", "P: the operation, write, read or send, instead of RW, RR or SR")
-	fs.BoolVar(&o.json, "json", false, "P: print the result as JSON on stdout (progress lines go to stderr)")
+	fs.BoolVar(&o.json, "json", false, "T, P: print the result as JSON on stdout (progress lines go to stderr)")
 	fs.IntVar(&o.maxQLen, "max-qlen", 65536, "longest EVD `qlen` the limit test tries (L)")
 	maxLMR := fs.String("max-lmr", "256m", "largest LMR `size` the limit test tries (L)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "connection setup `limit`, and longest time a test may make no progress")

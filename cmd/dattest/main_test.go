@@ -246,6 +246,8 @@ func TestSiwServerAndClients(t *testing.T) {
 }
 
 func TestMemInProcess(t *testing.T) {
+	command(t, 60*time.Second, "-D", "mem", "-T", "T", "-i", "10", "-json", "client", "RW", "64", "client", "RR", "64").
+		want(t, exitOK, `"test": "T",\s+"threads": 1,\s+"eps_per_thread": 1,\s+"iterations": 10,\s+"ops": \[\s+"client RW 64 1",\s+"client RR 64 1"\s+\],\s+"dtos_verified": 20,`)
 	command(t, 60*time.Second, "-D", "mem", "-T", "T", "-t", "3", "-w", "2", "-i", "30").want(t, exitOK, "720 DTOs verified")
 	command(t, 60*time.Second, "-D", "mem", "-T", "P", "-i", "2000", "-p", "16", "RR", "64").want(t, exitOK, "perf read: 64 B x 2000, depth 16")
 }

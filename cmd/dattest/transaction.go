@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/netip"
@@ -20,6 +21,21 @@ type txnConfig struct {
 	ops                 []op
 	poll                bool
 	timeout             time.Duration
+	json                bool      // print the summary as JSON
+	progress            io.Writer // a line per second while it runs (nil: none)
+}
+
+// txnJSON is -json's shape for -T T.
+type txnJSON struct {
+	Test        string   `json:"test"`
+	Threads     int      `json:"threads"`
+	EPs         int      `json:"eps_per_thread"`
+	Iterations  int      `json:"iterations"`
+	Ops         []string `json:"ops"`
+	DTOs        int64    `json:"dtos_verified"`
+	Seconds     float64  `json:"seconds"`
+	DTOsPerS    float64  `json:"dtos_per_s"`
+	Interrupted bool     `json:"interrupted"`
 }
 
 // layout places each op in a link's slot: op i uses bytes off[i] to
@@ -68,6 +84,27 @@ func runTransaction(ctx context.Context, i *ia.IA, addr netip.Addr, qual dat.Con
 
 	start := time.Now()
 	var done atomic.Int64 // DTOs verified
+	if c.progress != nil {
+		stopProgress := make(chan struct{})
+		progressDone := make(chan struct{})
+		go func() {
+			defer close(progressDone)
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stopProgress:
+					return
+				case now := <-tick.C:
+					fmt.Fprintf(c.progress, "transaction: %6.1f s  %d DTOs verified\n", now.Sub(start).Seconds(), done.Load())
+				}
+			}
+		}()
+		defer func() {
+			close(stopProgress)
+			<-progressDone
+		}()
+	}
 	var wg sync.WaitGroup
 	for t := 0; t < c.threads; t++ {
 		wg.Add(1)
@@ -81,6 +118,22 @@ func runTransaction(ctx context.Context, i *ia.IA, addr netip.Addr, qual dat.Con
 	wg.Wait()
 	el := time.Since(start)
 	n := done.Load()
+	if c.json && (parent.Err() != nil || context.Cause(ctx) == nil) {
+		j := txnJSON{Test: "T", Threads: c.threads, EPs: c.eps, Iterations: c.iters, DTOs: n, Seconds: el.Seconds(),
+			DTOsPerS: float64(n) / el.Seconds(), Interrupted: parent.Err() != nil}
+		for _, o := range c.ops {
+			j.Ops = append(j.Ops, o.String())
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(j); err != nil {
+			return err
+		}
+		if parent.Err() != nil {
+			return errInterrupted
+		}
+		return nil
+	}
 	summary := fmt.Sprintf("transaction: %d threads x %d EPs x %d iterations of %d ops: %d DTOs verified in %.3f s (%.0f DTOs/s)",
 		c.threads, c.eps, c.iters, len(c.ops), n, el.Seconds(), float64(n)/el.Seconds())
 	if parent.Err() != nil {
