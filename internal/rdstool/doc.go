@@ -8,7 +8,12 @@
 //     (NewStack), the one place that maps a transport name to an
 //     rdsoverdat transport;
 //   - Main: the exit-code contract (0 ok, 1 runtime failure, 2 usage),
-//     one-line errors, -h;
+//     one-line errors, -h, and the one Ctrl-C behaviour (ErrInterrupted:
+//     an interrupt that left the tool's promise unkept);
+//   - ParseSize, ParseInterval, ResolveAddr: the real tools' syntax for
+//     sizes (K, M, G), intervals (msec, usec) and hosts (names too);
+//   - Refusal: real flags that make no sense here, refused with a reason;
+//   - Bind: "address in use" errors that name the ports and the way out;
 //   - Logger: zerolog on stderr at the level of --log or GODAPL_LOG;
 //   - ServeInfo and ReadInfo: a tool's Stack.Info as JSON on a unix
 //     socket, which is how cmd/rds-info reaches the RDS state that lives

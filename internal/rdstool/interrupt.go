@@ -1,7 +1,6 @@
 package rdstool
 
 import (
-	"context"
 	"errors"
 	"fmt"
 )
@@ -16,9 +15,6 @@ import (
 // whose promise it then could not keep (a measurement left unfinished,
 // datagrams left unacknowledged).
 var ErrInterrupted = errors.New("interrupted")
-
-// Interrupted reports whether ctx ended by a signal (or its parent did).
-func Interrupted(ctx context.Context) bool { return ctx.Err() != nil }
 
 // Interruptedf wraps ErrInterrupted with what was left undone.
 func Interruptedf(format string, a ...any) error {
