@@ -201,6 +201,13 @@ func (o *options) run(ctx context.Context, args []string, stdout, stderr io.Writ
 			}
 		} else if local, err = rdstool.SourceFor(server); err != nil {
 			return err
+		} else if local == server {
+			// The passive instance runs on this host and is the RDS node
+			// of that address (one node per address per process): speak
+			// from a fresh loopback address, which reaches every local
+			// address.
+			local = randomLoopback(2)
+			o.common.Logger.Info().Stringer("local", local).Msg("passive instance on this host: using a loopback address of its own")
 		}
 		return o.client(ctx, p, local, netip.AddrPortFrom(server, uint16(o.port)), stdout, stderr)
 	}

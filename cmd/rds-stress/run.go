@@ -97,6 +97,12 @@ func (o *options) passive(ctx context.Context, stdout io.Writer) error {
 	return errors.Join(errs...)
 }
 
+// randomLoopback returns 127.X.Y.last for random X and Y in 1-254: an
+// address no other tool is likely to use.
+func randomLoopback(last byte) netip.Addr {
+	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(1 + rand.IntN(254)), last})
+}
+
 // localAddrs lists the host's IPv4 addresses.
 func localAddrs() ([]netip.Addr, error) {
 	ifas, err := net.InterfaceAddrs()
@@ -219,9 +225,8 @@ func (o *options) runDemo(ctx context.Context, p params, stdout, stderr io.Write
 		err      error
 	)
 	for try := 0; ; try++ {
-		x, y := byte(1+rand.IntN(254)), byte(1+rand.IntN(254))
-		local = netip.AddrFrom4([4]byte{127, x, y, 1})
-		base = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, x, y, 2}), uint16(o.port))
+		local = randomLoopback(1)
+		base = netip.AddrPortFrom(local.Next(), uint16(o.port))
 		if sst, err = o.common.NewStack(rdsoverdat.Config{}); err != nil {
 			return err
 		}

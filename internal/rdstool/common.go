@@ -123,9 +123,13 @@ func addrInUse(st *rdsoverdat.Stack, a netip.AddrPort, err error) error {
 	if v, ok := stackPorts.Load(st); ok {
 		tp = v.(string)
 	}
-	return fmt.Errorf("cannot bind %v: address in use: RDS port %d there is taken, or another process "+
-		"already is the RDS node of %v on %s; stop it, or pick another -p or address, or move both ends "+
-		"to a free --transport-port (%w)", a, a.Port(), a.Addr(), tp, err)
+	port := ""
+	if a.Port() != 0 {
+		port = fmt.Sprintf("RDS port %d there is taken, or ", a.Port())
+	}
+	return fmt.Errorf("cannot bind %v: address in use: %sanother process already is the RDS node of %v on %s; "+
+		"stop it, or pick another address (or -p), or move both ends to a free --transport-port (%w)",
+		a, port, a.Addr(), tp, err)
 }
 
 // Bind returns a socket of st bound to a, with SO_SNDBUF and SO_RCVBUF
