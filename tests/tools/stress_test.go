@@ -159,3 +159,17 @@ func TestStressFlags(t *testing.T) {
 		}
 	}
 }
+
+// An active instance without -r on the passive one's host speaks from a
+// loopback address of its own: the pair runs as it would with the
+// kernel's RDS.
+func TestStressSameHost(t *testing.T) {
+	t.Parallel()
+	srvAddr := addr(t)
+	sock := filepath.Join(t.TempDir(), "srv.sock")
+	srv := start(t, "rds-stress", "-r", srvAddr, "--info-socket", sock)
+	srv.waitFile(t, sock)
+	r := run(t, "", nil, "rds-stress", "-s", srvAddr, "-T", "1", "-z", "--info-socket", "none")
+	r.want(t, 0, "(average)", " -> "+srvAddr+":4000")
+	srv.wait(t).want(t, 0, "passive done:")
+}
