@@ -15,19 +15,25 @@ import (
 	"github.com/godapl/godapl/rdsoverdat"
 )
 
-// params is a client's workload.
+// params is a run's workload, which the active side sends the passive
+// one in its hello.
 type params struct {
 	sizes    []int         // request sizes; task i uses sizes[i%len(sizes)]
-	ack      int           // answer size; 0: the request's size (request/response)
-	oneway   bool          // answers are bare headers: the payload flows one way
+	ack      int           // answer size of every request (-a; the minimum by default)
+	oneway   bool          // -o: the passive side sends no requests of its own
 	tasks    int           // sockets, each with its own window
-	depth    int           // requests outstanding per task
+	depth    int           // requests outstanding per task, each way
 	duration time.Duration // 0: until interrupted
 	timeout  time.Duration // limit on the hello and on silence while acks are due
 	rdma     rdmaMode      // the server moves rdmaSize bytes by RDMA before each answer
 	rdmaSize int
 	verify   bool // -v: payloads carry a pattern the receiver checks
 	cpu      bool // -c: report this process's CPU use
+}
+
+// hello is what the passive side needs of p.
+func (p *params) hello() helloParams {
+	return helloParams{ack: p.ack, depth: p.depth, oneway: p.oneway, verify: p.verify, sizes: p.sizes}
 }
 
 // rdmaMode is --rdma: which RDMA op the server runs on the client's
@@ -54,21 +60,11 @@ func (m rdmaMode) writes(seq uint64) bool {
 // arrives, or the transfer did not happen first.
 const rdmaPattern = 0xa5
 
-// replySize is the answer length task i asks for.
-func (p *params) replySize(i int) int {
-	switch {
-	case p.ack > 0:
-		return p.ack
-	case p.oneway:
-		return hdrLen
-	}
-	return p.sizes[i%len(p.sizes)]
-}
-
-// bufLen is SO_SNDBUF and SO_RCVBUF for task i: room for its whole
-// window twice over (rds-stress's rule), at least 1 MiB.
+// bufLen is SO_SNDBUF and SO_RCVBUF for task i: room for both windows
+// (its own requests and answers, and the peer's) twice over, at least
+// 1 MiB.
 func (p *params) bufLen(i int) int {
-	return max(1<<20, 2*p.depth*(p.sizes[i%len(p.sizes)]+p.replySize(i)))
+	return max(1<<20, 4*p.depth*(p.sizes[i%len(p.sizes)]+p.ack))
 }
 
 // task is one client socket and its counters, which the reporter reads
@@ -81,8 +77,9 @@ type task struct {
 	dst     netip.AddrPort
 	reqs    atomic.Uint64 // requests sent
 	acks    atomic.Uint64 // answers received
-	txB     atomic.Uint64 // request bytes sent
-	rxB     atomic.Uint64 // answer bytes received
+	rxReqs  atomic.Uint64 // the peer's requests received (and answered)
+	txB     atomic.Uint64 // bytes sent: requests and answers
+	rxB     atomic.Uint64 // bytes received: answers and the peer's requests
 	rdmaIn  atomic.Uint64 // bytes the server RDMA-wrote into our memory (answered requests)
 	rdmaOut atomic.Uint64 // bytes the server RDMA-read from our memory
 	sendNS  atomic.Uint64 // time spent in send calls
@@ -121,6 +118,7 @@ func (c *client) hello(ctx context.Context) error {
 	c.nonce = nonce
 	b := make([]byte, hdrLen)
 	stressHdr(b).encode(opHello, uint16(c.p.tasks), nonce, 0, hdrLen)
+	b = c.p.hello().append(b)
 	s.SetDeadline(time.Now().Add(c.p.timeout))
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
@@ -185,7 +183,7 @@ func (c *client) bye() {
 // start binds the task sockets.
 func (c *client) start() error {
 	for i := range c.p.tasks {
-		t := &task{id: i, size: c.p.sizes[i%len(c.p.sizes)], reply: c.p.replySize(i),
+		t := &task{id: i, size: c.p.sizes[i%len(c.p.sizes)], reply: c.p.ack,
 			dst: netip.AddrPortFrom(c.server.Addr(), c.server.Port()+1+uint16(i))}
 		s, err := rdstool.Bind(c.st, netip.AddrPortFrom(c.local, 0), c.p.bufLen(i), c.p.bufLen(i))
 		if err != nil {
@@ -262,7 +260,8 @@ func (c *client) run(ctx context.Context, end time.Time) error {
 // stop, then collects the answers still due.
 func (c *client) runTask(t *task, end time.Time, stopping *atomic.Bool) error {
 	out := make([]byte, t.size)
-	in := make([]byte, t.reply+hdrLen)
+	in := make([]byte, max(t.reply, t.size)+hdrLen)
+	ans := make([]byte, t.reply)
 	var seq uint64
 	outstanding := 0
 	send := func() error {
@@ -314,8 +313,21 @@ func (c *client) runTask(t *task, end time.Time, stopping *atomic.Bool) error {
 		if err != nil {
 			return err
 		}
+		if len(m.Control) > 0 {
+			continue // congestion updates
+		}
 		h, err := parseHdr(in[:n])
-		if err != nil || h.Op() != opAck || int(h.Task()) != t.id {
+		if err != nil || int(h.Task()) != t.id {
+			continue
+		}
+		if h.Op() == opRequest {
+			// The passive side's own request: answer it, as it answers ours.
+			if err := c.answer(t, h, in[:n], ans, m.Addr); err != nil {
+				return err
+			}
+			continue
+		}
+		if h.Op() != opAck {
 			continue
 		}
 		t.lat.record(time.Since(c.t0) - time.Duration(h.Stamp()))
@@ -346,6 +358,35 @@ func (c *client) runTask(t *task, end time.Time, stopping *atomic.Bool) error {
 			}
 		}
 	}
+	return nil
+}
+
+// answer answers the peer's request req (its header h) from to with an
+// ack of the length it asks for, checking and filling the -v pattern.
+func (c *client) answer(t *task, h stressHdr, req, ans []byte, to netip.AddrPort) error {
+	if int(h.Reply()) > len(ans) {
+		ans = make([]byte, h.Reply())
+	}
+	a := ans[:h.Reply()]
+	copy(a, h)
+	ah := stressHdr(a)
+	ah.SetOp(opAck)
+	if h.flag(verifyBit) {
+		if off := checkPattern(req[hdrLen:], h.Seq()); off >= 0 {
+			return fmt.Errorf("the passive side's request %d is damaged at payload offset %d (-v)", h.Seq(), off)
+		}
+		fillPattern(a[hdrLen:], h.Seq())
+	}
+	t1 := time.Now()
+	_, err := t.s.SendTo(a, to, 0)
+	t.sendNS.Add(uint64(time.Since(t1)))
+	t.sends.Add(1)
+	if err != nil {
+		return err
+	}
+	t.rxReqs.Add(1)
+	t.rxB.Add(uint64(len(req)))
+	t.txB.Add(uint64(len(a)))
 	return nil
 }
 

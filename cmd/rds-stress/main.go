@@ -7,13 +7,12 @@
 //	rds-stress --demo                          both ends in this process on loopback, a 4 s mixed run
 //
 // The active instance says hello to the passive one's base port (-p),
-// which binds one task socket per active task on the ports above it.
-// Each active task keeps -d requests of -q bytes outstanding to its
-// passive socket, which answers each with -a bytes (default: the
-// request's size, so that the payload flows both ways, as the real tool's
-// two request streams make it do; -o: minimal answers, one-way). When the
-// run ends (-T, or an interrupt) the active instance says goodbye and both
-// stop. A progress line per second in the real tool's columns and a
+// sending the workload, and the passive instance binds one task socket
+// per active task on the ports above it. Each task, on both sides, keeps
+// -d requests of -q bytes outstanding to its peer task, which answers
+// each with an ack of -a bytes (-o: only the active side sends requests).
+// When the run ends (-T, or an interrupt) the active instance says
+// goodbye and both stop. A progress line per second in the real tool's columns and a
 // final table follow, the histogram under --show-histogram and
 // everything as JSON under -json. Both ends use the same --transport.
 package main
@@ -98,14 +97,13 @@ func tool(stdout, stderr io.Writer) rdstool.Tool {
 		"is the passive instance)", "s", "send-addr")
 	alias(fs, intValue{&o.port}, "base RDS port: the passive instance's hello port; task sockets use the ports above", "p", "port")
 	alias(fs, stringValue{&o.sizes}, "request size in bytes, K, M or G (32-1M); a comma list gives task i size i mod n", "q", "req-bytes")
-	alias(fs, stringValue{&o.ack}, "answer (ack) size in bytes, K, M or G (32-1M; default: the request's size,\n"+
-		"with -o the minimum)", "a", "ack-bytes")
+	alias(fs, stringValue{&o.ack}, "ack size in bytes, K, M or G (32-1M; default: the minimum, 32)", "a", "ack-bytes")
 	alias(fs, intValue{&o.tasks}, "tasks: sockets, each with its own window of requests", "t", "tasks")
-	alias(fs, intValue{&o.depth}, "requests each task keeps outstanding", "d", "depth")
+	alias(fs, intValue{&o.depth}, "requests each task keeps outstanding to its peer task (each way)", "d", "depth")
 	alias(fs, secondsValue{&o.duration}, "run time in seconds (0: until interrupted; default 4 with --demo); a\n"+
 		"duration such as 500ms is taken too", "T", "time")
-	alias(fs, boolValue{&o.oneway}, "one-way: answers are minimal acks (-a bytes if given), so the payload flows\n"+
-		"active -> passive only", "o", "one-way")
+	alias(fs, boolValue{&o.oneway}, "one-way: only the active instance sends requests (by default both do, each\n"+
+		"task to its peer task, and each answers the other's)", "o", "one-way")
 	alias(fs, stringValue{&o.rdmaSize}, "RDMA bytes per request (K, M; up to 1M): turns RDMA on; before answering,\n"+
 		"the passive side RDMA-reads or -writes that much of memory the active side registered\n"+
 		"(RDS zerocopy, --transport dat only)", "D", "rdma-bytes")
@@ -225,6 +223,7 @@ func (o *options) params() (params, error) {
 		}
 		p.sizes = append(p.sizes, int(n))
 	}
+	p.ack = hdrLen // the real tool's default: the smallest ack
 	if o.ack != "" {
 		n, err := rdstool.ParseSize("-a", o.ack, maxMsg)
 		if err != nil || n < hdrLen {

@@ -114,3 +114,39 @@ func TestRDMAModeWrites(t *testing.T) {
 		}
 	}
 }
+
+func TestHelloRoundTrip(t *testing.T) {
+	p := helloParams{ack: 64, depth: 8, oneway: true, verify: true, sizes: []int{32, 1 << 20, 4096}}
+	got, err := parseHello(p.append(nil))
+	if err != nil || got.ack != 64 || got.depth != 8 || !got.oneway || !got.verify || len(got.sizes) != 3 || got.sizes[1] != 1<<20 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	for _, bad := range []helloParams{
+		{ack: 31, depth: 1, sizes: []int{64}}, {ack: 64, depth: 0, sizes: []int{64}}, {ack: 64, depth: 4097, sizes: []int{64}},
+		{ack: 64, depth: 1}, {ack: 64, depth: 1, sizes: []int{maxMsg + 1}},
+	} {
+		if _, err := parseHello(bad.append(nil)); err != errHello {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+	if _, err := parseHello(p.append(nil)[:20]); err != errHello {
+		t.Errorf("truncated: %v", err)
+	}
+}
+
+// FuzzParseHello: no input panics the hello parser, and what it accepts
+// re-encodes to what it read.
+func FuzzParseHello(f *testing.F) {
+	f.Add(helloParams{ack: 64, depth: 8, sizes: []int{64, 4096}}.append(nil))
+	f.Add([]byte{0, 0, 0, 32, 0, 0, 0, 1, 0, 0, 0, 3, 0, 1, 0, 0, 0, 0, 0, 32})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := parseHello(b)
+		if err != nil {
+			return
+		}
+		again := p.append(nil)
+		if string(again[:12]) != string(b[:12]) || string(again[16:]) != string(b[16:len(again)]) {
+			t.Fatalf("re-encoded %x from %x", again, b)
+		}
+	})
+}

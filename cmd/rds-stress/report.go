@@ -54,6 +54,7 @@ type interval struct {
 type snap struct {
 	at         time.Time
 	reqs, acks uint64
+	rxReqs     uint64
 	txB, rxB   uint64
 	rdmaIn     uint64
 	rdmaOut    uint64
@@ -69,6 +70,7 @@ func (c *client) snapshot() *snap {
 	for _, t := range c.tasks {
 		s.reqs += t.reqs.Load()
 		s.acks += t.acks.Load()
+		s.rxReqs += t.rxReqs.Load()
 		s.txB += t.txB.Load()
 		s.rxB += t.rxB.Load()
 		s.rdmaIn += t.rdmaIn.Load()
@@ -124,7 +126,7 @@ func (c *client) between(prev, cur *snap) interval {
 		Sec:     cur.at.Sub(c.t0).Seconds(),
 		Tasks:   len(c.tasks),
 		TxPerS:  float64(cur.reqs-prev.reqs) / dt,
-		RxPerS:  float64(cur.acks-prev.acks) / dt,
+		RxPerS:  float64(cur.rxReqs-prev.rxReqs) / dt,
 		KBPerS:  float64(cur.txB-prev.txB+cur.rxB-prev.rxB) / dt / 1024,
 		MbiKBs:  float64(cur.rdmaIn-prev.rdmaIn) / dt / 1024,
 		MboKBs:  float64(cur.rdmaOut-prev.rdmaOut) / dt / 1024,
@@ -197,7 +199,7 @@ type result struct {
 	Transport string      `json:"transport"`
 	Local     string      `json:"local"`
 	Server    string      `json:"server"`
-	Mode      string      `json:"mode"` // "request-response" or "one-way"
+	Mode      string      `json:"mode"` // "two-way" or "one-way"
 	RDMA      string      `json:"rdma,omitempty"`
 	RDMASize  int         `json:"rdma_size,omitempty"`
 	Tasks     int         `json:"tasks"`
@@ -215,26 +217,28 @@ type result struct {
 
 // taskStats is one row of the final table.
 type taskStats struct {
-	Task     string  `json:"task"`
-	Size     int     `json:"size"`
-	Reply    int     `json:"reply"`
-	Requests uint64  `json:"requests"`
-	Answers  uint64  `json:"answers"`
-	MsgsPerS float64 `json:"msgs_per_s"` // requests + answers per second
-	MBPerS   float64 `json:"mb_per_s"`   // request + answer bytes per second
-	AvgUS    float64 `json:"avg_us"`
-	P50US    float64 `json:"p50_us"`
-	P90US    float64 `json:"p90_us"`
-	P99US    float64 `json:"p99_us"`
-	P999US   float64 `json:"p999_us"`
-	MaxUS    float64 `json:"max_us"`
+	Task     string `json:"task"`
+	Size     int    `json:"size"`
+	Reply    int    `json:"reply"`
+	Requests uint64 `json:"requests"`
+	Answers  uint64 `json:"answers"`
+	// PeerRequests are the passive side's requests received and answered.
+	PeerRequests uint64  `json:"peer_requests"`
+	MsgsPerS     float64 `json:"msgs_per_s"` // messages sent and received per second
+	MBPerS       float64 `json:"mb_per_s"`   // bytes sent and received per second
+	AvgUS        float64 `json:"avg_us"`
+	P50US        float64 `json:"p50_us"`
+	P90US        float64 `json:"p90_us"`
+	P99US        float64 `json:"p99_us"`
+	P999US       float64 `json:"p999_us"`
+	MaxUS        float64 `json:"max_us"`
 	// RDMAMBPerS counts the bytes moved by RDMA for answered requests.
 	RDMAMBPerS float64 `json:"rdma_mb_per_s,omitempty"`
 }
 
-func statsOf(name string, size, reply int, reqs, acks, bytes uint64, lat *counts, secs float64) taskStats {
-	ts := taskStats{Task: name, Size: size, Reply: reply, Requests: reqs, Answers: acks,
-		MsgsPerS: float64(reqs+acks) / secs, MBPerS: float64(bytes) / secs / 1e6,
+func statsOf(name string, size, reply int, reqs, acks, peer, bytes uint64, lat *counts, secs float64) taskStats {
+	ts := taskStats{Task: name, Size: size, Reply: reply, Requests: reqs, Answers: acks, PeerRequests: peer,
+		MsgsPerS: float64(reqs+acks+2*peer) / secs, MBPerS: float64(bytes) / secs / 1e6,
 		P50US: us(lat.quantile(0.5)), P90US: us(lat.quantile(0.9)), P99US: us(lat.quantile(0.99)),
 		P999US: us(lat.quantile(0.999)), MaxUS: us(lat.quantile(1))}
 	ts.AvgUS = avgUS(lat)
@@ -244,7 +248,7 @@ func statsOf(name string, size, reply int, reqs, acks, bytes uint64, lat *counts
 // result collects the final figures over the run's secs seconds.
 func (c *client) result(transport string, secs float64, r *reporter) *result {
 	res := &result{Transport: transport, Local: c.local.String(), Server: c.server.String(),
-		Mode: "request-response", Tasks: len(c.tasks), Depth: c.p.depth, Seconds: secs, Intervals: r.lines}
+		Mode: "two-way", Tasks: len(c.tasks), Depth: c.p.depth, Seconds: secs, Intervals: r.lines}
 	if c.p.oneway {
 		res.Mode = "one-way"
 	}
@@ -252,7 +256,7 @@ func (c *client) result(transport string, secs float64, r *reporter) *result {
 		res.RDMA, res.RDMASize = c.p.rdma.String(), c.p.rdmaSize
 	}
 	var all counts
-	var reqs, acks, bytes, rdmaB uint64
+	var reqs, acks, peer, bytes, rdmaB uint64
 	end := c.snapshot()
 	res.Average = c.between(&snap{at: c.t0, cpu: r.cpu0}, end)
 	res.Average.Sec = secs
@@ -260,15 +264,15 @@ func (c *client) result(transport string, secs float64, r *reporter) *result {
 		var lat counts
 		t.lat.snapshot(&lat)
 		all.add(&lat)
-		tr, ta, tb := t.reqs.Load(), t.acks.Load(), t.txB.Load()+t.rxB.Load()
-		reqs, acks, bytes = reqs+tr, acks+ta, bytes+tb
-		ts := statsOf(fmt.Sprint(t.id), t.size, t.reply, tr, ta, tb, &lat, secs)
+		tr, ta, tp, tb := t.reqs.Load(), t.acks.Load(), t.rxReqs.Load(), t.txB.Load()+t.rxB.Load()
+		reqs, acks, peer, bytes = reqs+tr, acks+ta, peer+tp, bytes+tb
+		ts := statsOf(fmt.Sprint(t.id), t.size, t.reply, tr, ta, tp, tb, &lat, secs)
 		moved := t.rdmaIn.Load() + t.rdmaOut.Load()
 		ts.RDMAMBPerS = float64(moved) / secs / 1e6
 		rdmaB += moved
 		res.PerTask = append(res.PerTask, ts)
 	}
-	res.Total = statsOf("all", 0, 0, reqs, acks, bytes, &all, secs)
+	res.Total = statsOf("all", 0, 0, reqs, acks, peer, bytes, &all, secs)
 	res.Total.RDMAMBPerS = float64(rdmaB) / secs / 1e6
 	res.Histogram = all.pow2()
 	if res.Histogram == nil {
@@ -292,7 +296,7 @@ func (res *result) printTable(w io.Writer, histogram bool) {
 	}
 	fmt.Fprintf(w, "\n%s over %s, %s -> %s, %d tasks x depth %d, %.2f s%s\n",
 		mode, res.Transport, res.Local, res.Server, res.Tasks, res.Depth, res.Seconds, state)
-	head := "  task     size    reply   requests    answers     msgs/s      MB/s   avg us   p50 us   p90 us   p99 us   max us"
+	head := "  task     size      ack   requests    answers  peer reqs     msgs/s      MB/s   avg us   p50 us   p90 us   p99 us   max us"
 	if res.RDMA != "" {
 		head += "  rdma MB/s"
 	}
@@ -306,8 +310,8 @@ func (res *result) printTable(w io.Writer, histogram bool) {
 		if t.Task == "all" {
 			size, reply = "-", "-"
 		}
-		line := fmt.Sprintf("%6s %8s %8s %10d %10d %10.0f %9.2f %8.1f %8.1f %8.1f %8.1f %8.1f", t.Task, size, reply,
-			t.Requests, t.Answers, t.MsgsPerS, t.MBPerS, t.AvgUS, t.P50US, t.P90US, t.P99US, t.MaxUS)
+		line := fmt.Sprintf("%6s %8s %8s %10d %10d %10d %10.0f %9.2f %8.1f %8.1f %8.1f %8.1f %8.1f", t.Task, size, reply,
+			t.Requests, t.Answers, t.PeerRequests, t.MsgsPerS, t.MBPerS, t.AvgUS, t.P50US, t.P90US, t.P99US, t.MaxUS)
 		if res.RDMA != "" {
 			line += fmt.Sprintf(" %10.2f", t.RDMAMBPerS)
 		}

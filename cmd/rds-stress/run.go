@@ -272,6 +272,7 @@ type passiveSnap struct {
 	at                                   time.Time
 	tasks                                int
 	reqs, bytes, sendNS, rdmaIn, rdmaOut uint64
+	ownReqs, ownAcks, rttNS              uint64
 	cpu                                  time.Duration
 }
 
@@ -284,15 +285,18 @@ func snapPassive(servers []*server) passiveSnap {
 		s.sendNS += sv.sendNS.Load()
 		s.rdmaIn += sv.rdmaIn.Load()
 		s.rdmaOut += sv.rdmaOut.Load()
+		s.ownReqs += sv.ownReqs.Load()
+		s.ownAcks += sv.ownAcks.Load()
+		s.rttNS += sv.rttNS.Load()
 	}
 	return s
 }
 
 // passiveProgress prints, every interval while a run is on, the passive
-// side's line in the real tool's columns: no requests of its own (tx/s
-// 0), the requests it receives (rx/s), the bytes both ways, the RDMA its
-// answers moved and the time its sends took; it measures no round trip.
-// It stops when done closes.
+// side's line in the real tool's columns: the requests it sends (tx/s,
+// none in a one-way run) and receives (rx/s), the bytes both ways, the
+// RDMA its answers moved, the time its sends took and the round trip of
+// its own requests. It stops when done closes.
 func passiveProgress(w io.Writer, servers []*server, every time.Duration, cpu bool, done <-chan struct{}) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -313,11 +317,14 @@ func passiveProgress(w io.Writer, servers []*server, every time.Duration, cpu bo
 			header = true
 		}
 		dt := cur.at.Sub(prev.at).Seconds()
-		iv := interval{Tasks: cur.tasks, RxPerS: float64(cur.reqs-prev.reqs) / dt,
+		iv := interval{Tasks: cur.tasks, TxPerS: float64(cur.ownReqs-prev.ownReqs) / dt, RxPerS: float64(cur.reqs-prev.reqs) / dt,
 			KBPerS: float64(cur.bytes-prev.bytes) / dt / 1024, MbiKBs: float64(cur.rdmaIn-prev.rdmaIn) / dt / 1024,
 			MboKBs: float64(cur.rdmaOut-prev.rdmaOut) / dt / 1024, CPUPct: -1}
-		if n := cur.reqs - prev.reqs; n > 0 {
+		if n := cur.reqs - prev.reqs + cur.ownReqs - prev.ownReqs; n > 0 {
 			iv.TxUSPC = float64(cur.sendNS-prev.sendNS) / float64(n) / 1e3
+		}
+		if n := cur.ownAcks - prev.ownAcks; n > 0 {
+			iv.RttUS = float64(cur.rttNS-prev.rttNS) / float64(n) / 1e3
 		}
 		if cpu {
 			iv.CPUPct = cpuPercent(cur.cpu-prev.cpu, cur.at.Sub(prev.at))

@@ -35,18 +35,31 @@ type server struct {
 	wg    sync.WaitGroup // task socket goroutines
 
 	reqs     atomic.Uint64 // requests answered
-	bytes    atomic.Uint64 // request and answer bytes
+	bytes    atomic.Uint64 // bytes sent and received
+	ownReqs  atomic.Uint64 // requests of its own sent (two-way runs)
+	ownAcks  atomic.Uint64 // answers to them received
+	rttNS    atomic.Uint64 // their round trips, summed
 	sendNS   atomic.Uint64 // time spent sending answers
 	rdmaIn   atomic.Uint64 // bytes RDMA READs brought into this node
 	rdmaOut  atomic.Uint64 // bytes RDMA WRITEs took out of this node
 	lastSeen atomic.Int64  // UnixNano of the last request
+
+	cur atomic.Pointer[runState] // the run the last hello began
+	t0  time.Time                // origin of its requests' stamps
+}
+
+// runState is one run as its hello described it; the task sockets read
+// it to send requests of their own, and the goodbye stops them.
+type runState struct {
+	p        helloParams
+	stopping atomic.Bool
 }
 
 // maxTasks bounds a hello's task count: one RDS port each above the base.
 const maxTasks = 1024
 
 func newServer(st *rdsoverdat.Stack, base netip.AddrPort, bufLen int, log zerolog.Logger) *server {
-	return &server{st: st, base: base, bufLen: bufLen, log: log}
+	return &server{st: st, base: base, bufLen: bufLen, log: log, t0: time.Now()}
 }
 
 // errSilent ends a run whose active side stopped sending for longer than
@@ -102,6 +115,9 @@ func (sv *server) run(ctx context.Context, ctl *rdsoverdat.Socket, idle time.Dur
 			}
 			if _, ok := runs[h.Seq()]; ok {
 				delete(runs, h.Seq())
+				if rs := sv.cur.Load(); rs != nil && len(runs) == 0 {
+					rs.stopping.Store(true)
+				}
 				sv.log.Info().Stringer("client", m.Addr).Msg("goodbye")
 				if len(runs) == 0 {
 					return nil
@@ -111,11 +127,16 @@ func (sv *server) run(ctx context.Context, ctl *rdsoverdat.Socket, idle time.Dur
 		}
 		want := int(h.Task())
 		status := uint32(0)
-		if err := sv.ensureTasks(want); err != nil {
+		hp, err := parseHello(buf[hdrLen:n])
+		if err == nil {
+			err = sv.ensureTasks(want)
+		}
+		if err != nil {
 			sv.log.Warn().Err(err).Int("tasks", want).Msg("hello refused")
 			status = 1
 		} else {
 			runs[h.Seq()] = m.Addr
+			sv.cur.Store(&runState{p: hp})
 			sv.lastSeen.Store(time.Now().UnixNano())
 		}
 		rh := stressHdr(reply)
@@ -177,6 +198,7 @@ func (sv *server) serveTask(s *rdsoverdat.Socket) {
 	// READs may mix there, and nobody reads it).
 	var src, sink []byte
 	ctl := make([]rdsoverdat.ControlMessage, 0, 4)
+	own := &ownRequests{sv: sv, s: s}
 	for {
 		m := rdsoverdat.Msg{Data: in, Control: ctl[:0]}
 		n, err := s.RecvMsg(&m, 0)
@@ -200,7 +222,19 @@ func (sv *server) serveTask(s *rdsoverdat.Socket) {
 			continue
 		}
 		h, err := parseHdr(in[:n])
-		if err != nil || h.Op() != opRequest {
+		if err != nil {
+			continue
+		}
+		if h.Op() == opAck {
+			if err := own.acked(h, in[:n], m.Addr); err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					return
+				}
+				sv.log.Warn().Err(err).Stringer("from", m.Addr).Msg("answer to our request")
+			}
+			continue
+		}
+		if h.Op() != opRequest {
 			continue
 		}
 		sv.lastSeen.Store(time.Now().UnixNano())
@@ -247,6 +281,14 @@ func (sv *server) serveTask(s *rdsoverdat.Socket) {
 				return
 			}
 			sv.log.Debug().Err(err).Stringer("to", m.Addr).Msg("ack")
+		}
+		// A two-way run: the first request of the run names the peer task,
+		// to which this one keeps its own window of requests.
+		if err := own.start(h.Task(), m.Addr); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			sv.log.Debug().Err(err).Stringer("to", m.Addr).Msg("request")
 		}
 	}
 }

@@ -19,14 +19,16 @@ func TestStressDemo(t *testing.T) {
 	r := run(t, "", env, "rds-stress", "--demo", "-T", "2")
 	r.want(t, 0, "-> passive node 127.", ":4000 in this process, over dat",
 		"tsks   tx/s   rx/s  tx+rx K/s    mbi K/s    mbo K/s tx us/c   rtt us cpu %", "(average)",
-		"request-response over dat", "   all ", "round trip (us)")
+		"two-way over dat", "   all ", "peer reqs", "round trip (us)")
 	other.wait(t).want(t, 0, "(average)")
 }
 
 // With no -s rds-stress is the passive instance: it serves one active
 // instance's run and exits when that run ends, as the real pair does.
-// -json gives the figures, every request got its answer, and rds-info
-// sees the passive side's task sockets while the run lasts.
+// By default both send requests and answer the other's; -o leaves the
+// passive side answering only. -json gives the figures, every request
+// got its answer, and rds-info sees the passive side's task sockets
+// while the run lasts.
 func TestStressPassiveActive(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -35,9 +37,9 @@ func TestStressPassiveActive(t *testing.T) {
 		mode      string
 		reply     int
 	}{
-		{"dat", []string{"-q", "64,8K", "-t", "2", "-d", "4", "-v"}, "request-response", 64},
+		{"dat", []string{"-q", "64,8K", "-t", "2", "-d", "4", "-v"}, "two-way", 32},
 		{"tcp", []string{"-q", "4K", "-o", "-d", "8"}, "one-way", 32},
-		{"tcp", []string{"--req-bytes", "1k", "--ack-bytes", "0x40"}, "request-response", 64},
+		{"tcp", []string{"--req-bytes", "1k", "--ack-bytes", "0x40"}, "two-way", 64},
 	} {
 		t.Run(c.transport+c.mode, func(t *testing.T) {
 			t.Parallel()
@@ -65,6 +67,7 @@ func TestStressPassiveActive(t *testing.T) {
 				PerTask     []struct {
 					Size, Reply       int
 					Requests, Answers uint64
+					PeerRequests      uint64 `json:"peer_requests"`
 				} `json:"per_task"`
 				Total struct {
 					Requests, Answers uint64
@@ -73,6 +76,7 @@ func TestStressPassiveActive(t *testing.T) {
 				Average struct {
 					Tsks   int     `json:"tsks"`
 					TxPerS float64 `json:"tx_per_s"`
+					RxPerS float64 `json:"rx_per_s"`
 					CPU    float64 `json:"cpu_pct"`
 				}
 				Histogram []struct{ Count uint64 } `json:"histogram_us"`
@@ -84,6 +88,10 @@ func TestStressPassiveActive(t *testing.T) {
 				res.Total.P50US <= 0 || len(res.Histogram) == 0 || res.Interrupted || res.Average.TxPerS <= 0 ||
 				res.Average.CPU != -1 || res.PerTask[0].Reply != c.reply {
 				t.Errorf("result %+v", res)
+			}
+			// rx/s counts the requests received: the passive side's own.
+			if twoWay := c.mode == "two-way"; twoWay != (res.PerTask[0].PeerRequests > 0) || twoWay != (res.Average.RxPerS > 0) {
+				t.Errorf("%s: peer requests %d, rx/s %v", c.mode, res.PerTask[0].PeerRequests, res.Average.RxPerS)
 			}
 			srv.wait(t).want(t, 0, "passive on ["+srvAddr+":4000] over "+c.transport, "passive done:")
 		})
