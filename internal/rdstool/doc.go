@@ -20,5 +20,6 @@
 //     inside another process (the kernel keeps it in the kernel and
 //     rds-info asks with getsockopt; here it is in the tool's process).
 //
-// It sits above rdsoverdat and below cmd/; nothing else imports it.
+// cmd/godapl-devinfo uses Main and the exit-code contract too. It sits
+// above rdsoverdat and below cmd/; nothing else imports it.
 package rdstool
