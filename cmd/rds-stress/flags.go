@@ -71,7 +71,7 @@ func (v secondsValue) String() string {
 	if v.d == nil {
 		return "0"
 	}
-	return v.d.String()
+	return strconv.FormatFloat(v.d.Seconds(), 'f', -1, 64)
 }
 
 func (v secondsValue) Set(s string) error {

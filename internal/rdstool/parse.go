@@ -87,8 +87,8 @@ func (r *Refusal) Bool(fs interface {
 	BoolFunc(name, usage string, fn func(string) error)
 }, reason string, names ...string) {
 	for _, n := range names {
-		fs.BoolFunc(n, "refused: "+reason, func(string) error {
-			r.given = append(r.given, fmt.Sprintf("-%s: %s", n, reason))
+		fs.BoolFunc(n, "refused here: "+reason, func(string) error {
+			r.given = append(r.given, fmt.Sprintf("-%s is refused here: %s", n, reason))
 			return nil
 		})
 	}
@@ -99,8 +99,8 @@ func (r *Refusal) Value(fs interface {
 	Func(name, usage string, fn func(string) error)
 }, reason string, names ...string) {
 	for _, n := range names {
-		fs.Func(n, "refused: "+reason, func(string) error {
-			r.given = append(r.given, fmt.Sprintf("-%s: %s", n, reason))
+		fs.Func(n, "refused here: "+reason, func(string) error {
+			r.given = append(r.given, fmt.Sprintf("-%s is refused here: %s", n, reason))
 			return nil
 		})
 	}

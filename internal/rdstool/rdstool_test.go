@@ -281,7 +281,7 @@ func TestRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ue *UsageError
-	if err := r.Check(); !errors.As(err, &ue) || err.Error() != "-Q: no value here" {
+	if err := r.Check(); !errors.As(err, &ue) || err.Error() != "-Q is refused here: no value here" {
 		t.Errorf("%v", err)
 	}
 	var none Refusal

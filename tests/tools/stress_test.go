@@ -150,9 +150,9 @@ func TestStressFlags(t *testing.T) {
 	}{
 		{[]string{"-s", "127.0.0.1", "-q", "2M"}, `-q "2M": want sizes of 32-1048576 bytes`},
 		{[]string{"-s", "127.0.0.1", "-q", "1x"}, `-q "1x"`},
-		{[]string{"-s", "127.0.0.1", "-R"}, "-R: there is no parent process"},
+		{[]string{"-s", "127.0.0.1", "-R"}, "-R is refused here: no parent process"},
 		{[]string{"-s", "127.0.0.1", "--show-perfdata"}, "use -json"},
-		{[]string{"-s", "127.0.0.1", "--rdma-use-once", "1"}, "-rdma-use-once: not available"},
+		{[]string{"-s", "127.0.0.1", "--rdma-use-once", "1"}, "-rdma-use-once is refused here: each request's memory"},
 		{[]string{"-s", "127.0.0.1", "-Q", "1"}, "-Q 1: only type of service 0"},
 		{[]string{"-s", "127.0.0.1", "-D", "64K", "-I", "2"}, "-I 2: only 1"},
 		{[]string{"-s", "127.0.0.1", "-M", "1"}, "give -D BYTES"},
