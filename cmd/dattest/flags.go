@@ -66,9 +66,8 @@ Flags:
 // notHere are dapltest letters that make no sense here, with the reason
 // each is refused.
 var notHere = map[string]string{
-	"r": "-r (RSP instead of PSP): the dattest server listens on a PSP only",
-	"v": "-v: not available",
-	"f": "-f as a flag: it belongs in an SR op (\"client SR 4096 -f\")",
+	"r": "-r (RSP instead of PSP) is refused here: the dattest server listens on a PSP only",
+	"f": "-f is refused as a flag: it belongs in an SR op (\"client SR 4096 -f\")",
 }
 
 func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
@@ -98,12 +97,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
 	level := fs.String("log", "", "log `level`: debug, info, warn, error, disabled (default $"+LogEnv+", else warn)")
 	var refused []string
 	for name, why := range notHere {
-		set := func(string) error { refused = append(refused, why); return nil }
-		if name == "v" { // takes a value in dapltest
-			fs.Func(name, why, set)
-		} else {
-			fs.BoolFunc(name, why, set)
-		}
+		fs.BoolFunc(name, why, func(string) error { refused = append(refused, why); return nil })
 	}
 	fs.Usage = func() {} // -h is handled below; errors by run
 	pos, err := parseInterspersed(fs, args)
