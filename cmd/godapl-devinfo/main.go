@@ -45,7 +45,7 @@ func tool(stdout io.Writer) rdstool.Tool {
 	fs.StringVar(&o.device, "d", "", "show this device only (its IA names too)")
 	fs.BoolVar(&o.list, "l", false, "print the device names only, one per line")
 	fs.BoolVar(&o.json, "json", false, "print everything as JSON")
-	return rdstool.Tool{Name: "godapl-devinfo", Synopsis: synopsis, Flags: fs,
+	return rdstool.Tool{Name: "godapl-devinfo", Synopsis: synopsis, Flags: fs, NoLog: true,
 		Run: func(ctx context.Context, args []string) error {
 			if len(args) != 0 {
 				return rdstool.Usagef("unexpected argument %q", args[0])
