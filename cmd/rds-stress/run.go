@@ -97,10 +97,14 @@ func (o *options) passive(ctx context.Context, stdout io.Writer) error {
 	return errors.Join(errs...)
 }
 
-// randomLoopback returns 127.X.Y.last for random X and Y in 1-254: an
-// address no other tool is likely to use.
+// randomLoopback returns 127.X.Y.last for random X in 1-99 and Y in
+// 1-254: an address no other tool is likely to use. It stays out of
+// 127.0/16, where hosts run their own services, and out of
+// 127.100-199/16, whose blocks the project's tests claim
+// (internal/testutil.LoopbackAddr), so that a demo run beside them never
+// takes one of their addresses.
 func randomLoopback(last byte) netip.Addr {
-	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(1 + rand.IntN(254)), last})
+	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(99)), byte(1 + rand.IntN(254)), last})
 }
 
 // localAddrs lists the host's IPv4 addresses.
