@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -29,12 +30,14 @@ type link struct {
 	remote dat.RMRTriplet
 	size   int
 	depth  int
+	segs   int  // most IOV entries an operation uses
+	poll   bool // reap completions by polling the EVD (dapltest -P, -m p)
 }
 
 // dial connects a link to the server at addr:qual. timeout bounds the
 // connection setup.
-func dial(ctx context.Context, i *ia.IA, pz *ia.PZ, addr netip.Addr, qual dat.ConnQual, s setup, timeout time.Duration) (_ *link, err error) {
-	l := &link{size: s.Size, depth: s.Depth}
+func dial(ctx context.Context, i *ia.IA, pz *ia.PZ, addr netip.Addr, qual dat.ConnQual, s setup, segs int, timeout time.Duration) (_ *link, err error) {
+	l := &link{size: s.Size, depth: s.Depth, segs: max(segs, 1)}
 	defer func() {
 		if err != nil {
 			l.free()
@@ -46,7 +49,8 @@ func dial(ctx context.Context, i *ia.IA, pz *ia.PZ, addr netip.Addr, qual dat.Co
 	if l.buf, err = lmr.Alloc(i, pz, 2*s.Depth*s.Size, dat.MemPrivAll); err != nil {
 		return nil, err
 	}
-	attr := dat.EPAttr{MaxRecvDTOs: s.Depth, MaxRequestDTOs: 2 * s.Depth, MaxRecvIOV: 1, MaxRequestIOV: 1}
+	attr := dat.EPAttr{MaxRecvDTOs: s.Depth, MaxRequestDTOs: 2 * s.Depth, MaxRecvIOV: l.segs, MaxRequestIOV: l.segs,
+		MaxRDMAReadIOV: l.segs, MaxRDMAWriteIOV: l.segs}
 	if l.ep, err = ep.Create(i, pz, l.evd, l.evd, l.evd, &attr); err != nil {
 		return nil, err
 	}
@@ -97,6 +101,53 @@ func (l *link) outIOV(k int) []dat.LMRTriplet {
 }
 func (l *link) inIOV(k int) []dat.LMRTriplet {
 	return []dat.LMRTriplet{l.buf.Triplet((l.depth+k)*l.size, l.size)}
+}
+
+// segIOV names the first n bytes at off of the buffer as segs LMR
+// triplets of equal size (the last takes the remainder), as dapltest's
+// num_segs splits an operation.
+func (l *link) segIOV(off, n, segs int) []dat.LMRTriplet {
+	segs = max(1, min(segs, n))
+	iov := make([]dat.LMRTriplet, 0, segs)
+	each := n / segs
+	for j := range segs {
+		m := each
+		if j == segs-1 {
+			m = n - each*(segs-1)
+		}
+		iov = append(iov, l.buf.Triplet(off+j*each, m))
+	}
+	return iov
+}
+
+// wait returns the next event of the link's EVD, by blocking or, with
+// poll, by dequeuing until one is there.
+func (l *link) wait(ctx context.Context) (dat.Event, error) {
+	if !l.poll {
+		ev, _, err := l.evd.Wait(ctx, 1)
+		return ev, err
+	}
+	for {
+		ev, err := l.evd.Dequeue()
+		if err == nil {
+			return ev, nil
+		}
+		if !errors.Is(err, dat.ErrQueueEmpty) {
+			return ev, err
+		}
+		if ctx.Err() != nil {
+			return ev, context.Cause(ctx)
+		}
+		runtime.Gosched()
+	}
+}
+
+// remoteAt names n bytes at off of the server's RDMA region.
+func (l *link) remoteAt(off, n int) dat.RMRTriplet {
+	r := l.remote
+	r.VirtualAddress += dat.VAddr(off)
+	r.SegmentLength = uint32(n)
+	return r
 }
 
 // remoteSlot is slot k of the server's RDMA region.

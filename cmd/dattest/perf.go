@@ -25,7 +25,10 @@ const (
 type perfConfig struct {
 	op                 perfOp
 	iters, size, depth int
+	segs               int  // IOV entries per operation (dapltest's num_segs)
+	poll               bool // -m p: poll the EVD instead of blocking
 	timeout            time.Duration
+	progress           io.Writer // a line per second on long runs (nil: none)
 }
 
 // perfResult is what a performance test measured. Latency is from the
@@ -35,31 +38,69 @@ type perfResult struct {
 	ops                    int
 	elapsed                time.Duration
 	latMin, latMax, latSum time.Duration
+	interrupted            bool
 }
 
 func (r perfResult) print(out io.Writer, c perfConfig) {
 	s := r.elapsed.Seconds()
-	fmt.Fprintf(out, "perf %s: %d B x %d, depth %d: %.3f s, %.0f ops/s, %.2f MB/s, latency avg %.2f us min %.2f us max %.2f us\n",
+	line := fmt.Sprintf("perf %s: %d B x %d, depth %d: %.3f s, %.0f ops/s, %.2f MB/s, latency avg %.2f us min %.2f us max %.2f us",
 		c.op, c.size, r.ops, c.depth, s, float64(r.ops)/s, float64(r.ops)*float64(c.size)/s/1e6,
 		us(r.latSum/time.Duration(max(r.ops, 1))), us(r.latMin), us(r.latMax))
+	if r.interrupted {
+		line += fmt.Sprintf(", interrupted after %d of %d", r.ops, c.iters)
+	}
+	fmt.Fprintln(out, line)
+}
+
+// perfJSON is -json's shape for -T P.
+type perfJSON struct {
+	Test        string  `json:"test"`
+	Op          string  `json:"op"`
+	Size        int     `json:"size"`
+	Segments    int     `json:"segments"`
+	Depth       int     `json:"depth"`
+	Iterations  int     `json:"iterations"`
+	Ops         int     `json:"ops"`
+	Seconds     float64 `json:"seconds"`
+	OpsPerS     float64 `json:"ops_per_s"`
+	MBPerS      float64 `json:"mb_per_s"`
+	AvgUS       float64 `json:"lat_avg_us"`
+	MinUS       float64 `json:"lat_min_us"`
+	MaxUS       float64 `json:"lat_max_us"`
+	Interrupted bool    `json:"interrupted"`
+}
+
+func (r perfResult) json(c perfConfig) perfJSON {
+	s := max(r.elapsed.Seconds(), 1e-9)
+	return perfJSON{Test: "P", Op: string(c.op), Size: c.size, Segments: max(c.segs, 1), Depth: c.depth, Iterations: c.iters,
+		Ops: r.ops, Seconds: r.elapsed.Seconds(), OpsPerS: float64(r.ops) / s, MBPerS: float64(r.ops) * float64(c.size) / s / 1e6,
+		AvgUS: us(r.latSum / time.Duration(max(r.ops, 1))), MinUS: us(r.latMin), MaxUS: us(r.latMax), Interrupted: r.interrupted}
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // runPerf runs one performance test against the server at addr:qual.
-func runPerf(ctx context.Context, i *ia.IA, addr netip.Addr, qual dat.ConnQual, c perfConfig) (perfResult, error) {
+func runPerf(ctx context.Context, i *ia.IA, addr netip.Addr, qual dat.ConnQual, c perfConfig) (res perfResult, err error) {
 	pz, err := i.CreatePZ()
 	if err != nil {
 		return perfResult{}, err
 	}
 	defer pz.Free()
-	l, err := dial(ctx, i, pz, addr, qual, setup{Size: c.size, Depth: c.depth}, c.timeout)
+	l, err := dial(ctx, i, pz, addr, qual, setup{Size: c.size, Depth: c.depth}, c.segs, c.timeout)
 	if err != nil {
 		return perfResult{}, fmt.Errorf("connect to %v port %d: %w", addr, qual, err)
 	}
+	l.poll = c.poll
 	defer l.close(c.timeout)
+	parent := ctx
 	ctx, guard, stop := newStallGuard(ctx, c.timeout)
 	defer stop()
+	defer func() {
+		if parent.Err() != nil {
+			// What was measured before the interrupt is the result.
+			res.interrupted, err = true, nil
+		}
+	}()
 	p := &pipeline{l: l, c: c, guard: guard, posted: make([]time.Time, c.depth)}
 	if c.op == perfSend {
 		for k := 0; k < c.depth; k++ {
@@ -84,13 +125,14 @@ type pipeline struct {
 func (p *pipeline) post(k int) error {
 	l := p.l
 	p.posted[k] = time.Now()
+	out, in := l.segIOV(k*l.size, l.size, p.c.segs), l.segIOV((l.depth+k)*l.size, l.size, p.c.segs)
 	switch p.c.op {
 	case perfWrite:
-		return l.ep.PostRDMAWrite(l.outIOV(k), dat.DTOCookie(k), l.remoteSlot(k), dat.CompletionDefault)
+		return l.ep.PostRDMAWrite(out, dat.DTOCookie(k), l.remoteSlot(k), dat.CompletionDefault)
 	case perfRead:
-		return l.ep.PostRDMARead(l.inIOV(k), dat.DTOCookie(k), l.remoteSlot(k), dat.CompletionDefault)
+		return l.ep.PostRDMARead(in, dat.DTOCookie(k), l.remoteSlot(k), dat.CompletionDefault)
 	}
-	return l.ep.PostSend(l.outIOV(k), dat.DTOCookie(k), dat.CompletionDefault)
+	return l.ep.PostSend(out, dat.DTOCookie(k), dat.CompletionDefault)
 }
 
 // done accounts for the operation in slot k.
@@ -106,9 +148,14 @@ func (p *pipeline) done(k int, now time.Time) {
 	p.guard.tick()
 }
 
-func (p *pipeline) run(ctx context.Context) (perfResult, error) {
+func (p *pipeline) run(ctx context.Context) (res perfResult, err error) {
 	c, l := p.c, p.l
 	start := time.Now()
+	defer func() {
+		p.res.elapsed = time.Since(start)
+		res = p.res
+	}()
+	tick, lastOps := start.Add(time.Second), 0
 	next := 0
 	for ; next < min(c.depth, c.iters); next++ {
 		if err := p.post(next); err != nil {
@@ -116,11 +163,22 @@ func (p *pipeline) run(ctx context.Context) (perfResult, error) {
 		}
 	}
 	for p.res.ops < c.iters {
-		ev, _, err := l.evd.Wait(ctx, 1)
+		// A provider whose completions are always ready (mem) never
+		// blocks in wait, where the context is seen: look now and then.
+		if p.res.ops%64 == 0 && ctx.Err() != nil {
+			return p.res, waitErr(ctx, context.Cause(ctx))
+		}
+		ev, err := l.wait(ctx)
 		if err != nil {
 			return p.res, waitErr(ctx, err)
 		}
 		now := time.Now()
+		if c.progress != nil && now.After(tick) {
+			n := p.res.ops - lastOps
+			fmt.Fprintf(c.progress, "perf %s: %6.1f s  %d of %d ops  %.0f ops/s  %.2f MB/s\n", c.op, now.Sub(start).Seconds(),
+				p.res.ops, c.iters, float64(n), float64(n)*float64(c.size)/1e6)
+			tick, lastOps = tick.Add(time.Second), p.res.ops
+		}
 		if ev.Number != dat.DTOCompletionEvent {
 			return p.res, fmt.Errorf("unexpected %v", ev.Number)
 		}
@@ -148,6 +206,5 @@ func (p *pipeline) run(ctx context.Context) (perfResult, error) {
 			next++
 		}
 	}
-	p.res.elapsed = time.Since(start)
 	return p.res, nil
 }

@@ -60,6 +60,20 @@ func (s setup) encode() []byte {
 
 var errNotDattest = errors.New("not a dattest setup request")
 
+// A quit request (dapltest -T Q) is a connection request whose private
+// data is quitMagic alone: the server rejects it with quitReply as its
+// private data and stops serving.
+const (
+	quitMagic = "DTSTQUIT"
+	quitReply = "dattest server quitting"
+)
+
+// isQuit reports whether a connection request's private data asks the
+// server to quit.
+func isQuit(b []byte) bool {
+	return len(b) >= len(quitMagic) && string(b[:len(quitMagic)]) == quitMagic
+}
+
 // parseSetup decodes and checks a connection request's private data; the
 // error is the reason sent back in the reject.
 func parseSetup(b []byte) (setup, error) {

@@ -67,17 +67,25 @@ func serve(ctx context.Context, i *ia.IA, qual dat.ConnQual, log zerolog.Logger,
 			s.log.Warn().Stringer("event", ev.Number).Msg("unexpected event on the CR EVD")
 			continue
 		}
-		s.request(ctx, ev.CR.CR.(*ep.CR))
+		if s.request(ctx, ev.CR.CR.(*ep.CR)) {
+			s.log.Info().Msg("quit requested")
+			return nil
+		}
 	}
 }
 
-// request answers one connection request: a session, or a reject.
-func (s *server) request(ctx context.Context, cr *ep.CR) {
+// request answers one connection request: a session, or a reject. It
+// reports whether the request asked the server to quit (dapltest -T Q).
+func (s *server) request(ctx context.Context, cr *ep.CR) (quit bool) {
 	p, err := cr.Query()
 	if err != nil {
 		s.log.Warn().Err(err).Msg("cr_query")
 		cr.Reject(nil)
-		return
+		return false
+	}
+	if isQuit(p.PrivateData) {
+		cr.Reject([]byte(quitReply))
+		return true
 	}
 	su, err := parseSetup(p.PrivateData)
 	if err == nil && su.Size*su.Depth > maxRegion {
@@ -87,26 +95,26 @@ func (s *server) request(ctx context.Context, cr *ep.CR) {
 		s.log.Info().Stringer("peer", p.RemoteAddr).Err(err).Msg("rejecting")
 		reason := []byte(err.Error())
 		cr.Reject(reason[:min(len(reason), 48)])
-		return
+		return false
 	}
 	ss, err := s.newSession(su)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("creating a session")
 		cr.Reject([]byte("server out of resources"))
-		return
+		return false
 	}
 	if err := ss.start(); err != nil {
 		s.log.Warn().Err(err).Msg("posting receives")
 		cr.Reject([]byte("server out of resources"))
 		ss.free()
-		return
+		return false
 	}
 	var pd [dat.RMRTripletSize]byte
 	ss.buf.RMRTriplet(0, su.Depth*su.Size).Encode(pd[:])
 	if err := cr.Accept(ss.ep, pd[:]); err != nil {
 		s.log.Warn().Err(err).Msg("cr_accept")
 		ss.free()
-		return
+		return false
 	}
 	s.log.Debug().Stringer("peer", p.RemoteAddr).Int("size", su.Size).Int("depth", su.Depth).Msg("accepted")
 	s.wg.Add(1)
@@ -114,6 +122,7 @@ func (s *server) request(ctx context.Context, cr *ep.CR) {
 		defer s.wg.Done()
 		ss.routineEcho(ctx)
 	}()
+	return false
 }
 
 // session is the server end of one connection. Its buffer is the RDMA

@@ -4,8 +4,12 @@
 // figure comes with its baseline ratio.
 //
 // With no arguments it runs both ends in one process on 127.0.0.1 over the
-// soft-iWARP provider. With -s it serves; with -c host:port it runs against
-// a server on another host (start the server with the same -provider).
+// soft-iWARP provider. With -serve it serves; with a host[:port] argument
+// (or -c) it runs against a server on another host (start the server with
+// the same -provider). As in perftest, -a sweeps every size from 2 B to
+// 8 MiB, -s picks one size and -n a number of iterations per measurement;
+// a progress line per measurement goes to stderr. Interrupted, it prints
+// what it measured so far, marked interrupted, and exits 1.
 package main
 
 import (
@@ -66,6 +70,7 @@ type options struct {
 	cases    []testCase
 	noTCP    bool
 	asJSON   bool
+	pt       perftestFlags
 }
 
 // run is rdma-perf without the process around it; it returns the exit
@@ -83,19 +88,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rdma-perf: %v (rdma-perf -h lists the flags)\n", err)
 		return exitUsage
 	}
-	if err := o.exec(ctx, stdout); err != nil {
+	if err := o.exec(ctx, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "rdma-perf: %v\n", err)
 		return exitFailed
 	}
 	return exitOK
 }
 
-const usageHead = `usage: rdma-perf [flags]            both ends in this process on 127.0.0.1
-       rdma-perf -s [-a addr] [-p port] serve RDMA and TCP tests
-       rdma-perf -c host[:port] [flags]  run against a server
+const usageHead = `usage: rdma-perf [flags]                     both ends in this process on 127.0.0.1
+       rdma-perf -serve [-addr addr] [-p port]   serve RDMA and TCP tests
+       rdma-perf [flags] host[:port]             run against a server (or -c host[:port])
 
 Tests: %s. The TCP baseline of each test uses port+1.
-Exit status: 0 success, 1 runtime failure, 2 bad command line.
+-a, -s SIZE and -n ITERS work as in perftest. Ctrl-C prints what was measured
+so far, marked interrupted.
+Exit status: 0 success, 1 runtime failure or interrupted, 2 bad command line.
 
 `
 
@@ -107,8 +114,9 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		client = fs.String("c", "", "run against the server at `host[:port]`")
 		tests  = fs.String("t", "all", "comma-separated `tests` to run")
 	)
-	fs.BoolVar(&o.server, "s", false, "serve tests until interrupted")
-	fs.StringVar(&o.addr, "a", "127.0.0.1", "local `address` to listen on (server and loopback mode)")
+	fs.BoolVar(&o.server, "serve", false, "serve tests until interrupted")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1", "local `address` to listen on (server and loopback mode)")
+	o.pt.register(fs)
 	fs.IntVar(&o.port, "p", 18516, "RDMA `port` (the TCP baseline uses port+1); 0 picks free ports in loopback mode")
 	fs.StringVar(&o.provider, "provider", "siw", "verbs `provider`: siw or mem (mem works in loopback mode only)")
 	fs.DurationVar(&o.dur, "d", time.Second, "`duration` of each test")
@@ -123,26 +131,34 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		}
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	switch {
+	case fs.NArg() > 1:
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(1))
+	case fs.NArg() == 1 && *client != "":
+		return nil, errors.New("give the server as an argument or with -c, not both")
+	case fs.NArg() == 1:
+		*client = fs.Arg(0) // perftest's form: the server is the argument
 	}
 	var err error
 	if o.cases, err = selectCases(*tests); err != nil {
+		return nil, err
+	}
+	if o.cases, err = o.pt.expand(o.cases); err != nil {
 		return nil, err
 	}
 	switch {
 	case o.provider != "siw" && o.provider != "mem":
 		return nil, fmt.Errorf("-provider %q: want siw or mem", o.provider)
 	case o.provider == "mem" && (o.server || *client != ""):
-		return nil, errors.New("-provider mem works in loopback mode only (no -s, no -c)")
+		return nil, errors.New("-provider mem works in loopback mode only (no -serve, no server)")
 	case o.server && *client != "":
-		return nil, errors.New("-s and -c exclude each other")
+		return nil, errors.New("-serve and a server to run against exclude each other")
 	case o.dur <= 0:
 		return nil, fmt.Errorf("-d %v: want a positive duration", o.dur)
 	case o.port < 0 || o.port > 65534:
 		return nil, fmt.Errorf("-p %d: want a port from 0 to 65534 (the TCP baseline uses port+1)", o.port)
 	case o.server && o.port == 0:
-		return nil, errors.New("-s needs a port (-p), so that clients can find it")
+		return nil, errors.New("-serve needs a port (-p), so that clients can find it")
 	}
 	if *client != "" {
 		host, rport := *client, o.port
@@ -162,7 +178,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 }
 
 // exec runs what o says: serve, run against a server, or both ends here.
-func (o *options) exec(ctx context.Context, stdout io.Writer) error {
+func (o *options) exec(ctx context.Context, stdout, stderr io.Writer) error {
 	dev, err := openDevice(o.provider)
 	if err != nil {
 		return err
@@ -173,13 +189,8 @@ func (o *options) exec(ctx context.Context, stdout io.Writer) error {
 	case o.server:
 		return serve(ctx, stdout, dev, o.addr, o.port)
 	case o.client != "":
-		rows, err := runAll(ctx, dev, o.client, o.tcpAddr, o.cases, o.dur, o.noTCP)
-		if err != nil {
-			return err
-		}
 		host, _, _ := net.SplitHostPort(o.client)
-		report(stdout, rows, o.provider, host, o.dur, o.asJSON)
-		return nil
+		return o.measureAndReport(ctx, dev, o.client, o.tcpAddr, host, stdout, stderr)
 	}
 	port := o.port
 	if port == 18516 {
@@ -200,12 +211,7 @@ func (o *options) exec(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	defer tsrv.Close()
-	rows, err := runAll(ctx, dev, srv.Addr().String(), tsrv.Addr().String(), o.cases, o.dur, o.noTCP)
-	if err != nil {
-		return err
-	}
-	report(stdout, rows, o.provider, o.addr, o.dur, o.asJSON)
-	return nil
+	return o.measureAndReport(ctx, dev, srv.Addr().String(), tsrv.Addr().String(), o.addr, stdout, stderr)
 }
 
 func caseNames() string {
@@ -257,29 +263,4 @@ type row struct {
 	Name string       `json:"name"`
 	RDMA *perf.Result `json:"-"`
 	TCP  *perf.Result `json:"-"`
-}
-
-func runAll(ctx context.Context, dev verbs.Device, raddr, taddr string, cases []testCase, d time.Duration, noTCP bool) ([]row, error) {
-	var rows []row
-	for _, c := range cases {
-		p := c.params
-		p.Duration = d
-		tctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
-		r, err := perf.Run(tctx, dev, raddr, p)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.name, err)
-		}
-		rw := row{Name: c.name, RDMA: r}
-		if !noTCP {
-			tctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
-			rw.TCP, err = perf.RunTCP(tctx, taddr, p)
-			cancel()
-			if err != nil {
-				return nil, fmt.Errorf("%s (tcp): %w", c.name, err)
-			}
-		}
-		rows = append(rows, rw)
-	}
-	return rows, nil
 }

@@ -13,6 +13,8 @@ import (
 // figure is one number of the report with its unit; higher is better
 // unless lowerBetter.
 type figure struct {
+	Test        string  `json:"test"`
+	Size        int     `json:"size"`
 	Metric      string  `json:"metric"`
 	Unit        string  `json:"unit"`
 	RDMA        float64 `json:"rdma"`
@@ -22,6 +24,14 @@ type figure struct {
 }
 
 func figures(r row) []figure {
+	fs := figuresOf(r)
+	for i := range fs {
+		fs[i].Test, fs[i].Size = testName(r.RDMA.Test), r.RDMA.Size
+	}
+	return fs
+}
+
+func figuresOf(r row) []figure {
 	switch r.RDMA.Test {
 	case perf.TestWrite:
 		f := figure{Metric: fmt.Sprintf("RDMA Write %s", sizeName(r.RDMA.Size)), Unit: "MB/s", RDMA: r.RDMA.MBps()}
@@ -60,7 +70,7 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-func report(w io.Writer, rows []row, provider, addr string, d time.Duration, asJSON bool) {
+func report(w io.Writer, rows []row, provider, addr string, d time.Duration, iters uint64, asJSON, interrupted bool) {
 	var figs []figure
 	for _, r := range rows {
 		for _, f := range figures(r) {
@@ -73,10 +83,26 @@ func report(w io.Writer, rows []row, provider, addr string, d time.Duration, asJ
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		enc.Encode(map[string]any{"provider": provider, "address": addr, "seconds_per_test": d.Seconds(), "results": figs})
+		if figs == nil {
+			figs = []figure{}
+		}
+		out := map[string]any{"provider": provider, "address": addr, "results": figs, "interrupted": interrupted}
+		if iters > 0 {
+			out["iterations_per_test"] = iters
+		} else {
+			out["seconds_per_test"] = d.Seconds()
+		}
+		enc.Encode(out)
 		return
 	}
-	fmt.Fprintf(w, "rdma-perf: provider %s on %s, %v per test\n\n", provider, addr, d)
+	per := fmt.Sprintf("%v per test", d)
+	if iters > 0 {
+		per = fmt.Sprintf("%d iterations per test", iters)
+	}
+	if interrupted {
+		per += ", interrupted"
+	}
+	fmt.Fprintf(w, "rdma-perf: provider %s on %s, %s\n\n", provider, addr, per)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "test\tunit\tgodapl\traw TCP\tgodapl/TCP\t")
 	for _, f := range figs {

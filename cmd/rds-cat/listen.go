@@ -14,10 +14,12 @@ import (
 
 // cat is one run's socket and output.
 type cat struct {
-	o   *options
-	s   *rdsoverdat.Socket
-	out io.Writer // a syncWriter: the sender and its reply printer share it
-	buf []byte
+	o      *options
+	s      *rdsoverdat.Socket
+	out    io.Writer // a syncWriter: the sender and its reply printer share it
+	errOut io.Writer
+	buf    []byte
+	sent   int // datagrams sent
 }
 
 // syncWriter serializes writes to w.

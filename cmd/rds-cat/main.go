@@ -14,6 +14,11 @@
 // socket that closes drops what is unacknowledged) or fails when that
 // takes longer than --timeout: an unreachable peer is an error, not a
 // hang. Every run also answers pings on its node while it lasts.
+//
+// Interrupted, a sender stops sending, waits (at most --timeout) for the
+// acknowledgement of what it sent, says on stderr how many datagrams went
+// out and whether all were acknowledged, and exits 0 only if they were;
+// a listener's interrupt is its normal end.
 package main
 
 import (
@@ -105,9 +110,16 @@ func (o *options) run(ctx context.Context, args []string, stdin io.Reader, stdou
 		return err
 	}
 	defer info.Close()
-	// An interrupt closes the socket, which ends any blocked call.
-	defer context.AfterFunc(ctx, func() { s.Close() })()
-	c := &cat{o: o, s: s, out: &syncWriter{w: stdout}, buf: make([]byte, wire.MaxMsgSize+1)}
+	c := &cat{o: o, s: s, out: &syncWriter{w: stdout}, errOut: stderr, buf: make([]byte, wire.MaxMsgSize+1)}
+	if mode == modeSend {
+		// An interrupt stops the sending (a send blocked for room fails
+		// at once) but keeps the socket, so that what was sent can still
+		// be acknowledged before rds-cat says whether it was.
+		defer context.AfterFunc(ctx, func() { s.SetWriteDeadline(time.Unix(1, 0)) })()
+	} else {
+		// An interrupt closes the socket, which ends any blocked call.
+		defer context.AfterFunc(ctx, func() { s.Close() })()
+	}
 	switch mode {
 	case modeListen:
 		err := c.listen(ctx)

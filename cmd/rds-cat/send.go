@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,16 @@ import (
 	"net/netip"
 	"os"
 	"time"
+
+	"github.com/godapl/godapl/internal/rdstool"
 )
+
+// interruptedDrain bounds the wait for acknowledgements after an
+// interrupt (--timeout still applies when it is shorter).
+const interruptedDrain = 2 * time.Second
+
+// errStopped ends the sending loop on an interrupt.
+var errStopped = errors.New("stopped")
 
 // send sends the datagrams, prints replies while it waits for the peer's
 // acknowledgements, and then for --wait.
@@ -19,9 +29,16 @@ func (c *cat) send(ctx context.Context, stdin io.Reader, dst netip.AddrPort) err
 	defer replies.stop()
 	c.s.SetWriteDeadline(time.Now().Add(c.o.timeout))
 	sendOne := func(p []byte) error {
+		if ctx.Err() != nil {
+			return errStopped
+		}
 		if _, err := c.s.SendTo(p, dst, 0); err != nil {
+			if ctx.Err() != nil {
+				return errStopped
+			}
 			return fmt.Errorf("send to %v: %w", dst, err)
 		}
+		c.sent++
 		if c.o.verbose {
 			fmt.Fprintf(c.out, "sent %d bytes to %v\n", len(p), dst)
 		}
@@ -34,6 +51,9 @@ func (c *cat) send(ctx context.Context, stdin io.Reader, dst netip.AddrPort) err
 				p[j] = byte('a' + (i+j)%26)
 			}
 			if err := sendOne(p); err != nil {
+				if err == errStopped {
+					break
+				}
 				return err
 			}
 		}
@@ -47,18 +67,53 @@ func (c *cat) send(ctx context.Context, stdin io.Reader, dst netip.AddrPort) err
 			defer f.Close()
 			in = f
 		}
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), len(c.buf))
-		for sc.Scan() {
-			if err := sendOne(sc.Bytes()); err != nil {
-				return err
+		lines := readLines(in, len(c.buf))
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				break loop
+			case l, ok := <-lines:
+				if !ok {
+					break loop
+				}
+				if l.err != nil {
+					if ctx.Err() == nil {
+						return fmt.Errorf("reading input: %w", l.err)
+					}
+					break loop
+				}
+				if err := sendOne(l.b); err != nil {
+					if err == errStopped {
+						break loop
+					}
+					return err
+				}
 			}
 		}
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("reading input: %w", err)
-		}
 	}
-	if err := c.drain(ctx); err != nil {
+	// Interrupted or not, what was sent is waited for: the exit status
+	// says whether it all arrived.
+	var err error
+	if ctx.Err() != nil {
+		// The user wants out: wait for the acknowledgements briefly.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptedDrain)
+		err = c.drain(dctx)
+		cancel()
+		if q, _ := c.s.Buffered(); err == nil && q > 0 {
+			err = fmt.Errorf("%d bytes unacknowledged %v after the interrupt", q, interruptedDrain)
+		}
+	} else {
+		err = c.drain(ctx)
+	}
+	if ctx.Err() != nil {
+		if err != nil {
+			return rdstool.Interruptedf("%d datagrams sent to %v, not all acknowledged: %v", c.sent, dst, err)
+		}
+		fmt.Fprintf(c.errOut, "rds-cat: interrupted: %d datagrams sent to %v, all acknowledged\n", c.sent, dst)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("%v: %w (is it reachable and running RDS over %s?)", dst, err, c.o.common.Transport)
 	}
 	if c.o.wait > 0 {
@@ -133,4 +188,30 @@ func (p *printer) stop() {
 func (p *printer) err() error {
 	p.stop()
 	return p.e
+}
+
+// line is one line of input, or the error that ended the input.
+type line struct {
+	b   []byte
+	err error
+}
+
+// readLines reads lines of at most max bytes from in on a goroutine of
+// its own, so that an interrupt need not wait for input that may never
+// come: a read blocked on a terminal or pipe cannot be cancelled, and
+// that goroutine ends with the process when the sender stops.
+func readLines(in io.Reader, max int) <-chan line {
+	ch := make(chan line)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), max)
+		for sc.Scan() {
+			ch <- line{b: bytes.Clone(sc.Bytes())}
+		}
+		if err := sc.Err(); err != nil {
+			ch <- line{err: err}
+		}
+	}()
+	return ch
 }

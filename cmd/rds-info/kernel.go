@@ -55,23 +55,28 @@ const (
 
 var errRecordSize = errors.New("RDS_INFO record smaller than its struct")
 
-// kernelDocument reads the kernel's counters, connections and sockets.
-func kernelDocument() (rdstool.Document, error) {
+// kernelDocument reads the kernel's counters, connections and sockets,
+// and the other tables o asks for.
+func (o *options) kernelDocument() (rdstool.Document, kernelTables, error) {
 	doc := rdstool.Document{Tool: "kernel"}
 	if err := rdsoverdat.KernelAvailable(); err != nil {
-		return doc, fmt.Errorf("the host kernel has no RDS (load the rds module): %w", err)
+		return doc, kernelTables{}, fmt.Errorf("the host kernel has no RDS (load the rds module): %w", err)
 	}
 	fd, err := unix.Socket(unix.AF_RDS, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return doc, fmt.Errorf("socket(AF_RDS): %w", err)
+		return doc, kernelTables{}, fmt.Errorf("socket(AF_RDS): %w", err)
 	}
 	defer unix.Close(fd)
+	kt, err := o.readKernelTables(fd)
+	if err != nil {
+		return doc, kt, err
+	}
 	tables := map[int][]byte{}
 	sizes := map[int]int{}
 	for _, opt := range []int{wire.RDS_INFO_COUNTERS, wire.RDS_INFO_CONNECTIONS, wire.RDS_INFO_SOCKETS} {
 		b, size, err := rdsInfo(fd, opt)
 		if err != nil {
-			return doc, fmt.Errorf("getsockopt(RDS_INFO %d): %w", opt, err)
+			return doc, kt, fmt.Errorf("getsockopt(RDS_INFO %d): %w", opt, err)
 		}
 		tables[opt], sizes[opt] = b, size
 	}
@@ -79,7 +84,7 @@ func kernelDocument() (rdstool.Document, error) {
 		tables[wire.RDS_INFO_CONNECTIONS], sizes[wire.RDS_INFO_CONNECTIONS],
 		tables[wire.RDS_INFO_SOCKETS], sizes[wire.RDS_INFO_SOCKETS])
 	doc.Stacks = []rdsoverdat.Info{info}
-	return doc, err
+	return doc, kt, err
 }
 
 // rdsInfo returns one RDS_INFO table and its record size.

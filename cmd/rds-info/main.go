@@ -1,16 +1,19 @@
 // Command rds-info prints the RDS state of running nodes: sockets,
-// connections, congestion and counters, in tables like rds-tools'
-// rds-info.
+// connections, message queues, transports, congestion and counters, in
+// the tables and with the letters of rds-tools' rds-info.
 //
-//	rds-info [-k] [-n] [-g] [-c] [--socket PATH] [-json]
-//	rds-info --transport kernel [-k] [-n] [-c]
+//	rds-info [-cknrstTIgv] [--socket PATH] [-json]
+//	rds-info --transport kernel [-cknrstTIv]
 //
 // rdsoverdat's RDS state lives in the process that runs it, so every RDS
 // tool serves its state on a unix socket (--info-socket, by default
 // /run/godapl/TOOL-PID.sock) and rds-info reads it: every socket of that
 // directory, or the one --socket names. With --transport kernel it reads
 // the host kernel's own tables through getsockopt(RDS_INFO_*), as
-// rds-tools' rds-info does. With no table flags it prints every table.
+// rds-tools' rds-info does. With no table flags it prints every table;
+// with no RDS node running, the tables are empty (exit 0), as the real
+// tool prints them on a quiet host. Letters combine as with getopt
+// ("-kn").
 package main
 
 import (
@@ -20,21 +23,28 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/godapl/godapl/internal/rdstool"
 )
 
-const synopsis = `usage: rds-info [-k] [-n] [-g] [-c] [--socket PATH] [-json]
-       rds-info --transport kernel [-k] [-n] [-c]
+const synopsis = `usage: rds-info [-cknrstTIgv] [--socket PATH] [-json]
+       rds-info --transport kernel [-cknrstTIv]
 
-Prints the RDS sockets, connections, congestion state and counters of the
-running RDS tools (each serves them on a unix socket, see --info-socket in
-their -h), or of the host kernel with --transport kernel.`
+Prints the RDS sockets, connections, message queues, transport connections,
+congestion state and counters of the running RDS tools (each serves them on
+a unix socket, see --info-socket in their -h), or of the host kernel with
+--transport kernel. The tools keep counts of queued messages per path, not
+the messages themselves, so their -s, -t and -r tables count messages and
+bytes where the kernel's list each message.`
 
 type options struct {
 	sockets, conns, cong, counters bool
+	sendQ, retransQ, recvQ         bool
+	tcp, ib                        bool
+	verbose                        int
 	socket                         string
 	json                           bool
 	transport                      string
@@ -43,7 +53,30 @@ type options struct {
 }
 
 func main() {
-	rdstool.Main(tool(os.Stdout, os.Stderr))
+	t := tool(os.Stdout, os.Stderr)
+	os.Exit(rdstool.Run(t, splitLetters(os.Args[1:]), os.Stdout, os.Stderr))
+}
+
+// tableLetters are the one-letter flags getopt lets a user combine.
+const tableLetters = "cknrstTIgv"
+
+// splitLetters expands "-kn" into "-k" "-n", as getopt reads it, for
+// arguments made only of table letters; "--" ends the flags.
+func splitLetters(args []string) []string {
+	var out []string
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.Trim(a[1:], tableLetters) == "" {
+			for _, c := range a[1:] {
+				out = append(out, "-"+string(c))
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func tool(stdout, stderr io.Writer) rdstool.Tool {
@@ -53,6 +86,15 @@ func tool(stdout, stderr io.Writer) rdstool.Tool {
 	fs.BoolVar(&o.conns, "n", false, "connections: addresses, transport, paths with next sequence numbers and queues")
 	fs.BoolVar(&o.cong, "g", false, "congestion: the ports each node marks congested, and each peer's")
 	fs.BoolVar(&o.counters, "c", false, "counters, named as the kernel's rds-info -c names them")
+	fs.BoolVar(&o.sendQ, "s", false, "send queue: messages waiting for transmission (tools: per path)")
+	fs.BoolVar(&o.retransQ, "t", false, "retransmit queue: messages sent and not yet acknowledged (tools: per path)")
+	fs.BoolVar(&o.recvQ, "r", false, "receive queue: messages waiting to be read (tools: bytes per socket)")
+	fs.BoolVar(&o.tcp, "T", false, "TCP transport connections (rds_tcp; tools: connections of the tcp transport)")
+	fs.BoolVar(&o.ib, "I", false, "RDMA transport connections (rds_rdma; tools: connections of the dat transport)")
+	fs.BoolFunc("v", "verbose: -I adds queue and MR limits (kernel) or message counts (tools); repeatable", func(string) error {
+		o.verbose++
+		return nil
+	})
 	fs.StringVar(&o.socket, "socket", "", "read this info socket only (default: every *.sock in $"+rdstool.InfoDirEnv+
 		",\nelse "+rdstool.DefaultInfoDir+")")
 	fs.BoolVar(&o.json, "json", false, "print what the tools served, as JSON")
@@ -76,8 +118,9 @@ func (o *options) run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !o.sockets && !o.conns && !o.cong && !o.counters {
+	if !o.sockets && !o.conns && !o.cong && !o.counters && !o.sendQ && !o.retransQ && !o.recvQ && !o.tcp && !o.ib {
 		o.sockets, o.conns, o.cong, o.counters = true, true, true, true
+		o.sendQ, o.retransQ, o.recvQ, o.tcp, o.ib = true, true, true, true, true
 	}
 	switch o.transport {
 	case "":
@@ -85,11 +128,11 @@ func (o *options) run(args []string, stdout, stderr io.Writer) error {
 		if o.socket != "" {
 			return rdstool.Usagef("--socket and --transport kernel exclude each other")
 		}
-		doc, err := kernelDocument()
+		doc, kt, err := o.kernelDocument()
 		if err != nil {
 			return err
 		}
-		return o.print(stdout, []source{{name: "kernel", doc: doc}})
+		return o.print(stdout, []source{{name: "kernel", doc: doc, kernel: &kt}})
 	default:
 		return rdstool.Usagef("--transport %q: rds-info reads the tools' state, or the kernel's with --transport kernel",
 			o.transport)
@@ -126,7 +169,8 @@ func (o *options) run(args []string, stdout, stderr io.Writer) error {
 		srcs = append(srcs, source{name: p, doc: doc})
 	}
 	if len(srcs) == 0 {
-		return fmt.Errorf("no running RDS tool serves its state in %s (tools serve it unless started with --info-socket none)", dir)
+		// As the real tool on a host with no RDS traffic: empty tables.
+		log.Info().Str("dir", dir).Msg("no running RDS tool serves its state here (tools do unless started with --info-socket none)")
 	}
 	return o.print(stdout, srcs)
 }

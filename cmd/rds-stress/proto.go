@@ -20,8 +20,14 @@ import (
 //	24 reply   uint32  length the answer must have (>= hdrLen)
 //	28 status  uint32  hello reply: 0 ok, else a failure;
 //	           request: bytes the server moves by RDMA before answering
-//	           (0: none), bit 31 set for an RDMA WRITE into the client's
-//	           memory, clear for an RDMA READ from it (--rdma)
+//	           (0: none, at most 1 MiB), bit 31 set for an RDMA WRITE into
+//	           the client's memory, clear for an RDMA READ from it (-D);
+//	           bit 30 set when the payload carries the -v pattern;
+//	           answer: the request's field, bit 29 set when the server
+//	           found the request's pattern damaged
+//
+// A hello's seq is a nonce that names the run; the client's goodbye
+// (opBye, same nonce) ends it, and the passive instance with it.
 type stressHdr []byte
 
 const (
@@ -37,6 +43,9 @@ const (
 	hdrLen     = 32
 
 	rdmaWriteBit = 1 << 31
+	verifyBit    = 1 << 30
+	corruptBit   = 1 << 29
+	rdmaLenMask  = corruptBit - 1
 
 	stressMagic   = 0x52445374 // "RDSt"
 	stressVersion = 1
@@ -49,6 +58,7 @@ const (
 	opHelloReply op = 2 // server → client: status, number of tasks served
 	opRequest    op = 3 // client task → server task socket
 	opAck        op = 4 // server task socket → client task: the answer
+	opBye        op = 5 // client → server base port: the run is over
 )
 
 var (
@@ -71,7 +81,7 @@ func parseHdr(b []byte) (stressHdr, error) {
 		return nil, errMagic
 	case h[offVersion] != stressVersion:
 		return nil, errVersion
-	case h.Op() < opHello || h.Op() > opAck:
+	case h.Op() < opHello || h.Op() > opBye:
 		return nil, errOp
 	case h.Reply() < hdrLen || h.Reply() > maxMsg:
 		return nil, errReply
@@ -103,14 +113,44 @@ func (h stressHdr) SetStatus(s uint32) { binary.BigEndian.PutUint32(h[offStatus:
 // RDMA returns a request's RDMA length and direction.
 func (h stressHdr) RDMA() (n int, write bool) {
 	v := binary.BigEndian.Uint32(h[offRDMA:])
-	return int(v &^ rdmaWriteBit), v&rdmaWriteBit != 0
+	return int(v & rdmaLenMask), v&rdmaWriteBit != 0
 }
 
-// SetRDMA sets a request's RDMA length (< 1<<31) and direction.
+// SetRDMA sets a request's RDMA length (<= rdmaLenMask) and direction,
+// keeping the other bits of the field.
 func (h stressHdr) SetRDMA(n int, write bool) {
-	v := uint32(n)
+	v := binary.BigEndian.Uint32(h[offRDMA:])&^(rdmaWriteBit|rdmaLenMask) | uint32(n)&rdmaLenMask
 	if write {
 		v |= rdmaWriteBit
 	}
 	binary.BigEndian.PutUint32(h[offRDMA:], v)
+}
+
+// flag reports whether bit is set in the status field.
+func (h stressHdr) flag(bit uint32) bool { return binary.BigEndian.Uint32(h[offStatus:])&bit != 0 }
+
+// setFlag sets bit in the status field.
+func (h stressHdr) setFlag(bit uint32) {
+	binary.BigEndian.PutUint32(h[offStatus:], binary.BigEndian.Uint32(h[offStatus:])|bit)
+}
+
+// The -v pattern: byte i of a payload (after the header) of message seq.
+func patternByte(seq uint64, i int) byte { return byte(uint64(i)*7 + seq) }
+
+// fillPattern writes the -v pattern of message seq into b.
+func fillPattern(b []byte, seq uint64) {
+	for i := range b {
+		b[i] = patternByte(seq, i)
+	}
+}
+
+// checkPattern returns the offset of the first byte of b that breaks the
+// pattern of message seq, or -1.
+func checkPattern(b []byte, seq uint64) int {
+	for i := range b {
+		if b[i] != patternByte(seq, i) {
+			return i
+		}
+	}
+	return -1
 }

@@ -15,7 +15,27 @@ type Params struct {
 	Test     Test
 	Size     int           // message size in bytes
 	Depth    int           // outstanding requests (write) or receives the server posts (send)
-	Duration time.Duration // how long to run
+	Duration time.Duration // how long to run (0 with Iters: no time limit)
+	// Iters, if not 0, ends the test after that many messages (perftest's
+	// -n), or at Duration if that comes first.
+	Iters uint64
+}
+
+// more reports whether a test that started at start and has n messages
+// out may send another.
+func (p Params) more(start time.Time, n uint64) bool {
+	if p.Iters > 0 && n >= p.Iters {
+		return false
+	}
+	return (p.Iters > 0 && p.Duration == 0) || time.Since(start) < p.Duration
+}
+
+// left bounds a batch of k messages by what Iters leaves after n.
+func (p Params) left(k int, n uint64) int {
+	if p.Iters == 0 {
+		return k
+	}
+	return int(min(uint64(k), p.Iters-min(n, p.Iters)))
 }
 
 // Run connects to a Server at addr through dev and runs one test.
@@ -91,12 +111,13 @@ func (e *endpoint) runWrite(ctx context.Context, p Params, rep reply) (*Result, 
 	wr := [1]verbs.SendWR{{Opcode: verbs.OpRDMAWrite, SGL: sgl[:], RemoteAddr: rep.addr, RKey: rep.rkey}}
 	var posted, done uint64
 	start := time.Now()
-	end := start.Add(p.Duration)
-	for time.Now().Before(end) {
-		for posted-done < uint64(p.Depth) {
+	for p.more(start, posted) {
+		for posted-done < uint64(p.Depth) && p.left(1, posted) > 0 {
 			wr[0].ID = posted
 			wr[0].Flags = 0
-			if (posted+1)%uint64(sig) == 0 {
+			// The last Write of an Iters run is signalled: nothing may
+			// be left that only an unsignalled completion would retire.
+			if (posted+1)%uint64(sig) == 0 || posted+1 == p.Iters {
 				wr[0].Flags = verbs.SendSignaled
 			}
 			if _, err := e.qp.PostSend(wr[:]); err != nil {
@@ -160,16 +181,15 @@ func (e *endpoint) runSendRate(ctx context.Context, p Params) (*Result, error) {
 	var sent, retired uint64 // sends posted; sends known complete
 	var swc [16]verbs.WC
 	start := time.Now()
-	end := start.Add(p.Duration)
 	sending := true
 	for sending || credits < p.Depth {
-		if sending && !time.Now().Before(end) {
+		if sending && !p.more(start, sent) {
 			sending = false
 		}
 		// Post a batch, bounded by credits and send-queue room.
 		if sending {
 			room := p.Depth - int(sent-retired)
-			k := min(sendBatch, credits, room)
+			k := p.left(min(sendBatch, credits, room), sent)
 			for i := 0; i < k; i++ {
 				wrs[i].ID = sent + uint64(i)
 				wrs[i].Flags = 0
@@ -250,9 +270,8 @@ func (e *endpoint) runPingPong(ctx context.Context, p Params) (*Result, error) {
 	rtts := make([]time.Duration, 0, 1<<16)
 	var swc [16]verbs.WC
 	start := time.Now()
-	end := start.Add(p.Duration)
 	var msgs uint64
-	for t0 := start; t0.Before(end); t0 = time.Now() {
+	for t0 := start; p.more(start, msgs); t0 = time.Now() {
 		if _, err := e.qp.PostSend(wr[:]); err != nil {
 			return nil, err
 		}

@@ -167,3 +167,42 @@ func TestRecvRepostAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per repost; want 0", n)
 	}
 }
+
+// With Iters and no Duration every workload, and its TCP baseline, sends
+// exactly Iters messages, however the batches fall.
+func TestItersMem(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p := mem.New()
+	sdev, _ := p.Open(mem.DeviceName)
+	cdev, _ := p.Open(mem.DeviceName)
+	defer sdev.Close()
+	defer cdev.Close()
+	srv, err := Serve(ctx, sdev, "perf:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	tsrv, err := ServeTCP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tsrv.Close()
+	for _, tc := range []Params{
+		{Test: TestWrite, Size: 4096, Depth: 8, Iters: 1001},
+		{Test: TestSendRate, Size: 64, Depth: 128, Iters: 1001},
+		{Test: TestPingPong, Size: 64, Depth: 1, Iters: 101},
+	} {
+		r, err := Run(ctx, cdev, srv.Addr().String(), tc)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.Test, err)
+		}
+		if r.Msgs != tc.Iters || r.Bytes != tc.Iters*uint64(tc.Size) {
+			t.Errorf("%v: %d messages, %d bytes, want %d", tc.Test, r.Msgs, r.Bytes, tc.Iters)
+		}
+		tr, err := RunTCP(ctx, tsrv.Addr().String(), tc)
+		if err != nil || tr.Msgs != tc.Iters {
+			t.Errorf("tcp %v: %v, %+v", tc.Test, err, tr)
+		}
+	}
+}

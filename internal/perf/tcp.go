@@ -129,7 +129,6 @@ func RunTCP(ctx context.Context, addr string, p Params) (*Result, error) {
 	}
 	buf := make([]byte, p.Size)
 	start := time.Now()
-	end := start.Add(p.Duration)
 	var msgs uint64
 	switch p.Test {
 	case TestWrite, TestSendRate:
@@ -139,13 +138,14 @@ func RunTCP(ctx context.Context, addr string, p Params) (*Result, error) {
 			bw = bufio.NewWriterSize(c, tcpBuf)
 			w = bw
 		}
-		for time.Now().Before(end) {
-			for i := 0; i < 64; i++ {
+		for p.more(start, msgs) {
+			k := p.left(64, msgs)
+			for i := 0; i < k; i++ {
 				if _, err := w.Write(buf); err != nil {
 					return nil, err
 				}
 			}
-			msgs += 64
+			msgs += uint64(k)
 		}
 		if bw != nil {
 			if err := bw.Flush(); err != nil {
@@ -165,7 +165,7 @@ func RunTCP(ctx context.Context, addr string, p Params) (*Result, error) {
 		return &Result{Test: p.Test, Size: p.Size, Duration: time.Since(start), Bytes: msgs * uint64(p.Size), Msgs: msgs}, nil
 	case TestPingPong:
 		rtts := make([]time.Duration, 0, 1<<16)
-		for t0 := start; t0.Before(end); t0 = time.Now() {
+		for t0 := start; p.more(start, msgs); t0 = time.Now() {
 			if _, err := c.Write(buf); err != nil {
 				return nil, err
 			}

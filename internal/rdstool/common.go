@@ -1,6 +1,7 @@
 package rdstool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -8,9 +9,12 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/godapl/godapl/rdsoverdat"
+	"github.com/godapl/godapl/rdsoverdat/wire"
 	"github.com/rs/zerolog"
 )
 
@@ -89,7 +93,43 @@ func (c *Common) NewStack(cfg rdsoverdat.Config) (*rdsoverdat.Stack, error) {
 	case TransportDAT:
 		cfg.Transports = []rdsoverdat.Transport{datTransport(c.TransportPort)}
 	}
-	return rdsoverdat.NewStack(cfg), nil
+	st := rdsoverdat.NewStack(cfg)
+	stackPorts.Store(st, c.transportPortDesc())
+	return st, nil
+}
+
+// stackPorts maps each Stack NewStack made to the words that name its
+// transport's listening port, for Bind's "address in use" errors.
+var stackPorts sync.Map
+
+// transportPortDesc names the port the selected transport listens on.
+func (c *Common) transportPortDesc() string {
+	switch c.Transport {
+	case TransportTCP:
+		return fmt.Sprintf("TCP port %d of the tcp transport", cmp.Or(c.TransportPort, wire.TCPPort))
+	case TransportDAT:
+		return fmt.Sprintf("conn_qual %d of the dat transport", cmp.Or(c.TransportPort, wire.RDMAPort))
+	}
+	return "the kernel's RDS port"
+}
+
+// addrInUse turns an "address in use" from binding a into an error that
+// names both ports that can clash and the way out.
+func addrInUse(st *rdsoverdat.Stack, a netip.AddrPort, err error) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return err
+	}
+	tp := "the transport's port"
+	if v, ok := stackPorts.Load(st); ok {
+		tp = v.(string)
+	}
+	port := ""
+	if a.Port() != 0 {
+		port = fmt.Sprintf("RDS port %d there is taken, or ", a.Port())
+	}
+	return fmt.Errorf("cannot bind %v: address in use: %sanother process already is the RDS node of %v on %s; "+
+		"stop it, or pick another address (or -p), or move both ends to a free --transport-port (%w)",
+		a, port, a.Addr(), tp, err)
 }
 
 // Bind returns a socket of st bound to a, with SO_SNDBUF and SO_RCVBUF
@@ -110,7 +150,7 @@ func Bind(st *rdsoverdat.Stack, a netip.AddrPort, sndbuf, rcvbuf int) (*rdsoverd
 	}
 	if err := s.Bind(a); err != nil {
 		s.Close()
-		return nil, err
+		return nil, addrInUse(st, a, err)
 	}
 	return s, nil
 }

@@ -42,6 +42,8 @@ type Tool struct {
 	Synopsis string
 	// Flags is the tool's flag set; Run parses it.
 	Flags *flag.FlagSet
+	// NoLog says the tool logs nothing, so -h leaves out the logging line.
+	NoLog bool
 	// Run does the work once the flags are parsed. The context ends on
 	// SIGINT or SIGTERM, which is a normal end for tools that run until
 	// stopped. It returns nil, a UsageError, or a runtime error.
@@ -121,7 +123,9 @@ func PrintUsage(w io.Writer, t Tool) {
 	t.Flags.SetOutput(w)
 	t.Flags.PrintDefaults()
 	t.Flags.SetOutput(io.Discard)
-	fmt.Fprintf(w, "\nExit status: 0 success, 1 runtime failure, 2 bad command line.\n"+
-		"Logging: --log or GODAPL_LOG (trace, debug, info, warn, error, disabled).\n"+
-		"--version prints the module version and commit the tool was built from.\n")
+	fmt.Fprintf(w, "\nExit status: 0 success, 1 runtime failure, 2 bad command line.\n")
+	if !t.NoLog {
+		fmt.Fprintf(w, "Logging: --log or GODAPL_LOG (trace, debug, info, warn, error, disabled).\n")
+	}
+	fmt.Fprintf(w, "--version prints the module version and commit the tool was built from.\n")
 }

@@ -11,9 +11,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/godapl/godapl/internal/testutil"
 	"github.com/godapl/godapl/rdsoverdat"
 )
 
@@ -213,6 +215,102 @@ func TestInfoServer(t *testing.T) {
 	for end := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("goroutines: %d before, %d after", before, runtime.NumGoroutine())
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1024", 1024, true}, {"1K", 1024, true}, {"1k", 1024, true}, {"2M", 2 << 20, true}, {"1G", 1 << 30, true},
+		{"0x40", 64, true}, {"", 0, false}, {"K", 0, false}, {"1T", 0, false}, {"-1", 0, false}, {"3G", 0, false},
+	} {
+		got, err := ParseSize("-q", c.in, 2<<30)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("%q: %d, %v", c.in, got, err)
+		}
+		var ue *UsageError
+		if err != nil && !errors.As(err, &ue) {
+			t.Errorf("%q: not a usage error: %v", c.in, err)
+		}
+	}
+}
+
+func TestParseInterval(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"1", time.Second, true}, {"0.25", 250 * time.Millisecond, true}, {"200msec", 200 * time.Millisecond, true},
+		{"50usec", 50 * time.Microsecond, true}, {"1.5msec", 1500 * time.Microsecond, true}, {"300ms", 300 * time.Millisecond, true},
+		{"0", 0, false}, {"soon", 0, false}, {"msec", 0, false}, {"-1", 0, false},
+	} {
+		got, err := ParseInterval("-i", c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("%q: %v, %v", c.in, got, err)
+		}
+	}
+}
+
+func TestResolveAddr(t *testing.T) {
+	ctx := context.Background()
+	if a, err := ResolveAddr(ctx, "-s", "10.1.2.3"); err != nil || a != netip.MustParseAddr("10.1.2.3") {
+		t.Errorf("literal: %v %v", a, err)
+	}
+	if a, err := ResolveAddr(ctx, "-s", "localhost"); err != nil || !a.IsLoopback() || !a.Is4() {
+		t.Errorf("localhost: %v %v", a, err)
+	}
+	var ue *UsageError
+	for _, bad := range []string{"::1", "", "no-such-host.invalid"} {
+		if _, err := ResolveAddr(ctx, "-s", bad); !errors.As(err, &ue) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	var r Refusal
+	fs := NewFlagSet("x")
+	r.Bool(fs, "no reason here", "R", "rtprio")
+	r.Value(fs, "no value here", "Q")
+	if err := fs.Parse([]string{"-Q", "3", "--rtprio"}); err != nil {
+		t.Fatal(err)
+	}
+	var ue *UsageError
+	if err := r.Check(); !errors.As(err, &ue) || err.Error() != "-Q is refused here: no value here" {
+		t.Errorf("%v", err)
+	}
+	var none Refusal
+	if none.Check() != nil {
+		t.Error("nothing given, yet refused")
+	}
+}
+
+// An address in use names the RDS port, the transport's port and the
+// way out, and stays EADDRINUSE for errors.Is.
+func TestAddrInUse(t *testing.T) {
+	a := testutil.LoopbackAddr()
+	c := Common{Transport: TransportTCP, TransportPort: 0}
+	st1, _ := c.NewStack(rdsoverdat.Config{})
+	st2, _ := c.NewStack(rdsoverdat.Config{})
+	defer st1.Close()
+	defer st2.Close()
+	s, err := Bind(st1, netip.AddrPortFrom(a, 4000), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = Bind(st2, netip.AddrPortFrom(a, 4001), 0, 0)
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("%v", err)
+	}
+	for _, want := range []string{"RDS port 4001", "TCP port 16385 of the tcp transport", "--transport-port"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
 		}
 	}
 }

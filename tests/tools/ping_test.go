@@ -65,6 +65,8 @@ func TestCatPortInUse(t *testing.T) {
 	l.waitFile(t, sock)
 	// Same process-level port, other process: the transport's listener is taken.
 	r := run(t, "", nil, "rds-cat", "-l", "-b", a+":5000", "--timeout", "1s", "--info-socket", "none")
-	r.want(t, 1, "stderr:", "address already in use")
+	// The error names both ports that can clash and the way out.
+	r.want(t, 1, "stderr:", "address already in use", "RDS port 5000", "conn_qual 18634 of the dat transport",
+		"--transport-port")
 	l.stop(t).want(t, 0)
 }

@@ -121,9 +121,18 @@ type daemon struct {
 
 func start(t *testing.T, name string, args ...string) *daemon {
 	t.Helper()
+	return startIn(t, nil, name, args...)
+}
+
+// startIn starts a tool reading stdin (nil: no input).
+func startIn(t *testing.T, stdin *os.File, name string, args ...string) *daemon {
+	t.Helper()
 	d := &daemon{cmd: exec.Command(bin(t, name), args...), out: &testutil.LockedBuffer{}, errb: &testutil.LockedBuffer{},
 		done: make(chan error, 1)}
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.errb
+	if stdin != nil {
+		d.cmd.Stdin = stdin
+	}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +162,24 @@ func (d *daemon) waitFile(t *testing.T, path string) {
 		}
 	}
 	t.Fatalf("%s never created %s:\n%s\n%s", d.cmd.Path, path, d.out, d.errb)
+}
+
+// waitOutput waits until the tool has written s to stdout or stderr,
+// which is how a script knows it got somewhere.
+func (d *daemon) waitOutput(t *testing.T, s string) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if strings.Contains(d.out.String(), s) || strings.Contains(d.errb.String(), s) {
+			return
+		}
+		select {
+		case err := <-d.done:
+			d.done <- err
+			t.Fatalf("%s exited (%v) before writing %q:\n%s\n%s", d.cmd.Path, err, s, d.out, d.errb)
+		default:
+		}
+	}
+	t.Fatalf("%s never wrote %q:\n%s\n%s", d.cmd.Path, s, d.out, d.errb)
 }
 
 // wait waits for the tool to exit by itself.

@@ -64,9 +64,9 @@ func TestRping(t *testing.T) {
 // usage error.
 func TestRdmaPerf(t *testing.T) {
 	t.Parallel()
-	r := run(t, "", nil, "rdma-perf", "-a", addr(t), "-p", "0", "-d", "200ms", "-t", "write64k,pingpong64")
+	r := run(t, "", nil, "rdma-perf", "-addr", addr(t), "-p", "0", "-d", "200ms", "-t", "write64k,pingpong64")
 	r.want(t, 0, "RDMA Write 64 KiB", "Round trip 64 B p50", "godapl/TCP")
-	r = run(t, "", nil, "rdma-perf", "-a", addr(t), "-p", "0", "-d", "200ms", "-t", "send64", "-notcp", "-json")
+	r = run(t, "", nil, "rdma-perf", "-addr", addr(t), "-p", "0", "-d", "200ms", "-t", "send64", "-notcp", "-json")
 	r.want(t, 0, `"results"`)
 	r = run(t, "", nil, "rdma-perf", "-t", "nosuchtest")
 	r.want(t, 2, "stderr:", `unknown test "nosuchtest"`)
