@@ -130,7 +130,7 @@ func TestDATAckNamesWhatTheConnectionReceived(t *testing.T) {
 // out so).
 func TestDATPeerGenerationFromPrivateData(t *testing.T) {
 	leakCheck(t)
-	st := datStack(t, DATConfig{Provider: mem.New()})
+	st := datStack(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem"})
 	as := testAddrs(2)
 	b := mustBind(t, st, ap(as[0], 4000))
 	n := st.Node(as[0])

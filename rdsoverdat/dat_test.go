@@ -27,7 +27,7 @@ var datProviders = []struct {
 	name string
 	cfg  func() DATConfig
 }{
-	{"mem", func() DATConfig { return DATConfig{Provider: mem.New()} }},
+	{"mem", func() DATConfig { return DATConfig{Registry: registryOn(mem.New()), IA: "mem"} }},
 	{"siw", func() DATConfig { return DATConfig{} }},
 }
 
@@ -89,7 +89,7 @@ func TestDATPropertyReliableOrdered(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		cfg := DATConfig{ReconnectMax: 20 * time.Millisecond}
 		if rapid.Bool().Draw(rt, "mem") {
-			cfg.Provider = mem.New()
+			cfg.Registry, cfg.IA = registryOn(mem.New()), "mem"
 		}
 		if rapid.Bool().Draw(rt, "tiny") {
 			cfg.RecvDepth, cfg.SendDepth = 16, 8 // credit and send-slot stalls
@@ -320,7 +320,7 @@ func TestDATCloseWithTraffic(t *testing.T) {
 func TestDATProtocolError(t *testing.T) {
 	leakCheck(t)
 	fabric := mem.New()
-	st := datStack(t, DATConfig{Provider: fabric})
+	st := datStack(t, DATConfig{Registry: registryOn(fabric), IA: "mem"})
 	as := testAddrs(3)
 	b := mustBind(t, st, ap(as[0], 0))
 	good := mustBind(t, st, ap(as[1], 0))
@@ -448,7 +448,7 @@ func TestDATSimultaneousConnect(t *testing.T) {
 // and every peer gets through.
 func TestDATSRQGrows(t *testing.T) {
 	leakCheck(t)
-	st := datStack(t, DATConfig{Provider: mem.New(), RecvDepth: 8, ConnCredits: 4})
+	st := datStack(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem", RecvDepth: 8, ConnCredits: 4})
 	as := testAddrs(6)
 	dst := mustBind(t, st, ap(as[0], 0))
 	for _, a := range as[1:] {

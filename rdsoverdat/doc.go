@@ -18,8 +18,9 @@
 //     Go node and a kernel exchange datagrams;
 //   - dat (dat*.go): RDS over the DAT API (../dat), modelled on rds_ib:
 //     one EP per node pair receiving through one SRQ per node, fragments
-//     of 4 KiB, credits, acks by sequence number; soft-iWARP by default,
-//     any verbs provider (the in-memory one in tests). It answers to
+//     of 4 KiB, credits, acks by sequence number; configured with DAT's
+//     names (a registry and an IA name), soft-iWARP by default, the
+//     in-memory IA in tests, and it reaches nothing below DAT. It answers to
 //     TransIB, the kernel's RDMA transport number.
 //
 // The wire format (headers, extension headers, congestion maps) lives in

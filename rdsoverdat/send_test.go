@@ -24,7 +24,7 @@ func transports(t *testing.T, f func(t *testing.T, st *Stack)) {
 	})
 	t.Run("dat", func(t *testing.T) {
 		leakCheck(t)
-		f(t, datStack(t, DATConfig{Provider: mem.New()}))
+		f(t, datStack(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem"}))
 	})
 }
 

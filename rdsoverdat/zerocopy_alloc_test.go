@@ -22,7 +22,7 @@ func TestRDMAOpAllocs(t *testing.T) {
 		// fillSpill when a READ response spills), not by rdsoverdat
 		max float64
 	}{
-		{"dat-mem", DATConfig{Provider: mem.New()}, 0.05},
+		{"dat-mem", DATConfig{Registry: registryOn(mem.New()), IA: "mem"}, 0.05},
 		{"dat-siw", DATConfig{}, 1.05},
 	} {
 		t.Run(c.name, func(t *testing.T) {

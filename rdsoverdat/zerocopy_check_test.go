@@ -13,7 +13,7 @@ import (
 // admitted for, and a FreeMR that waits for the op it admitted.
 func TestDATCheckAdmit(t *testing.T) {
 	leakCheck(t)
-	r := newDATRig(t, DATConfig{Provider: mem.New()})
+	r := newDATRig(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem"})
 	dn := r.st.Node(r.cliNode).trans[TransIB].(*datNode)
 	buf := make([]byte, 100)
 	rwCk, err := r.cli.GetMR(buf, RDMAReadWrite)

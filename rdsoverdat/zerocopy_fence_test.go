@@ -45,7 +45,7 @@ func TestDATUnfencedReads(t *testing.T) {
 	for _, rig := range []struct {
 		name string
 		cfg  DATConfig
-	}{{"dat-mem", DATConfig{Provider: mem.New()}}, {"dat-siw", DATConfig{}}} {
+	}{{"dat-mem", DATConfig{Registry: registryOn(mem.New()), IA: "mem"}}, {"dat-siw", DATConfig{}}} {
 		t.Run(rig.name, func(t *testing.T) {
 			leakCheck(t)
 			r := newDATRig(t, rig.cfg)

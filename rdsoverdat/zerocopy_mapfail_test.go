@@ -100,7 +100,7 @@ func TestRDMAMapFailedSendLeavesNoMapping(t *testing.T) {
 	t.Run("ENOBUFS", func(t *testing.T) {
 		leakCheck(t)
 		// The dat transport: the test transport sends no congestion maps.
-		r := newDATRig(t, DATConfig{Provider: mem.New(), RDMA: RDMALimits{MaxMRs: maxMRs}})
+		r := newDATRig(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem", RDMA: RDMALimits{MaxMRs: maxMRs}})
 		full := r.socket(t, r.srvNode)
 		if err := full.SetOption(RecvBuffer(10)); err != nil {
 			t.Fatal(err)

@@ -34,7 +34,7 @@ func TestDATRDMAOtherError(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				leakCheck(t)
 				p := &regFailProvider{Provider: prov.new()}
-				r := newDATRig(t, DATConfig{Provider: p})
+				r := newDATRig(t, DATConfig{Registry: registryOn(p), IA: p.Name()})
 				for _, write := range []bool{true, false} {
 					win := make([]byte, 64)
 					ck := r.request(t, r.cli, r.srv, []byte("req"), RDMAMap{Mem: win, Flags: RDMAReadWrite | flags})
