@@ -200,7 +200,7 @@ func TestCongMonitorInstalledMask(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		conn := st.Node(as[0]).connFor(as[1], a.trans.Type())
+		conn := st.Node(as[0]).connFor(as[1], a.sock().trans.Type())
 		bport := wire.Port(b.BoundAddr().Port())
 		eventually(t, 5*time.Second, "peer map update", func() bool { return conn.fcong.test(bport) })
 		buf := make([]byte, 1000)
@@ -358,7 +358,7 @@ func TestCongestedSendTimesOut(t *testing.T) {
 	if _, err := a.SendTo(make([]byte, 20), b.BoundAddr(), 0); err != nil {
 		t.Fatal(err)
 	}
-	conn := st.Node(as[0]).connFor(as[1], a.trans.Type())
+	conn := st.Node(as[0]).connFor(as[1], a.sock().trans.Type())
 	eventually(t, 5*time.Second, "peer map update", func() bool { return conn.fcong.test(wire.Port(b.BoundAddr().Port())) })
 	if err := a.SetOption(SendTimeout(30 * time.Millisecond)); err != nil {
 		t.Fatal(err)

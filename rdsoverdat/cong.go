@@ -101,9 +101,11 @@ func (n *Node) congChanged(uncongested uint64) {
 func (st *Stack) congUpdated(uncongested uint64) {
 	st.congGen.Add(1)
 	st.mu.RLock()
-	socks := make([]*Socket, 0, len(st.sockets))
-	for s := range st.sockets {
-		socks = append(socks, s)
+	socks := make([]*sock, 0, len(st.sockets))
+	for b := range st.sockets {
+		if s, ok := b.(*sock); ok {
+			socks = append(socks, s)
+		}
 	}
 	st.mu.RUnlock()
 	for _, s := range socks {
@@ -117,7 +119,7 @@ func (st *Stack) congUpdated(uncongested uint64) {
 // waiting receivers (sockReaderRole.waiters) for a moment, so that a
 // reader goroutine delivering its message then does not lend it the
 // reader role.
-func (s *Socket) congUpdate(uncongested uint64) {
+func (s *sock) congUpdate(uncongested uint64) {
 	s.mu.Lock()
 	notify := s.congMonitor && s.congMask&uncongested != 0
 	if notify {

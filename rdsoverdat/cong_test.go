@@ -26,7 +26,7 @@ func TestCongestion(t *testing.T) {
 			}
 		}
 		eventually(t, 5*time.Second, "congested bit", func() bool { return st.Node(as[1]).lcong.test(bport) })
-		conn := st.Node(as[0]).connFor(as[1], a.trans.Type())
+		conn := st.Node(as[0]).connFor(as[1], a.sock().trans.Type())
 		eventually(t, 5*time.Second, "peer map update", func() bool { return conn.fcong.test(bport) })
 		if err := a.SetOption(CongMonitor{Enable: true}); err != nil {
 			t.Fatal(err)

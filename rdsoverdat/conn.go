@@ -105,7 +105,7 @@ func (c *Conn) allPaths() []*Path { return c.paths[:c.maxPaths] }
 // that started on path 0 before the handshake stays there, because TCP
 // acknowledging path 0's messages does not mean the receiver has read
 // them, so moving to another lane could overtake them.
-func (c *Conn) pathFor(s *Socket) *Path {
+func (c *Conn) pathFor(s *sock) *Path {
 	n := c.npaths.Load()
 	if n <= 1 {
 		return c.paths[0]
@@ -479,7 +479,7 @@ func (p *Path) enqueue(m *Message) bool {
 }
 
 // cancel removes the messages of s (to dst, if valid) from both queues.
-func (p *Path) cancel(s *Socket, dst netip.AddrPort) {
+func (p *Path) cancel(s *sock, dst netip.AddrPort) {
 	p.mu.Lock()
 	n := 0
 	for _, l := range []*msgList{&p.sendQ, &p.retrans} {

@@ -107,7 +107,7 @@ func (st *Stack) Info() Info {
 // Info returns a snapshot of the node.
 func (n *Node) Info() NodeInfo {
 	n.mu.RLock()
-	socks := make([]*Socket, 0, len(n.socks))
+	socks := make([]*sock, 0, len(n.socks))
 	for _, s := range n.socks {
 		socks = append(socks, s)
 	}
@@ -153,7 +153,7 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-func (s *Socket) info() SocketInfo {
+func (s *sock) info() SocketInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	si := SocketInfo{

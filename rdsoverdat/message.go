@@ -24,7 +24,7 @@ type Message struct {
 	refs atomic.Int32
 
 	// Send side, protected by the owning path's mu.
-	sock     *Socket // nil for pings, pongs, probes and congestion maps
+	sock     *sock // nil for pings, pongs, probes and congestion maps
 	dport    wire.Port
 	flags    msgFlag
 	txFlags  msgFlag // flags as NextTx handed m over, for the transport to read without mu

@@ -20,7 +20,7 @@ type Node struct {
 	stats nodeCounters
 
 	mu       sync.RWMutex
-	socks    map[wire.Port]*Socket
+	socks    map[wire.Port]*sock
 	conns    map[connKey]*Conn
 	connList []*Conn // copy-on-write snapshot of conns for lock-free walks
 	trans    map[TransportType]NodeTransport
@@ -40,7 +40,7 @@ func newNode(st *Stack, addr netip.Addr) *Node {
 	return &Node{
 		stack: st,
 		addr:  addr,
-		socks: make(map[wire.Port]*Socket),
+		socks: make(map[wire.Port]*sock),
 		conns: make(map[connKey]*Conn),
 		trans: make(map[TransportType]NodeTransport),
 	}
@@ -99,7 +99,7 @@ func (n *Node) connFor(faddr netip.Addr, t TransportType) *Conn {
 }
 
 // bind reserves port for s; port 0 picks a free one.
-func (n *Node) bind(s *Socket, port wire.Port) (wire.Port, error) {
+func (n *Node) bind(s *sock, port wire.Port) (wire.Port, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if port != 0 {
@@ -123,7 +123,7 @@ func (n *Node) bind(s *Socket, port wire.Port) (wire.Port, error) {
 	}
 }
 
-func (n *Node) unbind(s *Socket, port wire.Port) {
+func (n *Node) unbind(s *sock, port wire.Port) {
 	n.mu.Lock()
 	if n.socks[port] == s {
 		delete(n.socks, port)
@@ -131,7 +131,7 @@ func (n *Node) unbind(s *Socket, port wire.Port) {
 	n.mu.Unlock()
 }
 
-func (n *Node) lookup(port wire.Port) *Socket {
+func (n *Node) lookup(port wire.Port) *sock {
 	n.mu.RLock()
 	s := n.socks[port]
 	n.mu.RUnlock()
@@ -140,7 +140,7 @@ func (n *Node) lookup(port wire.Port) *Socket {
 
 // cancel drops the messages of s still queued or unacknowledged, all of
 // them or those to dst (rds_send_drop_to).
-func (n *Node) cancel(s *Socket, dst netip.AddrPort) {
+func (n *Node) cancel(s *sock, dst netip.AddrPort) {
 	n.mu.RLock()
 	conns := n.connList
 	n.mu.RUnlock()

@@ -180,7 +180,7 @@ type rdmaOpArgs struct {
 	n      int
 	local  [][]byte
 
-	sock   *Socket
+	sock   *sock
 	token  uint64
 	notify bool          // NOTIFY_ME: report success too
 	recver bool          // RDS_RECVERR when the op was sent: report failures

@@ -68,7 +68,7 @@ func newRxWaiter() rxWaiter {
 // offerDirect offers p for direct reception if it is big enough and no
 // other receiver has an offer out; s.mu is held. It reports whether p was
 // offered (the caller must then withdrawDirect after blocking).
-func (s *Socket) offerDirect(p []byte, flags MsgFlags) bool {
+func (s *sock) offerDirect(p []byte, flags MsgFlags) bool {
 	if len(p) < directRecvMin || flags&(MsgPeek|MsgDontWait) != 0 || s.rxw.state != waitIdle || s.rxw.done == nil {
 		return false
 	}
@@ -79,7 +79,7 @@ func (s *Socket) offerDirect(p []byte, flags MsgFlags) bool {
 // withdrawDirect takes an offer back after RecvMsg woke up. If a
 // transport claimed it, it waits for the claim to end and returns the
 // message's length and sender with ok true when the buffer was filled.
-func (s *Socket) withdrawDirect() (n int, from netip.AddrPort, ok bool) {
+func (s *sock) withdrawDirect() (n int, from netip.AddrPort, ok bool) {
 	s.mu.Lock()
 	if s.rxw.state == waitOffered || s.rxw.state == waitIdle {
 		s.rxw.state, s.rxw.buf = waitIdle, nil
@@ -99,7 +99,7 @@ func (s *Socket) withdrawDirect() (n int, from netip.AddrPort, ok bool) {
 // cancelOffer takes a pending offer back because a message was queued
 // the ordinary way (s.mu held); the waiter finds its offer gone and reads
 // the queue.
-func (s *Socket) cancelOffer() {
+func (s *sock) cancelOffer() {
 	if s.rxw.state == waitOffered {
 		s.rxw.state, s.rxw.buf = waitIdle, nil
 	}
@@ -113,7 +113,7 @@ type DirectRx struct {
 	Buf []byte
 
 	p     *Path
-	s     *Socket
+	s     *sock
 	seq   wire.Seq
 	sport wire.Port
 	retx  bool
@@ -142,7 +142,7 @@ func (p *Path) ClaimDirect(h wire.Header) (DirectRx, bool) {
 // directTarget returns the socket a message with header h could be read
 // directly for, or nil if it must go the ordinary way whatever the
 // socket does.
-func (p *Path) directTarget(h wire.Header) *Socket {
+func (p *Path) directTarget(h wire.Header) *sock {
 	if h.Len() < directRecvMin || !p.plainInWindow(h) {
 		return nil
 	}

@@ -17,9 +17,9 @@ func directStack(t *testing.T) *Stack {
 
 // offered reports whether s has a RecvMsg's buffer on offer.
 func offered(s *Socket) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rxw.state == waitOffered
+	s.sock().mu.Lock()
+	defer s.sock().mu.Unlock()
+	return s.sock().rxw.state == waitOffered
 }
 
 // recvAsync runs one RecvMsg on s into a size-byte buffer.

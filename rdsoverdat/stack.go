@@ -80,7 +80,7 @@ type Stack struct {
 
 	mu      sync.RWMutex
 	nodes   map[netip.Addr]*Node
-	sockets map[*Socket]struct{}
+	sockets map[backend]struct{} // every open socket, for Close
 	closed  bool
 }
 
@@ -101,7 +101,7 @@ func NewStack(cfg Config) *Stack {
 		log:     zerolog.Nop(),
 		genNum:  rand.Uint32() | 1, // never 0: 0 means "no generation" on the wire
 		nodes:   make(map[netip.Addr]*Node),
-		sockets: make(map[*Socket]struct{}),
+		sockets: make(map[backend]struct{}),
 	}
 	if cfg.Logger != nil {
 		st.log = *cfg.Logger
@@ -195,14 +195,14 @@ func (st *Stack) Close() error {
 		return errClosed
 	}
 	st.closed = true
-	socks := make([]*Socket, 0, len(st.sockets))
+	socks := make([]backend, 0, len(st.sockets))
 	for s := range st.sockets {
 		socks = append(socks, s)
 	}
 	nodes := st.nodes
 	st.mu.Unlock()
 	for _, s := range socks {
-		s.Close()
+		s.close()
 	}
 	for _, n := range nodes {
 		n.closeTransports()

@@ -228,7 +228,7 @@ func (r *tcpReaderRole) giveBack() {
 // lend leaves the role idle for s's receivers and parks the reader
 // goroutine until it has the role again; it returns the error a holder
 // met, if any.
-func (r *tcpReaderRole) lend(s *Socket) error {
+func (r *tcpReaderRole) lend(s *sock) error {
 	r.mu.Lock()
 	r.state = rrIdle
 	r.arm()
@@ -298,7 +298,7 @@ func (r *tcpReaderRole) takeBack(check bool) {
 
 // run is readerRole.run: it takes the idle role and reads until a message
 // for s has been read into buf, or something else ends the read.
-func (r *tcpReaderRole) run(s *Socket, buf []byte, flags MsgFlags, limit time.Time) (int, netip.AddrPort, rrResult) {
+func (r *tcpReaderRole) run(s *sock, buf []byte, flags MsgFlags, limit time.Time) (int, netip.AddrPort, rrResult) {
 	r.mu.Lock()
 	switch r.state {
 	case rrIdle:
@@ -359,7 +359,7 @@ func (r *tcpReaderRole) run(s *Socket, buf []byte, flags MsgFlags, limit time.Ti
 // for s; otherwise the next message). A read interrupted in the middle
 // of s's payload moves what it read into a Message, which whoever reads
 // next completes and delivers.
-func (r *tcpReaderRole) holderStep(s *Socket, buf []byte, flags MsgFlags) (int, netip.AddrPort, rrResult, error) {
+func (r *tcpReaderRole) holderStep(s *sock, buf []byte, flags MsgFlags) (int, netip.AddrPort, rrResult, error) {
 	c, x := r.c, &r.rx
 	p := c.tp.p
 	if err := r.read(x.hdr[:], &x.hn, true); err != nil {

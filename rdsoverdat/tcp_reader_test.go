@@ -51,9 +51,9 @@ func (r *tcpReaderRole) now() rrState {
 
 // lentTo reports whether a role is lent to s.
 func lentTo(s *Socket) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reader.lent != nil
+	s.sock().mu.Lock()
+	defer s.sock().mu.Unlock()
+	return s.sock().reader.lent != nil
 }
 
 // rawPeer connects to node to's tcp port from address from (the smaller
@@ -143,7 +143,7 @@ func TestTCPReaderOtherSockets(t *testing.T) {
 	x := mustBind(t, st, ap(as[1], 0))
 	y := mustBind(t, st, ap(as[1], 0))
 	res := recvAsync(x, 64)
-	eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+	eventually(t, 5*time.Second, "x waiting", func() bool { return x.sock().reader.waiters.Load() > 0 })
 	a.SendTo([]byte("first"), x.BoundAddr(), 0)
 	if r := waitResult(t, res); r.err != nil || string(r.data) != "first" {
 		t.Fatalf("first: %q, %v", r.data, r.err)
@@ -198,7 +198,7 @@ func TestTCPReaderGiveBack(t *testing.T) {
 			x := mustBind(t, st, ap(as[1], 0))
 			y := mustBind(t, st, ap(as[1], 0))
 			res := recvAsync(x, 64)
-			eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+			eventually(t, 5*time.Second, "x waiting", func() bool { return x.sock().reader.waiters.Load() > 0 })
 			a.SendTo([]byte("x"), x.BoundAddr(), 0)
 			if r := waitResult(t, res); r.err != nil {
 				t.Fatal(r.err)
@@ -250,7 +250,7 @@ func TestTCPReaderMidMessage(t *testing.T) {
 		t.Helper()
 		if !lentTo(x) {
 			res := recvAsync(x, 64<<10)
-			eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+			eventually(t, 5*time.Second, "x waiting", func() bool { return x.sock().reader.waiters.Load() > 0 })
 			mustWrite(t, peer, msg(xp, []byte("lend")))
 			if r := waitResult(t, res); r.err != nil || string(r.data) != "lend" {
 				t.Fatalf("lend: %q, %v", r.data, r.err)
@@ -311,7 +311,7 @@ func TestTCPReaderReconnect(t *testing.T) {
 	for round := range 3 {
 		if round == 0 {
 			res := recvAsync(x, 64)
-			eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+			eventually(t, 5*time.Second, "x waiting", func() bool { return x.sock().reader.waiters.Load() > 0 })
 			a.SendTo([]byte("lend"), x.BoundAddr(), 0)
 			waitResult(t, res)
 		}
@@ -343,7 +343,7 @@ func TestTCPReaderPeekTrunc(t *testing.T) {
 	a := mustBind(t, st, ap(as[0], 0))
 	x := mustBind(t, st, ap(as[1], 0))
 	res := recvAsync(x, 64)
-	eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+	eventually(t, 5*time.Second, "x waiting", func() bool { return x.sock().reader.waiters.Load() > 0 })
 	a.SendTo([]byte("lend"), x.BoundAddr(), 0)
 	waitResult(t, res)
 	eventually(t, 5*time.Second, "the role lent to x", func() bool { return lentTo(x) })
@@ -415,7 +415,7 @@ func TestTCPReaderLendDespiteMapChanges(t *testing.T) {
 	missed := 0
 	for range rounds {
 		res := recvAsync(x, 64)
-		eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+		eventually(t, 5*time.Second, "x waiting", func() bool { return x.sock().reader.waiters.Load() > 0 })
 		a.SendTo([]byte("x"), x.BoundAddr(), 0)
 		if r := waitResult(t, res); r.err != nil {
 			t.Fatal(r.err)

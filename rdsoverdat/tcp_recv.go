@@ -105,7 +105,7 @@ func (x *tcpRx) abort() {
 // when one has offered it, else into a Message for Receive. It returns
 // the message's socket if a RecvMsg of that socket was waiting for it:
 // the role then goes to that socket's receivers.
-func (c *tcpConn) readerStep() (*Socket, error) {
+func (c *tcpConn) readerStep() (*sock, error) {
 	r, p := &c.reader, c.tp.p
 	x := &r.rx
 	if err := r.read(x.hdr[:], &x.hn, false); err != nil {

@@ -22,7 +22,7 @@ func TestDATCheckAdmit(t *testing.T) {
 	}
 	roCk, _ := r.cli.GetMR(buf[:50], 0)
 	onceCk, _ := r.cli.GetMR(buf, RDMAUseOnce|RDMAReadWrite)
-	addr, _ := r.cli.mrAddr(rwCk.RKey())
+	addr, _ := r.cli.sock().mrAddr(rwCk.RKey())
 	req := func(ck Cookie, off, n uint64, write bool) wire.RDMACheck {
 		c := make(wire.RDMACheck, wire.RDMACheckLen)
 		c.Encode(&wire.CheckFields{Kind: wire.CheckRequest, Write: write, ID: 1, RKey: ck.RKey(), Length: uint32(n), Address: addr + off})
