@@ -57,14 +57,14 @@ func (c *congMap) replace(b []byte) (uncongested uint64) {
 }
 
 // congSet marks port p of node n congested and announces it.
-func (n *Node) congSet(p wire.Port) {
+func (n *rdsNode) congSet(p wire.Port) {
 	if n.lcong.set(p) {
 		n.congChanged(0)
 	}
 }
 
 // congClear marks port p of node n uncongested and announces it.
-func (n *Node) congClear(p wire.Port) {
+func (n *rdsNode) congClear(p wire.Port) {
 	if n.lcong.clear(p) {
 		n.congChanged(wire.CongMonitorMask(p))
 	}
@@ -73,7 +73,7 @@ func (n *Node) congClear(p wire.Port) {
 // congChanged queues the local map on every connection of the node
 // (rds_cong_queue_updates) and notifies local senders, which see this map
 // directly through loop connections.
-func (n *Node) congChanged(uncongested uint64) {
+func (n *rdsNode) congChanged(uncongested uint64) {
 	n.stats.congUpdateQueued.Add(1)
 	n.mu.RLock()
 	conns := n.connList

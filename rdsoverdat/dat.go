@@ -144,7 +144,7 @@ const (
 // datNode is the dat transport on one node.
 type datNode struct {
 	cfg  DATConfig
-	node *Node
+	node *rdsNode
 	ia   *ia.IA
 	pz   *ia.PZ
 	evd  *evd.EVD
@@ -176,8 +176,8 @@ type datNode struct {
 	locals datLocalCache // registrations of the node's own buffers
 }
 
-// Attach opens the node's IA on its address, posts the SRQ and listens.
-func (t *datTransport) Attach(n *Node) (NodeTransport, error) {
+// attach opens the node's IA on its address, posts the SRQ and listens.
+func (t *datTransport) attach(n *rdsNode) (nodeTransport, error) {
 	a, err := t.openIA(n.addr)
 	if err != nil {
 		return nil, fmt.Errorf("rds dat transport on %v: %w", n.addr, err)
@@ -330,7 +330,7 @@ func (dn *datNode) unreserve(g int) {
 }
 
 // dpath returns (creating) the transport state of p.
-func (dn *datNode) dpath(p *Path) *datPath {
+func (dn *datNode) dpath(p *connPath) *datPath {
 	if dp, ok := p.TransportData.Load().(*datPath); ok {
 		return dp
 	}
@@ -349,9 +349,9 @@ func (dn *datNode) dpath(p *Path) *datPath {
 // AcksBySequence marks the transport as acknowledging by h_ack.
 func (dn *datNode) AcksBySequence() {}
 
-func (dn *datNode) Connect(p *Path) { dn.dpath(p).connect(false) }
+func (dn *datNode) Connect(p *connPath) { dn.dpath(p).connect(false) }
 
-func (dn *datNode) Kick(p *Path) {
+func (dn *datNode) Kick(p *connPath) {
 	dp := dn.dpath(p)
 	if dp.up.Load() != nil {
 		dp.kick()
@@ -360,7 +360,7 @@ func (dn *datNode) Kick(p *Path) {
 	dp.connect(false)
 }
 
-func (dn *datNode) Reset(p *Path) {
+func (dn *datNode) Reset(p *connPath) {
 	dp := dn.dpath(p)
 	dp.mu.Lock()
 	e := dp.ep
@@ -406,6 +406,6 @@ func (dn *datNode) Close() error {
 }
 
 var (
-	_ AckBySequence = (*datNode)(nil)
-	_ NodeTransport = (*datNode)(nil)
+	_ ackBySequence = (*datNode)(nil)
+	_ nodeTransport = (*datNode)(nil)
 )

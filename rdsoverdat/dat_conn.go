@@ -22,10 +22,10 @@ import (
 // connections are retried with randomized exponential backoff by the
 // smaller address always, by the larger one while it has messages.
 
-// datPath is the dat transport's state of one Path.
+// datPath is the dat transport's state of one connPath.
 type datPath struct {
 	dn *datNode
-	p  *Path
+	p  *connPath
 	up atomic.Pointer[datEP] // the EP carrying the path while it is up
 	datTx
 	// ackNext is the sequence of the last message received on the path,
@@ -323,7 +323,7 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 // syncPeerGen applies the generation e's peer announced in its private
 // data (my_gen) to the connection before anything arrives on e or leaves
 // on it: a restart it reveals resets the sequence spaces
-// (Conn.peerGenUpdate) before the new incarnation's messages meet the
+// (connection.peerGenUpdate) before the new incarnation's messages meet the
 // previous one's receive state. Event goroutine. The passive side copied
 // the request's private data; the active side asks the EP for the
 // accept's, since receive completions may come before ESTABLISHED.

@@ -65,8 +65,8 @@ func Example() {
 	}
 	fmt.Printf("client got %q from %v\n", buf[:n], m.Addr)
 
-	c := st.Node(netip.MustParseAddr("127.93.0.1")).Conns()[0]
-	fmt.Printf("connection %v -> %v over %s\n", c.LocalAddr(), c.RemoteAddr(), c.Info().Transport)
+	c := st.Info().Nodes[0].Conns[0]
+	fmt.Printf("connection %v -> %v over %s\n", c.Local, c.Remote, c.Transport)
 	// Output:
 	// server got "ping?" from 127.93.0.1:4001
 	// client got "pong!" from 127.93.0.2:4000

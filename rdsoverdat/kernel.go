@@ -30,8 +30,8 @@ import (
 //     Enable this socket set and Mask 0.
 //   - TransLoop cannot be selected (EINVAL): the kernel picks loopback by
 //     itself for local addresses.
-//   - Stack.Node, Stack.Nodes and Socket.Node have nothing to return
-//     (nil): connections and statistics live in the kernel (rds-info).
+//   - Stack.NodeStats and Socket.NodeStats have nothing to report
+//     (false): connections and statistics live in the kernel (rds-info).
 //
 // SO_SNDTIMEO and SO_RCVTIMEO are applied here, as deadlines on the
 // poller, and yield ETIMEDOUT like the kernel's; blocking receivers (and
@@ -178,7 +178,7 @@ func (k *kernelSocket) boundAddr() netip.AddrPort {
 
 // The kernel keeps the node, its connections and the queued bytes to
 // itself (rds-info shows them).
-func (k *kernelSocket) boundNode() *Node           { return nil }
+func (k *kernelSocket) boundNode() *rdsNode        { return nil }
 func (k *kernelSocket) buffered() (send, recv int) { return 0, 0 }
 
 func (k *kernelSocket) close() error {

@@ -20,8 +20,8 @@ type sockRDMA struct {
 }
 
 type sockMR struct {
-	mr      RDMAMR
-	node    *Node
+	mr      rdmaMR
+	node    *rdsNode
 	useOnce bool
 }
 
@@ -63,7 +63,7 @@ func validDest(dst netip.AddrPort) bool {
 
 // rdmaTransport returns the socket's node and its transport's RDMA
 // ability.
-func (s *sock) rdmaTransport() (*Node, RDMACapable, error) {
+func (s *sock) rdmaTransport() (*rdsNode, rdmaCapable, error) {
 	if s.closed.Load() {
 		return nil, nil, errClosed
 	}
@@ -76,7 +76,7 @@ func (s *sock) rdmaTransport() (*Node, RDMACapable, error) {
 	node.mu.RLock()
 	nt := node.trans[tr.Type()]
 	node.mu.RUnlock()
-	rc, ok := nt.(RDMACapable)
+	rc, ok := nt.(rdmaCapable)
 	if !ok {
 		return nil, nil, eOPNOTSUPP
 	}
@@ -97,7 +97,7 @@ func (s *sock) getMR(mem []byte, flags RDMAFlags) (Cookie, error) {
 
 // registerMR is __rds_rdma_map: check the limits, register, and file
 // the mapping under its R_Key.
-func (s *sock) registerMR(node *Node, rc RDMACapable, mem []byte, flags RDMAFlags) (*sockMR, error) {
+func (s *sock) registerMR(node *rdsNode, rc rdmaCapable, mem []byte, flags RDMAFlags) (*sockMR, error) {
 	lim := rc.RDMALimits().WithDefaults()
 	if flags&^mapFlags != 0 || len(mem) == 0 || len(mem) > lim.MaxBytes {
 		return nil, eINVAL

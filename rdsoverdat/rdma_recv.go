@@ -9,7 +9,7 @@ import "github.com/godapl/godapl/rdsoverdat/wire"
 // before it is delivered (rds_recv_incoming_exthdrs): an RDMA ACK
 // releases a use-once mapping, an RDMA_DEST cookie is kept for RecvMsg
 // and the address announced with it is remembered for ops on it.
-func (p *Path) rdmaIncoming(m *Message, s *sock) {
+func (p *connPath) rdmaIncoming(m *message, s *sock) {
 	h := m.Header()
 	if h.ExtArea()[0] == byte(wire.ExtNone) {
 		return

@@ -9,7 +9,7 @@ import (
 )
 
 // The receive path (rds_recv_incoming): a transport reassembles a message
-// and hands it to (*Path).Receive. Congestion maps update the peer's map.
+// and hands it to (*connPath).Receive. Congestion maps update the peer's map.
 // Everything else passes the duplicate check (a retransmitted message
 // below the path's next expected sequence number is dropped), then pings
 // are answered with pongs, handshake probes and pongs set the path count
@@ -29,7 +29,7 @@ var (
 // NewRxMessage returns a message holding a copy of header h with room for
 // its h_len payload bytes, which the transport then fills through
 // Payload before calling Receive.
-func (p *Path) NewRxMessage(h wire.Header) (*Message, error) {
+func (p *connPath) NewRxMessage(h wire.Header) (*message, error) {
 	l := h.Len()
 	switch {
 	case l > wire.MaxMsgSize:
@@ -45,7 +45,7 @@ func (p *Path) NewRxMessage(h wire.Header) (*Message, error) {
 }
 
 // Receive takes ownership of a complete incoming message.
-func (p *Path) Receive(m *Message) {
+func (p *connPath) Receive(m *message) {
 	c := p.conn
 	node := c.node
 	h := m.Header()
@@ -117,7 +117,7 @@ func (p *Path) Receive(m *Message) {
 }
 
 // handshake reads NPATHS and GEN_NUM from a probe or its pong.
-func (p *Path) handshake(h wire.Header) {
+func (p *connPath) handshake(h wire.Header) {
 	n, present := 0, false
 	var gen uint32
 	for it := h.Exts(); it.Next(); {
@@ -139,7 +139,7 @@ func (p *Path) handshake(h wire.Header) {
 
 // deliver queues m on the socket (rds_recv_incoming's tail and
 // rds_recv_rcvbuf_delta): false if the socket is closing.
-func (s *sock) deliver(m *Message) bool {
+func (s *sock) deliver(m *message) bool {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -172,7 +172,7 @@ func (s *sock) deliver(m *Message) bool {
 // caller changes s.congested under s.mu and then calls syncCong, which
 // applies the state current at that moment, serialized by congMu: the
 // last call applies the last change.
-func (s *sock) syncCong(node *Node, port wire.Port) {
+func (s *sock) syncCong(node *rdsNode, port wire.Port) {
 	s.congMu.Lock()
 	defer s.congMu.Unlock()
 	s.mu.Lock()

@@ -65,7 +65,7 @@ type sockReaderRole struct {
 
 // readerTarget returns the socket bound to the destination of a message
 // with header h when it is data (not a map, ping or handshake pong).
-func (p *Path) readerTarget(h wire.Header) *sock {
+func (p *connPath) readerTarget(h wire.Header) *sock {
 	sport, dport := h.Sport(), h.Dport()
 	if h.IsCongMap() || dport == wire.PingPort || wire.IsHandshakePong(sport, dport) {
 		return nil
@@ -144,7 +144,7 @@ func (s *sock) queueEmpty() bool {
 // plainInWindow reports whether a message with header h is plain data a
 // receiver may take as is: no extension headers, not a map, ping or pong,
 // not a duplicate.
-func (p *Path) plainInWindow(h wire.Header) bool {
+func (p *connPath) plainInWindow(h wire.Header) bool {
 	sport, dport := h.Sport(), h.Dport()
 	if h.Len() > wire.MaxMsgSize || h.IsCongMap() || h.ExtArea()[0] != byte(wire.ExtNone) ||
 		dport == wire.PingPort || sport == wire.PingPort || wire.IsHandshakePong(sport, dport) {
@@ -161,7 +161,7 @@ func (p *Path) plainInWindow(h wire.Header) bool {
 // It returns false for a retransmitted message the path already has (a
 // restart handshake moved the window since the header was checked): the
 // receiver then discards it.
-func (p *Path) acceptDirect(seq wire.Seq, retx bool, l int) bool {
+func (p *connPath) acceptDirect(seq wire.Seq, retx bool, l int) bool {
 	p.mu.Lock()
 	if retx && seq < p.nextRxSeq {
 		p.mu.Unlock()

@@ -66,7 +66,7 @@ func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags 
 
 // admit waits for the destination port to be uncongested and for
 // SO_SNDBUF room (until the deadline until), then queues the message.
-func (s *sock) admit(conn *Conn, p []byte, dport wire.Port, nonblock bool, until time.Time, ra *rdmaAttach) (int, error) {
+func (s *sock) admit(conn *connection, p []byte, dport wire.Port, nonblock bool, until time.Time, ra *rdmaAttach) (int, error) {
 	node := conn.node
 	// Congestion (rds_cong_wait).
 	if conn.fcong.test(dport) {
@@ -104,15 +104,15 @@ func (s *sock) admit(conn *Conn, p []byte, dport wire.Port, nonblock bool, until
 	}
 }
 
-// roomWaker is a NodeTransport that may leave an ack, and so the
+// roomWaker is a nodeTransport that may leave an ack, and so the
 // SO_SNDBUF room it frees, to a slow poll (the tcp transport's lone
 // message): WakeForRoom has p poll at its fastest again.
-type roomWaker interface{ WakeForRoom(p *Path) }
+type roomWaker interface{ WakeForRoom(p *connPath) }
 
 // blockForRoom waits for SO_SNDBUF room, counted in node.sndBlocked, and
 // first wakes those of conn's paths that poll slowly for a lone
 // message's ack, whose room this sender may be waiting for.
-func (s *sock) blockForRoom(node *Node, conn *Conn, until time.Time) error {
+func (s *sock) blockForRoom(node *rdsNode, conn *connection, until time.Time) error {
 	node.sndBlocked.Add(1)
 	defer node.sndBlocked.Add(-1)
 	if w, ok := conn.nt.(roomWaker); ok {
@@ -126,7 +126,7 @@ func (s *sock) blockForRoom(node *Node, conn *Conn, until time.Time) error {
 // congWait handles a congested destination port: ENOBUFS without
 // blocking (arming the monitor mask for that port first, as the kernel
 // does), otherwise wait for the peer's map to clear the bit.
-func (s *sock) congWait(conn *Conn, dport wire.Port, nonblock bool, until time.Time) error {
+func (s *sock) congWait(conn *connection, dport wire.Port, nonblock bool, until time.Time) error {
 	node := conn.node
 	if nonblock {
 		s.mu.Lock()
@@ -150,7 +150,7 @@ func (s *sock) congWait(conn *Conn, dport wire.Port, nonblock bool, until time.T
 }
 
 // queue builds the message and puts it on the socket's path.
-func (s *sock) queue(conn *Conn, p []byte, dport wire.Port, ackReq bool, ra *rdmaAttach) (int, error) {
+func (s *sock) queue(conn *connection, p []byte, dport wire.Port, ackReq bool, ra *rdmaAttach) (int, error) {
 	m := newMessage(len(p))
 	copy(m.buf, p)
 	m.sock, m.dport = s, dport
@@ -186,7 +186,7 @@ func (s *sock) sendDone(n int) {
 }
 
 // lane returns the socket's path on conn, fixed by its first message.
-func (s *sock) lane(conn *Conn) *Path {
+func (s *sock) lane(conn *connection) *connPath {
 	if conn.maxPaths == 1 {
 		return conn.paths[0]
 	}
@@ -196,7 +196,7 @@ func (s *sock) lane(conn *Conn) *Path {
 	if p == nil {
 		p = conn.pathFor(s)
 		if s.lanes == nil {
-			s.lanes = make(map[*Conn]*Path)
+			s.lanes = make(map[*connection]*connPath)
 		}
 		s.lanes[conn] = p
 	}

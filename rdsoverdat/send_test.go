@@ -118,8 +118,8 @@ func TestSendQueueFull(t *testing.T) {
 	if snd, _ := s.Buffered(); snd != 0 {
 		t.Errorf("after cancel: %d bytes accounted", snd)
 	}
-	if st.Node(as[0]).Stats().SendCanceled != 4 {
-		t.Errorf("canceled %d", st.Node(as[0]).Stats().SendCanceled)
+	if st.nodeAt(as[0]).Stats().SendCanceled != 4 {
+		t.Errorf("canceled %d", st.nodeAt(as[0]).Stats().SendCanceled)
 	}
 }
 
@@ -197,7 +197,7 @@ func TestZeroLengthAndNoSocket(t *testing.T) {
 			t.Fatalf("zero-length: %d bytes from %v", n, from)
 		}
 		eventually(t, 5*time.Second, "drop counted", func() bool {
-			return st.Node(as[1]).Stats().RecvDropNoSock == 1
+			return st.nodeAt(as[1]).Stats().RecvDropNoSock == 1
 		})
 		eventually(t, 5*time.Second, "acks", func() bool { s, _ := a.Buffered(); return s == 0 })
 	})

@@ -29,7 +29,7 @@ type sock struct {
 	congMu sync.Mutex
 
 	mu          sync.Mutex
-	node        *Node
+	node        *rdsNode
 	bound       netip.AddrPort
 	trans       Transport // selected by SO_RDS_TRANSPORT or bind
 	sndbuf      int
@@ -48,10 +48,10 @@ type sock struct {
 	wdeadline   time.Time
 	recvErr     bool
 	pathHash    uint32
-	lanes       map[*Conn]*Path // multipath: each connection's lane for this socket
-	rdma        sockRDMA        // RDMA mappings and notifications (rdma_mr.go)
-	rxw         rxWaiter        // a blocked RecvMsg's buffer on offer (recv_direct.go)
-	reader      sockReaderRole  // reader roles lent to this socket (recv_reader.go)
+	lanes       map[*connection]*connPath // multipath: each connection's lane for this socket
+	rdma        sockRDMA                  // RDMA mappings and notifications (rdma_mr.go)
+	rxw         rxWaiter                  // a blocked RecvMsg's buffer on offer (recv_direct.go)
+	reader      sockReaderRole            // reader roles lent to this socket (recv_reader.go)
 }
 
 // newSock returns a new unbound socket of st, registered with it.
@@ -147,7 +147,7 @@ func (s *sock) boundAddr() netip.AddrPort {
 }
 
 // boundNode returns the node the socket is bound on (nil if unbound).
-func (s *sock) boundNode() *Node {
+func (s *sock) boundNode() *rdsNode {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.node

@@ -27,7 +27,7 @@ type Socket struct {
 type backend interface {
 	bind(a netip.AddrPort) error
 	boundAddr() netip.AddrPort
-	boundNode() *Node // nil where the kernel holds the node
+	boundNode() *rdsNode // nil where the kernel holds the node
 	buffered() (send, recv int)
 	close() error
 	setDeadline(t time.Time, read bool) error
@@ -71,9 +71,9 @@ func (s *Socket) LocalAddr() net.Addr { return Addr(s.b.boundAddr()) }
 // BoundAddr returns the bound address and port (invalid if unbound).
 func (s *Socket) BoundAddr() netip.AddrPort { return s.b.boundAddr() }
 
-// Node returns the node the socket is bound on (nil if unbound, and on a
+// node returns the node the socket is bound on (nil if unbound, and on a
 // kernel socket, whose node is the kernel's).
-func (s *Socket) Node() *Node { return s.b.boundNode() }
+func (s *Socket) node() *rdsNode { return s.b.boundNode() }
 
 // Buffered returns the payload bytes counted against SO_SNDBUF (queued
 // or unacknowledged) and SO_RCVBUF (received, not yet read); 0, 0 on a

@@ -18,10 +18,10 @@ import (
 // exponential backoff until the path is up; the passive side only makes
 // trigger connections while it has messages waiting.
 
-// tcpPath is the tcp transport's state of one Path.
+// tcpPath is the tcp transport's state of one connPath.
 type tcpPath struct {
 	tn   *tcpNode
-	p    *Path
+	p    *connPath
 	kick chan struct{} // wakes the current connection's writer
 	// lone is set while the writer leaves its one unacknowledged message
 	// to the slow poll (ackPollLone), so that a sender blocked for
@@ -39,7 +39,7 @@ type tcpPath struct {
 func (tp *tcpPath) connect() {
 	passive := !tp.tn.isActive(tp.p.conn.faddr)
 	if tp.p.index > 0 && (passive || !tp.p.conn.ponged.Load()) {
-		return // lanes wait for the peer's pong (Conn.ponged); Conn.startLanes
+		return // lanes wait for the peer's pong (connection.ponged); connection.startLanes
 	}
 	tp.mu.Lock()
 	if tp.cur != nil || tp.connecting || tp.tn.closing() {

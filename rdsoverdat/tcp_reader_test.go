@@ -20,7 +20,7 @@ func graceStack(t *testing.T, grace time.Duration) *Stack {
 
 // curReader returns the reader role of the tcp connection that carries
 // path 0 from node n to faddr, once there is one.
-func curReader(t *testing.T, n *Node, faddr netip.Addr) *tcpReaderRole {
+func curReader(t *testing.T, n *rdsNode, faddr netip.Addr) *tcpReaderRole {
 	t.Helper()
 	var r *tcpReaderRole
 	eventually(t, 5*time.Second, "a tcp connection", func() bool {
@@ -123,7 +123,7 @@ func TestTCPReaderSteadyStream(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	r := curReader(t, st.Node(as[1]), as[0])
+	r := curReader(t, st.nodeAt(as[1]), as[0])
 	lends, held, resumes := r.lends.Load(), r.held.Load(), r.resumes.Load()
 	t.Logf("lends %d, messages read by RecvMsg %d, take-backs %d", lends, held, resumes)
 	if held < n-5 || lends > 5 || resumes > 0 {
@@ -149,7 +149,7 @@ func TestTCPReaderOtherSockets(t *testing.T) {
 		t.Fatalf("first: %q, %v", r.data, r.err)
 	}
 	eventually(t, 5*time.Second, "the role lent to x", func() bool { return lentTo(x) })
-	role := curReader(t, st.Node(as[1]), as[0])
+	role := curReader(t, st.nodeAt(as[1]), as[0])
 	res = recvAsync(x, 64)
 	eventually(t, 5*time.Second, "x reading", func() bool { return role.now() == rrRecv })
 	held := role.held.Load()
@@ -204,7 +204,7 @@ func TestTCPReaderGiveBack(t *testing.T) {
 				t.Fatal(r.err)
 			}
 			eventually(t, 5*time.Second, "the role lent to x", func() bool { return lentTo(x) })
-			r := curReader(t, st.Node(as[1]), as[0])
+			r := curReader(t, st.nodeAt(as[1]), as[0])
 			switch give {
 			case "grace":
 			case "MsgDontWait":
@@ -257,7 +257,7 @@ func TestTCPReaderMidMessage(t *testing.T) {
 			}
 			eventually(t, 5*time.Second, "the role lent to x", func() bool { return lentTo(x) })
 		}
-		return curReader(t, st.Node(as[1]), as[0])
+		return curReader(t, st.nodeAt(as[1]), as[0])
 	}
 	big := directPattern(60<<10, 3)
 	whole := msg(xp, big)
@@ -307,7 +307,7 @@ func TestTCPReaderReconnect(t *testing.T) {
 	as := testAddrs(2)
 	a := mustBind(t, st, ap(as[0], 0))
 	x := mustBind(t, st, ap(as[1], 0))
-	nb := st.Node(as[1])
+	nb := st.nodeAt(as[1])
 	for round := range 3 {
 		if round == 0 {
 			res := recvAsync(x, 64)
@@ -347,7 +347,7 @@ func TestTCPReaderPeekTrunc(t *testing.T) {
 	a.SendTo([]byte("lend"), x.BoundAddr(), 0)
 	waitResult(t, res)
 	eventually(t, 5*time.Second, "the role lent to x", func() bool { return lentTo(x) })
-	r := curReader(t, st.Node(as[1]), as[0])
+	r := curReader(t, st.nodeAt(as[1]), as[0])
 	for _, c := range []struct {
 		name  string
 		size  int

@@ -51,7 +51,7 @@ type txBatch struct {
 	stage []byte     // staging buffer, tcpBufSize; never grows
 	segs  segList    // what one write hands to writev (consumed by it)
 	back  [][]byte   // the segments gathered so far
-	held  []*Message // messages whose payload segs reference
+	held  []*message // messages whose payload segs reference
 	bytes int        // len of all segs
 	// tail is the start in stage of the last segment while that segment
 	// is the staging buffer's tail (so the next copy extends it), or -1.
@@ -81,7 +81,7 @@ func newTxBatch() *txBatch {
 	b := &txBatch{
 		stage: make([]byte, 0, tcpBufSize),
 		back:  make([][]byte, 0, tcpBatchSegs+2),
-		held:  make([]*Message, 0, tcpBatchSegs),
+		held:  make([]*message, 0, tcpBatchSegs),
 		tail:  -1,
 		iov:   make([]unix.Iovec, tcpBatchSegs+2),
 	}
@@ -104,7 +104,7 @@ func (b *txBatch) fits(n int) bool {
 
 // add gathers header h and payload p of m; m is held when p is
 // referenced rather than copied.
-func (b *txBatch) add(m *Message, h, p []byte) {
+func (b *txBatch) add(m *message, h, p []byte) {
 	b.copyIn(h)
 	if len(p) < tcpDirectMin {
 		b.copyIn(p)
@@ -187,7 +187,7 @@ var ackPollLone = ackPollMax
 // goLone reports whether the writer, with unacked messages waiting for
 // their acks, may poll for them slowly (ackPollLone): only for one, and
 // only while no sender of the node waits for SO_SNDBUF room. It sets
-// tcpPath.lone before it reads Node.sndBlocked, as blockForRoom counts
+// tcpPath.lone before it reads rdsNode.sndBlocked, as blockForRoom counts
 // itself before it reads lone, so that either the writer sees the
 // blocked sender or the sender sees lone and wakes the writer.
 func (c *tcpConn) goLone(unacked int) bool {

@@ -54,7 +54,7 @@ func TestRDMAOpAllocs(t *testing.T) {
 			if n := testing.AllocsPerRun(300, round); n > c.max {
 				t.Errorf("%.2f allocs per RDMA op", n)
 			}
-			st := r.st.Node(r.srvNode).Stats()
+			st := r.st.nodeAt(r.srvNode).Stats()
 			if st.RDMASuccess < 200 || st.RDMARemoteError+st.RDMADropped+st.RDMAOtherError+st.RDMACanceled != 0 {
 				t.Errorf("counters %+v", st)
 			}

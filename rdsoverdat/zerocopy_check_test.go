@@ -14,7 +14,7 @@ import (
 func TestDATCheckAdmit(t *testing.T) {
 	leakCheck(t)
 	r := newDATRig(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem"})
-	dn := r.st.Node(r.cliNode).trans[TransIB].(*datNode)
+	dn := r.st.nodeAt(r.cliNode).trans[TransIB].(*datNode)
 	buf := make([]byte, 100)
 	rwCk, err := r.cli.GetMR(buf, RDMAReadWrite)
 	if err != nil {

@@ -59,7 +59,7 @@ func TestDATRDMAOtherError(t *testing.T) {
 					}
 					freeWithin(t, r.cli, ck, rigWait)
 				}
-				if st := r.st.Node(r.srvNode).Stats(); st.RDMAOtherError != 2 || st.RDMASuccess != 0 {
+				if st := r.st.nodeAt(r.srvNode).Stats(); st.RDMAOtherError != 2 || st.RDMASuccess != 0 {
 					t.Fatalf("counters: %d other errors, %d succeeded; want 2, 0", st.RDMAOtherError, st.RDMASuccess)
 				}
 				// A good op on a fresh mapping still runs.

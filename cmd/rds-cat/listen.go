@@ -14,10 +14,11 @@ import (
 
 // cat is one run's socket and output.
 type cat struct {
-	o   *options
-	s   *rdsoverdat.Socket
-	out io.Writer // a syncWriter: the sender and its reply printer share it
-	buf []byte
+	o      *options
+	s      *rdsoverdat.Socket
+	kernel bool      // s is a kernel socket (Config.Kernel)
+	out    io.Writer // a syncWriter: the sender and its reply printer share it
+	buf    []byte
 }
 
 // syncWriter serializes writes to w.

@@ -107,7 +107,7 @@ func (o *options) run(ctx context.Context, args []string, stdin io.Reader, stdou
 	defer info.Close()
 	// An interrupt closes the socket, which ends any blocked call.
 	defer context.AfterFunc(ctx, func() { s.Close() })()
-	c := &cat{o: o, s: s, out: &syncWriter{w: stdout}, buf: make([]byte, wire.MaxMsgSize+1)}
+	c := &cat{o: o, s: s, kernel: st.Kernel(), out: &syncWriter{w: stdout}, buf: make([]byte, wire.MaxMsgSize+1)}
 	switch mode {
 	case modeListen:
 		err := c.listen(ctx)
