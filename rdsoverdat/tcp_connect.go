@@ -66,15 +66,10 @@ func (tp *tcpPath) routineConnect(passive bool) {
 		Timeout:         5 * time.Second,
 	}
 	raddr := net.TCPAddr{IP: tp.p.conn.faddr.AsSlice(), Port: tn.cfg.Port}
-	backoff := time.Duration(0)
-	for {
-		if backoff > 0 {
-			t := time.NewTimer(rand.N(backoff) + 1)
-			select {
-			case <-t.C:
-			case <-tn.ctx.Done():
-				t.Stop()
-			}
+	var backoff reconnectBackoff
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			backoff.wait(tn.ctx, tn.cfg.ReconnectMin, tn.cfg.ReconnectMax)
 		}
 		if !tp.keepConnecting(passive) {
 			return
@@ -102,7 +97,6 @@ func (tp *tcpPath) routineConnect(passive bool) {
 				return
 			}
 		}
-		backoff = min(max(2*backoff, tn.cfg.ReconnectMin), tn.cfg.ReconnectMax)
 	}
 }
 

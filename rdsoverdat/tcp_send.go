@@ -203,6 +203,29 @@ func (c *tcpConn) goLone(unacked int) bool {
 	return true
 }
 
+// ackPollSchedule is when the writer next polls for acks while messages
+// wait for them: soon after an ack freed some (ackPollMin), then twice
+// as late each time nothing came, up to ackPollMax; a lone message is
+// left to its slow poll (ackPollLone). The zero value is the schedule
+// just after a poll at ackPollMin.
+type ackPollSchedule struct {
+	poll time.Duration // the last poll interval; 0 before the first
+}
+
+// next returns the wait before the next poll. progress says the last
+// check freed messages; lone that the writer may poll slowly (goLone).
+func (a *ackPollSchedule) next(progress, lone bool) time.Duration {
+	if progress {
+		a.poll = ackPollMin
+	} else {
+		a.poll = min(2*max(a.poll, ackPollMin), ackPollMax)
+	}
+	if lone {
+		return max(a.poll, ackPollLone)
+	}
+	return a.poll
+}
+
 func (c *tcpConn) routineSend() {
 	defer c.tp.tn.wg.Done()
 	p := c.tp.p
@@ -210,7 +233,7 @@ func (c *tcpConn) routineSend() {
 	c.batch = b
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	poll := ackPollMin
+	var polls ackPollSchedule
 	armed := false // timer runs
 	var err error
 	defer func() {
@@ -238,16 +261,7 @@ func (c *tcpConn) routineSend() {
 				// Moving it would read the clock and could wake the
 				// thread blocked in the netpoller, once per message.
 			default:
-				if progress {
-					poll = ackPollMin
-				} else {
-					poll = min(2*poll, ackPollMax)
-				}
-				wait := poll
-				if c.goLone(unacked) {
-					wait = max(poll, ackPollLone)
-				}
-				timer.Reset(wait)
+				timer.Reset(polls.next(progress, c.goLone(unacked)))
 				armed = true
 			}
 			select {
