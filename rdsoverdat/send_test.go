@@ -107,7 +107,7 @@ func TestSendQueueFull(t *testing.T) {
 	// A blocked sender wakes up when room appears (cancel) or on close.
 	done := make(chan error, 1)
 	go func() { _, err := s.SendTo([]byte("late"), dst, 0); done <- err }()
-	time.Sleep(10 * time.Millisecond)
+	eventually(t, 5*time.Second, "the sender waiting for room", func() bool { return s.sock().boundNode().sndBlocked.Load() > 0 })
 	if err := s.SetOption(CancelSentTo(dst)); err != nil {
 		t.Fatal(err)
 	}
