@@ -191,3 +191,34 @@ func TestRegistryOpen(t *testing.T) {
 		t.Fatal("duplicate names accepted")
 	}
 }
+
+// With adds entries over the same providers and leaves the original alone.
+func TestRegistryWith(t *testing.T) {
+	r, err := NewRegistry([]verbs.Provider{mem.New()}, []Entry{
+		{Name: "a", Provider: "mem", Device: mem.DeviceName, Addr: netip.MustParseAddr("10.0.0.1")},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := r.With(Entry{Name: "b", Provider: "mem", Device: mem.DeviceName, Addr: netip.MustParseAddr("10.0.0.2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, dev, err := w.Open("b")
+	if err != nil || e.Addr != netip.MustParseAddr("10.0.0.2") {
+		t.Fatalf("open b: %v %v", e, err)
+	}
+	dev.Close()
+	if _, err := w.Lookup("a"); err != nil {
+		t.Fatalf("a lost: %v", err)
+	}
+	if _, err := r.Lookup("b"); !errors.Is(err, ErrProviderNotFound) {
+		t.Fatalf("original registry changed: %v", err)
+	}
+	if _, err := w.With(Entry{Name: "a"}); !errors.Is(err, ErrInvalidParameter) {
+		t.Fatalf("duplicate name: %v", err)
+	}
+	if _, err := r.With(Entry{Name: "c"}, Entry{Name: "c"}); !errors.Is(err, ErrInvalidParameter) {
+		t.Fatalf("name given twice: %v", err)
+	}
+}

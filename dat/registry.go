@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/godapl/godapl/verbs"
@@ -69,6 +70,22 @@ func NewRegistry(providers []verbs.Provider, entries []Entry, resolve Resolver) 
 		r.entries = append(r.entries, e)
 	}
 	return r, nil
+}
+
+// With returns a registry over the same providers (so IAs of both reach
+// each other through a shared fabric) holding r's entries and the given
+// ones: the way a consumer that needs IAs of its own choosing, such as
+// one per local address, names them without reaching for the providers.
+// A name already in r, or given twice, is an error.
+func (r *Registry) With(entries ...Entry) (*Registry, error) {
+	n := &Registry{providers: r.providers, resolve: r.resolve, entries: slices.Clip(r.entries)}
+	for _, e := range entries {
+		if slices.ContainsFunc(n.entries, func(o Entry) bool { return o.Name == e.Name }) {
+			return nil, Wrap("registry", InvalidParameter, InvalidArg1, fmt.Errorf("IA name %q listed twice", e.Name))
+		}
+		n.entries = append(n.entries, e)
+	}
+	return n, nil
 }
 
 // Entries lists the registry (dat_registry_list_providers).

@@ -15,8 +15,8 @@ import (
 // incarnation sent) and must free nothing: the messages it would free
 // were transmitted but may never have arrived.
 func TestDropAckedOtherSpace(t *testing.T) {
-	c := &Conn{ackBySeq: true, node: &Node{}}
-	p := &Path{conn: c, nextTxSeq: 1}
+	c := &connection{ackBySeq: true, node: &rdsNode{}}
+	p := &connPath{conn: c, nextTxSeq: 1}
 	for range 5 { // transmitted, waiting for an ack: sequences 1..5
 		m := newMessage(0)
 		m.sequence = p.nextTxSeq
@@ -69,7 +69,7 @@ func TestDATAckSpaceFollowsPeerGeneration(t *testing.T) {
 					t.Fatalf("sender %d: got #%d (%d bytes), want #%d", gen, k, l, i)
 				}
 			}
-			conn := rcv.Node(as[0]).Conn(as[1], TransIB)
+			conn := rcv.nodeAt(as[0]).Conn(as[1], TransIB)
 			eventually(t, 10*time.Second, "the sender's generation learned", func() bool { return conn.PeerGenNum() == snd.GenNum() })
 			dp := conn.Path(0).TransportData.Load().(*datPath)
 			eventually(t, 10*time.Second, "ack_gen names the sender", func() bool {
@@ -97,8 +97,8 @@ func TestDATAckSpaceFollowsPeerGeneration(t *testing.T) {
 // connection fails before they arrive (2 of 300 runs of
 // TestDATAckSpaceFollowsPeerGeneration timed out so).
 func TestDATAckNamesWhatTheConnectionReceived(t *testing.T) {
-	n := &Node{}
-	p := &Path{conn: &Conn{ackBySeq: true, node: n}, nextTxSeq: 1}
+	n := &rdsNode{}
+	p := &connPath{conn: &connection{ackBySeq: true, node: n}, nextTxSeq: 1}
 	dp := &datPath{dn: &datNode{node: n}, p: p}
 	dp.ackNext.Store(11) // the previous incarnation's last message
 	e := &datEP{dn: dp.dn, dp: dp}
@@ -130,10 +130,10 @@ func TestDATAckNamesWhatTheConnectionReceived(t *testing.T) {
 // out so).
 func TestDATPeerGenerationFromPrivateData(t *testing.T) {
 	leakCheck(t)
-	st := datStack(t, DATConfig{Provider: mem.New()})
+	st := datStack(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem"})
 	as := testAddrs(2)
 	b := mustBind(t, st, ap(as[0], 4000))
-	n := st.Node(as[0])
+	n := st.nodeAt(as[0])
 	c := n.Conn(as[1], TransIB)
 	c.peerGenUpdate(0x1111)
 	p := c.Path(0)

@@ -20,7 +20,7 @@ func TestSendRecvAllocs(t *testing.T) {
 	}{
 		{"loop", Config{}},
 		{"tcp", Config{Transports: []Transport{TCP(TCPConfig{})}}},
-		{"dat-mem", Config{Transports: []Transport{DAT(DATConfig{Provider: mem.New()})}}},
+		{"dat-mem", Config{Transports: []Transport{DAT(DATConfig{Registry: registryOn(mem.New()), IA: "mem"})}}},
 		{"dat-siw", Config{Transports: []Transport{DAT(DATConfig{})}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

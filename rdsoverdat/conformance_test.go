@@ -200,7 +200,7 @@ func TestCongMonitorInstalledMask(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		conn := st.Node(as[0]).connFor(as[1], a.trans.Type())
+		conn := st.nodeAt(as[0]).connFor(as[1], a.sock().trans.Type())
 		bport := wire.Port(b.BoundAddr().Port())
 		eventually(t, 5*time.Second, "peer map update", func() bool { return conn.fcong.test(bport) })
 		buf := make([]byte, 1000)
@@ -249,7 +249,7 @@ func TestZeroLengthTakesNoRoom(t *testing.T) {
 				t.Fatalf("SO_RCVBUF charged %d bytes", rcv)
 			}
 		}
-		if st.Node(as[1]).lcong.test(wire.Port(b.BoundAddr().Port())) {
+		if st.nodeAt(as[1]).lcong.test(wire.Port(b.BoundAddr().Port())) {
 			t.Fatal("zero-length messages congested the port")
 		}
 	})
@@ -269,7 +269,7 @@ func TestCloseCancelsPending(t *testing.T) {
 		}
 	}
 	s.Close()
-	if n := st.Node(as[0]).Stats().SendCanceled; n != 3 {
+	if n := st.nodeAt(as[0]).Stats().SendCanceled; n != 3 {
 		t.Fatalf("%d messages canceled by close, want 3", n)
 	}
 }
@@ -358,7 +358,7 @@ func TestCongestedSendTimesOut(t *testing.T) {
 	if _, err := a.SendTo(make([]byte, 20), b.BoundAddr(), 0); err != nil {
 		t.Fatal(err)
 	}
-	conn := st.Node(as[0]).connFor(as[1], a.trans.Type())
+	conn := st.nodeAt(as[0]).connFor(as[1], a.sock().trans.Type())
 	eventually(t, 5*time.Second, "peer map update", func() bool { return conn.fcong.test(wire.Port(b.BoundAddr().Port())) })
 	if err := a.SetOption(SendTimeout(30 * time.Millisecond)); err != nil {
 		t.Fatal(err)
@@ -383,7 +383,7 @@ func TestCancelSentToTransmittedUnacked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	node := r.st.Node(r.srvNode)
+	node := r.st.nodeAt(r.srvNode)
 	conn := node.Conn(r.cliNode, TransIB)
 	p := conn.Path(0)
 	node.mu.RLock()

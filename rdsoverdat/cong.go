@@ -57,14 +57,14 @@ func (c *congMap) replace(b []byte) (uncongested uint64) {
 }
 
 // congSet marks port p of node n congested and announces it.
-func (n *Node) congSet(p wire.Port) {
+func (n *rdsNode) congSet(p wire.Port) {
 	if n.lcong.set(p) {
 		n.congChanged(0)
 	}
 }
 
 // congClear marks port p of node n uncongested and announces it.
-func (n *Node) congClear(p wire.Port) {
+func (n *rdsNode) congClear(p wire.Port) {
 	if n.lcong.clear(p) {
 		n.congChanged(wire.CongMonitorMask(p))
 	}
@@ -73,7 +73,7 @@ func (n *Node) congClear(p wire.Port) {
 // congChanged queues the local map on every connection of the node
 // (rds_cong_queue_updates) and notifies local senders, which see this map
 // directly through loop connections.
-func (n *Node) congChanged(uncongested uint64) {
+func (n *rdsNode) congChanged(uncongested uint64) {
 	n.stats.congUpdateQueued.Add(1)
 	n.mu.RLock()
 	conns := n.connList
@@ -101,9 +101,11 @@ func (n *Node) congChanged(uncongested uint64) {
 func (st *Stack) congUpdated(uncongested uint64) {
 	st.congGen.Add(1)
 	st.mu.RLock()
-	socks := make([]*Socket, 0, len(st.sockets))
-	for s := range st.sockets {
-		socks = append(socks, s)
+	socks := make([]*sock, 0, len(st.sockets))
+	for b := range st.sockets {
+		if s, ok := b.(*sock); ok {
+			socks = append(socks, s)
+		}
 	}
 	st.mu.RUnlock()
 	for _, s := range socks {
@@ -117,7 +119,7 @@ func (st *Stack) congUpdated(uncongested uint64) {
 // waiting receivers (sockReaderRole.waiters) for a moment, so that a
 // reader goroutine delivering its message then does not lend it the
 // reader role.
-func (s *Socket) congUpdate(uncongested uint64) {
+func (s *sock) congUpdate(uncongested uint64) {
 	s.mu.Lock()
 	notify := s.congMonitor && s.congMask&uncongested != 0
 	if notify {

@@ -25,8 +25,8 @@ func TestCongestion(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, 5*time.Second, "congested bit", func() bool { return st.Node(as[1]).lcong.test(bport) })
-		conn := st.Node(as[0]).connFor(as[1], a.trans.Type())
+		eventually(t, 5*time.Second, "congested bit", func() bool { return st.nodeAt(as[1]).lcong.test(bport) })
+		conn := st.nodeAt(as[0]).connFor(as[1], a.sock().trans.Type())
 		eventually(t, 5*time.Second, "peer map update", func() bool { return conn.fcong.test(bport) })
 		if err := a.SetOption(CongMonitor{Enable: true}); err != nil {
 			t.Fatal(err)
@@ -54,7 +54,7 @@ func TestCongestion(t *testing.T) {
 		// Read until below rcvbuf/2: 1200 -> 800 -> 400 (< 500).
 		buf := make([]byte, 1000)
 		recvTimeout(t, b, buf, time.Second)
-		if !st.Node(as[1]).lcong.test(bport) {
+		if !st.nodeAt(as[1]).lcong.test(bport) {
 			t.Fatal("uncongested above half the limit")
 		}
 		recvTimeout(t, b, buf, time.Second)
@@ -75,7 +75,7 @@ func TestCongestion(t *testing.T) {
 		if _, err := a.SendTo([]byte("w"), dst, MsgDontWait); err != nil {
 			t.Fatalf("after uncongestion: %v", err)
 		}
-		s := st.Node(as[0]).Stats()
+		s := st.nodeAt(as[0]).Stats()
 		if s.CongSendError == 0 || s.CongSendBlocked == 0 {
 			t.Errorf("stats %+v", s)
 		}
@@ -111,7 +111,7 @@ func TestPollCongestionWakeup(t *testing.T) {
 	}
 	// Closing a congested socket uncongests its port.
 	b.Close()
-	if st.Node(as[1]).lcong.test(wire.Port(b.BoundAddr().Port())) {
+	if st.nodeAt(as[1]).lcong.test(wire.Port(b.BoundAddr().Port())) {
 		t.Error("closed socket's port still congested")
 	}
 }

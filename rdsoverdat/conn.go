@@ -8,23 +8,23 @@ import (
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
-// Conn is the RDS connection between a node and one remote address over
+// connection is the RDS connection between a node and one remote address over
 // one transport (the kernel's rds_connection). It never goes away: its
 // paths go up and down, and its sequence numbers and queues survive
 // reconnects. A multipath transport runs up to wire.MPathWorkers paths;
 // the number in use (npaths) is negotiated by the NPATHS probe exchange.
-type Conn struct {
-	node  *Node
+type connection struct {
+	node  *rdsNode
 	faddr netip.Addr
 	ttype TransportType
-	nt    NodeTransport
+	nt    nodeTransport
 	loop  bool // loop transport: peer map is the peer node's local map
-	// ackBySeq: the transport is an AckBySequence one; ack keys are
+	// ackBySeq: the transport is an ackBySequence one; ack keys are
 	// sequence numbers, set by NextTx.
 	ackBySeq bool
 
 	maxPaths int
-	paths    [wire.MPathWorkers]*Path
+	paths    [wire.MPathWorkers]*connPath
 	// npaths is the negotiated path count, 0 until the handshake
 	// completes (or forever for a single-path transport, which uses 1).
 	npaths    atomic.Int32
@@ -46,15 +46,15 @@ type Conn struct {
 	rdmaAddrs    rdmaAddrCache // where the peer's mappings start (rdma_mr.go)
 }
 
-func newConn(n *Node, faddr netip.Addr, t TransportType, nt NodeTransport) *Conn {
-	c := &Conn{node: n, faddr: faddr, ttype: t, nt: nt, loop: t == TransLoop, maxPaths: 1,
+func newConn(n *rdsNode, faddr netip.Addr, t TransportType, nt nodeTransport) *connection {
+	c := &connection{node: n, faddr: faddr, ttype: t, nt: nt, loop: t == TransLoop, maxPaths: 1,
 		hsWait: make(chan struct{})}
-	_, c.ackBySeq = nt.(AckBySequence)
-	if mp, ok := nt.(Multipather); ok && mp.MaxPaths() > 1 {
+	_, c.ackBySeq = nt.(ackBySequence)
+	if mp, ok := nt.(multipather); ok && mp.MaxPaths() > 1 {
 		c.maxPaths = min(mp.MaxPaths(), wire.MPathWorkers)
 	}
 	if c.loop {
-		if peer := n.stack.Node(faddr); peer != nil {
+		if peer := n.stack.nodeAt(faddr); peer != nil {
 			c.fcong = &peer.lcong
 		} else {
 			c.fcong = new(congMap)
@@ -67,37 +67,37 @@ func newConn(n *Node, faddr netip.Addr, t TransportType, nt NodeTransport) *Conn
 		}
 	}
 	for i := range c.maxPaths {
-		c.paths[i] = &Path{conn: c, index: i, nextTxSeq: 1}
+		c.paths[i] = &connPath{conn: c, index: i, nextTxSeq: 1}
 	}
 	return c
 }
 
 // Node returns the local node.
-func (c *Conn) Node() *Node { return c.node }
+func (c *connection) Node() *rdsNode { return c.node }
 
 // LocalAddr and RemoteAddr return the connection's addresses.
-func (c *Conn) LocalAddr() netip.Addr  { return c.node.addr }
-func (c *Conn) RemoteAddr() netip.Addr { return c.faddr }
+func (c *connection) LocalAddr() netip.Addr  { return c.node.addr }
+func (c *connection) RemoteAddr() netip.Addr { return c.faddr }
 
 // Transport returns the transport type.
-func (c *Conn) Transport() TransportType { return c.ttype }
+func (c *connection) Transport() TransportType { return c.ttype }
 
 // Path returns path i (0 <= i < MaxPaths).
-func (c *Conn) Path(i int) *Path { return c.paths[i] }
+func (c *connection) Path(i int) *connPath { return c.paths[i] }
 
 // MaxPaths is the number of paths this connection may use.
-func (c *Conn) MaxPaths() int { return c.maxPaths }
+func (c *connection) MaxPaths() int { return c.maxPaths }
 
 // NPaths is the negotiated path count (0 while unknown).
-func (c *Conn) NPaths() int { return int(c.npaths.Load()) }
+func (c *connection) NPaths() int { return int(c.npaths.Load()) }
 
 // Stats returns a snapshot of the connection's counters.
-func (c *Conn) Stats() ConnStats { return c.stats.snapshot() }
+func (c *connection) Stats() ConnStats { return c.stats.snapshot() }
 
 // PeerGenNum is the generation number the peer announced (0 if none).
-func (c *Conn) PeerGenNum() uint32 { return c.peerGen.Load() }
+func (c *connection) PeerGenNum() uint32 { return c.peerGen.Load() }
 
-func (c *Conn) allPaths() []*Path { return c.paths[:c.maxPaths] }
+func (c *connection) allPaths() []*connPath { return c.paths[:c.maxPaths] }
 
 // pathFor picks the path for a socket's messages: its hash over the
 // negotiated paths, path 0 while the count is unknown. Sockets keep the
@@ -105,7 +105,7 @@ func (c *Conn) allPaths() []*Path { return c.paths[:c.maxPaths] }
 // that started on path 0 before the handshake stays there, because TCP
 // acknowledging path 0's messages does not mean the receiver has read
 // them, so moving to another lane could overtake them.
-func (c *Conn) pathFor(s *Socket) *Path {
+func (c *connection) pathFor(s *sock) *connPath {
 	n := c.npaths.Load()
 	if n <= 1 {
 		return c.paths[0]
@@ -114,7 +114,7 @@ func (c *Conn) pathFor(s *Socket) *Path {
 }
 
 // kickAny wakes a path that can carry the pending congestion map.
-func (c *Conn) kickAny() {
+func (c *connection) kickAny() {
 	for _, p := range c.allPaths() {
 		if p.IsUp() {
 			c.nt.Kick(p)
@@ -127,7 +127,7 @@ func (c *Conn) kickAny() {
 // startLanes connects lanes 1..npaths-1 once the peer has answered our
 // probe (rds_start_mprds; the transport connects only from the smaller
 // address).
-func (c *Conn) startLanes() {
+func (c *connection) startLanes() {
 	c.ponged.Store(true)
 	for _, q := range c.paths[1:max(c.NPaths(), 1)] {
 		c.nt.Connect(q)
@@ -135,7 +135,7 @@ func (c *Conn) startLanes() {
 }
 
 // setNPaths records the negotiated path count (rds_recv_hs_exthdrs).
-func (c *Conn) setNPaths(peer int, present bool) {
+func (c *connection) setNPaths(peer int, present bool) {
 	n := int(c.npaths.Load())
 	if present {
 		n = min(peer, c.maxPaths)
@@ -161,7 +161,7 @@ func (c *Conn) setNPaths(peer int, present bool) {
 // sequence number depends on that: an ack frees the messages up to it in
 // send order, and one old, higher number queued behind the reset would
 // hold every new message behind it forever.
-func (c *Conn) peerGenUpdate(g uint32) {
+func (c *connection) peerGenUpdate(g uint32) {
 	if g == 0 {
 		return
 	}
@@ -204,15 +204,15 @@ const (
 	pathUp
 )
 
-// Path is one lane of a connection (the kernel's rds_conn_path): its own
+// connPath is one lane of a connection (the kernel's rds_conn_path): its own
 // send queue, retransmit list and sequence numbers, carried by one
 // transport connection at a time.
 //
 // Locking: mu protects the queues, sequence numbers and state. Lock order
-// is Path.mu before Socket.mu; the core never calls a transport with mu
+// is connPath.mu before Socket.mu; the core never calls a transport with mu
 // held.
-type Path struct {
-	conn  *Conn
+type connPath struct {
+	conn  *connection
 	index int
 
 	// TransportData is the transport's per-path state, set by the
@@ -229,13 +229,13 @@ type Path struct {
 }
 
 // Conn returns the connection the path belongs to.
-func (p *Path) Conn() *Conn { return p.conn }
+func (p *connPath) Conn() *connection { return p.conn }
 
 // Index returns the path's index in its connection.
-func (p *Path) Index() int { return p.index }
+func (p *connPath) Index() int { return p.index }
 
 // IsUp reports whether the path is up.
-func (p *Path) IsUp() bool {
+func (p *connPath) IsUp() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.state == pathUp
@@ -243,7 +243,7 @@ func (p *Path) IsUp() bool {
 
 // HasWork reports whether the path has messages (or a map) to transmit
 // or unacknowledged messages: a reason to bring it up.
-func (p *Path) HasWork() bool {
+func (p *connPath) HasWork() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.sendQ.n > 0 || p.retrans.n > 0
@@ -252,7 +252,7 @@ func (p *Path) HasWork() bool {
 // Up is called by the transport when the path can carry messages. The
 // local congestion map is queued as the first message (the kernel does so
 // on every path that comes up), then everything queued is transmitted.
-func (p *Path) Up() {
+func (p *connPath) Up() {
 	c := p.conn
 	p.mu.Lock()
 	p.state = pathUp
@@ -277,7 +277,7 @@ func (p *Path) Up() {
 // makes the op's outcome SUCCESS. What the handshake does not cover is
 // dropped by NextTx, as rds_send_xmit drops it. Dropping it here would
 // notify RDS_RDMA_DROPPED for an op whose data and message had arrived.
-func (p *Path) Down(err error) {
+func (p *connPath) Down(err error) {
 	c := p.conn
 	p.mu.Lock()
 	if p.state != pathUp && p.retrans.n == 0 {
@@ -317,7 +317,7 @@ func (p *Path) Down(err error) {
 // or the path is down. A pending congestion map goes first. The message
 // moves to the retransmit list (except a map) and the caller holds a
 // reference until TxDone.
-func (p *Path) NextTx() *Message {
+func (p *connPath) NextTx() *message {
 	c := p.conn
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -363,7 +363,7 @@ func (p *Path) NextTx() *Message {
 }
 
 // TxDone gives back the reference NextTx handed out.
-func (p *Path) TxDone(m *Message) { m.release() }
+func (p *connPath) TxDone(m *message) { m.release() }
 
 // TxAbort gives back a message NextTx handed out that the transport
 // could not (completely) transmit because its connection failed under
@@ -372,7 +372,7 @@ func (p *Path) TxDone(m *Message) { m.release() }
 // have taken a later message meanwhile, so that order is kept. A message
 // with an RDMA op is dropped instead: its op may have run in part, and
 // the peer cannot have the message.
-func (p *Path) TxAbort(m *Message) {
+func (p *connPath) TxAbort(m *message) {
 	p.mu.Lock()
 	if m.onList == &p.retrans {
 		p.retrans.remove(m)
@@ -399,7 +399,7 @@ func (p *Path) TxAbort(m *Message) {
 // this sequence space: it comes from a peer that has not yet heard of our
 // restart and acks what our previous incarnation sent. It frees nothing
 // of ours (it would free messages the peer never had).
-func (p *Path) DropAcked(key uint64) int {
+func (p *connPath) DropAcked(key uint64) int {
 	c := p.conn
 	p.mu.Lock()
 	if c.ackBySeq && key >= uint64(p.nextTxSeq) {
@@ -425,7 +425,7 @@ func (p *Path) DropAcked(key uint64) int {
 // says it received when a connection comes up (the ack_seq of rds_ib's
 // connection private data), so that they are not sent again. It is an
 // ack like DropAcked's: an RDMA op of such a message succeeded.
-func (p *Path) DropAckedSeq(seq wire.Seq) int {
+func (p *connPath) DropAckedSeq(seq wire.Seq) int {
 	p.mu.Lock()
 	if seq >= p.nextTxSeq {
 		seq = 0 // another sequence space's (see DropAcked)
@@ -449,7 +449,7 @@ func (p *Path) DropAckedSeq(seq wire.Seq) int {
 
 // complete ends a sent message's life on the send side: its payload no
 // longer counts against the socket's SO_SNDBUF. p.mu is held.
-func (p *Path) complete(m *Message) {
+func (p *connPath) complete(m *message) {
 	if s := m.sock; s != nil {
 		s.sendDone(len(m.buf))
 	}
@@ -458,7 +458,7 @@ func (p *Path) complete(m *Message) {
 
 // enqueue assigns the next sequence number and queues m. It fails if the
 // sending socket closed meanwhile (its messages are being cancelled).
-func (p *Path) enqueue(m *Message) bool {
+func (p *connPath) enqueue(m *message) bool {
 	p.mu.Lock()
 	if m.sock != nil && m.sock.closed.Load() {
 		p.mu.Unlock()
@@ -479,7 +479,7 @@ func (p *Path) enqueue(m *Message) bool {
 }
 
 // cancel removes the messages of s (to dst, if valid) from both queues.
-func (p *Path) cancel(s *Socket, dst netip.AddrPort) {
+func (p *connPath) cancel(s *sock, dst netip.AddrPort) {
 	p.mu.Lock()
 	n := 0
 	for _, l := range []*msgList{&p.sendQ, &p.retrans} {
@@ -502,7 +502,7 @@ func (p *Path) cancel(s *Socket, dst netip.AddrPort) {
 }
 
 // Pending returns the number of queued and unacknowledged messages.
-func (p *Path) Pending() (queued, unacked int) {
+func (p *connPath) Pending() (queued, unacked int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.sendQ.n, p.retrans.n
@@ -510,7 +510,7 @@ func (p *Path) Pending() (queued, unacked int) {
 
 // NextSeqs returns the next sequence numbers to send and to expect
 // (rds-info's NextTX/NextRX).
-func (p *Path) NextSeqs() (tx, rx wire.Seq) {
+func (p *connPath) NextSeqs() (tx, rx wire.Seq) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.nextTxSeq, p.nextRxSeq
@@ -518,7 +518,7 @@ func (p *Path) NextSeqs() (tx, rx wire.Seq) {
 
 // sendControl queues a sequenced 0-byte control message (ping, pong,
 // probe) that belongs to no socket.
-func (p *Path) sendControl(sport, dport wire.Port, probe bool) {
+func (p *connPath) sendControl(sport, dport wire.Port, probe bool) {
 	m := newMessage(0)
 	h := m.Header()
 	h.Encode(&wire.Fields{Sport: sport, Dport: dport})
@@ -539,7 +539,7 @@ func (p *Path) sendControl(sport, dport wire.Port, probe bool) {
 // this node's path count and generation number, unless one is already
 // outstanding. Multipath transports call it when path 0 comes up, so the
 // path count gets negotiated and the peer learns of a restart.
-func (p *Path) SendProbe() {
+func (p *connPath) SendProbe() {
 	c := p.conn
 	if !c.pinged.CompareAndSwap(false, true) {
 		return
@@ -551,7 +551,7 @@ func (p *Path) SendProbe() {
 // Reset drops every path's transport connection, as a transport error
 // would; unacknowledged messages are retransmitted once the paths are up
 // again (the kernel's rds_conn_drop; UEK's RDS_CONN_RESET).
-func (c *Conn) Reset() {
+func (c *connection) Reset() {
 	for _, p := range c.allPaths() {
 		c.nt.Reset(p)
 	}

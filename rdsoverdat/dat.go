@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,11 +15,9 @@ import (
 	"github.com/godapl/godapl/dat/evd"
 	"github.com/godapl/godapl/dat/ia"
 	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/dat/providers"
 	"github.com/godapl/godapl/dat/srq"
 	"github.com/godapl/godapl/rdsoverdat/wire"
-	"github.com/godapl/godapl/verbs"
-	"github.com/godapl/godapl/verbs/mem"
-	"github.com/godapl/godapl/verbs/siw"
 )
 
 // The dat transport carries RDS over the DAT API (../dat), modelled on
@@ -56,16 +55,22 @@ import (
 // Its name in listings is "dat", the API it runs on, since the same code
 // runs over any verbs provider.
 
-// DATConfig configures the dat transport. The zero value is usable: the
-// soft-iWARP provider on each node's own address.
+// DATConfig configures the dat transport with DAT's own names: a registry
+// and an IA name. The zero value is usable: soft-iWARP on each node's own
+// address.
 type DATConfig struct {
-	// Provider is the verbs provider the IAs are opened on (default
-	// soft-iWARP, siw.New). Nodes of one transport value share it, so
-	// with the in-memory provider (mem.New) they share one fabric.
-	Provider verbs.Provider
-	// Device is the provider's device (default: siw's address-agnostic
-	// "siw" device, mem's "mem0", otherwise the provider's first).
-	Device string
+	// Registry holds the IAs (default: the process-wide registry of
+	// dat/providers). Nodes of one transport value open their IAs from
+	// it, so with the in-memory provider they share one fabric.
+	Registry *dat.Registry
+	// IA names the registry entry whose provider and device every node
+	// opens. Each node opens its own IA at its own address, whatever
+	// address the entry names, since an RDS node is an address (rds_ib
+	// likewise binds its listener to the address, on whichever device
+	// holds it). Empty means the registry's soft-iWARP provider on its
+	// device that spans every local address, so that nodes on any
+	// address, loopback aliases included, need no entry of their own.
+	IA string
 	// Port is the PSP's connection qualifier (default wire.RDMAPort,
 	// 18634); both ends must agree.
 	Port int
@@ -94,21 +99,6 @@ type DATConfig struct {
 
 // DAT returns the dat transport.
 func DAT(cfg DATConfig) Transport {
-	if cfg.Provider == nil {
-		cfg.Provider = siw.New(siw.Options{})
-	}
-	if cfg.Device == "" {
-		switch cfg.Provider.Name() {
-		case "siw":
-			cfg.Device = siw.DeviceName
-		case "mem":
-			cfg.Device = mem.DeviceName
-		default:
-			if ds, err := cfg.Provider.Devices(); err == nil && len(ds) > 0 {
-				cfg.Device = ds[0]
-			}
-		}
-	}
 	if cfg.Port == 0 {
 		cfg.Port = wire.RDMAPort
 	}
@@ -154,7 +144,7 @@ const (
 // datNode is the dat transport on one node.
 type datNode struct {
 	cfg  DATConfig
-	node *Node
+	node *rdsNode
 	ia   *ia.IA
 	pz   *ia.PZ
 	evd  *evd.EVD
@@ -186,17 +176,11 @@ type datNode struct {
 	locals datLocalCache // registrations of the node's own buffers
 }
 
-// Attach opens the node's IA on its address, posts the SRQ and listens.
-func (t *datTransport) Attach(n *Node) (NodeTransport, error) {
-	name := "rds-dat-" + n.addr.String()
-	reg, err := dat.NewRegistry([]verbs.Provider{t.cfg.Provider},
-		[]dat.Entry{{Name: name, Provider: t.cfg.Provider.Name(), Device: t.cfg.Device, Addr: n.addr}}, nil)
+// attach opens the node's IA on its address, posts the SRQ and listens.
+func (t *datTransport) attach(n *rdsNode) (nodeTransport, error) {
+	a, err := t.openIA(n.addr)
 	if err != nil {
-		return nil, err
-	}
-	a, err := ia.OpenIn(reg, name, 0)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rds dat transport on %v: %w", n.addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	dn := &datNode{cfg: t.cfg, node: n, ia: a, ctx: ctx, cancel: cancel, eps: make(map[*datEP]struct{})}
@@ -211,6 +195,42 @@ func (t *datTransport) Attach(n *Node) (NodeTransport, error) {
 	dn.wg.Add(1)
 	go dn.routineEvents()
 	return dn, nil
+}
+
+// The default IA: the soft-iWARP provider (named "siw") and its device
+// that spans every local address (also "siw").
+const (
+	datDefaultProvider = "siw"
+	datDefaultDevice   = "siw"
+)
+
+// openIA opens the node's IA: the configured entry's provider and device
+// at the node's address, under a name of the node's own in a registry
+// derived from the configured one.
+func (t *datTransport) openIA(addr netip.Addr) (*ia.IA, error) {
+	reg := t.cfg.Registry
+	if reg == nil {
+		// The default registry comes with an error when the interfaces
+		// could not be listed; the node's IA needs none of them.
+		var err error
+		if reg, err = providers.Default(); reg == nil {
+			return nil, err
+		}
+	}
+	e := dat.Entry{Provider: datDefaultProvider, Device: datDefaultDevice}
+	if t.cfg.IA != "" {
+		named, err := reg.Lookup(t.cfg.IA)
+		if err != nil {
+			return nil, err
+		}
+		e.Provider, e.Device = named.Provider, named.Device
+	}
+	e.Name, e.Addr = "rds-dat-"+addr.String(), addr
+	own, err := reg.With(e)
+	if err != nil {
+		return nil, err
+	}
+	return ia.OpenIn(own, e.Name, 0)
 }
 
 // setup creates the node's DAT objects and posts every receive buffer.
@@ -310,7 +330,7 @@ func (dn *datNode) unreserve(g int) {
 }
 
 // dpath returns (creating) the transport state of p.
-func (dn *datNode) dpath(p *Path) *datPath {
+func (dn *datNode) dpath(p *connPath) *datPath {
 	if dp, ok := p.TransportData.Load().(*datPath); ok {
 		return dp
 	}
@@ -329,9 +349,9 @@ func (dn *datNode) dpath(p *Path) *datPath {
 // AcksBySequence marks the transport as acknowledging by h_ack.
 func (dn *datNode) AcksBySequence() {}
 
-func (dn *datNode) Connect(p *Path) { dn.dpath(p).connect(false) }
+func (dn *datNode) Connect(p *connPath) { dn.dpath(p).connect(false) }
 
-func (dn *datNode) Kick(p *Path) {
+func (dn *datNode) Kick(p *connPath) {
 	dp := dn.dpath(p)
 	if dp.up.Load() != nil {
 		dp.kick()
@@ -340,7 +360,7 @@ func (dn *datNode) Kick(p *Path) {
 	dp.connect(false)
 }
 
-func (dn *datNode) Reset(p *Path) {
+func (dn *datNode) Reset(p *connPath) {
 	dp := dn.dpath(p)
 	dp.mu.Lock()
 	e := dp.ep
@@ -386,6 +406,6 @@ func (dn *datNode) Close() error {
 }
 
 var (
-	_ AckBySequence = (*datNode)(nil)
-	_ NodeTransport = (*datNode)(nil)
+	_ ackBySequence = (*datNode)(nil)
+	_ nodeTransport = (*datNode)(nil)
 )

@@ -17,7 +17,7 @@ import (
 
 func datBenchCfg() Config { return Config{Transports: []Transport{DAT(DATConfig{})}} }
 func datMemBenchCfg() Config {
-	return Config{Transports: []Transport{DAT(DATConfig{Provider: mem.New()})}}
+	return Config{Transports: []Transport{DAT(DATConfig{Registry: registryOn(mem.New()), IA: "mem"})}}
 }
 
 func BenchmarkRDSDATRate64(b *testing.B)     { benchStream(b, datBenchCfg(), 64) }

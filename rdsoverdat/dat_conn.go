@@ -2,7 +2,6 @@ package rdsoverdat
 
 import (
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,10 +21,10 @@ import (
 // connections are retried with randomized exponential backoff by the
 // smaller address always, by the larger one while it has messages.
 
-// datPath is the dat transport's state of one Path.
+// datPath is the dat transport's state of one connPath.
 type datPath struct {
 	dn *datNode
-	p  *Path
+	p  *connPath
 	up atomic.Pointer[datEP] // the EP carrying the path while it is up
 	datTx
 	// ackNext is the sequence of the last message received on the path,
@@ -38,7 +37,7 @@ type datPath struct {
 	mu      sync.Mutex
 	ep      *datEP      // the EP being set up or carrying the path
 	timer   *time.Timer // pending reconnect
-	backoff time.Duration
+	backoff reconnectBackoff
 }
 
 type datEPState uint8
@@ -115,9 +114,8 @@ func (dp *datPath) scheduleLocked() {
 	if dp.timer != nil || dn.closing.Load() {
 		return
 	}
-	dp.backoff = min(max(2*dp.backoff, dn.cfg.ReconnectMin), dn.cfg.ReconnectMax)
 	dn.wg.Add(1)
-	dp.timer = time.AfterFunc(rand.N(dp.backoff)+1, func() {
+	dp.timer = time.AfterFunc(dp.backoff.next(dn.cfg.ReconnectMin, dn.cfg.ReconnectMax), func() {
 		defer dn.wg.Done()
 		if !dn.closing.Load() {
 			dn.evd.PostSE(dp) // the event goroutine calls connect(true)
@@ -268,7 +266,7 @@ func (dn *datNode) onConnEvent(ev *dat.Event) {
 	}
 	if current {
 		if wasUp {
-			dp.backoff = 0
+			dp.backoff.reset()
 		}
 		if dp.isActive() || dp.p.HasWork() {
 			dp.scheduleLocked()
@@ -307,7 +305,7 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 	}
 	e.credits.addSend(min(peer.Credit(), datMaxCredits))
 	e.state = datUp
-	dp.backoff = 0
+	dp.backoff.reset()
 	dp.up.Store(e)
 	dp.mu.Unlock()
 	e.syncPeerGen() // before Up: nothing is sent in the space it may reset
@@ -323,7 +321,7 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 // syncPeerGen applies the generation e's peer announced in its private
 // data (my_gen) to the connection before anything arrives on e or leaves
 // on it: a restart it reveals resets the sequence spaces
-// (Conn.peerGenUpdate) before the new incarnation's messages meet the
+// (connection.peerGenUpdate) before the new incarnation's messages meet the
 // previous one's receive state. Event goroutine. The passive side copied
 // the request's private data; the active side asks the EP for the
 // accept's, since receive completions may come before ESTABLISHED.

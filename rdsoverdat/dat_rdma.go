@@ -78,20 +78,20 @@ const (
 // datRDMA is an EP's RDMA state.
 type datRDMA struct {
 	// Progress of the op of the message being sent (inXmit held).
-	cur      *RDMAOp
+	cur      *rdmaOp
 	next     int    // local buffers of cur already posted
 	roff     uint64 // remote address of the next one
 	tailRead bool   // cur's silent-WRITE READ is posted
 	failed   bool   // cur failed here after its check: only the release is left
 	probe    *lmr.LMR
 	checkID  uint32                        // the last check id used
-	askBuf   [datRDMALookahead + 1]*RDMAOp // scratch of askRDMA
+	askBuf   [datRDMALookahead + 1]*rdmaOp // scratch of askRDMA
 	iov      [1]dat.LMRTriplet             // scratch of postRDMAWR
 
 	mu    sync.Mutex
 	seq   uint64
 	outs  map[dat.DTOCookie]datRDMAWR // posted, not completed
-	asked []*RDMAOp                   // checks sent, not answered, oldest first
+	asked []*rdmaOp                   // checks sent, not answered, oldest first
 
 	// Leases the peer granted (dat_rdma_check.go), by R_Key: xmit checks
 	// and posts under leaseMu, the event goroutine revokes under it.
@@ -112,12 +112,12 @@ type datRDMA struct {
 // datRDMAWR is an outstanding RDMA work request. It holds a reference to
 // its op's message, where the op lives (message.go).
 type datRDMAWR struct {
-	m    *Message
+	m    *message
 	loc  *datLocal // nil: the probe LMR
 	last bool
 }
 
-// RDMALimits implements RDMACapable.
+// RDMALimits implements rdmaCapable.
 func (dn *datNode) RDMALimits() RDMALimits { return dn.cfg.RDMA }
 
 // datXmit says what xmit does with a message after xmitRDMA.
@@ -132,7 +132,7 @@ const (
 
 // xmitRDMA checks and posts m's op, if it has one not yet posted, ahead
 // of its Sends (inXmit held).
-func (e *datEP) xmitRDMA(m *Message) datXmit {
+func (e *datEP) xmitRDMA(m *message) datXmit {
 	op := m.rdma
 	if op == nil || op.check.state.Load() == checkPosted {
 		return datXmitSend
@@ -177,7 +177,7 @@ func (e *datEP) xmitRDMA(m *Message) datXmit {
 	return datXmitSend
 }
 
-func (e *datEP) refused(op *RDMAOp) datXmit {
+func (e *datEP) refused(op *rdmaOp) datXmit {
 	op.Complete(RDMARemoteError)
 	return datXmitDrop
 }
@@ -185,7 +185,7 @@ func (e *datEP) refused(op *RDMAOp) datXmit {
 // datFenced reports whether a message's first Send waits for its op's
 // READs: with RDMAFence, and for a READ op not granted by a lease, whose
 // message ends its pin (see the top of the file). op's check is over.
-func datFenced(op *RDMAOp) bool {
+func datFenced(op *rdmaOp) bool {
 	return op != nil && (op.Fence() || !op.Write() && !op.check.leased)
 }
 
@@ -200,7 +200,7 @@ const (
 )
 
 // postRDMA posts what is left of m's admitted op (inXmit held).
-func (e *datEP) postRDMA(m *Message) datRDMAResult {
+func (e *datEP) postRDMA(m *message) datRDMAResult {
 	r, op := &e.rdma, m.rdma
 	if r.cur != op {
 		r.cur, r.next, r.roff, r.tailRead, r.failed = op, 0, op.RemoteAddr(), false, false
@@ -336,7 +336,7 @@ func (e *datEP) rdmaRoom(k int) bool {
 // postRDMAWR posts one RDMA work request of m's op moving local to or
 // from raddr; loc is the registration it holds until it completes (nil:
 // the probe LMR). last: its completion is the op's. flags: fenced or not.
-func (e *datEP) postRDMAWR(m *Message, loc *datLocal, local dat.LMRTriplet, raddr uint64, write, last bool, flags dat.CompletionFlags) bool {
+func (e *datEP) postRDMAWR(m *message, loc *datLocal, local dat.LMRTriplet, raddr uint64, write, last bool, flags dat.CompletionFlags) bool {
 	r := &e.rdma
 	m.refs.Add(1)
 	r.mu.Lock()
@@ -443,4 +443,4 @@ func (e *datEP) retireRDMA() {
 	e.retireChecks()
 }
 
-var _ RDMACapable = (*datNode)(nil)
+var _ rdmaCapable = (*datNode)(nil)

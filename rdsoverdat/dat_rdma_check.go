@@ -59,7 +59,7 @@ const (
 	checkPosted         // admitted, and its work requests are posted
 )
 
-// datCheck is an op's check, part of the RDMAOp. ep and id are set by
+// datCheck is an op's check, part of the rdmaOp. ep and id are set by
 // the runner's transmit side before the request is posted and read under
 // the EP's rdma.mu by the event goroutine; state is the answer.
 type datCheck struct {
@@ -78,7 +78,7 @@ type datLease struct {
 
 // useLease grants op by a lease the peer gave e, if one covers it
 // (inXmit held).
-func (e *datEP) useLease(op *RDMAOp) {
+func (e *datEP) useLease(op *rdmaOp) {
 	if e.covered(op) {
 		op.check.ep, op.check.leased = e, true
 		op.check.state.Store(checkGranted)
@@ -86,7 +86,7 @@ func (e *datEP) useLease(op *RDMAOp) {
 }
 
 // covered reports whether a lease of e covers op.
-func (e *datEP) covered(op *RDMAOp) bool {
+func (e *datEP) covered(op *rdmaOp) bool {
 	r := &e.rdma
 	r.leaseMu.Lock()
 	l, ok := r.leases[op.RKey()]
@@ -99,7 +99,7 @@ func (e *datEP) covered(op *RDMAOp) bool {
 // keeps it there until dropLease: a revoke waits, so its revoked record
 // is posted after the work request posted meanwhile. False: the lease
 // was revoked. Ops not granted by a lease always pass.
-func (e *datEP) holdLease(op *RDMAOp) bool {
+func (e *datEP) holdLease(op *rdmaOp) bool {
 	if !op.check.leased {
 		return true
 	}
@@ -112,7 +112,7 @@ func (e *datEP) holdLease(op *RDMAOp) bool {
 	return true
 }
 
-func (e *datEP) dropLease(op *RDMAOp) {
+func (e *datEP) dropLease(op *rdmaOp) {
 	if op.check.leased {
 		e.rdma.leaseMu.Unlock()
 	}
@@ -153,7 +153,7 @@ const datRDMALookahead = 16
 
 // nextTx returns the next message to send: the oldest taken ahead, else
 // the path's next.
-func (dp *datPath) nextTx() *Message {
+func (dp *datPath) nextTx() *message {
 	if m, ok := dp.ahead.Pop(); ok {
 		return m
 	}
@@ -183,7 +183,7 @@ func (dp *datPath) abortTx() {
 
 // datAskable reports whether op is to be asked about on e: not yet, and
 // short enough to name (an op above 4 GiB fails when it is sent).
-func datAskable(op *RDMAOp, e *datEP) bool {
+func datAskable(op *rdmaOp, e *datEP) bool {
 	return op != nil && op.check.ep != e && op.Len() <= math.MaxUint32
 }
 
@@ -193,7 +193,7 @@ func datAskable(op *RDMAOp, e *datEP) bool {
 // It returns false if head's op was to be asked and could not be: e has
 // no send slot or credit now (it is stalled, woken when it has) or is
 // going down.
-func (e *datEP) askRDMA(head *RDMAOp) bool {
+func (e *datEP) askRDMA(head *rdmaOp) bool {
 	r, dp := &e.rdma, e.dp
 	ops := r.askBuf[:0]
 	if head.check.ep != e {
@@ -252,7 +252,7 @@ func (e *datEP) askRDMA(head *RDMAOp) bool {
 // releaseRDMA posts the release record of op, which sends no message
 // (inXmit held). fence: after the op's READs completed, so that the
 // owner unpins its mapping only once they were served.
-func (e *datEP) releaseRDMA(op *RDMAOp, fence bool) bool {
+func (e *datEP) releaseRDMA(op *rdmaOp, fence bool) bool {
 	off, got, adv, ok := e.ringSlot()
 	if !ok {
 		return false

@@ -65,7 +65,7 @@ func (m *datMR) Addr() uint64 { return m.addr }
 
 var errDatMRFreed = errors.New("rds dat: mapping freed twice")
 
-// Free implements RDMAMR: no check passes from now on; the LMR goes once
+// Free implements rdmaMR: no check passes from now on; the LMR goes once
 // the ops let through are over (or the node closes). A peer that has not
 // ended them within ConnectTimeout loses the connections they are on.
 func (m *datMR) Free() error {
@@ -124,8 +124,8 @@ func (m *datMR) Free() error {
 
 var errDatMRAddr = errors.New("rds dat: memory above the addresses a cookie can announce")
 
-// RegisterMR implements RDMACapable.
-func (dn *datNode) RegisterMR(mem []byte, flags RDMAFlags) (RDMAMR, error) {
+// RegisterMR implements rdmaCapable.
+func (dn *datNode) RegisterMR(mem []byte, flags RDMAFlags) (rdmaMR, error) {
 	write := flags&RDMAReadWrite != 0
 	priv := dat.MemPrivLocalRead | dat.MemPrivRemoteRead
 	if write {

@@ -56,7 +56,7 @@ func TestDATPeerRestartAcks(t *testing.T) {
 			}
 			next += n
 			eventually(t, 10*time.Second, "every message acknowledged", func() bool { s, _ := a.Buffered(); return s == 0 })
-			if g := snd.Node(as[1]).Conn(as[0], TransIB).PeerGenNum(); g != rst.GenNum() {
+			if g := snd.nodeAt(as[1]).Conn(as[0], TransIB).PeerGenNum(); g != rst.GenNum() {
 				t.Errorf("incarnation %d: sender's peer generation %#x, want %#x", gen, g, rst.GenNum())
 			}
 			if gen < 3 {

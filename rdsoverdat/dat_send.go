@@ -84,14 +84,14 @@ type datEP struct {
 
 	// Reassembly, the event goroutine's.
 	rx  datReasm
-	rxm *Message
+	rxm *message
 }
 
 // datTx is a path's transmit state, owned by whoever holds inXmit.
 type datTx struct {
 	inXmit     atomic.Bool
 	want       atomic.Bool
-	txm        *Message // message being fragmented
+	txm        *message // message being fragmented
 	txEP       *datEP   // the EP txm's fragments went to
 	txOff      int      // payload bytes of txm already posted
 	txDrained  bool     // the queue was empty when txm was taken
@@ -100,7 +100,7 @@ type datTx struct {
 
 	// ahead holds the messages taken after txm, datRDMALookahead at
 	// most (dat_rdma_check.go).
-	ahead ring.FIFO[*Message]
+	ahead ring.FIFO[*message]
 }
 
 // kick transmits what the path has queued on its current EP, unless
@@ -237,7 +237,7 @@ func (e *datEP) stall(credit bool) {
 
 // prepare finalizes m's header once for all its fragments: flags, the
 // piggybacked ack, h_credit 0 and the checksum.
-func (dp *datPath) prepare(m *Message) {
+func (dp *datPath) prepare(m *message) {
 	h := m.Header()
 	f := m.WireFlags()
 	q, _ := dp.p.Pending()

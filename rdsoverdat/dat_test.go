@@ -27,7 +27,7 @@ var datProviders = []struct {
 	name string
 	cfg  func() DATConfig
 }{
-	{"mem", func() DATConfig { return DATConfig{Provider: mem.New()} }},
+	{"mem", func() DATConfig { return DATConfig{Registry: registryOn(mem.New()), IA: "mem"} }},
 	{"siw", func() DATConfig { return DATConfig{} }},
 }
 
@@ -73,7 +73,7 @@ func TestDATSendRecv(t *testing.T) {
 				eventually(t, 5*time.Second, "acks", func() bool { s, _ := a.Buffered(); return s == 0 })
 			})
 		}
-		c := st.Node(as[0]).Conn(as[1], TransIB)
+		c := st.nodeAt(as[0]).Conn(as[1], TransIB)
 		if c == nil || !c.Path(0).IsUp() {
 			t.Fatal("no dat connection up")
 		}
@@ -89,7 +89,7 @@ func TestDATPropertyReliableOrdered(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		cfg := DATConfig{ReconnectMax: 20 * time.Millisecond}
 		if rapid.Bool().Draw(rt, "mem") {
-			cfg.Provider = mem.New()
+			cfg.Registry, cfg.IA = registryOn(mem.New()), "mem"
 		}
 		if rapid.Bool().Draw(rt, "tiny") {
 			cfg.RecvDepth, cfg.SendDepth = 16, 8 // credit and send-slot stalls
@@ -135,11 +135,11 @@ func TestDATCreditsExhausted(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 5*time.Second, "acks", func() bool { s, _ := a.Buffered(); return s == 0 })
-		cs := st.Node(as[0]).Conn(as[1], TransIB).Stats()
-		if cs.CreditStalls == 0 || st.Node(as[0]).Stats().CreditStall == 0 {
+		cs := st.nodeAt(as[0]).Conn(as[1], TransIB).Stats()
+		if cs.CreditStalls == 0 || st.nodeAt(as[0]).Stats().CreditStall == 0 {
 			t.Errorf("no credit stalls counted: %+v", cs)
 		}
-		if ns := st.Node(as[1]).Stats(); ns.AckSent == 0 {
+		if ns := st.nodeAt(as[1]).Stats(); ns.AckSent == 0 {
 			t.Errorf("receiver sent no ack-only frames: %+v", ns)
 		}
 	})
@@ -174,7 +174,7 @@ func TestDATResetMidStream(t *testing.T) {
 		resets := 0
 		for i := range N {
 			if i%500 == 250 {
-				side := st.Node(as[resets%2])
+				side := st.nodeAt(as[resets%2])
 				side.Conn(as[1-resets%2], TransIB).Reset()
 				resets++
 			}
@@ -190,7 +190,7 @@ func TestDATResetMidStream(t *testing.T) {
 			t.Fatal("extra message (duplicate)")
 		}
 		eventually(t, 5*time.Second, "acks", func() bool { s, _ := a.Buffered(); return s == 0 })
-		if s := st.Node(as[1]).Conn(as[0], TransIB).Stats(); s.Resets == 0 {
+		if s := st.nodeAt(as[1]).Conn(as[0], TransIB).Stats(); s.Resets == 0 {
 			t.Errorf("no resets counted: %+v", s)
 		}
 	})
@@ -222,7 +222,7 @@ func TestDATCancelSentTo(t *testing.T) {
 			t.Fatalf("got %q", buf[:n])
 		}
 		eventually(t, 5*time.Second, "cancelled bytes returned", func() bool { s, _ := a.Buffered(); return s == 0 })
-		if s := st.Node(as[0]).Stats(); s.SendCanceled != 3 {
+		if s := st.nodeAt(as[0]).Stats(); s.SendCanceled != 3 {
 			t.Errorf("SendCanceled %d, want 3", s.SendCanceled)
 		}
 	})
@@ -320,7 +320,7 @@ func TestDATCloseWithTraffic(t *testing.T) {
 func TestDATProtocolError(t *testing.T) {
 	leakCheck(t)
 	fabric := mem.New()
-	st := datStack(t, DATConfig{Provider: fabric})
+	st := datStack(t, DATConfig{Registry: registryOn(fabric), IA: "mem"})
 	as := testAddrs(3)
 	b := mustBind(t, st, ap(as[0], 0))
 	good := mustBind(t, st, ap(as[1], 0))
@@ -383,7 +383,7 @@ func TestDATProtocolError(t *testing.T) {
 		}
 	}
 	waitEvent(dat.ConnectionEventDisconnected)
-	if s := st.Node(as[0]).Stats(); s.RecvDropBadHeader == 0 || s.RecvDelivered != 0 {
+	if s := st.nodeAt(as[0]).Stats(); s.RecvDropBadHeader == 0 || s.RecvDelivered != 0 {
 		t.Errorf("bad fragment not counted, or delivered: %+v", s)
 	}
 	// The node still serves its other peers.
@@ -448,7 +448,7 @@ func TestDATSimultaneousConnect(t *testing.T) {
 // and every peer gets through.
 func TestDATSRQGrows(t *testing.T) {
 	leakCheck(t)
-	st := datStack(t, DATConfig{Provider: mem.New(), RecvDepth: 8, ConnCredits: 4})
+	st := datStack(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem", RecvDepth: 8, ConnCredits: 4})
 	as := testAddrs(6)
 	dst := mustBind(t, st, ap(as[0], 0))
 	for _, a := range as[1:] {
@@ -463,7 +463,7 @@ func TestDATSRQGrows(t *testing.T) {
 			t.Fatalf("got %d bytes", n)
 		}
 	}
-	dn := st.Node(as[0]).trans[TransIB].(*datNode)
+	dn := st.nodeAt(as[0]).trans[TransIB].(*datNode)
 	dn.mu.Lock()
 	c, r := dn.capacity, dn.reserved
 	dn.mu.Unlock()

@@ -2,15 +2,22 @@
 // user space: reliable, ordered datagrams between sockets of any number of
 // processes, carried over one connection per pair of nodes.
 //
-// Layers. A Stack is the RDS instance of a process (the kernel module's
-// counterpart); it owns one Node per local IPv4 address that a Socket has
-// bound to. Sockets send to any RDS address (IPv4 address and RDS port);
-// the node keeps one Conn per remote address and transport, brought up by
-// the first send and kept for good, each with one or more Paths. The core
-// (this package's send.go, recv.go, cong.go, conn.go, message.go) owns
-// sequence numbers, retransmission after reconnects, duplicate
+// Layers. The exported API is the socket API only: Stack, Socket,
+// Config and the transports' configurations, Msg and the control
+// messages, the socket options, errors, and the Info and statistics
+// snapshots. A Stack is the RDS instance of a process (the kernel
+// module's counterpart); it owns one node per local IPv4 address that a
+// Socket has bound to. Sockets send to any RDS address (IPv4 address and
+// RDS port); the node keeps one connection per remote address and
+// transport, brought up by the first send and kept for good, each with
+// one or more paths. A Socket is a handle on one of two backends
+// (socket.go): this package's own RDS (sock.go) or the host kernel's
+// AF_RDS (kernel*.go). Below the API, unexported, the core (sock.go,
+// node.go, conn.go, message.go, send.go, recv*.go, cong.go, rdma*.go)
+// owns sequence numbers, retransmission after reconnects, duplicate
 // suppression, SO_SNDBUF/SO_RCVBUF accounting, congestion maps and pings;
-// Transports (transport.go) only bring paths up and move headers and
+// transports (transport.go: the ops table, modelled on the kernel's
+// struct rds_transport) only bring paths up and move headers and
 // payloads:
 //
 //   - loop (loop.go): nodes of the same Stack, no network (net/rds/loop.c);
@@ -18,8 +25,9 @@
 //     Go node and a kernel exchange datagrams;
 //   - dat (dat*.go): RDS over the DAT API (../dat), modelled on rds_ib:
 //     one EP per node pair receiving through one SRQ per node, fragments
-//     of 4 KiB, credits, acks by sequence number; soft-iWARP by default,
-//     any verbs provider (the in-memory one in tests). It answers to
+//     of 4 KiB, credits, acks by sequence number; configured with DAT's
+//     names (a registry and an IA name), soft-iWARP by default, the
+//     in-memory IA in tests, and it reaches nothing below DAT. It answers to
 //     TransIB, the kernel's RDMA transport number.
 //
 // The wire format (headers, extension headers, congestion maps) lives in
@@ -31,7 +39,7 @@
 // the transport moves the bytes with an RDMA READ or WRITE posted before
 // the reply on the same connection, so the reply arrives only after the
 // data. Outcomes come back as RDMANotify control messages. Only
-// transports with the RDMACapable ability carry RDMA (dat, like the
+// transports with the rdmaCapable ability carry RDMA (dat, like the
 // kernel's rds_rdma); elsewhere the calls fail with EOPNOTSUPP. Over dat
 // the memory's owner checks every op in-band before it is posted
 // (dat_rdma_check.go), so a bad, freed or used-once cookie fails with

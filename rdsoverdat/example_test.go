@@ -5,20 +5,28 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/godapl/godapl/dat/providers"
 	"github.com/godapl/godapl/rdsoverdat"
-	"github.com/godapl/godapl/verbs/mem"
 )
 
 // Two RDS sockets exchange a request and its answer. A Stack is the RDS
 // instance of a process; each local address a socket binds to becomes a
 // node, and nodes reach each other through the stack's transport: here
-// the dat transport (RDS over DAT) on the in-memory verbs provider, so
-// the example needs no network. Without Provider the dat transport runs
-// over soft-iWARP, and two processes on two hosts do the same with one
-// node each.
+// the dat transport (RDS over DAT) on the DAT registry's "mem" IA, the
+// in-memory provider, so the example needs no network. Without an IA name
+// the dat transport runs over soft-iWARP, and two processes on two hosts
+// do the same with one node each.
 func Example() {
+	// A registry of the example's own: its mem fabric is nobody else's.
+	// (An error beside a registry only says the interfaces' IAs are
+	// missing.)
+	reg, err := providers.New(providers.Options{})
+	if reg == nil {
+		fmt.Println(err)
+		return
+	}
 	st := rdsoverdat.NewStack(rdsoverdat.Config{
-		Transports: []rdsoverdat.Transport{rdsoverdat.DAT(rdsoverdat.DATConfig{Provider: mem.New()})},
+		Transports: []rdsoverdat.Transport{rdsoverdat.DAT(rdsoverdat.DATConfig{Registry: reg, IA: "mem"})},
 	})
 	defer st.Close()
 
@@ -57,8 +65,8 @@ func Example() {
 	}
 	fmt.Printf("client got %q from %v\n", buf[:n], m.Addr)
 
-	c := st.Node(netip.MustParseAddr("127.93.0.1")).Conns()[0]
-	fmt.Printf("connection %v -> %v over %s\n", c.LocalAddr(), c.RemoteAddr(), c.Info().Transport)
+	c := st.Info().Nodes[0].Conns[0]
+	fmt.Printf("connection %v -> %v over %s\n", c.Local, c.Remote, c.Transport)
 	// Output:
 	// server got "ping?" from 127.93.0.1:4001
 	// client got "pong!" from 127.93.0.2:4000

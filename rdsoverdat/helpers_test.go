@@ -113,3 +113,6 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 var _ = fmt.Sprintf
+
+// sock is the rdsoverdat backend of s, for tests that look inside it.
+func (s *Socket) sock() *sock { return s.b.(*sock) }

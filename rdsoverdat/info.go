@@ -15,8 +15,8 @@ import (
 // kernel does not give either) in a form that marshals to JSON, and
 // cmd/rds-info reads it from a running tool through internal/rdstool.
 //
-// Lock order: Info never holds a Node's lock while it takes a Socket's
-// (bind takes Socket.mu, then Stack.mu, then Node.mu), so it copies the
+// Lock order: Info never holds a node's lock while it takes a Socket's
+// (bind takes Socket.mu, then Stack.mu, then rdsNode.mu), so it copies the
 // socket and connection lists first and visits each afterwards.
 
 // Info is a snapshot of a Stack: every node with its sockets,
@@ -96,8 +96,8 @@ type Counter struct {
 // sockets by port, connections by remote address and transport.
 func (st *Stack) Info() Info {
 	info := Info{GenNum: st.genNum, Kernel: st.cfg.Kernel, Nodes: []NodeInfo{}}
-	nodes := st.Nodes()
-	slices.SortFunc(nodes, func(a, b *Node) int { return a.addr.Compare(b.addr) })
+	nodes := st.allNodes()
+	slices.SortFunc(nodes, func(a, b *rdsNode) int { return a.addr.Compare(b.addr) })
 	for _, n := range nodes {
 		info.Nodes = append(info.Nodes, n.Info())
 	}
@@ -105,9 +105,9 @@ func (st *Stack) Info() Info {
 }
 
 // Info returns a snapshot of the node.
-func (n *Node) Info() NodeInfo {
+func (n *rdsNode) Info() NodeInfo {
 	n.mu.RLock()
-	socks := make([]*Socket, 0, len(n.socks))
+	socks := make([]*sock, 0, len(n.socks))
 	for _, s := range n.socks {
 		socks = append(socks, s)
 	}
@@ -153,7 +153,7 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-func (s *Socket) info() SocketInfo {
+func (s *sock) info() SocketInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	si := SocketInfo{
@@ -171,7 +171,7 @@ func (s *Socket) info() SocketInfo {
 }
 
 // Info returns a snapshot of the connection.
-func (c *Conn) Info() ConnInfo {
+func (c *connection) Info() ConnInfo {
 	ci := ConnInfo{
 		Local:           c.node.addr,
 		Remote:          c.faddr,

@@ -30,8 +30,8 @@ func TestInfo(t *testing.T) {
 		// on the socket: wait for the counter too, not only the bytes.
 		eventually(t, 5*time.Second, "b's messages and a's view of its congestion", func() bool {
 			_, rq := b.Buffered()
-			ni := st.Node(as[0]).Info()
-			return rq == 1500 && counter(st.Node(as[1]).Info().Counters, "recv_delivered") == 3 &&
+			ni := st.nodeAt(as[0]).Info()
+			return rq == 1500 && counter(st.nodeAt(as[1]).Info().Counters, "recv_delivered") == 3 &&
 				len(ni.Conns) == 1 && slices.Equal(ni.Conns[0].RemoteCongested, []uint16{7})
 		})
 

@@ -30,8 +30,8 @@ import (
 //     Enable this socket set and Mask 0.
 //   - TransLoop cannot be selected (EINVAL): the kernel picks loopback by
 //     itself for local addresses.
-//   - Stack.Node, Stack.Nodes and Socket.Node have nothing to return
-//     (nil): connections and statistics live in the kernel (rds-info).
+//   - Stack.NodeStats and Socket.NodeStats have nothing to report
+//     (false): connections and statistics live in the kernel (rds-info).
 //
 // SO_SNDTIMEO and SO_RCVTIMEO are applied here, as deadlines on the
 // poller, and yield ETIMEDOUT like the kernel's; blocking receivers (and
@@ -50,8 +50,9 @@ func KernelAvailable() error {
 	return nil
 }
 
-// kernelSocket is the kernel backend's state of a Socket.
+// kernelSocket is the kernel backend of a Socket.
 type kernelSocket struct {
+	stack  *Stack
 	f      *os.File // nil when socket(2) failed; err says why
 	rc     syscall.RawConn
 	err    error
@@ -66,7 +67,33 @@ type kernelSocket struct {
 	congMonitor bool
 }
 
-func newKernelSocket() *kernelSocket {
+// newKernelSocket opens an AF_RDS socket for st and registers it, so
+// that closing st closes it. A socket(2) failure is kept for every later
+// call to report.
+func newKernelSocket(st *Stack) *kernelSocket {
+	k := openKernelSocket()
+	k.stack = st
+	st.mu.Lock()
+	closed := st.closed
+	if !closed {
+		st.sockets[k] = struct{}{}
+	}
+	st.mu.Unlock()
+	if closed {
+		k.close()
+		return k
+	}
+	// Only explicit settings: the kernel's own defaults otherwise.
+	if st.cfg.userSendBuffer {
+		k.setOption(SendBuffer(st.cfg.SendBuffer))
+	}
+	if st.cfg.userRecvBuffer {
+		k.setOption(RecvBuffer(st.cfg.RecvBuffer))
+	}
+	return k
+}
+
+func openKernelSocket() *kernelSocket {
 	k := &kernelSocket{}
 	fd, err := unix.Socket(unix.AF_RDS, unix.SOCK_SEQPACKET|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -121,6 +148,9 @@ func addrPort(sa unix.Sockaddr) netip.AddrPort {
 }
 
 func (k *kernelSocket) bind(a netip.AddrPort) error {
+	if k.closed.Load() {
+		return errClosed
+	}
 	sa, err := sockaddr4(a)
 	if err != nil {
 		return err
@@ -146,7 +176,15 @@ func (k *kernelSocket) boundAddr() netip.AddrPort {
 	return a
 }
 
+// The kernel keeps the node, its connections and the queued bytes to
+// itself (rds-info shows them).
+func (k *kernelSocket) boundNode() *rdsNode        { return nil }
+func (k *kernelSocket) buffered() (send, recv int) { return 0, 0 }
+
 func (k *kernelSocket) close() error {
+	k.stack.mu.Lock()
+	delete(k.stack.sockets, k)
+	k.stack.mu.Unlock()
 	if k.f == nil || k.closed.Swap(true) {
 		return errClosed
 	}
@@ -220,6 +258,9 @@ func (k *kernelSocket) io(read bool, flags MsgFlags, op func(fd int) error) erro
 }
 
 func (k *kernelSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags MsgFlags) (int, error) {
+	if k.closed.Load() {
+		return 0, errClosed
+	}
 	var to unix.Sockaddr // none for a zero dst: the kernel answers ENOTCONN
 	if dst.IsValid() {
 		sa, err := sockaddr4(dst)
@@ -250,6 +291,9 @@ func (k *kernelSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage
 const cmsgSpace = 256
 
 func (k *kernelSocket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
+	if k.closed.Load() {
+		return 0, errClosed
+	}
 	m.Flags = 0
 	m.Control = m.Control[:0]
 	var oob [cmsgSpace]byte

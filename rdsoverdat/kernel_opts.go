@@ -25,6 +25,9 @@ func setBuf(fd, force, plain, v int) error {
 }
 
 func (k *kernelSocket) setOption(o Option) error {
+	if k.closed.Load() {
+		return errClosed
+	}
 	switch v := o.(type) {
 	case SendBuffer:
 		if v <= 0 {
@@ -105,6 +108,9 @@ func boolInt(b bool) int {
 }
 
 func (k *kernelSocket) option(o Option) error {
+	if k.closed.Load() {
+		return errClosed
+	}
 	get := func(level, opt int) (int, error) {
 		var v int
 		err := k.control(func(fd int) error {

@@ -22,6 +22,17 @@ func (k *kernelSocket) rdmaUnsupported() error {
 	return eOPNOTSUPP
 }
 
+// getMR maps nothing (see above).
+func (k *kernelSocket) getMR([]byte, RDMAFlags) (Cookie, error) {
+	if k.closed.Load() {
+		return 0, errClosed
+	}
+	return 0, k.rdmaUnsupported()
+}
+
+// mrs is 0: the backend holds no mappings.
+func (k *kernelSocket) mrs() int { return 0 }
+
 // rdmaCmsgs answers a send's control messages as rds_sendmsg would:
 // ENOTCONN before bind; EINVAL for unknown or conflicting ones and for an
 // RDMADest (this socket has no mapping for it to name); EOPNOTSUPP
@@ -42,6 +53,9 @@ func (k *kernelSocket) rdmaCmsgs(cm []ControlMessage) error {
 
 // freeMR passes RDS_FREE_MR (struct rds_free_mr_args) to the kernel.
 func (k *kernelSocket) freeMR(c Cookie, flags RDMAFlags) error {
+	if k.closed.Load() {
+		return errClosed
+	}
 	var b [16]byte
 	binary.NativeEndian.PutUint64(b[0:], uint64(c))
 	binary.NativeEndian.PutUint64(b[8:], uint64(flags))

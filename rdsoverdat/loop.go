@@ -19,13 +19,13 @@ type loopTransport struct {
 func (*loopTransport) Type() TransportType { return TransLoop }
 func (*loopTransport) Name() string        { return "loopback" }
 
-func (l *loopTransport) Attach(n *Node) (NodeTransport, error) {
+func (l *loopTransport) attach(n *rdsNode) (nodeTransport, error) {
 	return &loopNode{stack: l.stack, node: n}, nil
 }
 
 type loopNode struct {
 	stack *Stack
-	node  *Node
+	node  *rdsNode
 }
 
 // loopPath is a loop path's transmit guard.
@@ -42,7 +42,7 @@ type xmitGuard struct {
 
 // drain transmits p's queue with send until it is empty or p is down,
 // unless another goroutine is at it: that one sees what we queued.
-func (g *xmitGuard) drain(p *Path, send func(*Message)) {
+func (g *xmitGuard) drain(p *connPath, send func(*message)) {
 	for {
 		if !g.inXmit.CompareAndSwap(false, true) {
 			return // the goroutine transmitting will see our message
@@ -59,7 +59,7 @@ func (g *xmitGuard) drain(p *Path, send func(*Message)) {
 	}
 }
 
-func (l *loopNode) Connect(p *Path) {
+func (l *loopNode) Connect(p *connPath) {
 	if p.TransportData.Load() == nil {
 		p.TransportData.CompareAndSwap(nil, &loopPath{})
 	}
@@ -68,13 +68,13 @@ func (l *loopNode) Connect(p *Path) {
 	}
 }
 
-func (l *loopNode) Kick(p *Path) {
+func (l *loopNode) Kick(p *connPath) {
 	lp, _ := p.TransportData.Load().(*loopPath)
 	if lp == nil {
 		l.Connect(p)
 		return
 	}
-	lp.drain(p, func(m *Message) {
+	lp.drain(p, func(m *message) {
 		l.deliver(p, m)
 		p.TxDone(m)
 		p.DropAcked(^uint64(0))
@@ -83,8 +83,8 @@ func (l *loopNode) Kick(p *Path) {
 
 // deliver hands a copy of m to the destination node's loop path back to
 // us, which runs the normal receive path (sequence check, pings, sockets).
-func (l *loopNode) deliver(p *Path, m *Message) {
-	dst := l.stack.Node(p.conn.faddr)
+func (l *loopNode) deliver(p *connPath, m *message) {
+	dst := l.stack.nodeAt(p.conn.faddr)
 	if dst == nil {
 		l.node.stats.recvDropNoSock.Add(1)
 		return
@@ -104,6 +104,6 @@ func (l *loopNode) deliver(p *Path, m *Message) {
 	rp.Receive(in)
 }
 
-func (l *loopNode) Reset(p *Path) {}
+func (l *loopNode) Reset(p *connPath) {}
 
 func (l *loopNode) Close() error { return nil }

@@ -8,39 +8,39 @@ import (
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
-// Message is one RDS message inside the node (the kernel's rds_message on
+// message is one RDS message inside the node (the kernel's rds_message on
 // the send side and rds_incoming on the receive side): its 48-byte header
 // and payload, plus the bookkeeping that queues it on a path or a socket.
 //
-// Ownership: a Message is pooled. On the send side the path owns it from
+// Ownership: a message is pooled. On the send side the path owns it from
 // queueing until it is acknowledged or cancelled; a transport that took
-// it with (*Path).NextTx holds an extra reference and gives it back with
-// (*Path).TxDone. On the receive side the transport builds it with
-// (*Path).NewRxMessage and hands it over with (*Path).Receive; from then
+// it with (*connPath).NextTx holds an extra reference and gives it back with
+// (*connPath).TxDone. On the receive side the transport builds it with
+// (*connPath).NewRxMessage and hands it over with (*connPath).Receive; from then
 // on the core owns it.
-type Message struct {
+type message struct {
 	hdr  [wire.HeaderLen]byte
 	buf  []byte // payload storage; len is h_len
 	refs atomic.Int32
 
 	// Send side, protected by the owning path's mu.
-	sock     *Socket // nil for pings, pongs, probes and congestion maps
+	sock     *sock // nil for pings, pongs, probes and congestion maps
 	dport    wire.Port
 	flags    msgFlag
 	txFlags  msgFlag // flags as NextTx handed m over, for the transport to read without mu
 	ackKey   uint64  // transport's ack position: TCP stream end offset, DAT sequence
-	prev     *Message
-	next     *Message
+	prev     *message
+	next     *message
 	onList   *msgList
 	congMap  bool // payload is a congestion map snapshot; unsequenced
 	probe    bool // handshake probe or pong: carries extension headers
 	sequence wire.Seq
-	rdma     *RDMAOp // an RDMA op to post before the message (rdma.go): nil or &rdmaOp
-	rdmaOp   RDMAOp
+	rdma     *rdmaOp // an RDMA op to post before the message (rdma.go): nil or &rdmaOp
+	rdmaOp   rdmaOp
 
 	// Receive side, protected by the receiving socket's mu.
 	from      netip.AddrPort
-	rxNext    *Message
+	rxNext    *message
 	cookie    Cookie // RDMA_DEST extension, delivered as RDMADest
 	hasCookie bool
 }
@@ -54,9 +54,9 @@ const (
 	msgFlush                             // peer restarted: drop instead of retransmit
 )
 
-var msgPool = sync.Pool{New: func() any { return new(Message) }}
+var msgPool = sync.Pool{New: func() any { return new(message) }}
 
-// maxPooledBuf bounds the payload storage a Message keeps in msgPool, so
+// maxPooledBuf bounds the payload storage a message keeps in msgPool, so
 // that small messages never hold on to a large buffer.
 const maxPooledBuf = 256 << 10
 
@@ -68,8 +68,8 @@ const maxPooledBuf = 256 << 10
 // sync.Pool lets the collector drop what stays unused, so a burst of
 // large messages pins nothing for good.
 var bigPools = [2]sync.Pool{
-	{New: func() any { return &Message{buf: make([]byte, 0, 2*maxPooledBuf)} }},
-	{New: func() any { return &Message{buf: make([]byte, 0, wire.MaxMsgSize)} }},
+	{New: func() any { return &message{buf: make([]byte, 0, 2*maxPooledBuf)} }},
+	{New: func() any { return &message{buf: make([]byte, 0, wire.MaxMsgSize)} }},
 }
 
 // bigPool returns the pool for payload capacity c (> maxPooledBuf).
@@ -80,13 +80,13 @@ func bigPool(c int) *sync.Pool {
 	return &bigPools[1]
 }
 
-// newMessage returns a Message with room for n payload bytes.
-func newMessage(n int) *Message {
-	var m *Message
+// newMessage returns a message with room for n payload bytes.
+func newMessage(n int) *message {
+	var m *message
 	if n > maxPooledBuf && n <= wire.MaxMsgSize {
-		m = bigPool(n).Get().(*Message)
+		m = bigPool(n).Get().(*message)
 	} else {
-		m = msgPool.Get().(*Message)
+		m = msgPool.Get().(*message)
 	}
 	if cap(m.buf) < n {
 		c := 64
@@ -102,7 +102,7 @@ func newMessage(n int) *Message {
 
 // release drops one reference; the last one returns m to the pool of its
 // buffer's size.
-func (m *Message) release() {
+func (m *message) release() {
 	switch r := m.refs.Add(-1); {
 	case r > 0:
 		return
@@ -110,7 +110,7 @@ func (m *Message) release() {
 		panic("rdsoverdat: message released twice")
 	}
 	buf := m.buf
-	*m = Message{buf: buf[:0]}
+	*m = message{buf: buf[:0]}
 	switch c := cap(buf); {
 	case c <= maxPooledBuf:
 		msgPool.Put(m)
@@ -121,32 +121,32 @@ func (m *Message) release() {
 
 // Header returns the message's header; transports may set the flag,
 // ack, credit and checksum fields just before transmitting it.
-func (m *Message) Header() wire.Header { return wire.Header(m.hdr[:]) }
+func (m *message) Header() wire.Header { return wire.Header(m.hdr[:]) }
 
 // Payload returns the payload (h_len bytes). For a receive message built
 // by NewRxMessage the transport fills it.
-func (m *Message) Payload() []byte { return m.buf }
+func (m *message) Payload() []byte { return m.buf }
 
 // Retransmitted reports whether m is being resent after a reconnect; the
 // transport puts wire.FlagRetransmitted in the header then.
-func (m *Message) Retransmitted() bool { return m.txFlags&msgRetransmitted != 0 }
+func (m *message) Retransmitted() bool { return m.txFlags&msgRetransmitted != 0 }
 
 // AckRequired reports whether the sender wants a prompt ack (transports
 // with RDS-level acks put wire.FlagAckRequired in the header).
-func (m *Message) AckRequired() bool { return m.txFlags&msgAckRequired != 0 }
+func (m *message) AckRequired() bool { return m.txFlags&msgAckRequired != 0 }
 
 // IsCongMap reports whether m is a congestion map update (unsequenced,
 // never retransmitted, exactly wire.FlagCongBitmap in h_flags).
-func (m *Message) IsCongMap() bool { return m.congMap }
+func (m *message) IsCongMap() bool { return m.congMap }
 
 // SetAckKey records where the transport will see m acknowledged: the TCP
 // transport stores the stream offset just past m's last byte, a transport
-// with RDS acks its sequence number. (*Path).DropAcked compares against it.
-func (m *Message) SetAckKey(k uint64) { m.ackKey = k }
+// with RDS acks its sequence number. (*connPath).DropAcked compares against it.
+func (m *message) SetAckKey(k uint64) { m.ackKey = k }
 
 // WireFlags returns the h_flags a transport without RDS-level acks (TCP)
 // sends for m: FlagCongBitmap for a map, FlagRetransmitted for a resend.
-func (m *Message) WireFlags() wire.Flag {
+func (m *message) WireFlags() wire.Flag {
 	switch {
 	case m.congMap:
 		return wire.FlagCongBitmap
@@ -159,11 +159,11 @@ func (m *Message) WireFlags() wire.Flag {
 // msgList is an intrusive doubly-linked FIFO of messages (a path's send
 // queue or retransmit list). A message is on at most one list.
 type msgList struct {
-	head, tail *Message
+	head, tail *message
 	n          int
 }
 
-func (l *msgList) pushBack(m *Message) {
+func (l *msgList) pushBack(m *message) {
 	m.onList, m.prev, m.next = l, l.tail, nil
 	if l.tail != nil {
 		l.tail.next = m
@@ -174,7 +174,7 @@ func (l *msgList) pushBack(m *Message) {
 	l.n++
 }
 
-func (l *msgList) remove(m *Message) {
+func (l *msgList) remove(m *message) {
 	if m.prev != nil {
 		m.prev.next = m.next
 	} else {
@@ -189,7 +189,7 @@ func (l *msgList) remove(m *Message) {
 	l.n--
 }
 
-func (l *msgList) popFront() *Message {
+func (l *msgList) popFront() *message {
 	m := l.head
 	if m != nil {
 		l.remove(m)
@@ -218,11 +218,11 @@ func (l *msgList) spliceFront(o *msgList) {
 
 // rxQueue is a socket's singly-linked receive FIFO.
 type rxQueue struct {
-	head, tail *Message
+	head, tail *message
 	n          int
 }
 
-func (q *rxQueue) push(m *Message) {
+func (q *rxQueue) push(m *message) {
 	m.rxNext = nil
 	if q.tail != nil {
 		q.tail.rxNext = m
@@ -233,7 +233,7 @@ func (q *rxQueue) push(m *Message) {
 	q.n++
 }
 
-func (q *rxQueue) pop() *Message {
+func (q *rxQueue) pop() *message {
 	m := q.head
 	if m != nil {
 		q.head = m.rxNext

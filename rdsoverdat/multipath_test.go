@@ -38,7 +38,7 @@ func TestMultipath(t *testing.T) {
 	warm := mustBind(t, st, ap(as[1], 0))
 	warm.SendTo(nil, rcv.BoundAddr(), 0)
 	recvTimeout(t, rcv, buf, 5*time.Second)
-	c := st.Node(as[1]).Conn(as[0], TransTCP)
+	c := st.nodeAt(as[1]).Conn(as[0], TransTCP)
 	eventually(t, 5*time.Second, "npaths 4", func() bool { return c.NPaths() == 4 })
 	for round := range 3 {
 		for k := range N {
@@ -49,7 +49,7 @@ func TestMultipath(t *testing.T) {
 			}
 		}
 		if round == 1 {
-			st.Node(as[0]).Conn(as[1], TransTCP).Reset()
+			st.nodeAt(as[0]).Conn(as[1], TransTCP).Reset()
 		}
 		check(round)
 	}
@@ -70,7 +70,7 @@ func TestMultipath(t *testing.T) {
 		}
 		return true
 	})
-	back := st.Node(as[0]).Conn(as[1], TransTCP)
+	back := st.nodeAt(as[0]).Conn(as[1], TransTCP)
 	lanes := 0
 	for i := range 4 { // lane i on one side is lane i on the other
 		tx, _ := c.Path(i).NextSeqs()

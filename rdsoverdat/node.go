@@ -9,21 +9,21 @@ import (
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
-// Node is the RDS stack of one local IPv4 address: the port space that
+// rdsNode is the RDS stack of one local IPv4 address: the port space that
 // sockets bind in, the local congestion map, and one connection per
 // (remote address, transport). Connections are created by the first send
 // or the first incoming transport connection and kept for the node's life.
-type Node struct {
+type rdsNode struct {
 	stack *Stack
 	addr  netip.Addr
 	lcong congMap
 	stats nodeCounters
 
 	mu       sync.RWMutex
-	socks    map[wire.Port]*Socket
-	conns    map[connKey]*Conn
-	connList []*Conn // copy-on-write snapshot of conns for lock-free walks
-	trans    map[TransportType]NodeTransport
+	socks    map[wire.Port]*sock
+	conns    map[connKey]*connection
+	connList []*connection // copy-on-write snapshot of conns for lock-free walks
+	trans    map[TransportType]nodeTransport
 	rdmaMRs  atomic.Int64 // RDMA mappings held by the node's sockets
 	// sndBlocked counts the node's SendMsg calls waiting for SO_SNDBUF
 	// room, which only acks free: while there are any, a transport that
@@ -36,27 +36,27 @@ type connKey struct {
 	t     TransportType
 }
 
-func newNode(st *Stack, addr netip.Addr) *Node {
-	return &Node{
+func newNode(st *Stack, addr netip.Addr) *rdsNode {
+	return &rdsNode{
 		stack: st,
 		addr:  addr,
-		socks: make(map[wire.Port]*Socket),
-		conns: make(map[connKey]*Conn),
-		trans: make(map[TransportType]NodeTransport),
+		socks: make(map[wire.Port]*sock),
+		conns: make(map[connKey]*connection),
+		trans: make(map[TransportType]nodeTransport),
 	}
 }
 
 // Addr returns the node's local address.
-func (n *Node) Addr() netip.Addr { return n.addr }
+func (n *rdsNode) Addr() netip.Addr { return n.addr }
 
 // Stack returns the stack the node belongs to.
-func (n *Node) Stack() *Stack { return n.stack }
+func (n *rdsNode) Stack() *Stack { return n.stack }
 
 // Stats returns a snapshot of the node's counters.
-func (n *Node) Stats() NodeStats { return n.stats.snapshot() }
+func (n *rdsNode) Stats() NodeStats { return n.stats.snapshot() }
 
 // Conns returns the node's connections.
-func (n *Node) Conns() []*Conn {
+func (n *rdsNode) Conns() []*connection {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	return slices.Clone(n.connList)
@@ -65,7 +65,7 @@ func (n *Node) Conns() []*Conn {
 // Conn returns the connection to faddr over transport t, creating it (but
 // not connecting it) if needed. Transports call it for incoming
 // connections; nil if the node does not run t.
-func (n *Node) Conn(faddr netip.Addr, t TransportType) *Conn {
+func (n *rdsNode) Conn(faddr netip.Addr, t TransportType) *connection {
 	k := connKey{faddr, t}
 	n.mu.RLock()
 	c := n.conns[k]
@@ -91,7 +91,7 @@ func (n *Node) Conn(faddr netip.Addr, t TransportType) *Conn {
 // connFor returns the connection a socket using transport t sends to
 // faddr on: a node's own address and other nodes reached by the loop
 // transport use loop connections.
-func (n *Node) connFor(faddr netip.Addr, t TransportType) *Conn {
+func (n *rdsNode) connFor(faddr netip.Addr, t TransportType) *connection {
 	if faddr == n.addr {
 		t = TransLoop
 	}
@@ -99,7 +99,7 @@ func (n *Node) connFor(faddr netip.Addr, t TransportType) *Conn {
 }
 
 // bind reserves port for s; port 0 picks a free one.
-func (n *Node) bind(s *Socket, port wire.Port) (wire.Port, error) {
+func (n *rdsNode) bind(s *sock, port wire.Port) (wire.Port, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if port != 0 {
@@ -123,7 +123,7 @@ func (n *Node) bind(s *Socket, port wire.Port) (wire.Port, error) {
 	}
 }
 
-func (n *Node) unbind(s *Socket, port wire.Port) {
+func (n *rdsNode) unbind(s *sock, port wire.Port) {
 	n.mu.Lock()
 	if n.socks[port] == s {
 		delete(n.socks, port)
@@ -131,7 +131,7 @@ func (n *Node) unbind(s *Socket, port wire.Port) {
 	n.mu.Unlock()
 }
 
-func (n *Node) lookup(port wire.Port) *Socket {
+func (n *rdsNode) lookup(port wire.Port) *sock {
 	n.mu.RLock()
 	s := n.socks[port]
 	n.mu.RUnlock()
@@ -140,7 +140,7 @@ func (n *Node) lookup(port wire.Port) *Socket {
 
 // cancel drops the messages of s still queued or unacknowledged, all of
 // them or those to dst (rds_send_drop_to).
-func (n *Node) cancel(s *Socket, dst netip.AddrPort) {
+func (n *rdsNode) cancel(s *sock, dst netip.AddrPort) {
 	n.mu.RLock()
 	conns := n.connList
 	n.mu.RUnlock()
@@ -154,10 +154,10 @@ func (n *Node) cancel(s *Socket, dst netip.AddrPort) {
 	}
 }
 
-func (n *Node) closeTransports() {
+func (n *rdsNode) closeTransports() {
 	n.mu.Lock()
 	ts := n.trans
-	n.trans = map[TransportType]NodeTransport{}
+	n.trans = map[TransportType]nodeTransport{}
 	n.mu.Unlock()
 	for _, nt := range ts {
 		nt.Close()

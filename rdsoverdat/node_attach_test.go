@@ -15,7 +15,7 @@ type eagerTransport struct{ stop, done chan struct{} }
 func (eagerTransport) Type() TransportType { return TransIB }
 func (eagerTransport) Name() string        { return "eager" }
 
-func (t eagerTransport) Attach(n *Node) (NodeTransport, error) {
+func (t eagerTransport) attach(n *rdsNode) (nodeTransport, error) {
 	peer := netip.MustParseAddr("127.80.255.254")
 	started := make(chan struct{})
 	go func() {
@@ -37,10 +37,10 @@ func (t eagerTransport) Attach(n *Node) (NodeTransport, error) {
 
 type eagerNode struct{}
 
-func (eagerNode) Connect(*Path) {}
-func (eagerNode) Kick(*Path)    {}
-func (eagerNode) Reset(*Path)   {}
-func (eagerNode) Close() error  { return nil }
+func (eagerNode) Connect(*connPath) {}
+func (eagerNode) Kick(*connPath)    {}
+func (eagerNode) Reset(*connPath)   {}
+func (eagerNode) Close() error      { return nil }
 
 // A node's transports are published under its lock: a transport may use
 // the node (Node.Conn reads them) as soon as its Attach has started it,
@@ -62,14 +62,14 @@ func TestNodeTransportsPublishedUnderLock(t *testing.T) {
 // starts, as the tcp transport's accept loop does for a peer that
 // connects the moment the node listens, and gives that lookup time to
 // finish before Attach returns.
-type earlyTransport struct{ got chan *Conn }
+type earlyTransport struct{ got chan *connection }
 
 func (earlyTransport) Type() TransportType { return TransIB }
 func (earlyTransport) Name() string        { return "early" }
 
-func (t earlyTransport) Attach(n *Node) (NodeTransport, error) {
+func (t earlyTransport) attach(n *rdsNode) (nodeTransport, error) {
 	peer := netip.MustParseAddr("127.80.255.253")
-	res := make(chan *Conn, 1)
+	res := make(chan *connection, 1)
 	go func() { res <- n.Conn(peer, TransIB) }()
 	select {
 	case c := <-res:
@@ -88,7 +88,7 @@ func (t earlyTransport) Attach(n *Node) (NodeTransport, error) {
 // Before, the lookup answered nil at once, every run.
 func TestNodeConnDuringAttachWaits(t *testing.T) {
 	leakCheck(t)
-	tr := earlyTransport{got: make(chan *Conn, 1)}
+	tr := earlyTransport{got: make(chan *connection, 1)}
 	st := newTestStack(t, Config{Transports: []Transport{tr}})
 	mustBind(t, st, ap(testAddrs(1)[0], 0))
 	if c := <-tr.got; c == nil {

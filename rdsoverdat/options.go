@@ -69,23 +69,9 @@ func (CongMonitor) OptionName() string     { return "RDS_CONG_MONITOR" }
 func (CancelSentTo) OptionName() string    { return "RDS_CANCEL_SENT_TO" }
 func (RecvErr) OptionName() string         { return "RDS_RECVERR" }
 
-// SetOption sets a socket option (setsockopt(2)).
-func (s *Socket) SetOption(o Option) error {
-	if err := s.setOption(o); err != nil {
-		return opErr("setsockopt", s.BoundAddr(), netip.AddrPort{}, err)
-	}
-	return nil
-}
-
-func (s *Socket) setOption(o Option) error {
+func (s *sock) setOption(o Option) error {
 	if s.closed.Load() {
 		return errClosed
-	}
-	if handled, err := s.setRDMAOption(o); handled {
-		return err
-	}
-	if s.k != nil {
-		return s.k.setOption(o)
 	}
 	switch v := o.(type) {
 	case SendBuffer:
@@ -152,7 +138,7 @@ func (s *Socket) setOption(o Option) error {
 }
 
 // setTransport is rds_set_transport.
-func (s *Socket) setTransport(t TransportType) error {
+func (s *sock) setTransport(t TransportType) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.trans != nil {
@@ -169,17 +155,10 @@ func (s *Socket) setTransport(t TransportType) error {
 	return nil
 }
 
-// Option reads a socket option into o, a pointer to one of the option
-// types (getsockopt(2)). CancelSentTo cannot be read (ENOPROTOOPT).
-func (s *Socket) Option(o Option) error {
+// option is getsockopt(2): see Socket.Option.
+func (s *sock) option(o Option) error {
 	if s.closed.Load() {
-		return opErr("getsockopt", netip.AddrPort{}, netip.AddrPort{}, errClosed)
-	}
-	if s.k != nil {
-		if err := s.k.option(o); err != nil {
-			return opErr("getsockopt", netip.AddrPort{}, netip.AddrPort{}, err)
-		}
-		return nil
+		return errClosed
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -22,7 +22,7 @@ func TestPing(t *testing.T) {
 				}
 			}
 		}
-		if s := st.Node(as[0]).Stats(); s.RecvPing < 3 || s.SendPong < 3 {
+		if s := st.nodeAt(as[0]).Stats(); s.RecvPing < 3 || s.SendPong < 3 {
 			t.Errorf("stats %+v", s)
 		}
 	})

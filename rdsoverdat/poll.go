@@ -17,17 +17,8 @@ const (
 	PollWrBand Events = 0x200 // POLLWRBAND
 )
 
-// Poll returns the socket's readiness now (rds_poll):
-//   - PollIn|PollRdNorm while a message or a congestion notification
-//     waits; without RDS_CONG_MONITOR also once (with PollWrBand) after
-//     any congestion map changed anywhere, so that a sender that got
-//     ENOBUFS can sleep in POLLIN and retry;
-//   - PollOut|PollWrNorm while SO_SNDBUF has room. A send may still fail
-//     with ENOBUFS: POLLOUT knows nothing of the destination.
-func (s *Socket) Poll() Events {
-	if s.k != nil {
-		return s.k.poll()
-	}
+// poll is rds_poll: see Socket.Poll.
+func (s *sock) poll() Events {
 	gen := s.stack.congGen.Load()
 	s.mu.Lock()
 	r := s.dropReader()
@@ -40,7 +31,7 @@ func (s *Socket) Poll() Events {
 }
 
 // pollLocked is Poll's readiness; s.mu is held.
-func (s *Socket) pollLocked(gen uint64) Events {
+func (s *sock) pollLocked(gen uint64) Events {
 	var ev Events
 	if s.rxq.n > 0 || s.congNotify != 0 || len(s.rdma.notes) > 0 {
 		ev |= PollIn | PollRdNorm
@@ -55,15 +46,10 @@ func (s *Socket) pollLocked(gen uint64) Events {
 	return ev
 }
 
-// Wait blocks until Poll reports one of the events in want, the socket
-// closes (net.ErrClosed) or ctx ends, and returns Poll's result. One
-// goroutine at a time should Wait on a socket, as with one poll loop.
-func (s *Socket) Wait(ctx context.Context, want Events) (Events, error) {
-	if s.k != nil {
-		return s.k.wait(ctx, want)
-	}
+// wait is Socket.Wait.
+func (s *sock) wait(ctx context.Context, want Events) (Events, error) {
 	for {
-		if ev := s.Poll(); ev&want != 0 {
+		if ev := s.poll(); ev&want != 0 {
 			return ev, nil
 		}
 		select {

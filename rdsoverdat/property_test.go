@@ -61,7 +61,7 @@ func checkReliableOrdered(rt *rapid.T, st *Stack, t TransportType) {
 	for range nops {
 		if rapid.IntRange(0, 9).Draw(rt, "kind") == 0 {
 			i, j := rapid.IntRange(0, 2).Draw(rt, "node"), rapid.IntRange(0, 2).Draw(rt, "peer")
-			if c := st.Node(as[i]).Conn(as[j], t); c != nil && i != j {
+			if c := st.nodeAt(as[i]).Conn(as[j], t); c != nil && i != j {
 				c.Reset()
 			}
 			continue
@@ -96,7 +96,7 @@ func checkReliableOrdered(rt *rapid.T, st *Stack, t TransportType) {
 			}
 			if k != got[key{i, j}] {
 				for _, a := range as {
-					fmt.Fprintf(os.Stderr, "node %v: %+v\n", a, st.Node(a).Stats())
+					fmt.Fprintf(os.Stderr, "node %v: %+v\n", a, st.nodeAt(a).Stats())
 				}
 				rt.Fatalf("%d->%d: got #%d, want #%d (loss, duplicate or reorder)", i, j, k, got[key{i, j}])
 			}

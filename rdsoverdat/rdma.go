@@ -22,7 +22,7 @@ import (
 // This file holds the types shared by the core and the transports; the
 // MR table is in rdma_mr.go, control messages and the send side in
 // rdma_send.go, notifications and the receive side in rdma_recv.go.
-// Only transports implementing RDMACapable carry RDMA (the dat
+// Only transports implementing rdmaCapable carry RDMA (the dat
 // transport), like the kernel, where rds_tcp has none: elsewhere the
 // calls fail with EOPNOTSUPP.
 
@@ -120,26 +120,26 @@ func (l RDMALimits) WithDefaults() RDMALimits {
 	return l
 }
 
-// RDMACapable is the optional NodeTransport ability to carry RDMA. Such
+// rdmaCapable is the optional nodeTransport ability to carry RDMA. Such
 // a transport registers memory for peers (RegisterMR) and, for every
 // message whose RDMA method returns an op, posts the op before the
 // message's SENDs on the same connection, then reports the outcome
-// exactly once with (*RDMAOp).Complete. It must not transmit the message
+// exactly once with (*rdmaOp).Complete. It must not transmit the message
 // when the op failed before being posted. The core never resends a
 // message with an op: after its path went down, the message is either
 // acknowledged by the next connection's handshake or dropped.
-type RDMACapable interface {
+type rdmaCapable interface {
 	RDMALimits() RDMALimits
 	// RegisterMR makes mem readable by peers of the node, and writable
 	// with RDMAReadWrite, until the MR is freed; nothing outside mem is
 	// reachable through it. With RDMAUseOnce the MR serves one op at
 	// most (the core releases it when that op's message arrives). mem
 	// stays referenced until the MR is freed.
-	RegisterMR(mem []byte, flags RDMAFlags) (RDMAMR, error)
+	RegisterMR(mem []byte, flags RDMAFlags) (rdmaMR, error)
 }
 
-// RDMAMR is a registration made by RDMACapable.RegisterMR.
-type RDMAMR interface {
+// rdmaMR is a registration made by rdmaCapable.RegisterMR.
+type rdmaMR interface {
 	// RKey names the MR in a peer's RDMA op (the rmr_context).
 	RKey() uint32
 	// Addr is the address peers name the MR's first byte with (0 for a
@@ -151,12 +151,12 @@ type RDMAMR interface {
 	Free() error
 }
 
-// RDMAOp is an RDMA operation tied to a message (the kernel's
+// rdmaOp is an RDMA operation tied to a message (the kernel's
 // rm_rdma_op), built by the core from an RDMAArgs control message and
-// executed by the transport. It is stored in its Message and recycled
+// executed by the transport. It is stored in its message and recycled
 // with it: a transport that uses the op after giving the message back
 // (TxDone) holds a reference to the message until then.
-type RDMAOp struct {
+type rdmaOp struct {
 	rdmaOpArgs
 	localBuf [4][]byte // local's storage for up to 4 iovecs
 	// parts counts what success waits for: the transport's report and,
@@ -180,7 +180,7 @@ type rdmaOpArgs struct {
 	n      int
 	local  [][]byte
 
-	sock   *Socket
+	sock   *sock
 	token  uint64
 	notify bool          // NOTIFY_ME: report success too
 	recver bool          // RDS_RECVERR when the op was sent: report failures
@@ -188,7 +188,7 @@ type rdmaOpArgs struct {
 }
 
 // init makes o the op of args; args.local is copied.
-func (o *RDMAOp) init(args *rdmaOpArgs) {
+func (o *rdmaOp) init(args *rdmaOpArgs) {
 	o.rdmaOpArgs = *args
 	o.local = append(o.localBuf[:0], args.local...)
 	o.outcome.Store(0)
@@ -202,25 +202,25 @@ func (o *RDMAOp) init(args *rdmaOpArgs) {
 
 // Write reports an RDMA WRITE (local buffers to the peer's memory);
 // otherwise the op is an RDMA READ (the peer's memory into them).
-func (o *RDMAOp) Write() bool { return o.write }
+func (o *rdmaOp) Write() bool { return o.write }
 
 // Fence asks that the message's SENDs start only after the op completed.
-func (o *RDMAOp) Fence() bool { return o.fence }
+func (o *rdmaOp) Fence() bool { return o.fence }
 
 // Silent reports that the message carries nothing for the peer: the
 // transport posts the op and no SEND.
-func (o *RDMAOp) Silent() bool { return o.silent }
+func (o *rdmaOp) Silent() bool { return o.silent }
 
 // RKey and RemoteAddr name the peer's memory: the MR's R_Key and the
 // address of the first byte to move.
-func (o *RDMAOp) RKey() uint32       { return o.rkey }
-func (o *RDMAOp) RemoteAddr() uint64 { return o.raddr }
+func (o *rdmaOp) RKey() uint32       { return o.rkey }
+func (o *rdmaOp) RemoteAddr() uint64 { return o.raddr }
 
 // Len is the number of bytes to move, the total of Local.
-func (o *RDMAOp) Len() int { return o.n }
+func (o *rdmaOp) Len() int { return o.n }
 
 // Local returns the server's buffers, in order (the local iovecs).
-func (o *RDMAOp) Local() [][]byte { return o.local }
+func (o *rdmaOp) Local() [][]byte { return o.local }
 
 // Complete records the op's outcome; only the first final one counts.
 // The transport calls it once the op's work requests completed, with the
@@ -231,7 +231,7 @@ func (o *RDMAOp) Local() [][]byte { return o.local }
 // while the peer acknowledging the SEND that followed it on the same
 // connection proves it has. The final outcome queues the sender's
 // notification if it asked for one.
-func (o *RDMAOp) Complete(st RDMAStatus) {
+func (o *rdmaOp) Complete(st RDMAStatus) {
 	if st == RDMASuccess && o.parts.Add(-1) > 0 {
 		return
 	}
@@ -248,7 +248,7 @@ func (o *RDMAOp) Complete(st RDMAStatus) {
 
 // acked is the peer's ack of the op's message; nil is none. A silent
 // op's success waits for the transport alone: its message never went.
-func (o *RDMAOp) acked() {
+func (o *rdmaOp) acked() {
 	if o != nil && !o.silent {
 		o.Complete(RDMASuccess)
 	}
@@ -261,7 +261,7 @@ func (o *RDMAOp) acked() {
 // is left to that ack, or to the message being dropped unacknowledged.
 // Anything else is RDS_RDMA_DROPPED: a READ's data may not have come
 // back, a silent op has no message to be acked.
-func (o *RDMAOp) connLost() {
+func (o *rdmaOp) connLost() {
 	if o.write && !o.silent {
 		o.Complete(RDMASuccess) // the transport's part; the ack decides
 		return
@@ -270,18 +270,18 @@ func (o *RDMAOp) connLost() {
 }
 
 // dropped completes an op whose message the core dropped; nil is none.
-func (o *RDMAOp) dropped() {
+func (o *rdmaOp) dropped() {
 	if o != nil {
 		o.Complete(RDMADropped)
 	}
 }
 
 // Status returns the recorded outcome and whether there is one yet.
-func (o *RDMAOp) Status() (RDMAStatus, bool) {
+func (o *rdmaOp) Status() (RDMAStatus, bool) {
 	v := o.outcome.Load()
 	return RDMAStatus(v - 1), v != 0
 }
 
 // RDMA returns the RDMA op the transport must post before the message's
 // SENDs, or nil.
-func (m *Message) RDMA() *RDMAOp { return m.rdma }
+func (m *message) RDMA() *rdmaOp { return m.rdma }

@@ -35,7 +35,7 @@ func newMemRDMA(lim RDMALimits) *memRDMA {
 func (*memRDMA) Type() TransportType { return TransIB }
 func (*memRDMA) Name() string        { return "memrdma" }
 
-func (t *memRDMA) Attach(n *Node) (NodeTransport, error) { return &memNode{t: t, node: n}, nil }
+func (t *memRDMA) attach(n *rdsNode) (nodeTransport, error) { return &memNode{t: t, node: n}, nil }
 
 type memMR struct {
 	t     *memRDMA
@@ -59,7 +59,7 @@ func (r *memMR) Free() error {
 
 // exec runs op against the registry; the registry lock makes a Free
 // that returned exclude any later access.
-func (t *memRDMA) exec(op *RDMAOp) RDMAStatus {
+func (t *memRDMA) exec(op *rdmaOp) RDMAStatus {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	mr := t.mrs[op.RKey()]
@@ -81,18 +81,18 @@ func (t *memRDMA) exec(op *RDMAOp) RDMAStatus {
 
 type memNode struct {
 	t    *memRDMA
-	node *Node
+	node *rdsNode
 }
 
 type memPath struct {
 	xmitGuard
 	mu     sync.Mutex
-	parked []*Message
+	parked []*message
 }
 
 func (l *memNode) RDMALimits() RDMALimits { return l.t.lim }
 
-func (l *memNode) RegisterMR(mem []byte, flags RDMAFlags) (RDMAMR, error) {
+func (l *memNode) RegisterMR(mem []byte, flags RDMAFlags) (rdmaMR, error) {
 	if l.t.failReg.Load() {
 		return nil, errors.New("memrdma: registration refused")
 	}
@@ -105,7 +105,7 @@ func (l *memNode) RegisterMR(mem []byte, flags RDMAFlags) (RDMAMR, error) {
 	return r, nil
 }
 
-func (l *memNode) Connect(p *Path) {
+func (l *memNode) Connect(p *connPath) {
 	if p.TransportData.Load() == nil {
 		p.TransportData.CompareAndSwap(nil, &memPath{})
 	}
@@ -114,13 +114,13 @@ func (l *memNode) Connect(p *Path) {
 	}
 }
 
-func (l *memNode) Kick(p *Path) {
+func (l *memNode) Kick(p *connPath) {
 	mp, _ := p.TransportData.Load().(*memPath)
 	if mp == nil {
 		l.Connect(p)
 		return
 	}
-	mp.drain(p, func(m *Message) {
+	mp.drain(p, func(m *message) {
 		if l.t.hold.Load() && !m.IsCongMap() {
 			mp.mu.Lock()
 			mp.parked = append(mp.parked, m)
@@ -132,7 +132,7 @@ func (l *memNode) Kick(p *Path) {
 }
 
 // xmit posts m's op, then its SEND: a failed op drops the message.
-func (l *memNode) xmit(p *Path, m *Message) {
+func (l *memNode) xmit(p *connPath, m *message) {
 	if op := m.RDMA(); op != nil {
 		if st := l.t.exec(op); st != RDMASuccess {
 			op.Complete(st)
@@ -150,7 +150,7 @@ func (l *memNode) xmit(p *Path, m *Message) {
 	p.DropAcked(^uint64(0))
 }
 
-func (l *memNode) deliver(p *Path, m *Message) {
+func (l *memNode) deliver(p *connPath, m *message) {
 	rp := l.peerPath(p)
 	if rp == nil {
 		return
@@ -171,7 +171,7 @@ func (l *memNode) deliver(p *Path, m *Message) {
 // before anything is sent again. It waits for a transmission in
 // progress, which on a real connection would have ended before the
 // break or with it: nothing is delivered between Down and the handshake.
-func (l *memNode) Reset(p *Path) {
+func (l *memNode) Reset(p *connPath) {
 	mp, _ := p.TransportData.Load().(*memPath)
 	if mp != nil {
 		for !mp.inXmit.CompareAndSwap(false, true) {
@@ -204,8 +204,8 @@ func (l *memNode) Reset(p *Path) {
 }
 
 // peerPath returns the peer's path that receives what p sends.
-func (l *memNode) peerPath(p *Path) *Path {
-	dst := l.node.stack.Node(p.conn.faddr)
+func (l *memNode) peerPath(p *connPath) *connPath {
+	dst := l.node.stack.nodeAt(p.conn.faddr)
 	if dst == nil {
 		return nil
 	}
@@ -219,7 +219,7 @@ func (l *memNode) peerPath(p *Path) *Path {
 func (l *memNode) Close() error { return nil }
 
 // parked reports how many messages path p holds.
-func (l *memNode) parkedOn(p *Path) int {
+func (l *memNode) parkedOn(p *connPath) int {
 	mp, _ := p.TransportData.Load().(*memPath)
 	if mp == nil {
 		return 0

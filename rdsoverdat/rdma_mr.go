@@ -20,8 +20,8 @@ type sockRDMA struct {
 }
 
 type sockMR struct {
-	mr      RDMAMR
-	node    *Node
+	mr      rdmaMR
+	node    *rdsNode
 	useOnce bool
 }
 
@@ -46,7 +46,7 @@ type GetMRForDest struct {
 
 // FreeMR is RDS_FREE_MR (set only): release the mapping of Cookie.
 // Cookie 0 asks for released mappings not yet invalidated to be
-// invalidated; live mappings stay (see (*Socket).FreeMR).
+// invalidated; live mappings stay (see (*sock).FreeMR).
 type FreeMR struct {
 	Cookie Cookie
 	Flags  RDMAFlags
@@ -56,88 +56,16 @@ func (GetMR) OptionName() string        { return "RDS_GET_MR" }
 func (GetMRForDest) OptionName() string { return "RDS_GET_MR_FOR_DEST" }
 func (FreeMR) OptionName() string       { return "RDS_FREE_MR" }
 
-// GetMR registers mem for RDMA by peers and returns its cookie
-// (RDS_GET_MR). Errors: ENOTCONN if the socket is unbound, EOPNOTSUPP if
-// its transport has no RDMA, EINVAL for an empty range, one above
-// RDMALimits.MaxBytes or unknown flags, EAGAIN if the node holds
-// RDMALimits.MaxMRs mappings, EBUSY if the transport cannot register.
-//
-// Send the cookie to the server with an RDMADest control message: with
-// it goes the address the mapping starts at (wire.ExtRDMAAddr), which a
-// transport addressing MRs by virtual address (dat) needs. A cookie
-// passed inside a message's payload reaches only zero-based mappings;
-// over dat the server's ops on it fail with a remote error.
-func (s *Socket) GetMR(mem []byte, flags RDMAFlags) (Cookie, error) {
-	c, err := s.getMR(mem, flags)
-	if err != nil {
-		return 0, opErr("setsockopt", s.BoundAddr(), netip.AddrPort{}, err)
-	}
-	return c, nil
-}
-
-// GetMRForDest is RDS_GET_MR_FOR_DEST: GetMR, checking dst (EINVAL if it
-// is not a unicast IPv4 address).
-func (s *Socket) GetMRForDest(dst netip.AddrPort, mem []byte, flags RDMAFlags) (Cookie, error) {
-	if !validDest(dst) {
-		return 0, opErr("setsockopt", s.BoundAddr(), dst, eINVAL)
-	}
-	c, err := s.getMR(mem, flags)
-	if err != nil {
-		return 0, opErr("setsockopt", s.BoundAddr(), dst, err)
-	}
-	return c, nil
-}
-
-// FreeMR releases the mapping of c (RDS_FREE_MR); EINVAL if the socket
-// has none. c == 0 is rds-rdma(7)'s flush of old mappings, those
-// released and not yet invalidated: here every release revokes at once,
-// so there are none and it succeeds without touching the socket's live
-// mappings; like the kernel's, it fails with EINVAL on a socket whose
-// transport has no RDMA (or none yet).
-func (s *Socket) FreeMR(c Cookie, flags RDMAFlags) error {
-	if err := s.freeMR(c, flags); err != nil {
-		return opErr("setsockopt", s.BoundAddr(), netip.AddrPort{}, err)
-	}
-	return nil
-}
-
 func validDest(dst netip.AddrPort) bool {
 	ip := dst.Addr().Unmap()
 	return ip.Is4() && !ip.IsUnspecified() && !ip.IsMulticast() && ip != netip.AddrFrom4([4]byte{255, 255, 255, 255})
 }
 
-// setRDMAOption handles the RDMA socket options of setOption.
-func (s *Socket) setRDMAOption(o Option) (handled bool, err error) {
-	switch v := o.(type) {
-	case GetMR:
-		c, err := s.getMR(v.Vec, v.Flags)
-		if err == nil && v.CookieAddr != nil {
-			*v.CookieAddr = c
-		}
-		return true, err
-	case GetMRForDest:
-		if !validDest(v.Dest) {
-			return true, eINVAL
-		}
-		c, err := s.getMR(v.Vec, v.Flags)
-		if err == nil && v.CookieAddr != nil {
-			*v.CookieAddr = c
-		}
-		return true, err
-	case FreeMR:
-		return true, s.freeMR(v.Cookie, v.Flags)
-	}
-	return false, nil
-}
-
 // rdmaTransport returns the socket's node and its transport's RDMA
 // ability.
-func (s *Socket) rdmaTransport() (*Node, RDMACapable, error) {
+func (s *sock) rdmaTransport() (*rdsNode, rdmaCapable, error) {
 	if s.closed.Load() {
 		return nil, nil, errClosed
-	}
-	if s.k != nil {
-		return nil, nil, s.k.rdmaUnsupported()
 	}
 	s.mu.Lock()
 	node, tr := s.node, s.trans
@@ -148,14 +76,14 @@ func (s *Socket) rdmaTransport() (*Node, RDMACapable, error) {
 	node.mu.RLock()
 	nt := node.trans[tr.Type()]
 	node.mu.RUnlock()
-	rc, ok := nt.(RDMACapable)
+	rc, ok := nt.(rdmaCapable)
 	if !ok {
 		return nil, nil, eOPNOTSUPP
 	}
 	return node, rc, nil
 }
 
-func (s *Socket) getMR(mem []byte, flags RDMAFlags) (Cookie, error) {
+func (s *sock) getMR(mem []byte, flags RDMAFlags) (Cookie, error) {
 	node, rc, err := s.rdmaTransport()
 	if err != nil {
 		return 0, err
@@ -169,7 +97,7 @@ func (s *Socket) getMR(mem []byte, flags RDMAFlags) (Cookie, error) {
 
 // registerMR is __rds_rdma_map: check the limits, register, and file
 // the mapping under its R_Key.
-func (s *Socket) registerMR(node *Node, rc RDMACapable, mem []byte, flags RDMAFlags) (*sockMR, error) {
+func (s *sock) registerMR(node *rdsNode, rc rdmaCapable, mem []byte, flags RDMAFlags) (*sockMR, error) {
 	lim := rc.RDMALimits().WithDefaults()
 	if flags&^mapFlags != 0 || len(mem) == 0 || len(mem) > lim.MaxBytes {
 		return nil, eINVAL
@@ -207,12 +135,9 @@ func (sm *sockMR) free() {
 	sm.node.rdmaMRs.Add(-1)
 }
 
-func (s *Socket) freeMR(c Cookie, flags RDMAFlags) error {
+func (s *sock) freeMR(c Cookie, flags RDMAFlags) error {
 	if s.closed.Load() {
 		return errClosed
-	}
-	if s.k != nil {
-		return s.k.freeMR(c, flags)
 	}
 	if c == 0 {
 		if _, _, err := s.rdmaTransport(); err != nil {
@@ -234,7 +159,7 @@ func (s *Socket) freeMR(c Cookie, flags RDMAFlags) error {
 
 // unmapFailed releases sm, made for a send that then failed, unless it
 // is gone already (the socket closed).
-func (s *Socket) unmapFailed(sm *sockMR) {
+func (s *sock) unmapFailed(sm *sockMR) {
 	rkey := sm.mr.RKey()
 	s.mu.Lock()
 	if s.rdma.mrs[rkey] != sm {
@@ -247,7 +172,7 @@ func (s *Socket) unmapFailed(sm *sockMR) {
 }
 
 // dropMRs releases every mapping of the socket (rds_rdma_drop_keys).
-func (s *Socket) dropMRs() {
+func (s *sock) dropMRs() {
 	s.mu.Lock()
 	mrs := s.rdma.mrs
 	s.rdma.mrs = nil
@@ -259,7 +184,7 @@ func (s *Socket) dropMRs() {
 
 // rdmaUnuse handles an RDMA ACK for the mapping rkey (rds_rdma_unuse):
 // a use-once mapping is released before the message is delivered.
-func (s *Socket) rdmaUnuse(rkey uint32) {
+func (s *sock) rdmaUnuse(rkey uint32) {
 	s.mu.Lock()
 	sm := s.rdma.mrs[rkey]
 	if sm == nil || !sm.useOnce {
@@ -272,7 +197,7 @@ func (s *Socket) rdmaUnuse(rkey uint32) {
 }
 
 // mrAddr returns the address peers name the socket's mapping rkey by.
-func (s *Socket) mrAddr(rkey uint32) (uint64, bool) {
+func (s *sock) mrAddr(rkey uint32) (uint64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sm := s.rdma.mrs[rkey]; sm != nil {
@@ -281,8 +206,8 @@ func (s *Socket) mrAddr(rkey uint32) (uint64, bool) {
 	return 0, false
 }
 
-// MRs returns how many mappings the socket holds.
-func (s *Socket) MRs() int {
+// mrs returns how many mappings the socket holds.
+func (s *sock) mrs() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.rdma.mrs)

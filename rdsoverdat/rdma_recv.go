@@ -9,7 +9,7 @@ import "github.com/godapl/godapl/rdsoverdat/wire"
 // before it is delivered (rds_recv_incoming_exthdrs): an RDMA ACK
 // releases a use-once mapping, an RDMA_DEST cookie is kept for RecvMsg
 // and the address announced with it is remembered for ops on it.
-func (p *Path) rdmaIncoming(m *Message, s *Socket) {
+func (p *connPath) rdmaIncoming(m *message, s *sock) {
 	h := m.Header()
 	if h.ExtArea()[0] == byte(wire.ExtNone) {
 		return
@@ -37,7 +37,7 @@ func (p *Path) rdmaIncoming(m *Message, s *Socket) {
 
 // rdmaNotify queues a notification for RecvMsg (rds_rdma_send_complete);
 // a closed socket drops it.
-func (s *Socket) rdmaNotify(n RDMANotify) {
+func (s *sock) rdmaNotify(n RDMANotify) {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -52,7 +52,7 @@ func (s *Socket) rdmaNotify(n RDMANotify) {
 
 // takeNotes moves pending notifications into m.Control (s.mu held) and
 // reports whether there were any (rds_notify_queue_get).
-func (s *Socket) takeNotes(m *Msg) bool {
+func (s *sock) takeNotes(m *Msg) bool {
 	if len(s.rdma.notes) == 0 {
 		return false
 	}
@@ -65,7 +65,7 @@ func (s *Socket) takeNotes(m *Msg) bool {
 }
 
 // rdmaClose releases the socket's mappings and notifications on close.
-func (s *Socket) rdmaClose() {
+func (s *sock) rdmaClose() {
 	s.mu.Lock()
 	s.rdma.notes = nil
 	s.mu.Unlock()

@@ -120,7 +120,7 @@ func (a *rdmaAttach) addExt(e wire.Ext) { a.exts[a.nexts] = e; a.nexts++ }
 // what the message carries, in *a: it registers an RDMAMap's memory and
 // builds an RDMAArgs' op (rds_cmsg_rdma_map, rds_cmsg_rdma_dest,
 // rds_cmsg_rdma_args).
-func (s *Socket) rdmaPrepare(r *rdmaCmsgs, conn *Conn, payload int, a *rdmaAttach) error {
+func (s *sock) rdmaPrepare(r *rdmaCmsgs, conn *connection, payload int, a *rdmaAttach) error {
 	var destAddr uint64
 	if r.hasDest {
 		// rds_cmsg_rdma_dest: the cookie must name a mapping of this
@@ -130,7 +130,7 @@ func (s *Socket) rdmaPrepare(r *rdmaCmsgs, conn *Conn, payload int, a *rdmaAttac
 			return eINVAL
 		}
 	}
-	rc, ok := conn.nt.(RDMACapable)
+	rc, ok := conn.nt.(rdmaCapable)
 	if !ok {
 		return eOPNOTSUPP
 	}
@@ -163,7 +163,7 @@ func (s *Socket) rdmaPrepare(r *rdmaCmsgs, conn *Conn, payload int, a *rdmaAttac
 
 // rdmaOp checks RDMAArgs and fills op (rds_cmsg_rdma_args). op.local is
 // args.Local itself, copied when the op is attached.
-func (s *Socket) rdmaOp(args *RDMAArgs, conn *Conn, rc RDMACapable, payload int, op *rdmaOpArgs) error {
+func (s *sock) rdmaOp(args *RDMAArgs, conn *connection, rc rdmaCapable, payload int, op *rdmaOpArgs) error {
 	lim := rc.RDMALimits().WithDefaults()
 	if args.Flags&^opFlags != 0 || len(args.Local) == 0 {
 		return eINVAL
@@ -205,7 +205,7 @@ func (s *Socket) rdmaOp(args *RDMAArgs, conn *Conn, rc RDMACapable, payload int,
 // writes no cookie, so that an application retrying on EAGAIN does not
 // pile up mappings until the node's limit (rds_sendmsg's error path
 // puts the message, and the mapping with it).
-func (a *rdmaAttach) settle(s *Socket, err error) {
+func (a *rdmaAttach) settle(s *sock, err error) {
 	if a.mapped == nil {
 		return
 	}
@@ -219,7 +219,7 @@ func (a *rdmaAttach) settle(s *Socket, err error) {
 }
 
 // attach puts a's extension headers and op on m; m's header is encoded.
-func (a *rdmaAttach) attach(m *Message) {
+func (a *rdmaAttach) attach(m *message) {
 	h := m.Header()
 	for _, e := range a.exts[:a.nexts] {
 		_ = h.AddExt(e) // two at most, 16 bytes at most: always fit

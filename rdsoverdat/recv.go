@@ -2,7 +2,6 @@ package rdsoverdat
 
 import (
 	"errors"
-	"net"
 	"net/netip"
 	"time"
 
@@ -10,7 +9,7 @@ import (
 )
 
 // The receive path (rds_recv_incoming): a transport reassembles a message
-// and hands it to (*Path).Receive. Congestion maps update the peer's map.
+// and hands it to (*connPath).Receive. Congestion maps update the peer's map.
 // Everything else passes the duplicate check (a retransmitted message
 // below the path's next expected sequence number is dropped), then pings
 // are answered with pongs, handshake probes and pongs set the path count
@@ -30,7 +29,7 @@ var (
 // NewRxMessage returns a message holding a copy of header h with room for
 // its h_len payload bytes, which the transport then fills through
 // Payload before calling Receive.
-func (p *Path) NewRxMessage(h wire.Header) (*Message, error) {
+func (p *connPath) NewRxMessage(h wire.Header) (*message, error) {
 	l := h.Len()
 	switch {
 	case l > wire.MaxMsgSize:
@@ -46,7 +45,7 @@ func (p *Path) NewRxMessage(h wire.Header) (*Message, error) {
 }
 
 // Receive takes ownership of a complete incoming message.
-func (p *Path) Receive(m *Message) {
+func (p *connPath) Receive(m *message) {
 	c := p.conn
 	node := c.node
 	h := m.Header()
@@ -118,7 +117,7 @@ func (p *Path) Receive(m *Message) {
 }
 
 // handshake reads NPATHS and GEN_NUM from a probe or its pong.
-func (p *Path) handshake(h wire.Header) {
+func (p *connPath) handshake(h wire.Header) {
 	n, present := 0, false
 	var gen uint32
 	for it := h.Exts(); it.Next(); {
@@ -140,7 +139,7 @@ func (p *Path) handshake(h wire.Header) {
 
 // deliver queues m on the socket (rds_recv_incoming's tail and
 // rds_recv_rcvbuf_delta): false if the socket is closing.
-func (s *Socket) deliver(m *Message) bool {
+func (s *sock) deliver(m *message) bool {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -173,7 +172,7 @@ func (s *Socket) deliver(m *Message) bool {
 // caller changes s.congested under s.mu and then calls syncCong, which
 // applies the state current at that moment, serialized by congMu: the
 // last call applies the last change.
-func (s *Socket) syncCong(node *Node, port wire.Port) {
+func (s *sock) syncCong(node *rdsNode, port wire.Port) {
 	s.congMu.Lock()
 	defer s.congMu.Unlock()
 	s.mu.Lock()
@@ -186,46 +185,8 @@ func (s *Socket) syncCong(node *Node, port wire.Port) {
 	}
 }
 
-// RecvMsg receives one message into m.Data (recvmsg(2)) and returns the
-// number of bytes copied, or with MsgTrunc in flags the message's full
-// length. m.Addr is set to the sender (zero for notifications); m.Flags gets MsgTrunc if the
-// message did not fit (the rest is discarded unless MsgPeek). A pending
-// congestion notification (RDS_CONG_MONITOR) is returned first, alone,
-// as a CongUpdate in m.Control with 0 bytes. With MsgPeek the message
-// stays queued. An empty queue fails with EAGAIN under MsgDontWait,
-// otherwise waits up to SO_RCVTIMEO (ETIMEDOUT) or the read deadline
-// (os.ErrDeadlineExceeded).
-func (s *Socket) RecvMsg(m *Msg, flags MsgFlags) (int, error) {
-	n, err := s.recvmsg(m, flags)
-	if err != nil {
-		return 0, opErr("recvmsg", s.BoundAddr(), netip.AddrPort{}, err)
-	}
-	return n, nil
-}
-
-// ReadFrom receives one message into p (net.PacketConn); a longer
-// message is truncated. The address is an Addr.
-func (s *Socket) ReadFrom(p []byte) (int, net.Addr, error) {
-	m := Msg{Data: p}
-	for {
-		n, err := s.RecvMsg(&m, 0)
-		if err != nil {
-			return 0, nil, err
-		}
-		if len(m.Control) == 0 {
-			return n, Addr(m.Addr), nil
-		}
-		m.Control = m.Control[:0] // notifications are for RecvMsg users
-	}
-}
-
-func (s *Socket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
-	if s.k != nil {
-		if s.closed.Load() {
-			return 0, errClosed
-		}
-		return s.k.recvmsg(m, flags)
-	}
+// recvmsg is Socket.RecvMsg.
+func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 	m.Flags = 0
 	m.Control = m.Control[:0]
 	m.Addr = netip.AddrPort{} // a notification has no sender

@@ -9,19 +9,19 @@ import (
 // Direct reception, an optional shortcut for stream transports. The
 // kernel copies a received payload once, from its socket buffers to the
 // user. A transport in user space reads it out of its own socket into a
-// Message, and RecvMsg then copies it again into the caller's buffer.
+// message, and RecvMsg then copies it again into the caller's buffer.
 // When a socket's RecvMsg is already blocked on an empty queue with a
 // buffer big enough for the message, the transport can instead read the
-// payload straight into that buffer: one copy fewer, and no Message.
+// payload straight into that buffer: one copy fewer, and no message.
 //
 // The protocol, for one waiting RecvMsg per socket at a time:
 //  1. RecvMsg, finding nothing to return, offers its buffer (rxWaiter,
 //     waitOffered) and blocks as usual.
-//  2. The transport, having read a header, calls (*Path).ClaimDirect. It
+//  2. The transport, having read a header, calls (*connPath).ClaimDirect. It
 //     succeeds only for a plain data message (no extension headers, not a
 //     duplicate, not a ping) to a socket whose offer fits and whose queue
 //     is empty, so that nothing overtakes a queued message.
-//  3. The transport reads the payload into DirectRx.Buf and calls Done,
+//  3. The transport reads the payload into directRx.Buf and calls Done,
 //     with ok false if the connection failed before the payload was
 //     complete. Done ends the claim and wakes RecvMsg.
 //  4. RecvMsg, woken for any reason, withdraws its offer. If the offer was
@@ -68,7 +68,7 @@ func newRxWaiter() rxWaiter {
 // offerDirect offers p for direct reception if it is big enough and no
 // other receiver has an offer out; s.mu is held. It reports whether p was
 // offered (the caller must then withdrawDirect after blocking).
-func (s *Socket) offerDirect(p []byte, flags MsgFlags) bool {
+func (s *sock) offerDirect(p []byte, flags MsgFlags) bool {
 	if len(p) < directRecvMin || flags&(MsgPeek|MsgDontWait) != 0 || s.rxw.state != waitIdle || s.rxw.done == nil {
 		return false
 	}
@@ -79,7 +79,7 @@ func (s *Socket) offerDirect(p []byte, flags MsgFlags) bool {
 // withdrawDirect takes an offer back after RecvMsg woke up. If a
 // transport claimed it, it waits for the claim to end and returns the
 // message's length and sender with ok true when the buffer was filled.
-func (s *Socket) withdrawDirect() (n int, from netip.AddrPort, ok bool) {
+func (s *sock) withdrawDirect() (n int, from netip.AddrPort, ok bool) {
 	s.mu.Lock()
 	if s.rxw.state == waitOffered || s.rxw.state == waitIdle {
 		s.rxw.state, s.rxw.buf = waitIdle, nil
@@ -99,21 +99,21 @@ func (s *Socket) withdrawDirect() (n int, from netip.AddrPort, ok bool) {
 // cancelOffer takes a pending offer back because a message was queued
 // the ordinary way (s.mu held); the waiter finds its offer gone and reads
 // the queue.
-func (s *Socket) cancelOffer() {
+func (s *sock) cancelOffer() {
 	if s.rxw.state == waitOffered {
 		s.rxw.state, s.rxw.buf = waitIdle, nil
 	}
 }
 
-// DirectRx is a claimed direct reception: the transport reads exactly
+// directRx is a claimed direct reception: the transport reads exactly
 // len(Buf) payload bytes into Buf, then calls Done once.
-type DirectRx struct {
+type directRx struct {
 	// Buf is the payload's destination: the waiting receiver's memory,
 	// h_len bytes long.
 	Buf []byte
 
-	p     *Path
-	s     *Socket
+	p     *connPath
+	s     *sock
 	seq   wire.Seq
 	sport wire.Port
 	retx  bool
@@ -124,25 +124,25 @@ type DirectRx struct {
 // (see above). It returns false when the message must go the ordinary
 // way (NewRxMessage, Receive). After a true return the transport must
 // call Done exactly once, and Receive nothing on this path until then.
-func (p *Path) ClaimDirect(h wire.Header) (DirectRx, bool) {
+func (p *connPath) ClaimDirect(h wire.Header) (directRx, bool) {
 	s := p.directTarget(h)
 	if s == nil {
-		return DirectRx{}, false
+		return directRx{}, false
 	}
 	l, seq, retx := h.Len(), h.Sequence(), h.Flags()&wire.FlagRetransmitted != 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() || s.rxw.state != waitOffered || s.rxq.n > 0 || len(s.rxw.buf) < int(l) {
-		return DirectRx{}, false
+		return directRx{}, false
 	}
 	s.rxw.state = waitClaimed
-	return DirectRx{Buf: s.rxw.buf[:l], p: p, s: s, seq: seq, sport: h.Sport(), retx: retx}, true
+	return directRx{Buf: s.rxw.buf[:l], p: p, s: s, seq: seq, sport: h.Sport(), retx: retx}, true
 }
 
 // directTarget returns the socket a message with header h could be read
 // directly for, or nil if it must go the ordinary way whatever the
 // socket does.
-func (p *Path) directTarget(h wire.Header) *Socket {
+func (p *connPath) directTarget(h wire.Header) *sock {
 	if h.Len() < directRecvMin || !p.plainInWindow(h) {
 		return nil
 	}
@@ -154,7 +154,7 @@ func (p *Path) directTarget(h wire.Header) *Socket {
 // it; otherwise the receiver goes back to waiting and the message, never
 // acknowledged by this reader, comes again on the path's next
 // connection.
-func (d DirectRx) Done(ok bool) {
+func (d directRx) Done(ok bool) {
 	p, s := d.p, d.s
 	ok = ok && p.acceptDirect(d.seq, d.retx, len(d.Buf))
 	s.mu.Lock()

@@ -17,9 +17,9 @@ func directStack(t *testing.T) *Stack {
 
 // offered reports whether s has a RecvMsg's buffer on offer.
 func offered(s *Socket) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rxw.state == waitOffered
+	s.sock().mu.Lock()
+	defer s.sock().mu.Unlock()
+	return s.sock().rxw.state == waitOffered
 }
 
 // recvAsync runs one RecvMsg on s into a size-byte buffer.
@@ -74,7 +74,7 @@ func TestDirectRecvTCP(t *testing.T) {
 	recvTimeout(t, b, make([]byte, 64), 5*time.Second)
 
 	for i, size := range []int{directRecvMin, 65536, 300 << 10} {
-		before := st.Node(as[1]).Stats().RecvDirect
+		before := st.nodeAt(as[1]).Stats().RecvDirect
 		res := recvAsync(b, 300<<10)
 		eventually(t, 5*time.Second, "offer", func() bool { return offered(b) })
 		msg := directPattern(size, byte(i))
@@ -85,7 +85,7 @@ func TestDirectRecvTCP(t *testing.T) {
 		if r.err != nil || !bytes.Equal(r.data, msg) || r.m.Addr != a.BoundAddr() || r.m.Flags != 0 {
 			t.Fatalf("size %d: %d bytes from %v, flags %v, err %v", size, r.n, r.m.Addr, r.m.Flags, r.err)
 		}
-		if got := st.Node(as[1]).Stats().RecvDirect; got != before+1 {
+		if got := st.nodeAt(as[1]).Stats().RecvDirect; got != before+1 {
 			t.Errorf("size %d: RecvDirect %d -> %d, want one more", size, before, got)
 		}
 	}
@@ -111,14 +111,14 @@ func TestDirectRecvTCP(t *testing.T) {
 // directFixture binds a and b over tcp, brings their connection up and
 // returns b's node's path from a's node, for a test to act as its
 // transport.
-func directFixture(t *testing.T) (a, b *Socket, p *Path) {
+func directFixture(t *testing.T) (a, b *Socket, p *connPath) {
 	st := directStack(t)
 	as := testAddrs(2)
 	a = mustBind(t, st, ap(as[0], 0))
 	b = mustBind(t, st, ap(as[1], 0))
 	a.SendTo([]byte("up"), b.BoundAddr(), 0)
 	recvTimeout(t, b, make([]byte, 64), 5*time.Second)
-	c := st.Node(as[1]).Conn(as[0], TransTCP)
+	c := st.nodeAt(as[1]).Conn(as[0], TransTCP)
 	if c == nil {
 		t.Fatal("no connection")
 	}
@@ -127,7 +127,7 @@ func directFixture(t *testing.T) (a, b *Socket, p *Path) {
 
 // header builds the header of a data message from a to b on p, numbered
 // after everything the path has received.
-func directHeader(p *Path, a, b *Socket, n int) wire.Header {
+func directHeader(p *connPath, a, b *Socket, n int) wire.Header {
 	_, rx := p.NextSeqs()
 	h := make(wire.Header, wire.HeaderLen)
 	h.Encode(&wire.Fields{Len: uint32(n), Sequence: rx + 100, Sport: wire.Port(a.BoundAddr().Port()), Dport: wire.Port(b.BoundAddr().Port())})
@@ -267,5 +267,5 @@ func TestDirectRecvAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(200, round); n > 0.05 {
 		t.Errorf("%.2f allocs per 64 KiB send+recv", n)
 	}
-	t.Logf("%d of %d messages took the direct path", st.Node(as[1]).Stats().RecvDirect, st.Node(as[1]).Stats().RecvDelivered)
+	t.Logf("%d of %d messages took the direct path", st.nodeAt(as[1]).Stats().RecvDirect, st.nodeAt(as[1]).Stats().RecvDelivered)
 }

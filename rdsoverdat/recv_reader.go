@@ -29,7 +29,7 @@ type readerRole interface {
 	// (rrTimedOut), or it could not be taken: another RecvMsg runs it
 	// (rrBusy) or it went back to the transport (rrGone). It clears
 	// s's hold (readerDone) before it returns.
-	run(s *Socket, buf []byte, flags MsgFlags, limit time.Time) (int, netip.AddrPort, rrResult)
+	run(s *sock, buf []byte, flags MsgFlags, limit time.Time) (int, netip.AddrPort, rrResult)
 	// interrupt ends a blocked read of the RecvMsg running the role, if
 	// any, or the next read.
 	interrupt()
@@ -65,7 +65,7 @@ type sockReaderRole struct {
 
 // readerTarget returns the socket bound to the destination of a message
 // with header h when it is data (not a map, ping or handshake pong).
-func (p *Path) readerTarget(h wire.Header) *Socket {
+func (p *connPath) readerTarget(h wire.Header) *sock {
 	sport, dport := h.Sport(), h.Dport()
 	if h.IsCongMap() || dport == wire.PingPort || wire.IsHandshakePong(sport, dport) {
 		return nil
@@ -75,7 +75,7 @@ func (p *Path) readerTarget(h wire.Header) *Socket {
 
 // readerWanted returns s if a RecvMsg of s waits for a message (nil for a
 // nil s).
-func (s *Socket) readerWanted() *Socket {
+func (s *sock) readerWanted() *sock {
 	if s == nil || s.reader.waiters.Load() == 0 || s.closed.Load() {
 		return nil
 	}
@@ -84,7 +84,7 @@ func (s *Socket) readerWanted() *Socket {
 
 // lendReader records r as lent to s's receivers and wakes one that waits
 // (it found no role when it looked); false if s is closed.
-func (s *Socket) lendReader(r *readerRoleRef) bool {
+func (s *sock) lendReader(r *readerRoleRef) bool {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -100,7 +100,7 @@ func (s *Socket) lendReader(r *readerRoleRef) bool {
 
 // readerDone ends a RecvMsg's run of role r: s no longer holds it, gone
 // forgets it was lent, and a receiver that waited meanwhile may take it.
-func (s *Socket) readerDone(r *readerRoleRef, gone bool) {
+func (s *sock) readerDone(r *readerRoleRef, gone bool) {
 	s.reader.hold.Store(nil)
 	if gone {
 		s.mu.Lock()
@@ -117,7 +117,7 @@ func (s *Socket) readerDone(r *readerRoleRef, gone bool) {
 
 // interruptReader makes a RecvMsg of s that reads a connection in the
 // poller look at the socket again.
-func (s *Socket) interruptReader() {
+func (s *sock) interruptReader() {
 	if r := s.reader.hold.Load(); r != nil {
 		r.r.interrupt()
 	}
@@ -127,7 +127,7 @@ func (s *Socket) interruptReader() {
 // closes, or waits where no read of the connection can wake it (Poll,
 // MsgDontWait). The caller calls the returned ref's giveBack, if any,
 // after unlocking.
-func (s *Socket) dropReader() *readerRoleRef {
+func (s *sock) dropReader() *readerRoleRef {
 	r := s.reader.lent
 	s.reader.lent = nil
 	return r
@@ -135,7 +135,7 @@ func (s *Socket) dropReader() *readerRoleRef {
 
 // queueEmpty reports whether nothing waits in s's queue, so that a
 // message read into a caller's buffer overtakes nothing.
-func (s *Socket) queueEmpty() bool {
+func (s *sock) queueEmpty() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rxq.n == 0 && !s.closed.Load()
@@ -144,7 +144,7 @@ func (s *Socket) queueEmpty() bool {
 // plainInWindow reports whether a message with header h is plain data a
 // receiver may take as is: no extension headers, not a map, ping or pong,
 // not a duplicate.
-func (p *Path) plainInWindow(h wire.Header) bool {
+func (p *connPath) plainInWindow(h wire.Header) bool {
 	sport, dport := h.Sport(), h.Dport()
 	if h.Len() > wire.MaxMsgSize || h.IsCongMap() || h.ExtArea()[0] != byte(wire.ExtNone) ||
 		dport == wire.PingPort || sport == wire.PingPort || wire.IsHandshakePong(sport, dport) {
@@ -161,7 +161,7 @@ func (p *Path) plainInWindow(h wire.Header) bool {
 // It returns false for a retransmitted message the path already has (a
 // restart handshake moved the window since the header was checked): the
 // receiver then discards it.
-func (p *Path) acceptDirect(seq wire.Seq, retx bool, l int) bool {
+func (p *connPath) acceptDirect(seq wire.Seq, retx bool, l int) bool {
 	p.mu.Lock()
 	if retx && seq < p.nextRxSeq {
 		p.mu.Unlock()

@@ -1,7 +1,6 @@
 package rdsoverdat
 
 import (
-	"net"
 	"net/netip"
 	"time"
 
@@ -15,64 +14,10 @@ import (
 // next sequence number and queue it; wake the transport. The message stays
 // on the path until the peer acknowledges it or it is cancelled.
 
-// SendMsg sends m.Data to m.Addr as one message and returns its length
-// once it is queued; delivery is asynchronous. Errors (as errno):
-// EOPNOTSUPP for flags other than MsgDontWait; EINVAL for an invalid,
-// wildcard, broadcast or multicast destination or an unknown control
-// message; ENOTCONN if the socket is unbound or m.Addr is the zero
-// AddrPort (no destination); EMSGSIZE above SO_SNDBUF, and above 1 MiB
-// (then also ErrMsgTooBig); ENOBUFS if the destination port is congested (with
-// MsgDontWait; otherwise it waits); EAGAIN if SO_SNDBUF is full (with
-// MsgDontWait; otherwise it waits up to SO_SNDTIMEO, then ETIMEDOUT, or
-// the write deadline, then os.ErrDeadlineExceeded). SO_SNDBUF is full
-// when the unacknowledged bytes reach it: a send admitted below it may
-// take them past it, as the kernel's does.
-func (s *Socket) SendMsg(m *Msg, flags MsgFlags) (int, error) {
-	n, err := s.sendmsg(m.Data, m.Addr, m.Control, flags)
-	if err != nil {
-		s.mu.Lock()
-		local := s.bound
-		s.mu.Unlock()
-		return 0, opErr("sendmsg", local, m.Addr, err)
-	}
-	return n, nil
-}
-
-// WriteTo sends p to addr (net.PacketConn): an Addr, *Addr or
-// *net.UDPAddr naming an IPv4 address and RDS port.
-func (s *Socket) WriteTo(p []byte, addr net.Addr) (int, error) {
-	var dst netip.AddrPort
-	switch a := addr.(type) {
-	case Addr:
-		dst = netip.AddrPort(a)
-	case *Addr:
-		dst = netip.AddrPort(*a)
-	case *net.UDPAddr:
-		dst = a.AddrPort()
-	default:
-		return 0, opErr("sendmsg", netip.AddrPort{}, netip.AddrPort{}, eINVAL)
-	}
-	return s.SendMsg(&Msg{Data: p, Addr: dst}, 0)
-}
-
-// SendTo sends p to dst with flags: SendMsg without control messages.
-func (s *Socket) SendTo(p []byte, dst netip.AddrPort, flags MsgFlags) (int, error) {
-	n, err := s.sendmsg(p, dst, nil, flags)
-	if err != nil {
-		return 0, opErr("sendmsg", s.BoundAddr(), dst, err)
-	}
-	return n, nil
-}
-
-func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags MsgFlags) (int, error) {
-	if flags&^MsgDontWait != 0 {
-		return 0, eOPNOTSUPP
-	}
+// sendmsg is Socket.SendMsg; the caller checked flags.
+func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags MsgFlags) (int, error) {
 	if s.closed.Load() {
 		return 0, errClosed
-	}
-	if s.k != nil {
-		return s.k.sendmsg(p, dst, cm, flags)
 	}
 	if !dst.IsValid() {
 		return 0, eNOTCONN // no msg_name and no connect(2): rds_sendmsg's ENOTCONN
@@ -121,7 +66,7 @@ func (s *Socket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flag
 
 // admit waits for the destination port to be uncongested and for
 // SO_SNDBUF room (until the deadline until), then queues the message.
-func (s *Socket) admit(conn *Conn, p []byte, dport wire.Port, nonblock bool, until time.Time, ra *rdmaAttach) (int, error) {
+func (s *sock) admit(conn *connection, p []byte, dport wire.Port, nonblock bool, until time.Time, ra *rdmaAttach) (int, error) {
 	node := conn.node
 	// Congestion (rds_cong_wait).
 	if conn.fcong.test(dport) {
@@ -159,15 +104,15 @@ func (s *Socket) admit(conn *Conn, p []byte, dport wire.Port, nonblock bool, unt
 	}
 }
 
-// roomWaker is a NodeTransport that may leave an ack, and so the
+// roomWaker is a nodeTransport that may leave an ack, and so the
 // SO_SNDBUF room it frees, to a slow poll (the tcp transport's lone
 // message): WakeForRoom has p poll at its fastest again.
-type roomWaker interface{ WakeForRoom(p *Path) }
+type roomWaker interface{ WakeForRoom(p *connPath) }
 
 // blockForRoom waits for SO_SNDBUF room, counted in node.sndBlocked, and
 // first wakes those of conn's paths that poll slowly for a lone
 // message's ack, whose room this sender may be waiting for.
-func (s *Socket) blockForRoom(node *Node, conn *Conn, until time.Time) error {
+func (s *sock) blockForRoom(node *rdsNode, conn *connection, until time.Time) error {
 	node.sndBlocked.Add(1)
 	defer node.sndBlocked.Add(-1)
 	if w, ok := conn.nt.(roomWaker); ok {
@@ -181,7 +126,7 @@ func (s *Socket) blockForRoom(node *Node, conn *Conn, until time.Time) error {
 // congWait handles a congested destination port: ENOBUFS without
 // blocking (arming the monitor mask for that port first, as the kernel
 // does), otherwise wait for the peer's map to clear the bit.
-func (s *Socket) congWait(conn *Conn, dport wire.Port, nonblock bool, until time.Time) error {
+func (s *sock) congWait(conn *connection, dport wire.Port, nonblock bool, until time.Time) error {
 	node := conn.node
 	if nonblock {
 		s.mu.Lock()
@@ -205,7 +150,7 @@ func (s *Socket) congWait(conn *Conn, dport wire.Port, nonblock bool, until time
 }
 
 // queue builds the message and puts it on the socket's path.
-func (s *Socket) queue(conn *Conn, p []byte, dport wire.Port, ackReq bool, ra *rdmaAttach) (int, error) {
+func (s *sock) queue(conn *connection, p []byte, dport wire.Port, ackReq bool, ra *rdmaAttach) (int, error) {
 	m := newMessage(len(p))
 	copy(m.buf, p)
 	m.sock, m.dport = s, dport
@@ -232,7 +177,7 @@ func (s *Socket) queue(conn *Conn, p []byte, dport wire.Port, ackReq bool, ra *r
 }
 
 // sendDone returns n bytes of SO_SNDBUF room (ack or cancel).
-func (s *Socket) sendDone(n int) {
+func (s *sock) sendDone(n int) {
 	s.mu.Lock()
 	s.sndBytes -= n
 	s.mu.Unlock()
@@ -241,7 +186,7 @@ func (s *Socket) sendDone(n int) {
 }
 
 // lane returns the socket's path on conn, fixed by its first message.
-func (s *Socket) lane(conn *Conn) *Path {
+func (s *sock) lane(conn *connection) *connPath {
 	if conn.maxPaths == 1 {
 		return conn.paths[0]
 	}
@@ -251,7 +196,7 @@ func (s *Socket) lane(conn *Conn) *Path {
 	if p == nil {
 		p = conn.pathFor(s)
 		if s.lanes == nil {
-			s.lanes = make(map[*Conn]*Path)
+			s.lanes = make(map[*connection]*connPath)
 		}
 		s.lanes[conn] = p
 	}

@@ -24,7 +24,7 @@ func transports(t *testing.T, f func(t *testing.T, st *Stack)) {
 	})
 	t.Run("dat", func(t *testing.T) {
 		leakCheck(t)
-		f(t, datStack(t, DATConfig{Provider: mem.New()}))
+		f(t, datStack(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem"}))
 	})
 }
 
@@ -107,7 +107,7 @@ func TestSendQueueFull(t *testing.T) {
 	// A blocked sender wakes up when room appears (cancel) or on close.
 	done := make(chan error, 1)
 	go func() { _, err := s.SendTo([]byte("late"), dst, 0); done <- err }()
-	time.Sleep(10 * time.Millisecond)
+	eventually(t, 5*time.Second, "the sender waiting for room", func() bool { return s.sock().boundNode().sndBlocked.Load() > 0 })
 	if err := s.SetOption(CancelSentTo(dst)); err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +118,8 @@ func TestSendQueueFull(t *testing.T) {
 	if snd, _ := s.Buffered(); snd != 0 {
 		t.Errorf("after cancel: %d bytes accounted", snd)
 	}
-	if st.Node(as[0]).Stats().SendCanceled != 4 {
-		t.Errorf("canceled %d", st.Node(as[0]).Stats().SendCanceled)
+	if st.nodeAt(as[0]).Stats().SendCanceled != 4 {
+		t.Errorf("canceled %d", st.nodeAt(as[0]).Stats().SendCanceled)
 	}
 }
 
@@ -197,7 +197,7 @@ func TestZeroLengthAndNoSocket(t *testing.T) {
 			t.Fatalf("zero-length: %d bytes from %v", n, from)
 		}
 		eventually(t, 5*time.Second, "drop counted", func() bool {
-			return st.Node(as[1]).Stats().RecvDropNoSock == 1
+			return st.nodeAt(as[1]).Stats().RecvDropNoSock == 1
 		})
 		eventually(t, 5*time.Second, "acks", func() bool { s, _ := a.Buffered(); return s == 0 })
 	})

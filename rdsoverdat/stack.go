@@ -66,7 +66,7 @@ func sysctlBuffer(path string, def int) int {
 }
 
 // Stack is an RDS instance in one process: the userspace counterpart of
-// the kernel's rds module in one network namespace. It holds one Node per
+// the kernel's rds module in one network namespace. It holds one node per
 // local address that sockets bound to, and the transports they share.
 // Several nodes in one Stack reach each other through the loop transport,
 // or through any other transport a socket selects.
@@ -79,8 +79,8 @@ type Stack struct {
 	congGen atomic.Uint64 // bumped on every congestion map change
 
 	mu      sync.RWMutex
-	nodes   map[netip.Addr]*Node
-	sockets map[*Socket]struct{}
+	nodes   map[netip.Addr]*rdsNode
+	sockets map[backend]struct{} // every open socket, for Close
 	closed  bool
 }
 
@@ -100,8 +100,8 @@ func NewStack(cfg Config) *Stack {
 		cfg:     cfg,
 		log:     zerolog.Nop(),
 		genNum:  rand.Uint32() | 1, // never 0: 0 means "no generation" on the wire
-		nodes:   make(map[netip.Addr]*Node),
-		sockets: make(map[*Socket]struct{}),
+		nodes:   make(map[netip.Addr]*rdsNode),
+		sockets: make(map[backend]struct{}),
 	}
 	if cfg.Logger != nil {
 		st.log = *cfg.Logger
@@ -134,19 +134,19 @@ func (st *Stack) defaultTransport() Transport {
 // (Config.Kernel).
 func (st *Stack) Kernel() bool { return st.cfg.Kernel }
 
-// Node returns the node of a local address, or nil if no socket has bound
+// nodeAt returns the node of a local address, or nil if no socket has bound
 // to it yet (always nil for a kernel stack).
-func (st *Stack) Node(addr netip.Addr) *Node {
+func (st *Stack) nodeAt(addr netip.Addr) *rdsNode {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	return st.nodes[addr]
 }
 
-// Nodes returns every node of the stack.
-func (st *Stack) Nodes() []*Node {
+// allNodes returns every node of the stack.
+func (st *Stack) allNodes() []*rdsNode {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
-	ns := make([]*Node, 0, len(st.nodes))
+	ns := make([]*rdsNode, 0, len(st.nodes))
 	for _, n := range st.nodes {
 		ns = append(ns, n)
 	}
@@ -155,7 +155,7 @@ func (st *Stack) Nodes() []*Node {
 
 // node returns the node for addr, creating it and attaching every
 // configured transport on first use.
-func (st *Stack) node(addr netip.Addr) (*Node, error) {
+func (st *Stack) node(addr netip.Addr) (*rdsNode, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.closed {
@@ -166,13 +166,13 @@ func (st *Stack) node(addr netip.Addr) (*Node, error) {
 	}
 	n := newNode(st, addr)
 	for _, tr := range append([]Transport{st.loop}, st.cfg.Transports...) {
-		// What Attach starts may look at the node at once (Node.Conn
+		// What attach starts may look at the node at once (rdsNode.Conn
 		// for a peer's connection): holding the node's lock makes it
 		// wait until the transport is published, instead of finding
 		// none and refusing a peer that connected the moment the node
 		// listened.
 		n.mu.Lock()
-		nt, err := tr.Attach(n)
+		nt, err := tr.attach(n)
 		if err == nil {
 			n.trans[tr.Type()] = nt
 		}
@@ -195,14 +195,14 @@ func (st *Stack) Close() error {
 		return errClosed
 	}
 	st.closed = true
-	socks := make([]*Socket, 0, len(st.sockets))
+	socks := make([]backend, 0, len(st.sockets))
 	for s := range st.sockets {
 		socks = append(socks, s)
 	}
 	nodes := st.nodes
 	st.mu.Unlock()
 	for _, s := range socks {
-		s.Close()
+		s.close()
 	}
 	for _, n := range nodes {
 		n.closeTransports()

@@ -1,5 +1,7 @@
 package rdsoverdat
 
+import "net/netip"
+
 import "sync/atomic"
 
 // Statistics. Every drop, retry and back-pressure event has a counter,
@@ -48,6 +50,27 @@ type NodeStats struct {
 	RDMAOtherError  uint64
 	SendRDMABytes   uint64 // send_rdma_bytes
 	RecvDirect      uint64 // of RecvDelivered, read straight into a waiting receiver's buffer
+}
+
+// NodeStats returns the counters of the node of local address addr;
+// false if no socket of the stack has bound to it, which is always the
+// case on a kernel stack (rds-info -c shows the kernel's).
+func (st *Stack) NodeStats(addr netip.Addr) (NodeStats, bool) {
+	n := st.nodeAt(addr)
+	if n == nil {
+		return NodeStats{}, false
+	}
+	return n.Stats(), true
+}
+
+// NodeStats returns the counters of the node s is bound on; false if it
+// is unbound or a kernel socket.
+func (s *Socket) NodeStats() (NodeStats, bool) {
+	n := s.b.boundNode()
+	if n == nil {
+		return NodeStats{}, false
+	}
+	return n.Stats(), true
 }
 
 // nodeCounters is the live, atomically updated form of NodeStats. Field

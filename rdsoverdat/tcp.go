@@ -94,8 +94,8 @@ type tcpTransport struct{ cfg TCPConfig }
 func (*tcpTransport) Type() TransportType { return TransTCP }
 func (*tcpTransport) Name() string        { return "tcp" }
 
-// Attach listens on the node's address.
-func (t *tcpTransport) Attach(n *Node) (NodeTransport, error) {
+// attach listens on the node's address.
+func (t *tcpTransport) attach(n *rdsNode) (nodeTransport, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	tn := &tcpNode{cfg: t.cfg, node: n, ctx: ctx, cancel: cancel}
 	lc := net.ListenConfig{KeepAliveConfig: *t.cfg.KeepAlive}
@@ -120,7 +120,7 @@ func (t *tcpTransport) Attach(n *Node) (NodeTransport, error) {
 // tcpNode is the tcp transport on one node.
 type tcpNode struct {
 	cfg    TCPConfig
-	node   *Node
+	node   *rdsNode
 	ln     *net.TCPListener
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -137,7 +137,7 @@ func (tn *tcpNode) MaxPaths() int { return tn.cfg.Paths }
 func (tn *tcpNode) isActive(faddr netip.Addr) bool { return tn.node.addr.Less(faddr) }
 
 // tpath returns (creating) the transport state of p.
-func (tn *tcpNode) tpath(p *Path) *tcpPath {
+func (tn *tcpNode) tpath(p *connPath) *tcpPath {
 	if tp, ok := p.TransportData.Load().(*tcpPath); ok {
 		return tp
 	}
@@ -152,21 +152,21 @@ func (tn *tcpNode) tpath(p *Path) *tcpPath {
 	return tp
 }
 
-func (tn *tcpNode) Connect(p *Path) { tn.tpath(p).connect() }
+func (tn *tcpNode) Connect(p *connPath) { tn.tpath(p).connect() }
 
-func (tn *tcpNode) Kick(p *Path) { signal(tn.tpath(p).kick) }
+func (tn *tcpNode) Kick(p *connPath) { signal(tn.tpath(p).kick) }
 
 // WakeForRoom wakes p's writer if it polls for its lone message's ack
 // slowly: a sender now waits for the room that ack frees (roomWaker). A
 // path without transport state has no writer, and gets none made here:
 // a blocked sender walks every path of its connection, used or not.
-func (tn *tcpNode) WakeForRoom(p *Path) {
+func (tn *tcpNode) WakeForRoom(p *connPath) {
 	if tp, ok := p.TransportData.Load().(*tcpPath); ok && tp.lone.Load() {
 		signal(tp.kick)
 	}
 }
 
-func (tn *tcpNode) Reset(p *Path) {
+func (tn *tcpNode) Reset(p *connPath) {
 	tp := tn.tpath(p)
 	tp.mu.Lock()
 	c := tp.cur

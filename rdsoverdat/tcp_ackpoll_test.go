@@ -30,7 +30,7 @@ func TestTCPAckPollLone(t *testing.T) {
 		recvTimeout(t, a, buf, 5*time.Second)
 	}
 	exchange() // connect, trust the acks
-	c := curReader(t, st.Node(as[0]), as[1]).c
+	c := curReader(t, st.nodeAt(as[0]), as[1]).c
 	time.Sleep(tcpAckTrust + 50*time.Millisecond)
 	exchange()
 	time.Sleep(30 * time.Millisecond)

@@ -18,10 +18,10 @@ import (
 // exponential backoff until the path is up; the passive side only makes
 // trigger connections while it has messages waiting.
 
-// tcpPath is the tcp transport's state of one Path.
+// tcpPath is the tcp transport's state of one connPath.
 type tcpPath struct {
 	tn   *tcpNode
-	p    *Path
+	p    *connPath
 	kick chan struct{} // wakes the current connection's writer
 	// lone is set while the writer leaves its one unacknowledged message
 	// to the slow poll (ackPollLone), so that a sender blocked for
@@ -39,7 +39,7 @@ type tcpPath struct {
 func (tp *tcpPath) connect() {
 	passive := !tp.tn.isActive(tp.p.conn.faddr)
 	if tp.p.index > 0 && (passive || !tp.p.conn.ponged.Load()) {
-		return // lanes wait for the peer's pong (Conn.ponged); Conn.startLanes
+		return // lanes wait for the peer's pong (connection.ponged); connection.startLanes
 	}
 	tp.mu.Lock()
 	if tp.cur != nil || tp.connecting || tp.tn.closing() {
@@ -66,15 +66,10 @@ func (tp *tcpPath) routineConnect(passive bool) {
 		Timeout:         5 * time.Second,
 	}
 	raddr := net.TCPAddr{IP: tp.p.conn.faddr.AsSlice(), Port: tn.cfg.Port}
-	backoff := time.Duration(0)
-	for {
-		if backoff > 0 {
-			t := time.NewTimer(rand.N(backoff) + 1)
-			select {
-			case <-t.C:
-			case <-tn.ctx.Done():
-				t.Stop()
-			}
+	var backoff reconnectBackoff
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			backoff.wait(tn.ctx, tn.cfg.ReconnectMin, tn.cfg.ReconnectMax)
 		}
 		if !tp.keepConnecting(passive) {
 			return
@@ -102,7 +97,6 @@ func (tp *tcpPath) routineConnect(passive bool) {
 				return
 			}
 		}
-		backoff = min(max(2*backoff, tn.cfg.ReconnectMin), tn.cfg.ReconnectMax)
 	}
 }
 

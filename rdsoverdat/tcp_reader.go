@@ -49,7 +49,7 @@ import (
 //     (tcpRx) belongs to the connection, so an interrupted read resumes
 //     where it stopped, in whichever goroutine takes the role next; a
 //     payload that was going into the interrupted caller's buffer moves
-//     into a Message first.
+//     into a message first.
 //
 // Locking: tcpReaderRole.mu and Socket.mu are never held together;
 // dlMu is a leaf.
@@ -228,7 +228,7 @@ func (r *tcpReaderRole) giveBack() {
 // lend leaves the role idle for s's receivers and parks the reader
 // goroutine until it has the role again; it returns the error a holder
 // met, if any.
-func (r *tcpReaderRole) lend(s *Socket) error {
+func (r *tcpReaderRole) lend(s *sock) error {
 	r.mu.Lock()
 	r.state = rrIdle
 	r.arm()
@@ -298,7 +298,7 @@ func (r *tcpReaderRole) takeBack(check bool) {
 
 // run is readerRole.run: it takes the idle role and reads until a message
 // for s has been read into buf, or something else ends the read.
-func (r *tcpReaderRole) run(s *Socket, buf []byte, flags MsgFlags, limit time.Time) (int, netip.AddrPort, rrResult) {
+func (r *tcpReaderRole) run(s *sock, buf []byte, flags MsgFlags, limit time.Time) (int, netip.AddrPort, rrResult) {
 	r.mu.Lock()
 	switch r.state {
 	case rrIdle:
@@ -354,12 +354,12 @@ func (r *tcpReaderRole) run(s *Socket, buf []byte, flags MsgFlags, limit time.Ti
 
 // holderStep reads the rest of the current message as a RecvMsg of s
 // holding the role: a plain data message for s that fits buf goes
-// straight into buf (rrFilled), anything else into a Message for
+// straight into buf (rrFilled), anything else into a message for
 // Receive (rrAgain, so that the caller looks at its queue, when it was
 // for s; otherwise the next message). A read interrupted in the middle
-// of s's payload moves what it read into a Message, which whoever reads
+// of s's payload moves what it read into a message, which whoever reads
 // next completes and delivers.
-func (r *tcpReaderRole) holderStep(s *Socket, buf []byte, flags MsgFlags) (int, netip.AddrPort, rrResult, error) {
+func (r *tcpReaderRole) holderStep(s *sock, buf []byte, flags MsgFlags) (int, netip.AddrPort, rrResult, error) {
 	c, x := r.c, &r.rx
 	p := c.tp.p
 	if err := r.read(x.hdr[:], &x.hn, true); err != nil {

@@ -20,7 +20,7 @@ func graceStack(t *testing.T, grace time.Duration) *Stack {
 
 // curReader returns the reader role of the tcp connection that carries
 // path 0 from node n to faddr, once there is one.
-func curReader(t *testing.T, n *Node, faddr netip.Addr) *tcpReaderRole {
+func curReader(t *testing.T, n *rdsNode, faddr netip.Addr) *tcpReaderRole {
 	t.Helper()
 	var r *tcpReaderRole
 	eventually(t, 5*time.Second, "a tcp connection", func() bool {
@@ -51,9 +51,9 @@ func (r *tcpReaderRole) now() rrState {
 
 // lentTo reports whether a role is lent to s.
 func lentTo(s *Socket) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reader.lent != nil
+	s.sock().mu.Lock()
+	defer s.sock().mu.Unlock()
+	return s.sock().reader.lent != nil
 }
 
 // rawPeer connects to node to's tcp port from address from (the smaller
@@ -123,7 +123,7 @@ func TestTCPReaderSteadyStream(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	r := curReader(t, st.Node(as[1]), as[0])
+	r := curReader(t, st.nodeAt(as[1]), as[0])
 	lends, held, resumes := r.lends.Load(), r.held.Load(), r.resumes.Load()
 	t.Logf("lends %d, messages read by RecvMsg %d, take-backs %d", lends, held, resumes)
 	if held < n-5 || lends > 5 || resumes > 0 {
@@ -143,13 +143,13 @@ func TestTCPReaderOtherSockets(t *testing.T) {
 	x := mustBind(t, st, ap(as[1], 0))
 	y := mustBind(t, st, ap(as[1], 0))
 	res := recvAsync(x, 64)
-	eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+	eventually(t, 5*time.Second, "x waiting", func() bool { return x.sock().reader.waiters.Load() > 0 })
 	a.SendTo([]byte("first"), x.BoundAddr(), 0)
 	if r := waitResult(t, res); r.err != nil || string(r.data) != "first" {
 		t.Fatalf("first: %q, %v", r.data, r.err)
 	}
 	eventually(t, 5*time.Second, "the role lent to x", func() bool { return lentTo(x) })
-	role := curReader(t, st.Node(as[1]), as[0])
+	role := curReader(t, st.nodeAt(as[1]), as[0])
 	res = recvAsync(x, 64)
 	eventually(t, 5*time.Second, "x reading", func() bool { return role.now() == rrRecv })
 	held := role.held.Load()
@@ -198,13 +198,13 @@ func TestTCPReaderGiveBack(t *testing.T) {
 			x := mustBind(t, st, ap(as[1], 0))
 			y := mustBind(t, st, ap(as[1], 0))
 			res := recvAsync(x, 64)
-			eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+			eventually(t, 5*time.Second, "x waiting", func() bool { return x.sock().reader.waiters.Load() > 0 })
 			a.SendTo([]byte("x"), x.BoundAddr(), 0)
 			if r := waitResult(t, res); r.err != nil {
 				t.Fatal(r.err)
 			}
 			eventually(t, 5*time.Second, "the role lent to x", func() bool { return lentTo(x) })
-			r := curReader(t, st.Node(as[1]), as[0])
+			r := curReader(t, st.nodeAt(as[1]), as[0])
 			switch give {
 			case "grace":
 			case "MsgDontWait":
@@ -250,14 +250,14 @@ func TestTCPReaderMidMessage(t *testing.T) {
 		t.Helper()
 		if !lentTo(x) {
 			res := recvAsync(x, 64<<10)
-			eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+			eventually(t, 5*time.Second, "x waiting", func() bool { return x.sock().reader.waiters.Load() > 0 })
 			mustWrite(t, peer, msg(xp, []byte("lend")))
 			if r := waitResult(t, res); r.err != nil || string(r.data) != "lend" {
 				t.Fatalf("lend: %q, %v", r.data, r.err)
 			}
 			eventually(t, 5*time.Second, "the role lent to x", func() bool { return lentTo(x) })
 		}
-		return curReader(t, st.Node(as[1]), as[0])
+		return curReader(t, st.nodeAt(as[1]), as[0])
 	}
 	big := directPattern(60<<10, 3)
 	whole := msg(xp, big)
@@ -307,11 +307,11 @@ func TestTCPReaderReconnect(t *testing.T) {
 	as := testAddrs(2)
 	a := mustBind(t, st, ap(as[0], 0))
 	x := mustBind(t, st, ap(as[1], 0))
-	nb := st.Node(as[1])
+	nb := st.nodeAt(as[1])
 	for round := range 3 {
 		if round == 0 {
 			res := recvAsync(x, 64)
-			eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+			eventually(t, 5*time.Second, "x waiting", func() bool { return x.sock().reader.waiters.Load() > 0 })
 			a.SendTo([]byte("lend"), x.BoundAddr(), 0)
 			waitResult(t, res)
 		}
@@ -343,11 +343,11 @@ func TestTCPReaderPeekTrunc(t *testing.T) {
 	a := mustBind(t, st, ap(as[0], 0))
 	x := mustBind(t, st, ap(as[1], 0))
 	res := recvAsync(x, 64)
-	eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+	eventually(t, 5*time.Second, "x waiting", func() bool { return x.sock().reader.waiters.Load() > 0 })
 	a.SendTo([]byte("lend"), x.BoundAddr(), 0)
 	waitResult(t, res)
 	eventually(t, 5*time.Second, "the role lent to x", func() bool { return lentTo(x) })
-	r := curReader(t, st.Node(as[1]), as[0])
+	r := curReader(t, st.nodeAt(as[1]), as[0])
 	for _, c := range []struct {
 		name  string
 		size  int
@@ -415,7 +415,7 @@ func TestTCPReaderLendDespiteMapChanges(t *testing.T) {
 	missed := 0
 	for range rounds {
 		res := recvAsync(x, 64)
-		eventually(t, 5*time.Second, "x waiting", func() bool { return x.reader.waiters.Load() > 0 })
+		eventually(t, 5*time.Second, "x waiting", func() bool { return x.sock().reader.waiters.Load() > 0 })
 		a.SendTo([]byte("x"), x.BoundAddr(), 0)
 		if r := waitResult(t, res); r.err != nil {
 			t.Fatal(r.err)

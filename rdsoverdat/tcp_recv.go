@@ -50,8 +50,8 @@ type tcpRx struct {
 	hdr [wire.HeaderLen]byte
 	hn  int    // header bytes read
 	dst rxDest // where the payload goes, once the header is complete
-	m   *Message
-	d   DirectRx
+	m   *message
+	d   directRx
 	own []byte // dstOwn: the buffer of the RecvMsg running the role
 	pn  int    // payload bytes read
 }
@@ -60,7 +60,7 @@ type rxDest uint8
 
 const (
 	dstNone  rxDest = iota // the header is not complete or not looked at
-	dstMsg                 // a Message from the pool, delivered by Receive
+	dstMsg                 // a message from the pool, delivered by Receive
 	dstClaim               // a waiting receiver's buffer (ClaimDirect); reader goroutine only
 	dstOwn                 // the buffer of the RecvMsg running the role
 )
@@ -85,7 +85,7 @@ func (x *tcpRx) next(l int) {
 
 // clear forgets the current message: the next read starts a header.
 func (x *tcpRx) clear() {
-	x.hn, x.dst, x.m, x.d, x.own, x.pn = 0, dstNone, nil, DirectRx{}, nil, 0
+	x.hn, x.dst, x.m, x.d, x.own, x.pn = 0, dstNone, nil, directRx{}, nil, 0
 }
 
 // abort drops a message left half read by a failed connection: it never
@@ -102,10 +102,10 @@ func (x *tcpRx) abort() {
 
 // readerStep reads the rest of the current message in the reader
 // goroutine and disposes of it: straight into a waiting receiver's buffer
-// when one has offered it, else into a Message for Receive. It returns
+// when one has offered it, else into a message for Receive. It returns
 // the message's socket if a RecvMsg of that socket was waiting for it:
 // the role then goes to that socket's receivers.
-func (c *tcpConn) readerStep() (*Socket, error) {
+func (c *tcpConn) readerStep() (*sock, error) {
 	r, p := &c.reader, c.tp.p
 	x := &r.rx
 	if err := r.read(x.hdr[:], &x.hn, false); err != nil {

@@ -51,7 +51,7 @@ type txBatch struct {
 	stage []byte     // staging buffer, tcpBufSize; never grows
 	segs  segList    // what one write hands to writev (consumed by it)
 	back  [][]byte   // the segments gathered so far
-	held  []*Message // messages whose payload segs reference
+	held  []*message // messages whose payload segs reference
 	bytes int        // len of all segs
 	// tail is the start in stage of the last segment while that segment
 	// is the staging buffer's tail (so the next copy extends it), or -1.
@@ -81,7 +81,7 @@ func newTxBatch() *txBatch {
 	b := &txBatch{
 		stage: make([]byte, 0, tcpBufSize),
 		back:  make([][]byte, 0, tcpBatchSegs+2),
-		held:  make([]*Message, 0, tcpBatchSegs),
+		held:  make([]*message, 0, tcpBatchSegs),
 		tail:  -1,
 		iov:   make([]unix.Iovec, tcpBatchSegs+2),
 	}
@@ -104,7 +104,7 @@ func (b *txBatch) fits(n int) bool {
 
 // add gathers header h and payload p of m; m is held when p is
 // referenced rather than copied.
-func (b *txBatch) add(m *Message, h, p []byte) {
+func (b *txBatch) add(m *message, h, p []byte) {
 	b.copyIn(h)
 	if len(p) < tcpDirectMin {
 		b.copyIn(p)
@@ -187,7 +187,7 @@ var ackPollLone = ackPollMax
 // goLone reports whether the writer, with unacked messages waiting for
 // their acks, may poll for them slowly (ackPollLone): only for one, and
 // only while no sender of the node waits for SO_SNDBUF room. It sets
-// tcpPath.lone before it reads Node.sndBlocked, as blockForRoom counts
+// tcpPath.lone before it reads rdsNode.sndBlocked, as blockForRoom counts
 // itself before it reads lone, so that either the writer sees the
 // blocked sender or the sender sees lone and wakes the writer.
 func (c *tcpConn) goLone(unacked int) bool {
@@ -203,6 +203,29 @@ func (c *tcpConn) goLone(unacked int) bool {
 	return true
 }
 
+// ackPollSchedule is when the writer next polls for acks while messages
+// wait for them: soon after an ack freed some (ackPollMin), then twice
+// as late each time nothing came, up to ackPollMax; a lone message is
+// left to its slow poll (ackPollLone). The zero value is the schedule
+// just after a poll at ackPollMin.
+type ackPollSchedule struct {
+	poll time.Duration // the last poll interval; 0 before the first
+}
+
+// next returns the wait before the next poll. progress says the last
+// check freed messages; lone that the writer may poll slowly (goLone).
+func (a *ackPollSchedule) next(progress, lone bool) time.Duration {
+	if progress {
+		a.poll = ackPollMin
+	} else {
+		a.poll = min(2*max(a.poll, ackPollMin), ackPollMax)
+	}
+	if lone {
+		return max(a.poll, ackPollLone)
+	}
+	return a.poll
+}
+
 func (c *tcpConn) routineSend() {
 	defer c.tp.tn.wg.Done()
 	p := c.tp.p
@@ -210,7 +233,7 @@ func (c *tcpConn) routineSend() {
 	c.batch = b
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	poll := ackPollMin
+	var polls ackPollSchedule
 	armed := false // timer runs
 	var err error
 	defer func() {
@@ -238,16 +261,7 @@ func (c *tcpConn) routineSend() {
 				// Moving it would read the clock and could wake the
 				// thread blocked in the netpoller, once per message.
 			default:
-				if progress {
-					poll = ackPollMin
-				} else {
-					poll = min(2*poll, ackPollMax)
-				}
-				wait := poll
-				if c.goLone(unacked) {
-					wait = max(poll, ackPollLone)
-				}
-				timer.Reset(wait)
+				timer.Reset(polls.next(progress, c.goLone(unacked)))
 				armed = true
 			}
 			select {

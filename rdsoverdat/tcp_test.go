@@ -40,7 +40,7 @@ func TestTCPSendRecv(t *testing.T) {
 	if t.Failed() {
 		return // a subtest failed, perhaps before any node existed
 	}
-	n := st.Node(as[0])
+	n := st.nodeAt(as[0])
 	if n == nil {
 		t.Fatal("no node for", as[0])
 	}
@@ -69,7 +69,7 @@ func TestTCPReconnectRetransmit(t *testing.T) {
 		done <- nil
 	}()
 	buf := make([]byte, 64)
-	na, nb := st.Node(as[1]), st.Node(as[0])
+	na, nb := st.nodeAt(as[1]), st.nodeAt(as[0])
 	for i := range N {
 		if i%300 == 150 {
 			if i%600 == 150 {
@@ -127,7 +127,7 @@ func testBatchAndReaderStream(t *testing.T, readv bool) {
 
 	sizes := []int{0, 1, 64, tcpDirectMin - 1, tcpDirectMin, 70000, 48, tcpDirectReadMin - 1, tcpDirectReadMin, 300 << 10, 5, tcpBufSize, 3}
 	var want []byte
-	var msgs []*Message
+	var msgs []*message
 	for i, n := range sizes {
 		m := newMessage(n)
 		for j := range m.buf {

@@ -22,7 +22,7 @@ func TestRDMAOpAllocs(t *testing.T) {
 		// fillSpill when a READ response spills), not by rdsoverdat
 		max float64
 	}{
-		{"dat-mem", DATConfig{Provider: mem.New()}, 0.05},
+		{"dat-mem", DATConfig{Registry: registryOn(mem.New()), IA: "mem"}, 0.05},
 		{"dat-siw", DATConfig{}, 1.05},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,7 +54,7 @@ func TestRDMAOpAllocs(t *testing.T) {
 			if n := testing.AllocsPerRun(300, round); n > c.max {
 				t.Errorf("%.2f allocs per RDMA op", n)
 			}
-			st := r.st.Node(r.srvNode).Stats()
+			st := r.st.nodeAt(r.srvNode).Stats()
 			if st.RDMASuccess < 200 || st.RDMARemoteError+st.RDMADropped+st.RDMAOtherError+st.RDMACanceled != 0 {
 				t.Errorf("counters %+v", st)
 			}

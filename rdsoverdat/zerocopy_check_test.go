@@ -13,8 +13,8 @@ import (
 // admitted for, and a FreeMR that waits for the op it admitted.
 func TestDATCheckAdmit(t *testing.T) {
 	leakCheck(t)
-	r := newDATRig(t, DATConfig{Provider: mem.New()})
-	dn := r.st.Node(r.cliNode).trans[TransIB].(*datNode)
+	r := newDATRig(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem"})
+	dn := r.st.nodeAt(r.cliNode).trans[TransIB].(*datNode)
 	buf := make([]byte, 100)
 	rwCk, err := r.cli.GetMR(buf, RDMAReadWrite)
 	if err != nil {
@@ -22,7 +22,7 @@ func TestDATCheckAdmit(t *testing.T) {
 	}
 	roCk, _ := r.cli.GetMR(buf[:50], 0)
 	onceCk, _ := r.cli.GetMR(buf, RDMAUseOnce|RDMAReadWrite)
-	addr, _ := r.cli.mrAddr(rwCk.RKey())
+	addr, _ := r.cli.sock().mrAddr(rwCk.RKey())
 	req := func(ck Cookie, off, n uint64, write bool) wire.RDMACheck {
 		c := make(wire.RDMACheck, wire.RDMACheckLen)
 		c.Encode(&wire.CheckFields{Kind: wire.CheckRequest, Write: write, ID: 1, RKey: ck.RKey(), Length: uint32(n), Address: addr + off})

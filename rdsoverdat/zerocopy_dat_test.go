@@ -7,7 +7,7 @@ import "github.com/godapl/godapl/verbs/mem"
 func init() {
 	rdmaRigs = append(rdmaRigs,
 		rigMaker{"dat-mem", func(t tb, lim RDMALimits) *rdmaRig {
-			return newDATRig(t, DATConfig{Provider: mem.New(), RDMA: lim})
+			return newDATRig(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem", RDMA: lim})
 		}, ""},
 		rigMaker{"dat-siw", func(t tb, lim RDMALimits) *rdmaRig {
 			return newDATRig(t, DATConfig{RDMA: lim})

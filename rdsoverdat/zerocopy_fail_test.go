@@ -17,7 +17,7 @@ func TestRDMAResetDrops(t *testing.T) {
 	r := newMemRig(t, RDMALimits{})
 	win := make([]byte, 32)
 	ck := r.request(t, r.cli, r.srv, []byte("req"), RDMAMap{Mem: win, Flags: RDMAReadWrite})
-	conn := r.st.Node(r.srvNode).Conn(r.cliNode, TransIB)
+	conn := r.st.nodeAt(r.srvNode).Conn(r.cliNode, TransIB)
 	nt := conn.nt.(*memNode)
 	r.mem.hold.Store(true)
 	r.srv.SendTo([]byte("before"), r.cli.BoundAddr(), 0)
@@ -31,7 +31,7 @@ func TestRDMAResetDrops(t *testing.T) {
 	if n := r.notes(t, r.srv, 1); n[0] != (RDMANotify{UserToken: 5, Status: RDMADropped}) {
 		t.Fatalf("notification %+v", n[0])
 	}
-	if st := r.st.Node(r.srvNode).Stats(); st.RDMADropped != 1 || st.RDMASuccess != 0 {
+	if st := r.st.nodeAt(r.srvNode).Stats(); st.RDMADropped != 1 || st.RDMASuccess != 0 {
 		t.Fatalf("counters: %d dropped, %d succeeded", st.RDMADropped, st.RDMASuccess)
 	}
 	expectNext(t, r.cli, []byte("before"))
@@ -50,7 +50,7 @@ func TestRDMAResetRecvErr(t *testing.T) {
 	leakCheck(t)
 	r := newMemRig(t, RDMALimits{})
 	ck := r.request(t, r.cli, r.srv, []byte("req"), RDMAMap{Mem: make([]byte, 8), Flags: RDMAReadWrite})
-	conn := r.st.Node(r.srvNode).Conn(r.cliNode, TransIB)
+	conn := r.st.nodeAt(r.srvNode).Conn(r.cliNode, TransIB)
 	r.mem.hold.Store(true)
 	r.op(t, r.srv, r.cli, nil, RDMAArgs{Cookie: ck, RemoteBytes: 8, Local: [][]byte{make([]byte, 8)}, Flags: RDMAReadWrite, UserToken: 1})
 	r.srv.SetOption(RecvErr(true))
@@ -78,11 +78,11 @@ func TestRDMACancel(t *testing.T) {
 	if n := r.notes(t, r.srv, 1); n[0] != (RDMANotify{UserToken: 3, Status: RDMACanceled}) {
 		t.Fatalf("notification %+v", n[0])
 	}
-	if st := r.st.Node(r.srvNode).Stats(); st.RDMACanceled != 1 {
+	if st := r.st.nodeAt(r.srvNode).Stats(); st.RDMACanceled != 1 {
 		t.Fatalf("%d ops counted canceled", st.RDMACanceled)
 	}
 	r.mem.hold.Store(false)
-	r.st.Node(r.srvNode).Conn(r.cliNode, TransIB).Reset() // releases the parked copy
+	r.st.nodeAt(r.srvNode).Conn(r.cliNode, TransIB).Reset() // releases the parked copy
 }
 
 // A silent op with no payload sends no message: the data moves, the
@@ -113,11 +113,11 @@ func TestRDMACloseReleases(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n := r.st.Node(r.cliNode).rdmaMRs.Load(); n != 5 {
+		if n := r.st.nodeAt(r.cliNode).rdmaMRs.Load(); n != 5 {
 			t.Fatalf("%d mappings", n)
 		}
 		r.cli.Close()
-		if n := r.st.Node(r.cliNode).rdmaMRs.Load(); n != 0 {
+		if n := r.st.nodeAt(r.cliNode).rdmaMRs.Load(); n != 0 {
 			t.Fatalf("%d mappings after close", n)
 		}
 		_, err := r.cli.GetMR(make([]byte, 100), 0)

@@ -24,7 +24,7 @@ func TestDATFenced(t *testing.T) {
 		{write: true, fence: false, leased: false, want: false},
 		{write: true, fence: false, leased: true, want: false},
 	} {
-		op := &RDMAOp{rdmaOpArgs: rdmaOpArgs{write: c.write, fence: c.fence}}
+		op := &rdmaOp{rdmaOpArgs: rdmaOpArgs{write: c.write, fence: c.fence}}
 		op.check.leased = c.leased
 		if got := datFenced(op); got != c.want {
 			t.Errorf("write=%v fence=%v leased=%v: fenced %v, want %v", c.write, c.fence, c.leased, got, c.want)
@@ -45,7 +45,7 @@ func TestDATUnfencedReads(t *testing.T) {
 	for _, rig := range []struct {
 		name string
 		cfg  DATConfig
-	}{{"dat-mem", DATConfig{Provider: mem.New()}}, {"dat-siw", DATConfig{}}} {
+	}{{"dat-mem", DATConfig{Registry: registryOn(mem.New()), IA: "mem"}}, {"dat-siw", DATConfig{}}} {
 		t.Run(rig.name, func(t *testing.T) {
 			leakCheck(t)
 			r := newDATRig(t, rig.cfg)

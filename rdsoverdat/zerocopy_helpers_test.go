@@ -208,7 +208,7 @@ func (r *rdmaRig) wantFailed(t tb, s *Socket, token uint64) {
 func (r *rdmaRig) resets() uint64 {
 	var k uint64
 	for _, ends := range [][2]netip.Addr{{r.cliNode, r.srvNode}, {r.srvNode, r.cliNode}} {
-		if c := r.st.Node(ends[0]).Conn(ends[1], TransIB); c != nil {
+		if c := r.st.nodeAt(ends[0]).Conn(ends[1], TransIB); c != nil {
 			k += c.Stats().Resets
 		}
 	}

@@ -31,7 +31,7 @@ func TestRDMAMapFailedSendLeavesNoMapping(t *testing.T) {
 	// the socket and its node without a mapping.
 	failing := func(t *testing.T, r *rdmaRig, s, dst *Socket, flags MsgFlags, n int, want func(error) bool) {
 		t.Helper()
-		node := r.st.Node(r.cliNode)
+		node := r.st.nodeAt(r.cliNode)
 		for i := range n {
 			ck, err := try(t, s, dst, flags)
 			if !want(err) {
@@ -100,7 +100,7 @@ func TestRDMAMapFailedSendLeavesNoMapping(t *testing.T) {
 	t.Run("ENOBUFS", func(t *testing.T) {
 		leakCheck(t)
 		// The dat transport: the test transport sends no congestion maps.
-		r := newDATRig(t, DATConfig{Provider: mem.New(), RDMA: RDMALimits{MaxMRs: maxMRs}})
+		r := newDATRig(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem", RDMA: RDMALimits{MaxMRs: maxMRs}})
 		full := r.socket(t, r.srvNode)
 		if err := full.SetOption(RecvBuffer(10)); err != nil {
 			t.Fatal(err)
@@ -108,7 +108,7 @@ func TestRDMAMapFailedSendLeavesNoMapping(t *testing.T) {
 		if _, err := r.cli.SendTo(make([]byte, 20), full.BoundAddr(), 0); err != nil {
 			t.Fatal(err)
 		}
-		conn := r.st.Node(r.cliNode).connFor(r.srvNode, TransIB)
+		conn := r.st.nodeAt(r.cliNode).connFor(r.srvNode, TransIB)
 		eventually(t, 5*time.Second, "peer map update", func() bool { return conn.fcong.test(wire.Port(full.BoundAddr().Port())) })
 		failing(t, r, r.cli, full, MsgDontWait, 50, is(syscall.ENOBUFS))
 		// A blocking send waits for the port, and gives up at SO_SNDTIMEO.
@@ -125,7 +125,7 @@ func TestRDMAMapFailedSendLeavesNoMapping(t *testing.T) {
 	t.Run("close", func(t *testing.T) {
 		leakCheck(t)
 		r := newMemRig(t, RDMALimits{MaxMRs: maxMRs})
-		node := r.st.Node(r.cliNode)
+		node := r.st.nodeAt(r.cliNode)
 		for i := range 5 {
 			s := r.socket(t, r.cliNode)
 			if err := s.SetOption(SendBuffer(100)); err != nil {
@@ -171,7 +171,7 @@ func TestRDMAMapFailedSendLeavesNoMapping(t *testing.T) {
 		}
 		failing(t, r, r.cli, r.srv, MsgDontWait, 2*maxMRs, is(syscall.EAGAIN))
 		r.mem.hold.Store(false)
-		r.st.Node(r.cliNode).Conn(r.srvNode, TransIB).Reset() // the parked message goes again
+		r.st.nodeAt(r.cliNode).Conn(r.srvNode, TransIB).Reset() // the parked message goes again
 		eventually(t, 5*time.Second, "SO_SNDBUF room", func() bool { snd, _ := r.cli.Buffered(); return snd == 0 })
 		succeeds(t, r, r.cli, r.srv)
 	})

@@ -34,7 +34,7 @@ func TestDATRDMAOtherError(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				leakCheck(t)
 				p := &regFailProvider{Provider: prov.new()}
-				r := newDATRig(t, DATConfig{Provider: p})
+				r := newDATRig(t, DATConfig{Registry: registryOn(p), IA: p.Name()})
 				for _, write := range []bool{true, false} {
 					win := make([]byte, 64)
 					ck := r.request(t, r.cli, r.srv, []byte("req"), RDMAMap{Mem: win, Flags: RDMAReadWrite | flags})
@@ -59,7 +59,7 @@ func TestDATRDMAOtherError(t *testing.T) {
 					}
 					freeWithin(t, r.cli, ck, rigWait)
 				}
-				if st := r.st.Node(r.srvNode).Stats(); st.RDMAOtherError != 2 || st.RDMASuccess != 0 {
+				if st := r.st.nodeAt(r.srvNode).Stats(); st.RDMAOtherError != 2 || st.RDMASuccess != 0 {
 					t.Fatalf("counters: %d other errors, %d succeeded; want 2, 0", st.RDMAOtherError, st.RDMASuccess)
 				}
 				// A good op on a fresh mapping still runs.

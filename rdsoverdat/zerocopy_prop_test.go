@@ -30,7 +30,7 @@ func TestRDMAPropertyMixed(t *testing.T) {
 	}
 	forEachRig(t, RDMALimits{}, func(t *testing.T, r *rdmaRig) {
 		rapid.Check(t, func(rt *rapid.T) { rdmaPropertyRun(rtTB{rt}, rt, r) })
-		if n := r.st.Node(r.cliNode).rdmaMRs.Load(); n != 0 {
+		if n := r.st.nodeAt(r.cliNode).rdmaMRs.Load(); n != 0 {
 			t.Fatalf("%d mappings left", n)
 		}
 	})

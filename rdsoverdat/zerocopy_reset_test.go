@@ -38,7 +38,7 @@ func TestRDMAResetMidStream(t *testing.T) {
 			r.op(t, r.srv, r.cli, tag('a', i), RDMAArgs{Cookie: cks[i], RemoteBytes: size,
 				Local: [][]byte{srcs[i]}, Flags: RDMAReadWrite | RDMANotifyMe, UserToken: uint64(i)})
 			if i%10 == 5 {
-				r.st.Node(r.srvNode).Conn(r.cliNode, TransIB).Reset()
+				r.st.nodeAt(r.srvNode).Conn(r.cliNode, TransIB).Reset()
 			}
 		}
 		r.srv.SendTo(tag('e', 0), r.cli.BoundAddr(), 0)
@@ -124,8 +124,8 @@ func TestRDMAResetAfterDelivery(t *testing.T) {
 				t.Fatalf("cookie %#x, want %#x", got, cks[i])
 			}
 		}
-		srvConn := r.st.Node(r.srvNode).Conn(r.cliNode, TransIB)
-		cliConn := r.st.Node(r.cliNode).Conn(r.srvNode, TransIB)
+		srvConn := r.st.nodeAt(r.srvNode).Conn(r.cliNode, TransIB)
+		cliConn := r.st.nodeAt(r.cliNode).Conn(r.srvNode, TransIB)
 		rng := rand.New(rand.NewPCG(1, 26))
 		dropped, resets := 0, 0
 		for round := range rounds {

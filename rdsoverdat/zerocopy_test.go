@@ -167,8 +167,8 @@ func TestRDMAFreeMR(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if r.st.Node(r.cliNode).rdmaMRs.Load() != 0 {
-			t.Fatalf("mappings left: %d", r.st.Node(r.cliNode).rdmaMRs.Load())
+		if r.st.nodeAt(r.cliNode).rdmaMRs.Load() != 0 {
+			t.Fatalf("mappings left: %d", r.st.nodeAt(r.cliNode).rdmaMRs.Load())
 		}
 	})
 }
@@ -209,7 +209,7 @@ func TestRDMAAccessChecks(t *testing.T) {
 		if !bytes.Equal(cbuf, orig) {
 			t.Fatal("client memory changed by failed ops")
 		}
-		if st := r.st.Node(r.srvNode).Stats(); st.RDMARemoteError != uint64(len(cases)) || st.RDMADropped != 0 {
+		if st := r.st.nodeAt(r.srvNode).Stats(); st.RDMARemoteError != uint64(len(cases)) || st.RDMADropped != 0 {
 			t.Fatalf("counters: %d remote errors, %d dropped; want %d, 0", st.RDMARemoteError, st.RDMADropped, len(cases))
 		}
 		// The read-only mapping still serves READs, inside its range.
@@ -341,7 +341,7 @@ func TestRDMAConcurrent(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n := r.st.Node(r.cliNode).rdmaMRs.Load(); n != 0 {
+		if n := r.st.nodeAt(r.cliNode).rdmaMRs.Load(); n != 0 {
 			t.Fatalf("%d mappings left", n)
 		}
 	})

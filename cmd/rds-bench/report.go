@@ -40,8 +40,7 @@ func costLine(role string, msgs uint64, st *rdsoverdat.NodeStats) string {
 func reportCost(w io.Writer, role string, s *rdsoverdat.Socket, msgs uint64) {
 	var st *rdsoverdat.NodeStats
 	if s != nil {
-		if n := s.Node(); n != nil {
-			v := n.Stats()
+		if v, ok := s.NodeStats(); ok {
 			st = &v
 		}
 	}

@@ -16,6 +16,7 @@ import (
 type cat struct {
 	o      *options
 	s      *rdsoverdat.Socket
+	kernel bool      // s is a kernel socket (Config.Kernel)
 	out    io.Writer // a syncWriter: the sender and its reply printer share it
 	errOut io.Writer
 	buf    []byte

@@ -110,7 +110,7 @@ func (o *options) run(ctx context.Context, args []string, stdin io.Reader, stdou
 		return err
 	}
 	defer info.Close()
-	c := &cat{o: o, s: s, out: &syncWriter{w: stdout}, errOut: stderr, buf: make([]byte, wire.MaxMsgSize+1)}
+	c := &cat{o: o, s: s, kernel: st.Kernel(), out: &syncWriter{w: stdout}, errOut: stderr, buf: make([]byte, wire.MaxMsgSize+1)}
 	if mode == modeSend {
 		// An interrupt stops the sending (a send blocked for room fails
 		// at once) but keeps the socket, so that what was sent can still

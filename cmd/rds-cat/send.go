@@ -134,7 +134,7 @@ func (c *cat) drain(ctx context.Context) error {
 	if limit == 0 {
 		limit = defaultTimeout
 	}
-	if c.s.Node() == nil { // kernel socket
+	if c.kernel {
 		time.Sleep(100 * time.Millisecond)
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/rdsoverdat"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 	"github.com/rs/zerolog"
@@ -32,6 +33,7 @@ const DefaultTransport = TransportDAT
 type Common struct {
 	Transport     string // --transport
 	TransportPort int    // --transport-port
+	IA            string // --ia
 	Paths         int    // --paths
 	Log           string // --log
 	InfoSocket    string // --info-socket
@@ -50,6 +52,9 @@ func (c *Common) Register(fs *flag.FlagSet, name string) {
 	fs.IntVar(&c.TransportPort, "transport-port", 0,
 		"port the transport listens on and connects to: TCP port for tcp, PSP connection qualifier for dat;\n"+
 			"both ends must agree (0: the transport's default, 18634 for dat, 16385 for tcp)")
+	fs.StringVar(&c.IA, "ia", "",
+		"dat: the DAT IA every node opens at its own address, named in the DAT registry ($"+dat.ConfEnv+"\n"+
+			"or the interfaces' siw-IFNAME IAs); default: soft-iWARP on every local address")
 	fs.IntVar(&c.Paths, "paths", 1, "tcp: RDS paths per connection announced with NPATHS (1-8; 1 suits a kernel peer)")
 	fs.StringVar(&c.Log, "log", "", "log level: trace, debug, info, warn, error, disabled (default $"+LogEnv+", else "+DefaultLogLevel+")")
 	fs.StringVar(&c.InfoSocket, "info-socket", InfoAuto,
@@ -66,6 +71,9 @@ func (c *Common) Setup(stderr io.Writer) error {
 	}
 	if c.TransportPort < 0 || c.TransportPort > 65535 {
 		return Usagef("--transport-port %d: want 0-65535", c.TransportPort)
+	}
+	if c.IA != "" && c.Transport != TransportDAT {
+		return Usagef("--ia %q: only --transport dat opens a DAT IA", c.IA)
 	}
 	if c.Paths < 1 || c.Paths > 8 {
 		return Usagef("--paths %d: want 1-8", c.Paths)
@@ -91,7 +99,11 @@ func (c *Common) NewStack(cfg rdsoverdat.Config) (*rdsoverdat.Stack, error) {
 	case TransportTCP:
 		cfg.Transports = []rdsoverdat.Transport{rdsoverdat.TCP(rdsoverdat.TCPConfig{Port: c.TransportPort, Paths: c.Paths})}
 	case TransportDAT:
-		cfg.Transports = []rdsoverdat.Transport{datTransport(c.TransportPort)}
+		t, err := datTransport(c.TransportPort, c.IA)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Transports = []rdsoverdat.Transport{t}
 	}
 	st := rdsoverdat.NewStack(cfg)
 	stackPorts.Store(st, c.transportPortDesc())

@@ -4,7 +4,7 @@
 // the same way:
 //
 //   - Common: the flags every tool takes (--transport dat|tcp|kernel,
-//     --transport-port, --log, --info-socket) and the Stack they describe
+//     --transport-port, --ia, --log, --info-socket) and the Stack they describe
 //     (NewStack), the one place that maps a transport name to an
 //     rdsoverdat transport;
 //   - Main: the exit-code contract (0 ok, 1 runtime failure, 2 usage),

@@ -110,6 +110,8 @@ func TestCommonSetup(t *testing.T) {
 		{[]string{"--paths", "9"}, false},
 		{[]string{"--transport-port", "70000"}, false},
 		{[]string{"--log", "nope"}, false},
+		{[]string{"--ia", "mem"}, true},
+		{[]string{"--transport", "tcp", "--ia", "mem"}, false},
 	} {
 		var cm Common
 		fs := NewFlagSet("x")

@@ -190,7 +190,7 @@ func TestHostileRDSPeer(t *testing.T) {
 	var m0 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
-	s0 := node.Node(nodeAddr).Stats()
+	s0, _ := node.NodeStats(nodeAddr)
 	start := time.Now()
 	attacks := rdsAttacks()
 	type result struct {
@@ -213,7 +213,7 @@ func TestHostileRDSPeer(t *testing.T) {
 	}
 	close(stopGood)
 	elapsed := time.Since(start)
-	s1 := node.Node(nodeAddr).Stats()
+	s1, _ := node.NodeStats(nodeAddr)
 
 	for i, at := range attacks {
 		closed := 0

@@ -278,8 +278,8 @@ func roleRecv() error {
 	}
 	snapshot := func(kind string) report {
 		var ns rdsoverdat.NodeStats
-		for _, n := range st.Nodes() {
-			s := n.Stats()
+		for _, n := range st.Info().Nodes {
+			s, _ := st.NodeStats(n.Addr)
 			ns.RecvDropOldSeq += s.RecvDropOldSeq
 			ns.ConnReset += s.ConnReset
 		}
@@ -380,9 +380,7 @@ func roleSend() error {
 	}
 	snapshot := func(kind string) report {
 		var ns rdsoverdat.NodeStats
-		if n := st.Node(c.Local); n != nil {
-			ns = n.Stats()
-		}
+		ns, _ = st.NodeStats(c.Local)
 		unacked := 0
 		for _, s := range socks {
 			snd, _ := s.Buffered()

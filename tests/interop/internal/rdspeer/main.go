@@ -419,14 +419,15 @@ func cancel(st *rdsoverdat.Stack, o *opts) error {
 }
 
 func printConns(st *rdsoverdat.Stack) {
-	for _, n := range st.Nodes() {
-		fmt.Printf("node %v stats %+v\n", n.Addr(), n.Stats())
-		for _, c := range n.Conns() {
+	for _, n := range st.Info().Nodes {
+		ns, _ := st.NodeStats(n.Addr)
+		fmt.Printf("node %v stats %+v\n", n.Addr, ns)
+		for _, c := range n.Conns {
 			fmt.Printf("conn %v -> %v npaths %d peer_gen %#x stats %+v\n",
-				c.LocalAddr(), c.RemoteAddr(), c.NPaths(), c.PeerGenNum(), c.Stats())
+				c.Local, c.Remote, c.NPaths, c.PeerGenNum, c.Stats)
 			// Per path, for a failed run: where messages wait, and how
 			// far each path's sequence spaces got.
-			for _, p := range c.Info().Paths {
+			for _, p := range c.Paths {
 				fmt.Printf("path %d up %v ups %d next_tx %d next_rx %d queued %d unacked %d\n",
 					p.Index, p.Up, p.Ups, p.NextTX, p.NextRX, p.Queued, p.Unacked)
 			}
@@ -462,7 +463,7 @@ func congrecv(st *rdsoverdat.Stack, o *opts) error {
 		return fmt.Errorf("waiting for the kernel's drain: %w", err)
 	}
 	_, queued := s.Buffered()
-	node := st.Nodes()[0].Stats()
+	node, _ := st.NodeStats(st.Info().Nodes[0].Addr)
 	fmt.Printf("ctl %q: %d bytes queued (SO_RCVBUF %d), congestion maps queued %d sent %d\n",
 		buf[:n], queued, o.rcvbuf, node.CongUpdateQueued, node.CongUpdateSent)
 	if queued <= o.rcvbuf || node.CongUpdateQueued == 0 {
@@ -488,7 +489,7 @@ func congrecv(st *rdsoverdat.Stack, o *opts) error {
 	if n, err = ctl.RecvMsg(&m, 0); err != nil {
 		return fmt.Errorf("waiting for the kernel's report: %w", err)
 	}
-	node = st.Nodes()[0].Stats()
+	node, _ = st.NodeStats(st.Info().Nodes[0].Addr)
 	fmt.Printf("kernel reports: %s; congestion maps queued %d sent %d\n", buf[:n], node.CongUpdateQueued, node.CongUpdateSent)
 	return nil
 }
