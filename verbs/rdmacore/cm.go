@@ -68,7 +68,10 @@ func (d *Device) listen(addr string, backlog int) (*listener, error) {
 		d.unregister(l.h)
 		return nil, fmt.Errorf("rdmacore: listen on %v: the address belongs to device %s, not %s: %w", ap, dev, d.name, verbs.ErrInvalidArgument)
 	}
-	if C.rdma_listen(l.id, C.int(backlog)) != 0 {
+	// The backlog is kept here, where a request beyond it is rejected at
+	// once; the kernel's may only drop requests, which the peer's
+	// connection manager then retries until it times out.
+	if C.rdma_listen(l.id, C.int(max(backlog, 128))) != 0 {
 		return fail("rdma_listen", errnoOf())
 	}
 	l.addr = tcpAddrOf(C.rdma_get_local_addr(l.id))
@@ -403,7 +406,7 @@ func (d *Device) connect(ctx context.Context, vqp verbs.QP, addr string, p verbs
 				return fail(errnoErr("rdma_establish", errnoOf()))
 			}
 			c.priv = ev.privData
-			c.established(ev.initDepth, ev.respRes)
+			c.established(ird, ord)
 			return c, nil
 		case C.RDMA_CM_EVENT_ESTABLISHED:
 			c.priv = ev.privData

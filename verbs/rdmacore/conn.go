@@ -93,6 +93,14 @@ func (c *conn) moveQP(s C.enum_ibv_qp_state, ird, ord int) error {
 	if q.dead {
 		return verbs.ErrClosed
 	}
+	if s == C.IBV_QPS_RTR {
+		// The access rights rdma_cm gives in INIT depend on the
+		// responder resources, known only once the request is sent or
+		// received: apply INIT again, as librdmacm does.
+		if rc := C.gd_cm_modify(c.id, q.q, C.IBV_QPS_INIT, 0, 0); rc != 0 {
+			return errnoErr("modify QP for the connection", syscall.Errno(rc))
+		}
+	}
 	if rc := C.gd_cm_modify(c.id, q.q, s, C.int(ird), C.int(ord)); rc != 0 {
 		return errnoErr("modify QP for the connection", syscall.Errno(rc))
 	}

@@ -32,7 +32,9 @@ type cq struct {
 	ring     verbs.CQRing
 	dead     bool
 	overflow bool
-	users    int           // QPs using it
+	users    int    // QPs using it
+	lastQPN  uint32 // the QP of the last completion, looked up
+	lastQP   *qp
 	wake     chan struct{} // closed and replaced on every completion event
 }
 
@@ -53,7 +55,7 @@ func (d *Device) CreateCQ(attr verbs.CQAttr) (verbs.CQ, error) {
 		return nil, errnoErr("ibv_create_cq", errnoOf())
 	}
 	q := &cq{
-		d: d, c: c, depth: attr.Depth,
+		d: d, c: c, depth: int(c.cqe),
 		raw:  (*C.struct_ibv_wc)(C.calloc(pollBatch, C.sizeof_struct_ibv_wc)),
 		out:  (*C.struct_gd_wc)(C.calloc(pollBatch, C.sizeof_struct_gd_wc)),
 		ring: verbs.NewCQRing(int(c.cqe)),
@@ -84,7 +86,9 @@ func (q *cq) pollDevice(wcs []verbs.WC) int {
 			}
 			if w.Opcode == verbs.WCRecv {
 				q.d.st.bytesReceived.Add(uint64(w.ByteLen))
-				q.d.recvDone(w)
+			}
+			if qp := q.qpOf(w.QPN); qp != nil {
+				qp.completed(w)
 			}
 		}
 		got += k
@@ -93,6 +97,29 @@ func (q *cq) pollDevice(wcs []verbs.WC) int {
 		}
 	}
 	return got
+}
+
+// qpOf finds the QP a completion belongs to; q.mu is held.
+func (q *cq) qpOf(qpn uint32) *qp {
+	if q.lastQP != nil && q.lastQPN == qpn {
+		return q.lastQP
+	}
+	q.d.mu.Lock()
+	p := q.d.qps[qpn]
+	q.d.mu.Unlock()
+	if p != nil {
+		q.lastQPN, q.lastQP = qpn, p
+	}
+	return p
+}
+
+// forget drops a destroyed QP from the lookup cache.
+func (q *cq) forget(p *qp) {
+	q.mu.Lock()
+	if q.lastQP == p {
+		q.lastQP = nil
+	}
+	q.mu.Unlock()
 }
 
 // Poll takes completions from the ring first, then from the device.
@@ -125,6 +152,49 @@ func (q *cq) fill() {
 			return
 		}
 	}
+}
+
+// pushFlushed queues a completion made here, behind what the device
+// holds, and wakes the waiters.
+func (q *cq) pushFlushed(wc verbs.WC) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dead {
+		return
+	}
+	q.fill()
+	if q.ring.Len() >= q.ring.Cap() {
+		q.overflow = true
+		q.d.st.cqOverflows.Add(1)
+	} else {
+		q.ring.Push(&wc)
+	}
+	close(q.wake)
+	q.wake = make(chan struct{})
+}
+
+// drain moves what the device holds into the ring, which also accounts
+// the completions to their QPs.
+func (q *cq) drain() {
+	q.mu.Lock()
+	if !q.dead {
+		q.fill()
+	}
+	q.mu.Unlock()
+}
+
+// armAndDrain arms the CQ, drains it and returns the channel the next
+// completion event closes; false once the CQ is gone.
+func (q *cq) armAndDrain() (<-chan struct{}, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dead {
+		return nil, false
+	}
+	w := q.wake
+	C.gd_req_notify(q.c, 0)
+	q.fill()
+	return w, true
 }
 
 // Wait arms the CQ, looks at what it holds and sleeps until the next

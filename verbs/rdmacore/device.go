@@ -44,8 +44,6 @@ type Device struct {
 	nextID  uintptr
 	closing chan struct{}
 
-	srqCount atomic.Int32 // SRQs alive: receive completions then need their QP
-
 	st struct {
 		qpsCreated, connsEstablished, connsRejected atomic.Uint64
 		protErrs, cqOverflows, asyncDropped         atomic.Uint64
@@ -178,7 +176,7 @@ func (d *Device) query() error {
 		MaxSRQSGE:   min(int(a.max_srq_sge), verbs.MaxSGE),
 		MaxIRD:      int(a.max_qp_rd_atom),
 		MaxORD:      int(a.max_qp_init_rd_atom),
-		MaxInline:   0,
+		MaxInline:   int(C.gd_probe_inline(d.ctx)),
 		MaxPrivData: privData,
 	}
 	if d.attr.MaxSGERead == 0 {

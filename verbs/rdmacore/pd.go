@@ -116,9 +116,12 @@ type mr struct {
 	access verbs.Access
 	pin    runtime.Pinner
 
-	mu   sync.Mutex
-	dead bool
-	mws  int
+	lkey, rkey uint32
+
+	mu          sync.Mutex
+	dead        bool
+	invalidated bool
+	mws         int
 }
 
 // RegMR registers buf. Go memory is pinned until Dereg, so that the
@@ -146,23 +149,68 @@ func (p *pd) RegMR(buf []byte, access verbs.Access) (verbs.MR, error) {
 		}
 		return nil, errnoErr("ibv_reg_mr", errno)
 	}
+	m.lkey, m.rkey = uint32(m.m.lkey), uint32(m.m.rkey)
+	if m.rkey == 0 {
+		m.rkey = m.lkey
+	}
 	p.mu.Lock()
 	p.mrs[m] = struct{}{}
 	p.mu.Unlock()
 	return m, nil
 }
 
-func (m *mr) LKey() uint32         { return uint32(m.m.lkey) }
-func (m *mr) RKey() uint32         { return uint32(m.m.rkey) }
+// checkLocal checks that sge names memory of an MR of the PD.
+func (p *pd) checkLocal(sge *verbs.SGE) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for m := range p.mrs {
+		if m.lkey != sge.LKey {
+			continue
+		}
+		if m.invalidated {
+			return verbs.ErrInvalidKey
+		}
+		start := verbs.AddrOf(m.buf)
+		if sge.Addr < start || sge.Addr+uint64(sge.Length) < sge.Addr || sge.Addr+uint64(sge.Length) > start+uint64(len(m.buf)) {
+			return verbs.ErrBounds
+		}
+		return nil
+	}
+	return verbs.ErrInvalidKey
+}
+
+func (m *mr) LKey() uint32 { return m.lkey }
+
+// RKey is the device's rkey; devices that give an MR without remote
+// rights none (0) get its lkey, as godapl's STags are one key, and a peer
+// using it is refused all the same.
+func (m *mr) RKey() uint32         { return m.rkey }
 func (m *mr) Addr() uint64         { return verbs.AddrOf(m.buf) }
 func (m *mr) Bytes() []byte        { return m.buf }
 func (m *mr) Access() verbs.Access { return m.access }
 func (m *mr) PD() verbs.PD         { return m.pd }
 
-// Invalidate is not a verb of libibverbs for memory registered with
-// ibv_reg_mr: only keys of fast-registration MRs can be invalidated.
+// Invalidate makes the MR's keys invalid. libibverbs can invalidate only
+// the keys of fast-registration MRs, so the device registration is
+// released here; the memory stays pinned and the MR counts as
+// registered until Dereg.
 func (m *mr) Invalidate() error {
-	return fmt.Errorf("rdmacore: invalidating an ibv_reg_mr registration: %w", verbs.ErrNotSupported)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.dead {
+		return verbs.ErrClosed
+	}
+	if m.invalidated {
+		return nil
+	}
+	if m.mws > 0 {
+		return fmt.Errorf("rdmacore: invalidate MR: %d memory windows bound: %w", m.mws, verbs.ErrInUse)
+	}
+	if rc := C.ibv_dereg_mr(m.m); rc != 0 {
+		return errnoErr("ibv_dereg_mr", syscall.Errno(rc))
+	}
+	m.invalidated = true
+	return nil
 }
 
 func (m *mr) Dereg() error { return m.dereg(false) }
@@ -178,8 +226,12 @@ func (m *mr) dereg(force bool) error {
 		return fmt.Errorf("rdmacore: dereg MR: %d memory windows bound: %w", m.mws, verbs.ErrInUse)
 	}
 	m.dead = true
+	inv := m.invalidated
 	m.mu.Unlock()
-	rc := C.ibv_dereg_mr(m.m)
+	var rc C.int
+	if !inv {
+		rc = C.ibv_dereg_mr(m.m)
+	}
 	m.pin.Unpin()
 	m.pd.mu.Lock()
 	delete(m.pd.mrs, m)

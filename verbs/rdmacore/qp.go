@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/godapl/godapl/verbs"
@@ -43,15 +44,28 @@ type qp struct {
 	connected atomic.Bool
 	ird, ord  int
 
-	sendMu  sync.Mutex
-	swr     *C.struct_gd_swr
-	ssge    *C.struct_ibv_sge
-	sscr    *C.struct_ibv_send_wr
-	recvMu  sync.Mutex
-	rwr     *C.struct_gd_rwr
-	rsge    *C.struct_ibv_sge
-	rscr    *C.struct_ibv_recv_wr
-	srqRecv atomic.Int64 // receives this QP took from its SRQ
+	sendMu sync.Mutex
+	swr    *C.struct_gd_swr
+	ssge   *C.struct_ibv_sge
+	sscr   *C.struct_ibv_send_wr
+	recvMu sync.Mutex
+	rwr    *C.struct_gd_rwr
+	rsge   *C.struct_ibv_sge
+	rscr   *C.struct_ibv_recv_wr
+
+	// Queue accounting: the device may hold more than the QP was created
+	// for, so the limits of the verbs contract are kept here. Posts
+	// count up under their queue's lock; completions, taken under the
+	// CQ's lock, count down. A signalled send's completion retires every
+	// send posted before it, so the sequence numbers of the signalled
+	// ones wait in sig (a single-producer, single-consumer ring).
+	sqPosted atomic.Uint64
+	sqDone   atomic.Uint64
+	sig      []uint64
+	sigHead  atomic.Uint64 // next to retire (consumer)
+	sigTail  atomic.Uint64 // next free (producer)
+	rqPosted atomic.Uint64
+	rqDone   atomic.Uint64
 }
 
 var _ verbs.QP = (*qp)(nil)
@@ -123,6 +137,7 @@ func (p *pd) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
 	if s != nil {
 		q.caps.MaxRecvWR, q.caps.MaxRecvSGE = 0, 0
 	}
+	q.sig = make([]uint64, q.caps.MaxSendWR)
 	q.state.Store(uint32(verbs.QPStateReset))
 	for _, c := range []*cq{scq, rcq} {
 		c.mu.Lock()
@@ -203,8 +218,16 @@ func (q *qp) Modify(s verbs.QPState) error {
 	var err error
 	c := q.conn
 	switch s {
-	case verbs.QPStateReset, verbs.QPStateError:
+	case verbs.QPStateReset:
 		err = q.hwModify(s)
+	case verbs.QPStateError:
+		if q.hwState == verbs.QPStateReset {
+			// Devices refuse RESET -> ERROR; INIT -> ERROR is legal.
+			err = q.hwModify(verbs.QPStateInit)
+		}
+		if err == nil {
+			err = q.hwModify(s)
+		}
 	case verbs.QPStateInit:
 		if q.hwState == verbs.QPStateReset {
 			err = q.hwModify(s)
@@ -261,6 +284,11 @@ func (q *qp) destroy(force bool) error {
 	if q.hwState != verbs.QPStateReset && q.hwState != verbs.QPStateError {
 		q.hwModify(verbs.QPStateError)
 	}
+	q.mu.Unlock()
+	if !force {
+		q.awaitFlush()
+	}
+	q.mu.Lock()
 	q.dead = true
 	q.setState(verbs.QPStateError)
 	q.mu.Unlock()
@@ -278,6 +306,7 @@ func (q *qp) destroy(force bool) error {
 	delete(q.d.qps, q.qpn)
 	q.d.mu.Unlock()
 	for _, c := range []*cq{q.sendCQ, q.recvCQ} {
+		c.forget(q)
 		c.mu.Lock()
 		c.users--
 		c.mu.Unlock()
@@ -294,6 +323,37 @@ func (q *qp) destroy(force bool) error {
 		return errnoErr("ibv_destroy_qp", syscall.Errno(rc))
 	}
 	return nil
+}
+
+// flushWait bounds how long Destroy waits for the device to flush the
+// QP's outstanding requests onto its CQs.
+const flushWait = 2 * time.Second
+
+// awaitFlush waits until every request posted to the QP, now in ERROR,
+// has its completion on a CQ: a destroyed QP's requests are lost with it
+// on some devices, and the contract says Destroy flushes them.
+func (q *qp) awaitFlush() {
+	timer := time.NewTimer(flushWait)
+	defer timer.Stop()
+	for {
+		ws := make([]<-chan struct{}, 0, 2)
+		for _, c := range []*cq{q.sendCQ, q.recvCQ} {
+			w, ok := c.armAndDrain()
+			if !ok {
+				return
+			}
+			ws = append(ws, w)
+		}
+		if q.sqPosted.Load() <= q.sqDone.Load() && (q.srq != nil || q.rqPosted.Load() <= q.rqDone.Load()) {
+			return
+		}
+		select {
+		case <-ws[0]:
+		case <-ws[1]:
+		case <-timer.C:
+			return
+		}
+	}
 }
 
 // postErr maps the errno of ibv_post_send or ibv_post_recv.
@@ -324,6 +384,9 @@ func (q *qp) postSendLocked(wrs []verbs.SendWR) (int, error) {
 	if st != verbs.QPStateError && !q.connected.Load() {
 		return 0, verbs.ErrNotConnected
 	}
+	if st == verbs.QPStateError {
+		return q.flushSends(wrs)
+	}
 	q.mu.Lock()
 	dead := q.dead
 	q.mu.Unlock()
@@ -342,6 +405,15 @@ func (q *qp) postSendLocked(wrs []verbs.SendWR) (int, error) {
 			if err := q.checkSend(wr); err != nil {
 				bad = err
 				break
+			}
+			if q.sqPosted.Load()+uint64(n)-q.sqDone.Load() >= uint64(q.caps.MaxSendWR) {
+				// Completions the device has made but nobody has
+				// polled yet free their slots too.
+				q.sendCQ.drain()
+				if q.sqPosted.Load()+uint64(n)-q.sqDone.Load() >= uint64(q.caps.MaxSendWR) {
+					bad = verbs.ErrQueueFull
+					break
+				}
 			}
 			w := &swr[n]
 			w.id = C.uint64_t(wr.ID)
@@ -369,9 +441,14 @@ func (q *qp) postSendLocked(wrs []verbs.SendWR) (int, error) {
 		if n > 0 {
 			var badIdx C.int
 			rc := C.gd_post_send(q.q, q.swr, q.ssge, C.int(n), q.sscr, &badIdx)
+			posted := n
+			if rc != 0 {
+				posted = int(badIdx)
+			}
+			q.sent(wrs[done : done+posted])
 			if rc != 0 {
 				q.d.st.bytesSent.Add(bytes)
-				return done + int(badIdx), postErr(rc)
+				return done + posted, postErr(rc)
 			}
 			done += n
 		}
@@ -382,6 +459,84 @@ func (q *qp) postSendLocked(wrs []verbs.SendWR) (int, error) {
 	}
 	q.d.st.bytesSent.Add(bytes)
 	return done, nil
+}
+
+// flushSends completes sends posted in ERROR with WCWRFlushErr. Devices
+// differ here (some flush them, some keep them until the QP is reset),
+// and the contract says they are flushed at once.
+func (q *qp) flushSends(wrs []verbs.SendWR) (int, error) {
+	for i := range wrs {
+		if err := q.checkSend(&wrs[i]); err != nil {
+			return i, err
+		}
+		q.sendCQ.pushFlushed(verbs.WC{ID: wrs[i].ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCOpcodeOf(wrs[i].Opcode), QPN: q.qpn})
+	}
+	return len(wrs), nil
+}
+
+// flushRecvs is flushSends for receives.
+func (q *qp) flushRecvs(wrs []verbs.RecvWR) (int, error) {
+	for i := range wrs {
+		if len(wrs[i].SGL) > q.caps.MaxRecvSGE {
+			return i, verbs.ErrTooManySGE
+		}
+		q.recvCQ.pushFlushed(verbs.WC{ID: wrs[i].ID, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: q.qpn})
+	}
+	return len(wrs), nil
+}
+
+// sent accounts posted send requests; sendMu is held.
+func (q *qp) sent(wrs []verbs.SendWR) {
+	seq := q.sqPosted.Load()
+	for i := range wrs {
+		if q.sigAll || wrs[i].Flags&verbs.SendSignaled != 0 {
+			t := q.sigTail.Load()
+			q.sig[t%uint64(len(q.sig))] = seq + uint64(i)
+			q.sigTail.Store(t + 1)
+		}
+	}
+	q.sqPosted.Store(seq + uint64(len(wrs)))
+}
+
+// completed accounts a completion of the QP; the CQ's lock is held.
+func (q *qp) completed(wc *verbs.WC) {
+	if wc.Opcode == verbs.WCRecv && (wc.Status == verbs.WCSuccess || q.srq == nil) {
+		if q.srq != nil {
+			q.srq.posted.Add(-1)
+		} else {
+			q.rqDone.Add(1)
+		}
+	} else if wc.Status != verbs.WCSuccess && wc.Opcode == verbs.WCSend && q.sigHead.Load() == q.sigTail.Load() {
+		// A failed or flushed request completes even unsignalled;
+		// libibverbs leaves its opcode undefined, and with no
+		// signalled send waiting it can only be a receive or an
+		// unsignalled send.
+		if q.rqDone.Load() < q.rqPosted.Load() && q.srq == nil {
+			q.rqDone.Add(1)
+		} else if d := q.sqDone.Load(); d < q.sqPosted.Load() {
+			q.sqDone.Store(d + 1)
+		}
+	} else if h := q.sigHead.Load(); h != q.sigTail.Load() {
+		q.sqDone.Store(q.sig[h%uint64(len(q.sig))] + 1)
+		q.sigHead.Store(h + 1)
+	} else if d := q.sqDone.Load(); d < q.sqPosted.Load() {
+		q.sqDone.Store(d + 1)
+	}
+	if wc.Status != verbs.WCSuccess && wc.Status != verbs.WCWRFlushErr {
+		q.fault(fmt.Errorf("rdmacore: work request %d: %v", wc.ID, wc.Status))
+	}
+}
+
+// fault ends the QP's connection after an error completion or a fatal
+// async event: the QP is in ERROR and the peer is told through rdma_cm,
+// as an iWARP Terminate would tell it.
+func (q *qp) fault(why error) {
+	q.mu.Lock()
+	c := q.conn
+	q.mu.Unlock()
+	if c != nil {
+		c.end(&verbs.BrokenError{Err: why})
+	}
 }
 
 // checkSend refuses what the device would refuse or misread, before it
@@ -402,12 +557,33 @@ func (q *qp) checkSend(wr *verbs.SendWR) error {
 		if _, ok := wr.Bind.MW.(*mw); !ok {
 			return verbs.ErrInvalidArgument
 		}
-		if _, ok := wr.Bind.MR.(*mr); !ok {
+		m, ok := wr.Bind.MR.(*mr)
+		if !ok {
 			return verbs.ErrInvalidArgument
 		}
+		// Refuse what the device would fail the QP for: a window needs
+		// an MR that allows binding, and remote write through it needs
+		// local write on the MR.
+		if m.access&verbs.AccessMWBind == 0 || !wr.Bind.Access.Valid() ||
+			(wr.Bind.Access&verbs.AccessRemoteWrite != 0 && m.access&verbs.AccessLocalWrite == 0) {
+			return verbs.ErrAccess
+		}
+		start := verbs.AddrOf(m.buf)
+		if wr.Bind.Addr < start || wr.Bind.Addr+wr.Bind.Length > start+uint64(len(m.buf)) || wr.Bind.Addr+wr.Bind.Length < wr.Bind.Addr {
+			return verbs.ErrBounds
+		}
 	}
-	if wr.Flags&verbs.SendInline != 0 && verbs.SGLLen(wr.SGL) > uint64(q.caps.MaxInlineData) {
-		return verbs.ErrInvalidArgument
+	if wr.Flags&verbs.SendInline != 0 {
+		if verbs.SGLLen(wr.SGL) > uint64(q.caps.MaxInlineData) {
+			return verbs.ErrInvalidArgument
+		}
+		// The device copies inline data without looking at the lkeys:
+		// check them, as the contract asks.
+		for i := range wr.SGL {
+			if err := q.pd.checkLocal(&wr.SGL[i]); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -455,9 +631,22 @@ func (q *qp) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 	if dead {
 		return 0, verbs.ErrClosed
 	}
-	return postRecvs(wrs, q.caps.MaxRecvSGE, q.rwr, q.rsge, func(n C.int, bad *C.int) C.int {
+	if q.State() == verbs.QPStateError {
+		return q.flushRecvs(wrs)
+	}
+	room := int(uint64(q.caps.MaxRecvWR) - (q.rqPosted.Load() - q.rqDone.Load()))
+	if room < len(wrs) {
+		q.recvCQ.drain()
+		room = int(uint64(q.caps.MaxRecvWR) - (q.rqPosted.Load() - q.rqDone.Load()))
+	}
+	n, err := postRecvs(wrs[:min(len(wrs), max(room, 0))], q.caps.MaxRecvSGE, q.rwr, q.rsge, func(n C.int, bad *C.int) C.int {
 		return C.gd_post_recv(q.q, q.rwr, q.rsge, n, q.rscr, bad)
 	})
+	q.rqPosted.Add(uint64(n))
+	if err == nil && n < len(wrs) {
+		err = verbs.ErrQueueFull
+	}
+	return n, err
 }
 
 // postRecvs fills the C arrays of a receive queue batch by batch and
@@ -498,17 +687,4 @@ func postRecvs(wrs []verbs.RecvWR, maxSGE int, rwr *C.struct_gd_rwr, rsge *C.str
 		}
 	}
 	return done, nil
-}
-
-// recvDone accounts a receive completion to the SRQ it came from.
-func (d *Device) recvDone(wc *verbs.WC) {
-	if d.srqCount.Load() == 0 {
-		return
-	}
-	d.mu.Lock()
-	q := d.qps[wc.QPN]
-	d.mu.Unlock()
-	if q != nil && q.srq != nil {
-		q.srq.posted.Add(-1)
-	}
 }

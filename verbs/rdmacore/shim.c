@@ -321,3 +321,37 @@ int gd_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a
 {
 	return ibv_query_port(ctx, port, attr) ? errno : 0;
 }
+
+int gd_probe_inline(struct ibv_context *ctx)
+{
+	static const int sizes[] = {1024, 512, 256, 128, 64, 32, 0};
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 1, NULL, NULL, 0) : NULL;
+	int i, got = 0;
+
+	for (i = 0; cq && sizes[i]; i++) {
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp *qp;
+
+		memset(&ia, 0, sizeof(ia));
+		ia.send_cq = cq;
+		ia.recv_cq = cq;
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap.max_send_wr = 1;
+		ia.cap.max_recv_wr = 1;
+		ia.cap.max_send_sge = 1;
+		ia.cap.max_recv_sge = 1;
+		ia.cap.max_inline_data = sizes[i];
+		qp = ibv_create_qp(pd, &ia);
+		if (qp) {
+			got = ia.cap.max_inline_data;
+			ibv_destroy_qp(qp);
+			break;
+		}
+	}
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	return got;
+}

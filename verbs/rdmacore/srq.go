@@ -68,7 +68,6 @@ func (p *pd) CreateSRQ(attr verbs.SRQAttr) (verbs.SRQ, error) {
 	p.d.mu.Lock()
 	p.d.srqs[hs] = s
 	p.d.mu.Unlock()
-	p.d.srqCount.Add(1)
 	return s, nil
 }
 
@@ -93,10 +92,17 @@ func (s *srq) PostRecv(wrs []verbs.RecvWR) (int, error) {
 	if dead {
 		return 0, verbs.ErrClosed
 	}
-	n, err := postRecvs(wrs, s.maxSGE, s.rwr, s.rsge, func(n C.int, bad *C.int) C.int {
+	s.mu.Lock()
+	room := s.maxWR - int(s.posted.Load())
+	s.mu.Unlock()
+	take := wrs[:min(len(wrs), max(room, 0))]
+	n, err := postRecvs(take, s.maxSGE, s.rwr, s.rsge, func(n C.int, bad *C.int) C.int {
 		return C.gd_post_srq_recv(s.s, s.rwr, s.rsge, n, s.rscr, bad)
 	})
 	s.posted.Add(int64(n))
+	if err == nil && n < len(wrs) {
+		err = verbs.ErrQueueFull
+	}
 	return n, err
 }
 
@@ -182,7 +188,6 @@ func (s *srq) destroy(force bool) error {
 	s.d.mu.Lock()
 	delete(s.d.srqs, s.s)
 	s.d.mu.Unlock()
-	s.d.srqCount.Add(-1)
 	s.pd.mu.Lock()
 	s.pd.srqs--
 	s.pd.mu.Unlock()
