@@ -427,12 +427,11 @@ func (d *Device) connect(ctx context.Context, vqp verbs.QP, addr string, p verbs
 }
 
 // isConsumerReject tells a peer's rdma_reject from a transport refusal:
-// IB CM reason 28 (consumer defined); on iWARP an MPA reject, which
-// arrives with ECONNREFUSED, where a missing listener fails rdma_connect
-// itself.
+// IB CM reason 28 (consumer defined); on iWARP every REJECTED is an MPA
+// reject, as a missing listener fails rdma_connect itself.
 func isConsumerReject(d *Device, ev *cmEvent) bool {
 	if d.attr.Transport == verbs.TransportIWARP {
-		return ev.status == -int(syscall.ECONNREFUSED)
+		return true
 	}
 	return ev.status == 28
 }

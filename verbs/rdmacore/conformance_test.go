@@ -134,10 +134,23 @@ func skips(attr verbs.DeviceAttr) map[string]string {
 		s["Device/QueryLimits"] = req
 		s["CM/PrivateData"] = req
 		s["CM/Reject"] = "an IB CM reject carries at most 148 bytes of private data; the case rejects with 252"
+	} else {
+		const mpa = "Linux iWARP counts MPA v2's 4-byte IRD/ORD header against the 252 bytes of an MPA frame: 248 bytes of private data reach the peer, the case sends 252"
+		s["Device/QueryLimits"] = mpa
+		s["CM/PrivateData"] = mpa
+		s["CM/Reject"] = mpa
 	}
 	if strings.HasPrefix(attr.Name, "rxe") {
 		s["Send/WithInvalidate"] = "rxe invalidates only memory windows and fast-registration MRs, not ibv_reg_mr registrations (the peer answers remote invalid request)"
 		s["QP/SendQueueFull"] = "rxe (Linux 6.1) does not restart its requester on SQD -> RTS: sends posted in SQD wait for the next post"
+	}
+	if strings.HasPrefix(attr.Name, "siw") {
+		s["MR/KeysDistinct"] = "siw (Linux 6.1) gives every user MR the key byte 0: its rkeys differ only in the index"
+		s["CQ/Resize"] = "siw cannot resize a CQ (ibv_resize_cq: EOPNOTSUPP)"
+		s["SRQ/QueueLimits"] = "siw cannot resize an SRQ (ibv_modify_srq max_wr: EOPNOTSUPP)"
+		s["QP/SendQueueFull"] = "siw does not take a user QP to SQD (no SQ_DRAINED event)"
+		s["Send/WithInvalidate"] = "siw refuses a Send with Invalidate of an ibv_reg_mr registration (remote invalid request)"
+		s["RDMA/SendQueueOrder"] = "siw completes an RDMA Write once it is sent, ahead of an earlier RDMA Read still waiting for its response"
 	}
 	return s
 }

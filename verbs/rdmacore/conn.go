@@ -173,7 +173,10 @@ func (c *conn) end(err error) bool {
 	return true
 }
 
-// release destroys the rdma_cm id.
+// release destroys the rdma_cm id. The kernel may hold the caller for
+// as long as the transport takes to give up a connection in progress
+// (siw waits out its MPA timeout), so the id is destroyed in the
+// background, and Device.Close waits for it.
 func (c *conn) release() {
 	c.mu.Lock()
 	if c.released {
@@ -183,9 +186,14 @@ func (c *conn) release() {
 	c.released = true
 	c.mu.Unlock()
 	c.d.unregister(c.h)
-	if c.id != nil {
-		C.rdma_destroy_id(c.id)
+	if c.id == nil {
+		return
 	}
+	c.d.bg.Add(1)
+	go func() {
+		defer c.d.bg.Done()
+		C.rdma_destroy_id(c.id)
+	}()
 }
 
 // abort ends the connection from this side and frees its id: a QP moved

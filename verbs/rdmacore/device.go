@@ -31,6 +31,7 @@ type Device struct {
 	asyncF *pollFD
 	cmFD   *pollFD
 	loops  sync.WaitGroup
+	bg     sync.WaitGroup // rdma_cm ids being destroyed
 
 	events chan verbs.AsyncEvent
 
@@ -153,7 +154,9 @@ func (d *Device) query() error {
 	}
 	privData := 56 // what an IB CM REQ carries after rdma_cm's header
 	if tr == verbs.TransportIWARP {
-		privData = verbs.MaxPrivateData
+		// Linux counts MPA v2's 4-byte IRD/ORD header against the
+		// 252 bytes an MPA frame may carry: a peer refuses more.
+		privData = verbs.MaxPrivateData - 4
 	}
 	d.attr = verbs.DeviceAttr{
 		Name:        d.name,
@@ -298,6 +301,7 @@ func (d *Device) Close() error {
 	for _, p := range pds {
 		p.dealloc(true)
 	}
+	d.bg.Wait()
 	d.stopLoops()
 	for _, c := range cqs {
 		c.destroy(true)
