@@ -439,12 +439,8 @@ func (q *qp) postSendLocked(wrs []verbs.SendWR) (int, error) {
 			n++
 		}
 		if n > 0 {
-			var badIdx C.int
-			rc := C.gd_post_send(q.q, q.swr, q.ssge, C.int(n), q.sscr, &badIdx)
-			posted := n
-			if rc != 0 {
-				posted = int(badIdx)
-			}
+			r := int64(C.gd_post_send(q.q, q.swr, q.ssge, C.int(n), q.sscr))
+			posted, rc := int(uint32(r)), C.int(r>>32)
 			q.sent(wrs[done : done+posted])
 			if rc != 0 {
 				q.d.st.bytesSent.Add(bytes)
@@ -639,9 +635,7 @@ func (q *qp) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 		q.recvCQ.drain()
 		room = int(uint64(q.caps.MaxRecvWR) - (q.rqPosted.Load() - q.rqDone.Load()))
 	}
-	n, err := postRecvs(wrs[:min(len(wrs), max(room, 0))], q.caps.MaxRecvSGE, q.rwr, q.rsge, func(n C.int, bad *C.int) C.int {
-		return C.gd_post_recv(q.q, q.rwr, q.rsge, n, q.rscr, bad)
-	})
+	n, err := postRecvs(wrs[:min(len(wrs), max(room, 0))], q.caps.MaxRecvSGE, q.q, nil, q.rwr, q.rsge, q.rscr)
 	q.rqPosted.Add(uint64(n))
 	if err == nil && n < len(wrs) {
 		err = verbs.ErrQueueFull
@@ -650,8 +644,9 @@ func (q *qp) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 }
 
 // postRecvs fills the C arrays of a receive queue batch by batch and
-// posts each batch with post.
-func postRecvs(wrs []verbs.RecvWR, maxSGE int, rwr *C.struct_gd_rwr, rsge *C.struct_ibv_sge, post func(n C.int, bad *C.int) C.int) (int, error) {
+// posts each batch to hq, or to hs when hq is nil.
+func postRecvs(wrs []verbs.RecvWR, maxSGE int, hq *C.struct_ibv_qp, hs *C.struct_ibv_srq,
+	rwr *C.struct_gd_rwr, rsge *C.struct_ibv_sge, rscr *C.struct_ibv_recv_wr) (int, error) {
 	done := 0
 	ws := unsafe.Slice(rwr, postBatch)
 	sge := unsafe.Slice(rsge, postBatch*verbs.MaxSGE)
@@ -676,9 +671,9 @@ func postRecvs(wrs []verbs.RecvWR, maxSGE int, rwr *C.struct_gd_rwr, rsge *C.str
 			n++
 		}
 		if n > 0 {
-			var badIdx C.int
-			if rc := post(C.int(n), &badIdx); rc != 0 {
-				return done + int(badIdx), postErr(rc)
+			r := int64(C.gd_post_recv(hq, hs, rwr, rsge, C.int(n), rscr))
+			if rc := C.int(r >> 32); rc != 0 {
+				return done + int(uint32(r)), postErr(rc)
 			}
 			done += n
 		}

@@ -35,8 +35,8 @@ static unsigned int gd_send_flags(uint8_t f)
 	return r;
 }
 
-int gd_post_send(struct ibv_qp *qp, struct gd_swr *w, struct ibv_sge *sge, int n,
-		 struct ibv_send_wr *scratch, int *bad)
+int64_t gd_post_send(struct ibv_qp *qp, struct gd_swr *w, struct ibv_sge *sge, int n,
+		     struct ibv_send_wr *scratch)
 {
 	struct ibv_send_wr *badwr = NULL;
 	int i, ret;
@@ -71,11 +71,10 @@ int gd_post_send(struct ibv_qp *qp, struct gd_swr *w, struct ibv_sge *sge, int n
 			break;
 		}
 	}
-	*bad = n;
 	ret = ibv_post_send(qp, scratch, &badwr);
-	if (ret && badwr)
-		*bad = (int)(badwr - scratch);
-	return ret;
+	if (ret == 0)
+		return n;
+	return ((int64_t)ret << 32) | (uint32_t)(badwr ? badwr - scratch : 0);
 }
 
 static void gd_fill_recv(struct gd_rwr *w, struct ibv_sge *sge, int n, struct ibv_recv_wr *scratch)
@@ -92,32 +91,20 @@ static void gd_fill_recv(struct gd_rwr *w, struct ibv_sge *sge, int n, struct ib
 	}
 }
 
-int gd_post_recv(struct ibv_qp *qp, struct gd_rwr *w, struct ibv_sge *sge, int n,
-		 struct ibv_recv_wr *scratch, int *bad)
+int64_t gd_post_recv(struct ibv_qp *qp, struct ibv_srq *srq, struct gd_rwr *w, struct ibv_sge *sge,
+		     int n, struct ibv_recv_wr *scratch)
 {
 	struct ibv_recv_wr *badwr = NULL;
 	int ret;
 
 	gd_fill_recv(w, sge, n, scratch);
-	*bad = n;
-	ret = ibv_post_recv(qp, scratch, &badwr);
-	if (ret && badwr)
-		*bad = (int)(badwr - scratch);
-	return ret;
-}
-
-int gd_post_srq_recv(struct ibv_srq *srq, struct gd_rwr *w, struct ibv_sge *sge, int n,
-		     struct ibv_recv_wr *scratch, int *bad)
-{
-	struct ibv_recv_wr *badwr = NULL;
-	int ret;
-
-	gd_fill_recv(w, sge, n, scratch);
-	*bad = n;
-	ret = ibv_post_srq_recv(srq, scratch, &badwr);
-	if (ret && badwr)
-		*bad = (int)(badwr - scratch);
-	return ret;
+	if (qp)
+		ret = ibv_post_recv(qp, scratch, &badwr);
+	else
+		ret = ibv_post_srq_recv(srq, scratch, &badwr);
+	if (ret == 0)
+		return n;
+	return ((int64_t)ret << 32) | (uint32_t)(badwr ? badwr - scratch : 0);
 }
 
 // Completion opcodes as package verbs numbers them.

@@ -61,12 +61,15 @@ struct gd_wc {
 	uint8_t flags;
 };
 
-int gd_post_send(struct ibv_qp *qp, struct gd_swr *w, struct ibv_sge *sge, int n,
-		 struct ibv_send_wr *scratch, int *bad);
-int gd_post_recv(struct ibv_qp *qp, struct gd_rwr *w, struct ibv_sge *sge, int n,
-		 struct ibv_recv_wr *scratch, int *bad);
-int gd_post_srq_recv(struct ibv_srq *srq, struct gd_rwr *w, struct ibv_sge *sge, int n,
-		     struct ibv_recv_wr *scratch, int *bad);
+// The post functions return how many requests the device took in the
+// low 32 bits and the errno of the one it refused in the high 32 bits, so
+// that Go passes no pointer to its own memory (which would move the
+// variable to the heap on every post).
+int64_t gd_post_send(struct ibv_qp *qp, struct gd_swr *w, struct ibv_sge *sge, int n,
+		     struct ibv_send_wr *scratch);
+// gd_post_recv posts to qp, or to srq when qp is NULL.
+int64_t gd_post_recv(struct ibv_qp *qp, struct ibv_srq *srq, struct gd_rwr *w, struct ibv_sge *sge,
+		     int n, struct ibv_recv_wr *scratch);
 int gd_poll_cq(struct ibv_cq *cq, struct ibv_wc *raw, struct gd_wc *out, int n);
 int gd_req_notify(struct ibv_cq *cq, int solicited);
 // gd_get_cq_event takes one completion event from a non-blocking channel:

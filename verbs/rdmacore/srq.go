@@ -96,9 +96,7 @@ func (s *srq) PostRecv(wrs []verbs.RecvWR) (int, error) {
 	room := s.maxWR - int(s.posted.Load())
 	s.mu.Unlock()
 	take := wrs[:min(len(wrs), max(room, 0))]
-	n, err := postRecvs(take, s.maxSGE, s.rwr, s.rsge, func(n C.int, bad *C.int) C.int {
-		return C.gd_post_srq_recv(s.s, s.rwr, s.rsge, n, s.rscr, bad)
-	})
+	n, err := postRecvs(take, s.maxSGE, nil, s.s, s.rwr, s.rsge, s.rscr)
 	s.posted.Add(int64(n))
 	if err == nil && n < len(wrs) {
 		err = verbs.ErrQueueFull
