@@ -439,9 +439,18 @@ func (q *qp) postSendLocked(wrs []verbs.SendWR) (int, error) {
 			n++
 		}
 		if n > 0 {
+			// Account the requests before the device sees them: one
+			// may complete, and be polled, before the post returns.
+			t0, p0 := q.sigTail.Load(), q.sqPosted.Load()
+			q.sent(wrs[done : done+n])
 			r := int64(C.gd_post_send(q.q, q.swr, q.ssge, C.int(n), q.sscr))
 			posted, rc := int(uint32(r)), C.int(r>>32)
-			q.sent(wrs[done : done+posted])
+			if rc != 0 {
+				// What the device refused never completes: take back
+				// its accounting, which lies past anything polled.
+				q.sigTail.Store(t0 + q.signalled(wrs[done:done+posted]))
+				q.sqPosted.Store(p0 + uint64(posted))
+			}
 			if rc != 0 {
 				q.d.st.bytesSent.Add(bytes)
 				return done + posted, postErr(rc)
@@ -492,6 +501,17 @@ func (q *qp) sent(wrs []verbs.SendWR) {
 		}
 	}
 	q.sqPosted.Store(seq + uint64(len(wrs)))
+}
+
+// signalled counts the requests of wrs that produce a completion.
+func (q *qp) signalled(wrs []verbs.SendWR) uint64 {
+	var n uint64
+	for i := range wrs {
+		if q.sigAll || wrs[i].Flags&verbs.SendSignaled != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // completed accounts a completion of the QP; the CQ's lock is held.
@@ -635,8 +655,12 @@ func (q *qp) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 		q.recvCQ.drain()
 		room = int(uint64(q.caps.MaxRecvWR) - (q.rqPosted.Load() - q.rqDone.Load()))
 	}
-	n, err := postRecvs(wrs[:min(len(wrs), max(room, 0))], q.caps.MaxRecvSGE, q.q, nil, q.rwr, q.rsge, q.rscr)
-	q.rqPosted.Add(uint64(n))
+	take := wrs[:min(len(wrs), max(room, 0))]
+	// Counted before the post, as a receive may complete before it
+	// returns; what the device refused is taken back.
+	q.rqPosted.Add(uint64(len(take)))
+	n, err := postRecvs(take, q.caps.MaxRecvSGE, q.q, nil, q.rwr, q.rsge, q.rscr)
+	q.rqPosted.Add(-uint64(len(take) - n))
 	if err == nil && n < len(wrs) {
 		err = verbs.ErrQueueFull
 	}

@@ -96,8 +96,11 @@ func (s *srq) PostRecv(wrs []verbs.RecvWR) (int, error) {
 	room := s.maxWR - int(s.posted.Load())
 	s.mu.Unlock()
 	take := wrs[:min(len(wrs), max(room, 0))]
+	// Counted before the post, as a receive may complete before it
+	// returns; what the device refused is taken back.
+	s.posted.Add(int64(len(take)))
 	n, err := postRecvs(take, s.maxSGE, nil, s.s, s.rwr, s.rsge, s.rscr)
-	s.posted.Add(int64(n))
+	s.posted.Add(-int64(len(take) - n))
 	if err == nil && n < len(wrs) {
 		err = verbs.ErrQueueFull
 	}

@@ -1,0 +1,92 @@
+#!/bin/bash
+# The rdmacore provider against the kernel's RDMA devices, in one boot of
+# the QEMU lab: the verbs conformance suite on rxe (RoCE) and on siw
+# (iWARP), once more under GOEXPERIMENT=cgocheck2, the hot-path
+# benchmarks beside perftest's ib_write_bw and ib_send_bw on the same rxe
+# device, interleaved. Run from the repository root as root (make
+# rdmacore-lab).
+#   env: LAB        the lab directory (vm.sh)
+#        LAB_CACHE  the lab cache
+#        REPS       benchmark repetitions (default 3)
+#        VM_NAME, VM_IP  the VM (default rdmacore, 192.168.77.21)
+set -euo pipefail
+REPO=$(pwd -P)
+: "${LAB:?set LAB to the lab directory}"
+export LAB_CACHE=${LAB_CACHE:-/var/cache/ratlab}
+REPS=${REPS:-3}
+NAME=${VM_NAME:-rdmacore}
+IP=${VM_IP:-192.168.77.21}
+BIN=$REPO/bin/rdmacore
+mkdir -p "$BIN"
+
+vm() { "$LAB/vm.sh" "$@"; }
+vmx() { vm exec --name "$NAME" -- "$@"; }
+
+go test -c -tags rdmacore -o "$BIN/rdmacore.test" ./verbs/rdmacore
+GOEXPERIMENT=cgocheck2 go test -c -tags rdmacore -o "$BIN/rdmacore-cgocheck2.test" ./verbs/rdmacore
+
+vm start --name "$NAME" --ip "$IP" --rdma "rxe0:rxe:eth0" --share "$REPO"
+trap 'vm stop --name "$NAME" >/dev/null 2>&1 || true' EXIT
+
+status=0
+# suite DEVICE BINARY: the conformance suite on one device.
+suite() {
+	echo "== conformance on $1 ($(basename "$2"))"
+	if ! vmx env GODAPL_RDMACORE_DEVICE="$1" GODAPL_RDMACORE_ADDR="$IP" "$2" \
+		-test.run 'TestConformance|TestDevices|TestHotPathAllocs' -test.v -test.timeout 15m >"$BIN/suite-$1-$(basename "$2").txt" 2>&1; then
+		status=1
+		grep -E -- '--- FAIL|^\s+[a-z_]+\.go:[0-9]+' "$BIN/suite-$1-$(basename "$2").txt" | grep -v harness.go || true
+	fi
+	grep -cE -- '--- PASS' "$BIN/suite-$1-$(basename "$2").txt" | sed 's/^/   passed: /'
+	grep -cE -- '--- SKIP' "$BIN/suite-$1-$(basename "$2").txt" | sed 's/^/   skipped: /'
+	tail -1 "$BIN/suite-$1-$(basename "$2").txt"
+}
+
+# perftest TOOL SIZE N: wall-clock seconds of one server+client run of N
+# iterations (perftest's own figures are meaningless under TCG, whose
+# cycle calibration fails).
+perftest() {
+	local port=$((18500 + RANDOM % 1000))
+	vmx sh -c "$1 -d rxe0 -s $2 -n $3 -F -p $port >/dev/null 2>&1 & sleep 2; \
+		s=\$(date +%s.%N); $1 -d rxe0 -s $2 -n $3 -F -p $port $IP >/dev/null 2>&1; e=\$(date +%s.%N); wait; \
+		echo \"\$s \$e\"" | awk '{printf "%.6f\n", $2 - $1}'
+}
+
+# perf_rate TOOL SIZE SHORT LONG: messages per second from the
+# difference of a short and a long run, which cancels the connection
+# setup (the long run should last seconds: setup varies by about one).
+perf_rate() {
+	local short long
+	short=$(perftest "$1" "$2" "$3")
+	long=$(perftest "$1" "$2" "$4")
+	awk -v s="$short" -v l="$long" -v n=$(($4 - $3)) 'BEGIN { printf "%.1f\n", n / (l - s) }'
+}
+
+# ours BENCH: operations per second of one of the package's benchmarks.
+ours() {
+	vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" "$BIN/rdmacore.test" \
+		-test.run '^$' -test.bench "^$1\$" -test.benchtime 3s |
+		awk '/ns\/op/ { for (i = 1; i <= NF; i++) if ($(i+1) == "ns/op") printf "%.1f\n", 1e9 / $i }'
+}
+
+suite rxe0 "$BIN/rdmacore.test"
+suite rxe0 "$BIN/rdmacore-cgocheck2.test"
+
+echo "== benchmarks on rxe0 (operations per second; ours / perftest)"
+for r in $(seq "$REPS"); do
+	pw=$(perf_rate ib_write_bw 65536 200 3200)
+	ow=$(ours BenchmarkWrite64K)
+	ps=$(perf_rate ib_send_bw 64 2000 92000)
+	os=$(ours BenchmarkSendRate64)
+	echo "RESULT perftest_write_64k $pw op/s"
+	echo "RESULT rdmacore_write_64k $ow op/s"
+	echo "RESULT perftest_send_64 $ps op/s"
+	echo "RESULT rdmacore_send_64 $os op/s"
+	awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" \
+		'BEGIN { printf "RESULT ratio_write_64k %.3f x\nRESULT ratio_send_64 %.3f x\n", a / b, c / d }'
+done | tee "$BIN/bench.txt"
+
+vmx sh -c 'rdma link del rxe0 && rdma link add siw0 type siw netdev eth0'
+suite siw0 "$BIN/rdmacore.test"
+suite siw0 "$BIN/rdmacore-cgocheck2.test"
+exit $status
