@@ -18,6 +18,10 @@ import (
 // pollBatch is how many completions one cgo call takes from the device.
 const pollBatch = 64
 
+// fixedCQDepth is the device depth of a CQ on a device that cannot
+// resize them (siw): DAT grows an EVD's CQ as it adds endpoints.
+const fixedCQDepth = 1 << 16
+
 // cq is a device CQ with a ring in front of it: Wait must look at what
 // the device holds without losing it, so what it polls waits in the ring
 // for the next Poll.
@@ -50,15 +54,23 @@ func (d *Device) CreateCQ(attr verbs.CQAttr) (verbs.CQ, error) {
 	if d.closed {
 		return nil, verbs.ErrClosed
 	}
-	c := C.ibv_create_cq(d.ctx, C.int(attr.Depth), nil, d.compCh, 0)
+	hw := attr.Depth
+	if d.cqFixed {
+		hw = min(max(hw, fixedCQDepth), d.attr.MaxCQE)
+	}
+	c := C.ibv_create_cq(d.ctx, C.int(hw), nil, d.compCh, 0)
 	if c == nil {
 		return nil, errnoErr("ibv_create_cq", errnoOf())
 	}
+	depth := int(c.cqe)
+	if d.cqFixed {
+		depth = attr.Depth
+	}
 	q := &cq{
-		d: d, c: c, depth: int(c.cqe),
+		d: d, c: c, depth: depth,
 		raw:  (*C.struct_ibv_wc)(C.calloc(pollBatch, C.sizeof_struct_ibv_wc)),
 		out:  (*C.struct_gd_wc)(C.calloc(pollBatch, C.sizeof_struct_gd_wc)),
-		ring: verbs.NewCQRing(int(c.cqe)),
+		ring: verbs.NewCQRing(depth),
 		wake: make(chan struct{}),
 	}
 	d.cqs[c] = q
@@ -294,6 +306,16 @@ func (q *cq) Resize(depth int) error {
 	q.fill()
 	if depth <= 0 || depth < q.ring.Len() || depth > q.d.attr.MaxCQE {
 		return fmt.Errorf("rdmacore: resize CQ to %d with %d queued: %w", depth, q.ring.Len(), verbs.ErrInvalidArgument)
+	}
+	if q.d.cqFixed {
+		if depth > int(q.c.cqe) {
+			return fmt.Errorf("rdmacore: resize CQ to %d: %s cannot resize CQs beyond %d: %w", depth, q.d.name, int(q.c.cqe), verbs.ErrNoResources)
+		}
+		q.depth = depth
+		if depth > q.ring.Cap() {
+			q.ring.Resize(depth)
+		}
+		return nil
 	}
 	if rc := C.ibv_resize_cq(q.c, C.int(depth)); rc != 0 {
 		return errnoErr("ibv_resize_cq", syscall.Errno(rc))

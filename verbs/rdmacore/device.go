@@ -24,6 +24,9 @@ type Device struct {
 	ctx   *C.struct_ibv_context
 	attr  verbs.DeviceAttr
 	ports []Port
+	// cqFixed: the device cannot resize CQs, so they are made with room
+	// to grow (fixedCQDepth) and Resize moves only the verbs depth.
+	cqFixed bool
 
 	compCh *C.struct_ibv_comp_channel
 	cmCh   *C.struct_rdma_event_channel
@@ -182,6 +185,7 @@ func (d *Device) query() error {
 		MaxInline:   int(C.gd_probe_inline(d.ctx)),
 		MaxPrivData: privData,
 	}
+	d.cqFixed = C.gd_probe_resize(d.ctx) == 0
 	if d.attr.MaxSGERead == 0 {
 		d.attr.MaxSGERead = 1
 	}

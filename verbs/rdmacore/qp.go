@@ -356,8 +356,12 @@ func (q *qp) awaitFlush() {
 	}
 }
 
-// postErr maps the errno of ibv_post_send or ibv_post_recv.
+// postErr maps the errno of ibv_post_send or ibv_post_recv (some
+// drivers return it negated).
 func postErr(rc C.int) error {
+	if rc < 0 {
+		rc = -rc
+	}
 	switch syscall.Errno(rc) {
 	case syscall.ENOMEM:
 		return verbs.ErrQueueFull

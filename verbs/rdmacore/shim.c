@@ -342,3 +342,15 @@ int gd_probe_inline(struct ibv_context *ctx)
 		ibv_dealloc_pd(pd);
 	return got;
 }
+
+int gd_probe_resize(struct ibv_context *ctx)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 1, NULL, NULL, 0);
+	int ok;
+
+	if (!cq)
+		return 0;
+	ok = ibv_resize_cq(cq, 4) == 0;
+	ibv_destroy_cq(cq);
+	return ok;
+}

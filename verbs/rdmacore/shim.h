@@ -79,6 +79,8 @@ int gd_query_port_gids(struct ibv_context *ctx, uint8_t port, union ibv_gid *gid
 int gd_errno(void);
 // gd_probe_inline returns the largest inline data a QP of ctx takes.
 int gd_probe_inline(struct ibv_context *ctx);
+// gd_probe_resize reports whether the device can resize a CQ.
+int gd_probe_resize(struct ibv_context *ctx);
 int gd_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
 int gd_modify_qp_state(struct ibv_qp *qp, enum ibv_qp_state s, int port, int access);
 int gd_cm_modify(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state s,
