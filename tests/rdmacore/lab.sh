@@ -3,7 +3,9 @@
 # the QEMU lab: the verbs conformance suite on rxe (RoCE) and on siw
 # (iWARP), once more under GOEXPERIMENT=cgocheck2, the hot-path
 # benchmarks beside perftest's ib_write_bw and ib_send_bw on the same rxe
-# device, interleaved. Run from the repository root as root (make
+# device, interleaved, and godapl's pure-Go siw on the host against
+# rdmacore on the kernel's siw (tests/rdmacore/internal/peer), each end
+# passive once. Run from the repository root as root (make
 # rdmacore-lab).
 #   env: LAB        the lab directory (vm.sh)
 #        LAB_CACHE  the lab cache
@@ -23,6 +25,7 @@ vm() { "$LAB/vm.sh" "$@"; }
 vmx() { vm exec --name "$NAME" -- "$@"; }
 
 go test -c -tags rdmacore -o "$BIN/rdmacore.test" ./verbs/rdmacore
+go build -tags rdmacore -o "$BIN/peer" ./tests/rdmacore/internal/peer
 GOEXPERIMENT=cgocheck2 go test -c -tags rdmacore -o "$BIN/rdmacore-cgocheck2.test" ./verbs/rdmacore
 
 vm start --name "$NAME" --ip "$IP" --rdma "rxe0:rxe:eth0" --share "$REPO"
@@ -86,7 +89,42 @@ for r in $(seq "$REPS"); do
 		'BEGIN { printf "RESULT ratio_write_64k %.3f x\nRESULT ratio_send_64 %.3f x\n", a / b, c / d }'
 done | tee "$BIN/bench.txt"
 
+# listening FILE: waits until the peer writing FILE listens.
+listening() {
+	for _ in $(seq 300); do
+		grep -q "peer: listening" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# interop: godapl's pure-Go siw on the host (netns ratlab) against
+# rdmacore on the VM's kernel siw, each end passive once.
+interop() {
+	local out=$BIN/interop-vm.txt
+	echo "== interop: host siw (active) -> VM rdmacore on siw0 (passive, SRQ)"
+	vmx "$BIN/peer" -provider rdmacore -device siw0 -listen "$IP:7310" -srq >"$out" 2>&1 &
+	local vmjob=$!
+	if listening "$out" && vm nsexec "$BIN/peer" -provider siw -connect "$IP:7310" && wait $vmjob; then
+		echo "   both ends: peer: OK"
+	else
+		status=1
+		cat "$out"
+	fi
+	out=$BIN/interop-host.txt
+	echo "== interop: VM rdmacore on siw0 (active) -> host siw (passive, SRQ)"
+	vm nsexec "$BIN/peer" -provider siw -listen 192.168.77.1:7311 -srq >"$out" 2>&1 &
+	local hostjob=$!
+	if listening "$out" && vmx "$BIN/peer" -provider rdmacore -device siw0 -connect 192.168.77.1:7311 && wait $hostjob; then
+		echo "   both ends: peer: OK"
+	else
+		status=1
+		cat "$out"
+	fi
+}
+
 vmx sh -c 'rdma link del rxe0 && rdma link add siw0 type siw netdev eth0'
 suite siw0 "$BIN/rdmacore.test"
 suite siw0 "$BIN/rdmacore-cgocheck2.test"
+interop
 exit $status

@@ -90,6 +90,7 @@ func (l *listener) cmEvent(ev *cmEvent) {
 	}
 	r := &connReq{l: l, c: newConn(l.d, ev.id)}
 	r.priv, r.respRes, r.initDepth = ev.privData, ev.respRes, ev.initDepth
+	r.local, r.remote = tcpAddrOf(C.rdma_get_local_addr(ev.id)), tcpAddrOf(C.rdma_get_peer_addr(ev.id))
 	h, err := l.d.register(r.c)
 	if err != nil {
 		C.rdma_reject(ev.id, nil, 0)
@@ -159,14 +160,15 @@ type connReq struct {
 	c                  *conn
 	priv               []byte
 	respRes, initDepth int
+	local, remote      *net.TCPAddr
 
 	mu   sync.Mutex
 	used bool
 }
 
 func (r *connReq) PrivateData() []byte     { return r.priv }
-func (r *connReq) LocalAddr() net.Addr     { return tcpAddrOf(C.rdma_get_local_addr(r.c.id)) }
-func (r *connReq) RemoteAddr() net.Addr    { return tcpAddrOf(C.rdma_get_peer_addr(r.c.id)) }
+func (r *connReq) LocalAddr() net.Addr     { return r.local }
+func (r *connReq) RemoteAddr() net.Addr    { return r.remote }
 func (r *connReq) ResponderResources() int { return r.respRes }
 func (r *connReq) InitiatorDepth() int     { return r.initDepth }
 

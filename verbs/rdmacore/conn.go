@@ -168,9 +168,20 @@ func (c *conn) end(err error) bool {
 	close(c.done)
 	if err != nil {
 		// Complete the peer's disconnect, as librdmacm users do.
-		C.rdma_disconnect(c.id)
+		c.disconnectID()
 	}
 	return true
+}
+
+// disconnectID calls rdma_disconnect unless the id is already being
+// destroyed: release waits for c.mu, so the id outlives the call.
+func (c *conn) disconnectID() C.int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.released || c.id == nil {
+		return 0
+	}
+	return C.rdma_disconnect(c.id)
 }
 
 // release destroys the rdma_cm id. The kernel may hold the caller for
@@ -204,7 +215,7 @@ func (c *conn) abort() {
 	c.mu.Unlock()
 	if up && !ended {
 		c.end(nil)
-		C.rdma_disconnect(c.id)
+		c.disconnectID()
 	}
 	c.release()
 }
@@ -239,7 +250,7 @@ func (c *conn) Disconnect() error {
 	if !c.end(nil) {
 		return nil
 	}
-	if C.rdma_disconnect(c.id) != 0 {
+	if c.disconnectID() != 0 {
 		return errnoErr("rdma_disconnect", errnoOf())
 	}
 	return nil

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"net/netip"
 	"unsafe"
 
 	"github.com/godapl/godapl/verbs"
@@ -52,6 +53,30 @@ func (p *Provider) Open(name string) (verbs.Device, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// OpenAddr opens the device that owns the IPv4 address addr ("ip" or
+// "ip:port"), the one rdma_cm would use for it, as rdma-core's tools
+// pick their device.
+func (p *Provider) OpenAddr(addr string) (*Device, error) {
+	ap, err := parseAddr(addr, true)
+	if err != nil {
+		return nil, err
+	}
+	var id *C.struct_rdma_cm_id
+	if C.rdma_create_id(nil, &id, nil, C.RDMA_PS_TCP) != 0 {
+		return nil, errnoErr("rdma_create_id", errnoOf())
+	}
+	defer C.rdma_destroy_id(id)
+	sa := sockaddr(netip.AddrPortFrom(ap.Addr(), 0))
+	if C.rdma_bind_addr(id, sockaddrPtr(&sa)) != 0 {
+		return nil, fmt.Errorf("rdmacore: no RDMA device owns %v: %w", ap.Addr(), verbs.ErrNoDevice)
+	}
+	name := idDevice(id)
+	if name == "" {
+		return nil, fmt.Errorf("rdmacore: no RDMA device owns %v: %w", ap.Addr(), verbs.ErrNoDevice)
+	}
+	return p.OpenDevice(name)
 }
 
 // OpenDevice is Open returning the concrete type, which also reports the
