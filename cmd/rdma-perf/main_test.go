@@ -38,7 +38,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"-d", "soon"}, `invalid value "soon" for flag -d`},
 		{[]string{"-d", "0s"}, "-d 0s: want a positive duration"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
-		{[]string{"-provider", "ib"}, `-provider "ib": want siw or mem`},
+		{[]string{"-provider", "ib"}, `-provider "ib": want siw, mem or rdmacore`},
 		{[]string{"-provider", "mem", "-s"}, "mem works in loopback mode only"},
 		{[]string{"-provider", "mem", "-c", "127.0.0.1"}, "mem works in loopback mode only"},
 		{[]string{"-s", "-c", "127.0.0.1"}, "-s and -c exclude each other"},

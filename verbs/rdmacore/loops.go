@@ -192,10 +192,11 @@ func (d *Device) cmLoop() {
 			respRes: int(ev.resp_res), initDepth: int(ev.init_depth),
 		}
 		if ev.pd_len > 0 {
+			// On IB and RoCE this is the CM message's whole private
+			// data field (56 bytes in a request, 196 in a reply, 148
+			// in a reject), zero-padded past what the peer gave: the
+			// IB CM carries no length, as librdmacm's users see too.
 			e.privData = C.GoBytes(unsafePointer(&ev.pd[0]), ev.pd_len)
-			if d.attr.Transport != verbs.TransportIWARP {
-				e.privData = trimPrivData(e.privData)
-			}
 		}
 		d.mu.Lock()
 		o := d.cmIDs[uintptr(ev.handle)]
@@ -208,22 +209,6 @@ func (d *Device) cmLoop() {
 			C.rdma_destroy_id(e.id)
 		}
 	}
-}
-
-// trimPrivData drops the zero padding of IB CM private data. An IB CM
-// message carries a fixed amount (56 bytes in a request, 196 in a reply,
-// 148 in a reject) whatever the sender gave, where iWARP's MPA carries
-// the length; without it trailing zero bytes cannot be told from the
-// padding, so they are dropped with it.
-func trimPrivData(b []byte) []byte {
-	n := len(b)
-	for n > 0 && b[n-1] == 0 {
-		n--
-	}
-	if n == 0 {
-		return nil
-	}
-	return b[:n]
 }
 
 // register gives o a handle for the context of its rdma_cm ids.

@@ -55,9 +55,11 @@ func (p *Provider) Open(name string) (verbs.Device, error) {
 	return d, nil
 }
 
-// OpenAddr opens the device that owns the IPv4 address addr ("ip" or
-// "ip:port"), the one rdma_cm would use for it, as rdma-core's tools
-// pick their device.
+// OpenAddr opens the device rdma_cm would use for the IPv4 address addr
+// ("ip" or "ip:port"), as rdma-core's tools pick theirs: the device that
+// owns it when it is local, else the one the route to it leaves by
+// (resolving that takes up to two seconds of rdma_cm's address
+// resolution).
 func (p *Provider) OpenAddr(addr string) (*Device, error) {
 	ap, err := parseAddr(addr, true)
 	if err != nil {
@@ -70,7 +72,10 @@ func (p *Provider) OpenAddr(addr string) (*Device, error) {
 	defer C.rdma_destroy_id(id)
 	sa := sockaddr(netip.AddrPortFrom(ap.Addr(), 0))
 	if C.rdma_bind_addr(id, sockaddrPtr(&sa)) != 0 {
-		return nil, fmt.Errorf("rdmacore: no RDMA device owns %v: %w", ap.Addr(), verbs.ErrNoDevice)
+		// Not local: a synchronous id resolves the route's device.
+		if C.rdma_resolve_addr(id, nil, sockaddrPtr(&sa), 2000) != 0 {
+			return nil, fmt.Errorf("rdmacore: no RDMA device reaches %v: %w", ap.Addr(), verbs.ErrNoDevice)
+		}
 	}
 	name := idDevice(id)
 	if name == "" {
