@@ -11,6 +11,8 @@
 #        LAB_CACHE  the lab cache
 #        REPS       benchmark repetitions (default 3)
 #        VM_NAME, VM_IP  the VM (default rdmacore, 192.168.77.21)
+#        DAT_STRICT      1: a failing DAT suite fails the run (it is
+#                        reported either way)
 set -euo pipefail
 REPO=$(pwd -P)
 : "${LAB:?set LAB to the lab directory}"
@@ -26,6 +28,8 @@ vmx() { vm exec --name "$NAME" -- "$@"; }
 
 go test -c -tags rdmacore -o "$BIN/rdmacore.test" ./verbs/rdmacore
 go build -tags rdmacore -o "$BIN/peer" ./tests/rdmacore/internal/peer
+go build -tags rdmacore -o "$BIN/rping" ./cmd/rping
+go test -c -tags rdmacore -o "$BIN/dattest.test" ./dat/dattest
 GOEXPERIMENT=cgocheck2 go test -c -tags rdmacore -o "$BIN/rdmacore-cgocheck2.test" ./verbs/rdmacore
 
 vm start --name "$NAME" --ip "$IP" --rdma "rxe0:rxe:eth0" --share "$REPO"
@@ -43,6 +47,38 @@ suite() {
 	grep -cE -- '--- PASS' "$BIN/suite-$1-$(basename "$2").txt" | sed 's/^/   passed: /'
 	grep -cE -- '--- SKIP' "$BIN/suite-$1-$(basename "$2").txt" | sed 's/^/   skipped: /'
 	tail -1 "$BIN/suite-$1-$(basename "$2").txt"
+}
+
+# dat DEVICE: the DAT suite (dat/dattest) over the device's IA.
+dat() {
+	local out=$BIN/dat-$1.txt
+	echo "== DAT suite over ofa-v2-$1-1"
+	if vmx env GODAPL_RDMACORE_DEVICE="$1" "$BIN/dattest.test" -test.run TestRdmacore -test.v -test.timeout 15m >"$out" 2>&1; then
+		echo "   PASS"
+	else
+		[ "${DAT_STRICT:-0}" = 1 ] && status=1
+		grep -E -- '^\s+--- FAIL' "$out" | sed 's/^ */   /'
+	fi
+	grep -cE -- '--- PASS' "$out" | sed 's/^/   passed: /'
+}
+
+# rping_interop: godapl's rping over rdmacore against rdma-core's rping
+# on rxe0, each as the server once.
+rping_interop() {
+	echo "== rping: rdma-core rping -s, godapl rping --provider rdmacore -c"
+	if vmx sh -c "rping -s -a $IP -p 7400 -C 5 -V >/dev/null 2>&1 & sleep 2; \
+		$BIN/rping --provider rdmacore -c -a $IP -p 7400 -C 5 -V; c=\$?; wait \$!; exit \$((c | \$?))"; then
+		echo "   both rc 0"
+	else
+		status=1
+	fi
+	echo "== rping: godapl rping --provider rdmacore -s, rdma-core rping -c"
+	if vmx sh -c "$BIN/rping --provider rdmacore -s -a $IP -p 7401 -C 5 -V >/dev/null 2>&1 & sleep 2; \
+		rping -c -a $IP -p 7401 -C 5 -V; c=\$?; wait \$!; exit \$((c | \$?))"; then
+		echo "   both rc 0"
+	else
+		status=1
+	fi
 }
 
 # perftest TOOL SIZE N: wall-clock seconds of one server+client run of N
@@ -74,6 +110,8 @@ ours() {
 
 suite rxe0 "$BIN/rdmacore.test"
 suite rxe0 "$BIN/rdmacore-cgocheck2.test"
+rping_interop
+dat rxe0
 
 echo "== benchmarks on rxe0 (operations per second; ours / perftest)"
 for r in $(seq "$REPS"); do
@@ -127,4 +165,5 @@ vmx sh -c 'rdma link del rxe0 && rdma link add siw0 type siw netdev eth0'
 suite siw0 "$BIN/rdmacore.test"
 suite siw0 "$BIN/rdmacore-cgocheck2.test"
 interop
+dat siw0
 exit $status

@@ -138,59 +138,75 @@ func BenchmarkWrite64K(b *testing.B) {
 	}
 }
 
-// BenchmarkSendRate64 streams 64-byte Sends, 16 in flight, against
-// receives posted ahead: the message rate ib_send_bw measures.
+// BenchmarkSendRate64 streams 64-byte Sends, 128 in flight with one in
+// 16 signalled, against receives reposted in batches as they complete:
+// the message rate ib_send_bw measures with its default depths and
+// completion moderation.
 func BenchmarkSendRate64(b *testing.B) {
-	const size, depth = 64, 16
-	sa, sb := pair(b, verbstest.PairAttr{Caps: verbs.QPCaps{MaxSendWR: depth, MaxRecvWR: 2 * depth}, CQDepth: 4 * depth})
-	send := []verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sb.Buf.SGE(0, size)}}}
-	recvs := make([]verbs.RecvWR, 2*depth)
+	const size, depth, every, rdepth = 64, 128, 16, 512
+	sa, sb := pair(b, verbstest.PairAttr{Caps: verbs.QPCaps{MaxSendWR: depth, MaxRecvWR: rdepth}, CQDepth: 2 * rdepth, BufSize: rdepth * size})
+	send := []verbs.SendWR{{Opcode: verbs.OpSend, SGL: []verbs.SGE{sb.Buf.SGE(0, size)}}}
+	recvs := make([]verbs.RecvWR, rdepth)
+	sgls := make([]verbs.SGE, rdepth)
 	for i := range recvs {
-		recvs[i] = verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{sa.Buf.SGE(i*size, size)}}
+		sgls[i] = sa.Buf.SGE(i*size, size)
+		recvs[i] = verbs.RecvWR{ID: uint64(i), SGL: sgls[i : i+1]}
 	}
 	if _, err := sa.QP.PostRecv(recvs); err != nil {
 		b.Fatal(err)
 	}
-	wcs := make([]verbs.WC, 2*depth)
+	repost := make([]verbs.RecvWR, 0, rdepth)
+	wcs := make([]verbs.WC, 64)
 	b.ReportAllocs()
 	b.ResetTimer()
-	inflight, received := 0, 0
-	reap := func() {
-		// Receives are reposted as they complete, so the sender never
-		// finds the peer without a buffer (RNR).
-		if n := sa.CQ.Poll(wcs); n > 0 {
-			for i := range n {
-				recvs[0].ID = wcs[i].ID
-				recvs[0].SGL[0] = sa.Buf.SGE(int(wcs[i].ID)*size, size)
-				if _, err := sa.QP.PostRecv(recvs[:1]); err != nil {
-					b.Fatal(err)
-				}
+	posted, retired, received := 0, 0, 0
+	reap := func(block bool) {
+		n := sa.CQ.Poll(wcs)
+		repost = repost[:0]
+		for i := range n {
+			if wcs[i].Status != verbs.WCSuccess {
+				b.Fatalf("receive %+v", wcs[i])
+			}
+			repost = append(repost, recvs[wcs[i].ID])
+		}
+		if n > 0 {
+			if _, err := sa.QP.PostRecv(repost); err != nil {
+				b.Fatal(err)
 			}
 			received += n
 		}
-		inflight -= sb.CQ.Poll(wcs)
-	}
-	for i := range b.N {
-		for inflight >= depth || i-received >= depth {
-			reap()
-			if inflight >= depth {
+		m := sb.CQ.Poll(wcs)
+		for i := range m {
+			if wcs[i].Status != verbs.WCSuccess {
+				b.Fatalf("send %+v", wcs[i])
+			}
+			retired = int(wcs[i].ID) + 1
+		}
+		if block && n == 0 && m == 0 {
+			if posted-retired >= depth {
 				sb.CQ.Wait(context.Background(), false)
-			} else if i-received >= depth {
+			} else {
 				sa.CQ.Wait(context.Background(), false)
 			}
 		}
-		send[0].ID = uint64(i)
+	}
+	for posted < b.N {
+		// Keep the receiver a queue ahead, so that no Send finds it
+		// without a buffer.
+		for posted-retired >= depth-every || posted-received >= rdepth-every {
+			reap(true)
+		}
+		send[0].ID = uint64(posted)
+		send[0].Flags = 0
+		if posted%every == every-1 || posted == b.N-1 {
+			send[0].Flags = verbs.SendSignaled
+		}
 		if _, err := sb.QP.PostSend(send); err != nil {
 			b.Fatal(err)
 		}
-		inflight++
+		posted++
 	}
-	for inflight > 0 || received < b.N {
-		reap()
-		if inflight > 0 {
-			sb.CQ.Wait(context.Background(), false)
-		} else if received < b.N {
-			sa.CQ.Wait(context.Background(), false)
-		}
+	for received < b.N || retired < b.N {
+		reap(true)
 	}
 }

@@ -189,7 +189,7 @@ func (r *connReq) Reject(priv []byte) error {
 	if err := r.take(); err != nil {
 		return err
 	}
-	cp, n := cBytes(priv)
+	cp, n := cBytes(r.l.d.framePriv(priv))
 	rc := C.rdma_reject(r.c.id, cp, n)
 	errno := errnoOf()
 	C.free(cp)
@@ -233,7 +233,7 @@ func (r *connReq) Accept(vqp verbs.QP, p verbs.ConnParam) (verbs.Conn, error) {
 		c.release()
 		return nil, err
 	}
-	param, free := connParam(q, p.PrivateData, ird, ord)
+	param, free := connParam(q, d.framePriv(p.PrivateData), ird, ord)
 	defer free()
 	if C.rdma_accept(c.id, param) != 0 {
 		errno := errnoOf()
@@ -377,7 +377,7 @@ func (d *Device) connect(ctx context.Context, vqp verbs.QP, addr string, p verbs
 		return fail(err)
 	}
 	ird, ord := clampRD(d, max(p.ResponderResources, 1)), clampRD(d, max(p.InitiatorDepth, 1))
-	param, free := connParam(q, p.PrivateData, ird, ord)
+	param, free := connParam(q, d.framePriv(p.PrivateData), ird, ord)
 	rc := C.rdma_connect(c.id, param)
 	errno := errnoOf()
 	free()

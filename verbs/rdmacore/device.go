@@ -155,7 +155,9 @@ func (d *Device) query() error {
 		}
 		d.ports = append(d.ports, port)
 	}
-	privData := 56 // what an IB CM REQ carries after rdma_cm's header
+	// What an IB CM REQ carries after rdma_cm's header, less the length
+	// byte godapl puts in front (privLenFrame).
+	privData := 56 - 1
 	if tr == verbs.TransportIWARP {
 		// Linux counts MPA v2's 4-byte IRD/ORD header against the
 		// 252 bytes an MPA frame may carry: a peer refuses more.
