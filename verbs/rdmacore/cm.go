@@ -384,7 +384,9 @@ func (d *Device) connect(ctx context.Context, vqp verbs.QP, addr string, p verbs
 	if rc != 0 {
 		q.markError()
 		if errno == syscall.ECONNREFUSED || errno == syscall.ECONNRESET {
-			return fail(fmt.Errorf("rdmacore: connect %s: %w (%w)", addr, verbs.ErrUnreachable, errno))
+			// Nobody listens (iWARP connects its TCP socket here): a
+			// reject by the transport, not by the peer's consumer.
+			return fail(fmt.Errorf("rdmacore: connect %s: %w (%w)", addr, &verbs.RejectError{}, errno))
 		}
 		return fail(errnoErr("rdma_connect "+addr, errno))
 	}
@@ -420,7 +422,9 @@ func (d *Device) connect(ctx context.Context, vqp verbs.QP, addr string, p verbs
 				d.st.connsRejected.Add(1)
 				return fail(&verbs.RejectError{PrivateData: ev.privData})
 			}
-			return fail(fmt.Errorf("rdmacore: connect %s: rejected by the transport (status %d): %w", addr, ev.status, verbs.ErrUnreachable))
+			// The peer's CM refused (no listener: IB REJ reason 8,
+			// invalid service ID): a reject, but not by a consumer.
+			return fail(fmt.Errorf("rdmacore: connect %s: rejected by the transport (status %d): %w", addr, ev.status, &verbs.RejectError{}))
 		case C.RDMA_CM_EVENT_UNREACHABLE, C.RDMA_CM_EVENT_CONNECT_ERROR:
 			q.markError()
 			return fail(fmt.Errorf("rdmacore: connect %s: %s (status %d): %w", addr, cmEventName(ev.typ), ev.status, verbs.ErrUnreachable))

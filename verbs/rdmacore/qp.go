@@ -150,6 +150,10 @@ func (p *pd) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
 	if s != nil {
 		s.mu.Lock()
 		s.users++
+		if s.cqs == nil {
+			s.cqs = make(map[*cq]int)
+		}
+		s.cqs[rcq]++
 		s.mu.Unlock()
 	}
 	p.d.mu.Lock()
@@ -317,6 +321,9 @@ func (q *qp) destroy(force bool) error {
 	if q.srq != nil {
 		q.srq.mu.Lock()
 		q.srq.users--
+		if q.srq.cqs[q.recvCQ]--; q.srq.cqs[q.recvCQ] <= 0 {
+			delete(q.srq.cqs, q.recvCQ)
+		}
 		q.srq.mu.Unlock()
 	}
 	if rc != 0 {

@@ -23,6 +23,7 @@ type srq struct {
 	mu     sync.Mutex
 	dead   bool
 	users  int
+	cqs    map[*cq]int // receive CQs of the QPs using the SRQ
 	maxWR  int
 	maxSGE int
 	limit  int
@@ -154,7 +155,26 @@ func (s *srq) Query() verbs.SRQAttr {
 	return verbs.SRQAttr{MaxWR: s.maxWR, MaxSGE: s.maxSGE, Limit: s.limit}
 }
 
-func (s *srq) Posted() int { return int(s.posted.Load()) }
+// Posted counts the receives not yet taken. The device says a receive
+// was taken only with its completion, so what the QPs' CQs hold is
+// accounted first (skipping a CQ whose lock its consumer holds).
+func (s *srq) Posted() int {
+	s.mu.Lock()
+	cqs := make([]*cq, 0, len(s.cqs))
+	for c := range s.cqs {
+		cqs = append(cqs, c)
+	}
+	s.mu.Unlock()
+	for _, c := range cqs {
+		if c.mu.TryLock() {
+			if !c.dead {
+				c.fill()
+			}
+			c.mu.Unlock()
+		}
+	}
+	return int(s.posted.Load())
+}
 
 func (s *srq) limitReached() {
 	s.mu.Lock()
