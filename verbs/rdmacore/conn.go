@@ -164,6 +164,9 @@ func (c *conn) end(err error) bool {
 			}
 		}
 		q.mu.Unlock()
+		// The flushed requests complete before the connection is seen
+		// to end, as DAT reports them before the disconnect event.
+		q.awaitFlush()
 	}
 	close(c.done)
 	if err != nil {

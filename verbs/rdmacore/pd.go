@@ -301,6 +301,20 @@ func (w *mw) Dealloc() error {
 	return nil
 }
 
+// unbindKey records that a Local Invalidate of rkey unbinds the window
+// that holds it, if one of the PD does.
+func (p *pd) unbindKey(rkey uint32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for w := range p.mws {
+		w.mu.Lock()
+		if w.bound != nil && w.rkey == rkey {
+			w.setBound(nil)
+		}
+		w.mu.Unlock()
+	}
+}
+
 // setBound records the MR the window is bound to; w.mu is held.
 func (w *mw) setBound(m *mr) {
 	if w.bound != nil {

@@ -434,8 +434,11 @@ func (q *qp) postSendLocked(wrs []verbs.SendWR) (int, error) {
 			w.rkey = C.uint32_t(wr.RKey)
 			w.inv_rkey = C.uint32_t(wr.InvalidateRKey)
 			w.num_sge = C.uint32_t(len(wr.SGL))
-			if wr.Opcode == verbs.OpBindMW {
+			switch wr.Opcode {
+			case verbs.OpBindMW:
 				q.fillBind(w, &wr.Bind)
+			case verbs.OpLocalInv:
+				q.pd.unbindKey(wr.InvalidateRKey)
 			}
 			for i := range wr.SGL {
 				s := &sge[ns]
@@ -561,9 +564,16 @@ func (q *qp) fault(why error) {
 	q.mu.Lock()
 	c := q.conn
 	q.mu.Unlock()
-	if c != nil {
-		c.end(&verbs.BrokenError{Err: why})
+	if c == nil {
+		return
 	}
+	// The caller may hold a CQ's lock, which ending the connection
+	// (waiting for the flush) takes.
+	q.d.bg.Add(1)
+	go func() {
+		defer q.d.bg.Done()
+		c.end(&verbs.BrokenError{Err: why})
+	}()
 }
 
 // checkSend refuses what the device would refuse or misread, before it
@@ -626,7 +636,11 @@ func (q *qp) fillBind(w *C.struct_gd_swr, b *verbs.MWBind) {
 	}
 	key = key&^0xff | (key+1)&0xff
 	win.rkey = key
-	win.setBound(m)
+	if b.Length == 0 {
+		win.setBound(nil) // a zero-length bind unbinds
+	} else {
+		win.setBound(m)
+	}
 	win.mu.Unlock()
 	w.mw = win.w
 	w.mr = m.m
