@@ -40,7 +40,7 @@ status=0
 suite() {
 	echo "== conformance on $1 ($(basename "$2"))"
 	if ! vmx env GODAPL_RDMACORE_DEVICE="$1" GODAPL_RDMACORE_ADDR="$IP" "$2" \
-		-test.run 'TestConformance|TestDevices|TestHotPathAllocs' -test.v -test.timeout 15m >"$BIN/suite-$1-$(basename "$2").txt" 2>&1; then
+		-test.run 'TestConformance|TestDevices|TestHotPathAllocs|TestFaults|TestPrivDataFrame' -test.v -test.timeout 15m >"$BIN/suite-$1-$(basename "$2").txt" 2>&1; then
 		status=1
 		grep -E -- '--- FAIL|^\s+[a-z_]+\.go:[0-9]+' "$BIN/suite-$1-$(basename "$2").txt" | grep -v harness.go || true
 	fi
@@ -63,21 +63,27 @@ dat() {
 }
 
 # rping_interop: godapl's rping over rdmacore against rdma-core's rping
-# on rxe0, each as the server once.
+# on rxe0, each as the server once. A server serves one connection; the
+# timeouts end one whose client never came.
 rping_interop() {
 	echo "== rping: rdma-core rping -s, godapl rping --provider rdmacore -c"
-	if vmx sh -c "rping -s -a $IP -p 7400 -C 5 -V >/dev/null 2>&1 & sleep 2; \
-		$BIN/rping --provider rdmacore -c -a $IP -p 7400 -C 5 -V; c=\$?; wait \$!; exit \$((c | \$?))"; then
+	if vmx sh -c "timeout 60 rping -s -a $IP -p 7400 -C 5 -V >/dev/null 2>&1 & sleep 2; \
+		timeout 60 $BIN/rping --provider rdmacore -c -a $IP -p 7400 -C 5 -V; c=\$?; wait \$!; exit \$((c | \$?))"; then
 		echo "   both rc 0"
 	else
 		status=1
 	fi
 	echo "== rping: godapl rping --provider rdmacore -s, rdma-core rping -c"
-	if vmx sh -c "$BIN/rping --provider rdmacore -s -a $IP -p 7401 -C 5 -V >/dev/null 2>&1 & sleep 2; \
-		rping -c -a $IP -p 7401 -C 5 -V; c=\$?; wait \$!; exit \$((c | \$?))"; then
+	local out=$BIN/rping-server.txt
+	rm -f "$out"
+	# The client starts once the server says it listens (-d).
+	if vmx sh -c "timeout 60 $BIN/rping --provider rdmacore -s -d -a $IP -p 7401 -C 5 -V >$out 2>&1 & \
+		for i in \$(seq 300); do grep -q rdma_listen $out && break; sleep 0.1; done; \
+		timeout 60 rping -c -a $IP -p 7401 -C 5 -V; c=\$?; wait \$!; exit \$((c | \$?))"; then
 		echo "   both rc 0"
 	else
 		status=1
+		cat "$out"
 	fi
 }
 

@@ -109,6 +109,10 @@ func (s *srq) PostRecv(wrs []verbs.RecvWR) (int, error) {
 }
 
 func (s *srq) Modify(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
+	posted := -1
+	if mask&verbs.SRQLimit != 0 {
+		posted = s.Posted() // before s.mu: it takes it
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead || s.d.isClosed() {
@@ -140,6 +144,14 @@ func (s *srq) Modify(attr verbs.SRQAttr, mask verbs.SRQAttrMask) error {
 		}
 		if attr.Limit < 0 || attr.Limit > max {
 			return fmt.Errorf("rdmacore: SRQ limit %d of %d: %w", attr.Limit, max, verbs.ErrInvalidArgument)
+		}
+		if attr.Limit > 0 && posted < attr.Limit {
+			// Already below: the event fires at once and the limit
+			// stays disarmed, as the verbs contract has it; a device
+			// armed here would wait for a receive to be taken.
+			s.limit = 0
+			s.d.postEvent(verbs.AsyncEvent{Type: verbs.EventSRQLimitReached, SRQ: s})
+			return nil
 		}
 		if err := s.armLimit(attr.Limit); err != nil {
 			return err
