@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests drive, with apt, when they are
 # missing: iproute2 (ip, tc, ss) for the network-namespace tests under
-# tests/ (tests/internal/netns, tests/faults). Idempotent and quiet: it
+# tests/ (tests/internal/netns, tests/faults), and rdma-core's
+# development files for the rdmacore build tag. Idempotent and quiet: it
 # prints nothing when everything is present, and does nothing without
 # root or apt (the tests that need the tools then skip and say why).
 # It also loads the kernel's rds module when the running kernel has one,
@@ -32,12 +33,20 @@ need=()
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v tc >/dev/null 2>&1 || need+=(iproute2)
 command -v ss >/dev/null 2>&1 || need+=(iproute2)
+# The rdma-core development files, for the rdmacore build tag
+# (verbs/rdmacore): make vet builds and vets the tagged package. The
+# user-space drivers (ibverbs-providers) let the tests open the devices
+# a machine has; without a device they skip.
+[ -f /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev)
+[ -f /usr/include/rdma/rdma_cma.h ] || need+=(librdmacm-dev)
+[ -d /usr/lib/x86_64-linux-gnu/libibverbs ] || [ -d /usr/lib/aarch64-linux-gnu/libibverbs ] ||
+	need+=(ibverbs-providers)
 # Deduplicate: one package provides all three.
 mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u | sed '/^$/d')
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-	echo "install-deps: missing ${need[*]} (need root and apt-get to install; namespace tests will skip)" >&2
+	echo "install-deps: missing ${need[*]} (need root and apt-get to install; namespace tests will skip, the rdmacore tag will not build)" >&2
 	exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive

@@ -11,6 +11,8 @@ type Transport uint8
 const (
 	TransportIWARP  Transport = iota // RDMAP/DDP/MPA over TCP
 	TransportMemory                  // inside one process
+	TransportRoCE                    // InfiniBand transport over Ethernet (RoCE)
+	TransportIB                      // InfiniBand
 )
 
 func (t Transport) String() string {
@@ -19,6 +21,10 @@ func (t Transport) String() string {
 		return "iWARP"
 	case TransportMemory:
 		return "memory"
+	case TransportRoCE:
+		return "RoCE"
+	case TransportIB:
+		return "InfiniBand"
 	}
 	return fmt.Sprintf("Transport(%d)", uint8(t))
 }

@@ -12,14 +12,17 @@ import (
 // loopback mode's two ends meet.
 var memFabric = mem.New()
 
-// openDevice opens the named provider's default device: siw's "siw"
-// (every local address) or mem's only device.
-func openDevice(provider string) (verbs.Device, error) {
+// openDevice opens the named provider's device for addr: siw's "siw"
+// (every local address), mem's only device, or the rdma-core device
+// rdma_cm uses for addr.
+func openDevice(provider, addr string) (verbs.Device, error) {
 	switch provider {
 	case "siw":
 		return siw.New(siw.Options{}).Open("siw")
 	case "mem":
 		return memFabric.Open(mem.DeviceName)
+	case "rdmacore":
+		return openRdmacore(addr)
 	}
-	return nil, fmt.Errorf("unknown provider %q (have siw, mem)", provider)
+	return nil, fmt.Errorf("unknown provider %q (have siw, mem, rdmacore)", provider)
 }

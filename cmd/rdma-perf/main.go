@@ -118,7 +118,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1", "local `address` to listen on (server and loopback mode)")
 	o.pt.register(fs)
 	fs.IntVar(&o.port, "p", 18516, "RDMA `port` (the TCP baseline uses port+1); 0 picks free ports in loopback mode")
-	fs.StringVar(&o.provider, "provider", "siw", "verbs `provider`: siw or mem (mem works in loopback mode only)")
+	fs.StringVar(&o.provider, "provider", "siw", "verbs `provider`: siw, mem (loopback mode only) or rdmacore (built with -tags rdmacore; the device that owns -a, or that reaches -c)")
 	fs.DurationVar(&o.dur, "d", time.Second, "`duration` of each test")
 	fs.BoolVar(&o.noTCP, "notcp", false, "skip the raw TCP baseline")
 	fs.BoolVar(&o.asJSON, "json", false, "print results as JSON")
@@ -147,8 +147,8 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		return nil, err
 	}
 	switch {
-	case o.provider != "siw" && o.provider != "mem":
-		return nil, fmt.Errorf("-provider %q: want siw or mem", o.provider)
+	case o.provider != "siw" && o.provider != "mem" && o.provider != "rdmacore":
+		return nil, fmt.Errorf("-provider %q: want siw, mem or rdmacore", o.provider)
 	case o.provider == "mem" && (o.server || *client != ""):
 		return nil, errors.New("-provider mem works in loopback mode only (no -serve, no server)")
 	case o.server && *client != "":
@@ -179,7 +179,11 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 
 // exec runs what o says: serve, run against a server, or both ends here.
 func (o *options) exec(ctx context.Context, stdout, stderr io.Writer) error {
-	dev, err := openDevice(o.provider)
+	devAddr := o.addr
+	if o.client != "" {
+		devAddr, _, _ = net.SplitHostPort(o.client)
+	}
+	dev, err := openDevice(o.provider, devAddr)
 	if err != nil {
 		return err
 	}
@@ -196,7 +200,7 @@ func (o *options) exec(ctx context.Context, stdout, stderr io.Writer) error {
 	if port == 18516 {
 		port = 0 // loopback mode: any free ports
 	}
-	peer, err := openDevice(o.provider)
+	peer, err := openDevice(o.provider, o.addr)
 	if err != nil {
 		return err
 	}

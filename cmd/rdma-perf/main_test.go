@@ -45,7 +45,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"-s", "0"}, `-s "0": want a size`},
 		{[]string{"-s", "17M"}, `-s "17M": want a size`},
 		{[]string{"-n", "many"}, `invalid value "many" for flag -n`},
-		{[]string{"-provider", "ib"}, `-provider "ib": want siw or mem`},
+		{[]string{"-provider", "ib"}, `-provider "ib": want siw, mem or rdmacore`},
 		{[]string{"-provider", "mem", "-serve"}, "mem works in loopback mode only"},
 		{[]string{"-provider", "mem", "-c", "127.0.0.1"}, "mem works in loopback mode only"},
 		{[]string{"-serve", "-c", "127.0.0.1"}, "-serve and a server to run against exclude each other"},

@@ -26,7 +26,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, openSiw)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, openDevice)
 	stop()
 	os.Exit(code)
 }
@@ -34,6 +34,19 @@ func main() {
 // opener opens the device rping runs on; tests pass one of the in-memory
 // provider.
 type opener func(o *options, stderr io.Writer) (verbs.Device, error)
+
+// openDevice opens the device of --provider: siw's, or the rdma-core
+// device rdma_cm uses for -a.
+func openDevice(o *options, stderr io.Writer) (verbs.Device, error) {
+	if o.provider == "rdmacore" {
+		addr := o.addr
+		if addr == "" {
+			addr = "0.0.0.0"
+		}
+		return openRdmacore(addr)
+	}
+	return openSiw(o, stderr)
+}
 
 // openSiw opens the siw device that spans every local address. -d also
 // turns on the provider's connection log.

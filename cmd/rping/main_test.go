@@ -157,3 +157,25 @@ func TestRunStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderOption: --provider takes siw or rdmacore, in both forms.
+func TestProviderOption(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // provider, or "" for an error
+	}{
+		{[]string{"-s"}, "siw"},
+		{[]string{"--provider", "rdmacore", "-s"}, "rdmacore"},
+		{[]string{"-s", "--provider=siw"}, "siw"},
+		{[]string{"--provider", "mem", "-s"}, ""},
+		{[]string{"-s", "--provider"}, ""},
+	} {
+		o, err := parseOptions(context.Background(), tc.args, io.Discard)
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("%q: accepted, provider %q", tc.args, o.provider)
+		case tc.want != "" && (err != nil || o.provider != tc.want):
+			t.Errorf("%q: %v, %v; want provider %q", tc.args, o, err, tc.want)
+		}
+	}
+}

@@ -30,6 +30,7 @@ type options struct {
 	port       int    // -p
 	cfg        rping.Config
 	help       bool
+	provider   string // --provider: siw (default) or rdmacore
 }
 
 // optstring is rping's getopt string plus h: letters followed by a colon
@@ -50,8 +51,23 @@ func parseOptions(ctx context.Context, args []string, stderr io.Writer) (*option
 		fmt.Fprintf(stderr, format+"\n", a...)
 		bad = errUsage
 	}
+	o.provider = "siw"
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
+		// --provider is godapl's own, the one long option: rping has
+		// one device kind, godapl several.
+		if name, ok := strings.CutPrefix(arg, "--provider="); ok {
+			o.provider = name
+			continue
+		}
+		if arg == "--provider" {
+			if i+1 >= len(args) {
+				return nil, fmt.Errorf("%w: option --provider needs an argument", errUsage)
+			}
+			i++
+			o.provider = args[i]
+			continue
+		}
 		if arg == "--" {
 			if i+1 < len(args) {
 				return nil, fmt.Errorf("%w: unexpected argument %q", errUsage, args[i+1])
@@ -132,6 +148,8 @@ func parseOptions(ctx context.Context, args []string, stderr io.Writer) (*option
 		return nil, bad
 	case o.help:
 		return o, nil
+	case o.provider != "siw" && o.provider != "rdmacore":
+		return nil, fmt.Errorf("%w: --provider %q: want siw or rdmacore", errUsage, o.provider)
 	case !o.modeSet:
 		return nil, fmt.Errorf("%w: one of -s and -c is required", errUsage)
 	case !o.server && o.addr == "":
@@ -188,6 +206,7 @@ rping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]
 	-P		persistent server mode allowing multiple connections
 	-q		use self-created, self-modified QP
 	-h		this text
+	--provider NAME	siw (default) or rdmacore
 
 godapl's rping speaks rdma-core's rping protocol over its own soft-iWARP
 (verbs/siw, the device "siw" on every local address) and interoperates
@@ -200,6 +219,10 @@ rdma_create_qp); -q makes the server accept with IRD and ORD 1 instead of
 the client's values, and makes both sides move their QP to ERROR before
 disconnecting, which aborts the stream instead of closing it, as rping -q
 does.
+
+--provider rdmacore (an rping built with -tags rdmacore) runs over the
+rdma-core device rdma_cm uses for -a, as rdma-core's rping does, and
+interoperates with it on rxe and siw.
 
 -P serves every connection on its own goroutine until SIGINT or SIGTERM.
 Every wait is bounded: connecting by 12 s (rping's 2 s resolution plus

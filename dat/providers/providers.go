@@ -10,6 +10,10 @@
 //	               so two IAs of a process can connect to each other
 //	siw-<ifname>   the soft-iWARP provider's device siw_<ifname> for every
 //	               interface, addressed by its first IPv4 address
+//	ofa-v2-<dev>-<port>
+//	               built with the rdmacore tag: every port of every
+//	               rdma-core device (verbs/rdmacore), as OFA uDAPL's
+//	               dat.conf names them
 //
 // A file named by the GODAPL_DAT_CONF environment variable replaces the
 // list (format: dat.ParseConf).
@@ -48,7 +52,7 @@ func List(o Options) []verbs.Provider {
 	if m == nil {
 		m = mem.New()
 	}
-	return []verbs.Provider{m, siwProvider()}
+	return append([]verbs.Provider{m, siwProvider()}, rdmacoreProviders()...)
 }
 
 // New builds a registry: the default entries (or the file's) over the
@@ -98,7 +102,8 @@ func Default() (*dat.Registry, error) {
 	return defaultReg, defaultErr
 }
 
-// DefaultEntries lists "mem" and one "siw-<ifname>" per interface.
+// DefaultEntries lists "mem", one "siw-<ifname>" per interface and, built
+// with the rdmacore tag, one "ofa-v2-<dev>-<port>" per RDMA port.
 func DefaultEntries() ([]dat.Entry, error) {
 	entries := []dat.Entry{{Name: "mem", Provider: "mem", Device: mem.DeviceName, Addr: MemAddr}}
 	names, err := interfaceNames()
@@ -108,7 +113,8 @@ func DefaultEntries() ([]dat.Entry, error) {
 	for _, n := range names {
 		entries = append(entries, dat.Entry{Name: "siw-" + n, Provider: "siw", Device: "siw_" + n, Interface: n})
 	}
-	return entries, nil
+	rc, err := rdmacoreEntries()
+	return append(entries, rc...), err
 }
 
 // interfaceNames lists the machine's interfaces with rtnetlink.

@@ -24,7 +24,9 @@ func testDeviceQuery(t *testing.T, e *env) {
 	if attr.Provider == "" {
 		t.Error("Query().Provider is empty")
 	}
-	if attr.Transport != verbs.TransportIWARP && attr.Transport != verbs.TransportMemory {
+	switch attr.Transport {
+	case verbs.TransportIWARP, verbs.TransportMemory, verbs.TransportRoCE, verbs.TransportIB:
+	default:
 		t.Errorf("Query().Transport = %v", attr.Transport)
 	}
 	positive := []struct {

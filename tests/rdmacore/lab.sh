@@ -1,0 +1,175 @@
+#!/bin/bash
+# The rdmacore provider against the kernel's RDMA devices, in one boot of
+# the QEMU lab: the verbs conformance suite on rxe (RoCE) and on siw
+# (iWARP), once more under GOEXPERIMENT=cgocheck2, the hot-path
+# benchmarks beside perftest's ib_write_bw and ib_send_bw on the same rxe
+# device, interleaved, and godapl's pure-Go siw on the host against
+# rdmacore on the kernel's siw (tests/rdmacore/internal/peer), each end
+# passive once. Run from the repository root as root (make
+# rdmacore-lab).
+#   env: LAB        the lab directory (vm.sh)
+#        LAB_CACHE  the lab cache
+#        REPS       benchmark repetitions (default 3)
+#        VM_NAME, VM_IP  the VM (default rdmacore, 192.168.77.21)
+#        DAT_STRICT      1: a failing DAT suite fails the run (it is
+#                        reported either way)
+set -euo pipefail
+REPO=$(pwd -P)
+: "${LAB:?set LAB to the lab directory}"
+export LAB_CACHE=${LAB_CACHE:-/var/cache/ratlab}
+REPS=${REPS:-3}
+NAME=${VM_NAME:-rdmacore}
+IP=${VM_IP:-192.168.77.21}
+BIN=$REPO/bin/rdmacore
+mkdir -p "$BIN"
+
+vm() { "$LAB/vm.sh" "$@"; }
+vmx() { vm exec --name "$NAME" -- "$@"; }
+
+go test -c -tags rdmacore -o "$BIN/rdmacore.test" ./verbs/rdmacore
+go build -tags rdmacore -o "$BIN/peer" ./tests/rdmacore/internal/peer
+go build -tags rdmacore -o "$BIN/rping" ./cmd/rping
+go test -c -tags rdmacore -o "$BIN/dattest.test" ./dat/dattest
+GOEXPERIMENT=cgocheck2 go test -c -tags rdmacore -o "$BIN/rdmacore-cgocheck2.test" ./verbs/rdmacore
+
+vm start --name "$NAME" --ip "$IP" --rdma "rxe0:rxe:eth0" --share "$REPO"
+trap 'vm stop --name "$NAME" >/dev/null 2>&1 || true' EXIT
+
+status=0
+# suite DEVICE BINARY: the conformance suite on one device.
+suite() {
+	echo "== conformance on $1 ($(basename "$2"))"
+	if ! vmx env GODAPL_RDMACORE_DEVICE="$1" GODAPL_RDMACORE_ADDR="$IP" "$2" \
+		-test.run 'TestConformance|TestDevices|TestHotPathAllocs|TestFaults|TestPrivDataFrame' -test.v -test.timeout 15m >"$BIN/suite-$1-$(basename "$2").txt" 2>&1; then
+		status=1
+		grep -E -- '--- FAIL|^\s+[a-z_]+\.go:[0-9]+' "$BIN/suite-$1-$(basename "$2").txt" | grep -v harness.go || true
+	fi
+	grep -cE -- '--- PASS' "$BIN/suite-$1-$(basename "$2").txt" | sed 's/^/   passed: /'
+	grep -cE -- '--- SKIP' "$BIN/suite-$1-$(basename "$2").txt" | sed 's/^/   skipped: /'
+	tail -1 "$BIN/suite-$1-$(basename "$2").txt"
+}
+
+# dat DEVICE: the DAT suite (dat/dattest) over the device's IA.
+dat() {
+	local out=$BIN/dat-$1.txt
+	echo "== DAT suite over ofa-v2-$1-1"
+	if vmx env GODAPL_RDMACORE_DEVICE="$1" "$BIN/dattest.test" -test.run TestRdmacore -test.v -test.timeout 15m >"$out" 2>&1; then
+		echo "   PASS"
+	else
+		[ "${DAT_STRICT:-0}" = 1 ] && status=1
+		grep -E -- '^\s+--- FAIL' "$out" | sed 's/^ */   /'
+	fi
+	grep -cE -- '--- PASS' "$out" | sed 's/^/   passed: /'
+}
+
+# rping_interop: godapl's rping over rdmacore against rdma-core's rping
+# on rxe0, each as the server once. A server serves one connection; the
+# timeouts end one whose client never came.
+rping_interop() {
+	echo "== rping: rdma-core rping -s, godapl rping --provider rdmacore -c"
+	if vmx sh -c "timeout 60 rping -s -a $IP -p 7400 -C 5 -V >/dev/null 2>&1 & sleep 2; \
+		timeout 60 $BIN/rping --provider rdmacore -c -a $IP -p 7400 -C 5 -V; c=\$?; wait \$!; exit \$((c | \$?))"; then
+		echo "   both rc 0"
+	else
+		status=1
+	fi
+	echo "== rping: godapl rping --provider rdmacore -s, rdma-core rping -c"
+	local out=$BIN/rping-server.txt
+	rm -f "$out"
+	# The client starts once the server says it listens (-d).
+	if vmx sh -c "timeout 60 $BIN/rping --provider rdmacore -s -d -a $IP -p 7401 -C 5 -V >$out 2>&1 & \
+		for i in \$(seq 300); do grep -q rdma_listen $out && break; sleep 0.1; done; \
+		timeout 60 rping -c -a $IP -p 7401 -C 5 -V; c=\$?; wait \$!; exit \$((c | \$?))"; then
+		echo "   both rc 0"
+	else
+		status=1
+		cat "$out"
+	fi
+}
+
+# perftest TOOL SIZE N: wall-clock seconds of one server+client run of N
+# iterations (perftest's own figures are meaningless under TCG, whose
+# cycle calibration fails).
+perftest() {
+	local port=$((18500 + RANDOM % 1000))
+	vmx sh -c "$1 -d rxe0 -s $2 -n $3 -F -p $port >/dev/null 2>&1 & sleep 2; \
+		s=\$(date +%s.%N); $1 -d rxe0 -s $2 -n $3 -F -p $port $IP >/dev/null 2>&1; e=\$(date +%s.%N); wait; \
+		echo \"\$s \$e\"" | awk '{printf "%.6f\n", $2 - $1}'
+}
+
+# perf_rate TOOL SIZE SHORT LONG: messages per second from the
+# difference of a short and a long run, which cancels the connection
+# setup (the long run should last seconds: setup varies by about one).
+perf_rate() {
+	local short long
+	short=$(perftest "$1" "$2" "$3")
+	long=$(perftest "$1" "$2" "$4")
+	awk -v s="$short" -v l="$long" -v n=$(($4 - $3)) 'BEGIN { printf "%.1f\n", n / (l - s) }'
+}
+
+# ours BENCH: operations per second of one of the package's benchmarks.
+ours() {
+	vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" "$BIN/rdmacore.test" \
+		-test.run '^$' -test.bench "^$1\$" -test.benchtime 3s |
+		awk '/ns\/op/ { for (i = 1; i <= NF; i++) if ($(i+1) == "ns/op") printf "%.1f\n", 1e9 / $i }'
+}
+
+suite rxe0 "$BIN/rdmacore.test"
+suite rxe0 "$BIN/rdmacore-cgocheck2.test"
+rping_interop
+dat rxe0
+
+echo "== benchmarks on rxe0 (operations per second; ours / perftest)"
+for r in $(seq "$REPS"); do
+	pw=$(perf_rate ib_write_bw 65536 200 3200)
+	ow=$(ours BenchmarkWrite64K)
+	ps=$(perf_rate ib_send_bw 64 2000 92000)
+	os=$(ours BenchmarkSendRate64)
+	echo "RESULT perftest_write_64k $pw op/s"
+	echo "RESULT rdmacore_write_64k $ow op/s"
+	echo "RESULT perftest_send_64 $ps op/s"
+	echo "RESULT rdmacore_send_64 $os op/s"
+	awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" \
+		'BEGIN { printf "RESULT ratio_write_64k %.3f x\nRESULT ratio_send_64 %.3f x\n", a / b, c / d }'
+done | tee "$BIN/bench.txt"
+
+# listening FILE: waits until the peer writing FILE listens.
+listening() {
+	for _ in $(seq 300); do
+		grep -q "peer: listening" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# interop: godapl's pure-Go siw on the host (netns ratlab) against
+# rdmacore on the VM's kernel siw, each end passive once.
+interop() {
+	local out=$BIN/interop-vm.txt
+	echo "== interop: host siw (active) -> VM rdmacore on siw0 (passive, SRQ)"
+	vmx "$BIN/peer" -provider rdmacore -device siw0 -listen "$IP:7310" -srq >"$out" 2>&1 &
+	local vmjob=$!
+	if listening "$out" && vm nsexec "$BIN/peer" -provider siw -connect "$IP:7310" && wait $vmjob; then
+		echo "   both ends: peer: OK"
+	else
+		status=1
+		cat "$out"
+	fi
+	out=$BIN/interop-host.txt
+	echo "== interop: VM rdmacore on siw0 (active) -> host siw (passive, SRQ)"
+	vm nsexec "$BIN/peer" -provider siw -listen 192.168.77.1:7311 -srq >"$out" 2>&1 &
+	local hostjob=$!
+	if listening "$out" && vmx "$BIN/peer" -provider rdmacore -device siw0 -connect 192.168.77.1:7311 && wait $hostjob; then
+		echo "   both ends: peer: OK"
+	else
+		status=1
+		cat "$out"
+	fi
+}
+
+vmx sh -c 'rdma link del rxe0 && rdma link add siw0 type siw netdev eth0'
+suite siw0 "$BIN/rdmacore.test"
+suite siw0 "$BIN/rdmacore-cgocheck2.test"
+interop
+dat siw0
+exit $status

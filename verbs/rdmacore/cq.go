@@ -1,0 +1,371 @@
+//go:build rdmacore
+
+package rdmacore
+
+// #include "shim.h"
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/godapl/godapl/internal/fastpath"
+	"github.com/godapl/godapl/verbs"
+)
+
+// pollBatch is how many completions one cgo call takes from the device.
+const pollBatch = 64
+
+// fixedCQDepth is the device depth of a CQ on a device that cannot
+// resize them (siw): DAT grows an EVD's CQ as it adds endpoints.
+const fixedCQDepth = 1 << 16
+
+// cq is a device CQ with a ring in front of it: Wait must look at what
+// the device holds without losing it, so what it polls waits in the ring
+// for the next Poll.
+type cq struct {
+	d     *Device
+	c     *C.struct_ibv_cq
+	depth int
+	raw   *C.struct_ibv_wc // pollBatch entries, C memory
+	out   *C.struct_gd_wc  // pollBatch entries, C memory
+
+	mu       sync.Mutex
+	ring     fastpath.CQRing
+	dead     bool
+	overflow bool
+	users    int    // QPs using it
+	lastQPN  uint32 // the QP of the last completion, looked up
+	lastQP   *qp
+	wake     chan struct{} // closed and replaced on every completion event
+}
+
+var _ verbs.CQ = (*cq)(nil)
+
+// CreateCQ creates a CQ attached to the device's completion channel.
+func (d *Device) CreateCQ(attr verbs.CQAttr) (verbs.CQ, error) {
+	if attr.Depth <= 0 || attr.Depth > d.attr.MaxCQE {
+		return nil, fmt.Errorf("rdmacore: CQ depth %d (device maximum %d): %w", attr.Depth, d.attr.MaxCQE, verbs.ErrInvalidArgument)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, verbs.ErrClosed
+	}
+	hw := attr.Depth
+	if d.cqFixed {
+		hw = min(max(hw, fixedCQDepth), d.attr.MaxCQE)
+	}
+	c := C.ibv_create_cq(d.ctx, C.int(hw), nil, d.compCh, 0)
+	if c == nil {
+		return nil, errnoErr("ibv_create_cq", errnoOf())
+	}
+	depth := int(c.cqe)
+	if d.cqFixed {
+		depth = attr.Depth
+	}
+	q := &cq{
+		d: d, c: c, depth: depth,
+		raw:  (*C.struct_ibv_wc)(C.calloc(pollBatch, C.sizeof_struct_ibv_wc)),
+		out:  (*C.struct_gd_wc)(C.calloc(pollBatch, C.sizeof_struct_gd_wc)),
+		ring: fastpath.NewCQRing(depth),
+		wake: make(chan struct{}),
+	}
+	d.cqs[c] = q
+	return q, nil
+}
+
+// pollDevice moves up to len(wcs) completions from the device into wcs
+// with one cgo call per pollBatch.
+func (q *cq) pollDevice(wcs []verbs.WC) int {
+	got := 0
+	for got < len(wcs) {
+		n := min(len(wcs)-got, pollBatch)
+		k := int(C.gd_poll_cq(q.c, q.raw, q.out, C.int(n)))
+		if k <= 0 {
+			break
+		}
+		out := unsafe.Slice(q.out, k)
+		for i := range out {
+			o := &out[i]
+			w := &wcs[got+i]
+			*w = verbs.WC{
+				ID: uint64(o.id), Status: verbs.WCStatus(o.status), Opcode: verbs.WCOpcode(o.opcode),
+				Flags: verbs.WCFlags(o.flags), ByteLen: uint32(o.byte_len), QPN: uint32(o.qpn),
+				InvalidatedRKey: uint32(o.inv_rkey),
+			}
+			if w.Opcode == verbs.WCRecv {
+				q.d.st.bytesReceived.Add(uint64(w.ByteLen))
+			}
+			if qp := q.qpOf(w.QPN); qp != nil {
+				qp.completed(w)
+			}
+		}
+		got += k
+		if k < n {
+			break
+		}
+	}
+	return got
+}
+
+// qpOf finds the QP a completion belongs to; q.mu is held.
+func (q *cq) qpOf(qpn uint32) *qp {
+	if q.lastQP != nil && q.lastQPN == qpn {
+		return q.lastQP
+	}
+	q.d.mu.Lock()
+	p := q.d.qps[qpn]
+	q.d.mu.Unlock()
+	if p != nil {
+		q.lastQPN, q.lastQP = qpn, p
+	}
+	return p
+}
+
+// forget drops a destroyed QP from the lookup cache.
+func (q *cq) forget(p *qp) {
+	q.mu.Lock()
+	if q.lastQP == p {
+		q.lastQP = nil
+	}
+	q.mu.Unlock()
+}
+
+// Poll takes completions from the ring first, then from the device.
+func (q *cq) Poll(wcs []verbs.WC) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pollLocked(wcs)
+}
+
+func (q *cq) pollLocked(wcs []verbs.WC) int {
+	if q.dead {
+		return 0
+	}
+	n := q.ring.Poll(wcs)
+	if n < len(wcs) {
+		n += q.pollDevice(wcs[n:])
+	}
+	return n
+}
+
+// fill moves what the device holds into the ring; q.mu is held.
+func (q *cq) fill() {
+	var buf [pollBatch]verbs.WC
+	for q.ring.Len() < q.ring.Cap() {
+		n := q.pollDevice(buf[:min(pollBatch, q.ring.Cap()-q.ring.Len())])
+		for i := range n {
+			q.ring.Push(&buf[i])
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// pushFlushed queues a completion made here, behind what the device
+// holds, and wakes the waiters.
+func (q *cq) pushFlushed(wc verbs.WC) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dead {
+		return
+	}
+	q.fill()
+	if q.ring.Len() >= q.ring.Cap() {
+		q.overflow = true
+		q.d.st.cqOverflows.Add(1)
+	} else {
+		q.ring.Push(&wc)
+	}
+	close(q.wake)
+	q.wake = make(chan struct{})
+}
+
+// drain moves what the device holds into the ring, which also accounts
+// the completions to their QPs.
+func (q *cq) drain() {
+	q.mu.Lock()
+	if !q.dead {
+		q.fill()
+	}
+	q.mu.Unlock()
+}
+
+// armAndDrain arms the CQ, drains it and returns the channel the next
+// completion event closes; false once the CQ is gone.
+func (q *cq) armAndDrain() (<-chan struct{}, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dead {
+		return nil, false
+	}
+	w := q.wake
+	C.gd_req_notify(q.c, 0)
+	q.fill()
+	return w, true
+}
+
+// Wait arms the CQ, looks at what it holds and sleeps until the next
+// completion event.
+func (q *cq) Wait(ctx context.Context, solicitedOnly bool) error {
+	for {
+		q.mu.Lock()
+		if q.dead {
+			q.mu.Unlock()
+			return verbs.ErrClosed
+		}
+		if q.overflow {
+			q.mu.Unlock()
+			return fmt.Errorf("rdmacore: %w", verbs.ErrCQOverflow)
+		}
+		wake := q.wake
+		sol := C.int(0)
+		if solicitedOnly {
+			sol = 1
+		}
+		if rc := C.gd_req_notify(q.c, sol); rc != 0 {
+			q.mu.Unlock()
+			return errnoErr("ibv_req_notify_cq", syscall.Errno(rc))
+		}
+		q.fill()
+		ready := q.ring.Len() > 0
+		if solicitedOnly {
+			ready = q.ring.Solicited() > 0
+		}
+		q.mu.Unlock()
+		if ready {
+			return nil
+		}
+		select {
+		case <-wake:
+			if solicitedOnly {
+				// A solicited-only arm fires only for a solicited
+				// completion (or an error), which the WC does not
+				// mark: the event is the answer.
+				q.mu.Lock()
+				dead, of := q.dead, q.overflow
+				q.mu.Unlock()
+				if dead {
+					return verbs.ErrClosed
+				}
+				if !of {
+					return nil
+				}
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-q.d.closing:
+			return verbs.ErrClosed
+		}
+	}
+}
+
+// notified is called by the device's completion loop.
+func (q *cq) notified() {
+	q.mu.Lock()
+	close(q.wake)
+	q.wake = make(chan struct{})
+	q.mu.Unlock()
+}
+
+func (q *cq) overflowed() {
+	q.mu.Lock()
+	q.overflow = true
+	close(q.wake)
+	q.wake = make(chan struct{})
+	q.mu.Unlock()
+}
+
+// Len moves what the device holds into the ring and counts it.
+func (q *cq) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dead {
+		return 0
+	}
+	q.fill()
+	return q.ring.Len()
+}
+
+func (q *cq) Depth() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.depth
+}
+
+func (q *cq) Resize(depth int) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dead {
+		return verbs.ErrClosed
+	}
+	q.fill()
+	if depth <= 0 || depth < q.ring.Len() || depth > q.d.attr.MaxCQE {
+		return fmt.Errorf("rdmacore: resize CQ to %d with %d queued: %w", depth, q.ring.Len(), verbs.ErrInvalidArgument)
+	}
+	if q.d.cqFixed {
+		if depth > int(q.c.cqe) {
+			return fmt.Errorf("rdmacore: resize CQ to %d: %s cannot resize CQs beyond %d: %w", depth, q.d.name, int(q.c.cqe), verbs.ErrNoResources)
+		}
+		q.depth = depth
+		if depth > q.ring.Cap() {
+			q.ring.Resize(depth)
+		}
+		return nil
+	}
+	if rc := C.ibv_resize_cq(q.c, C.int(depth)); rc != 0 {
+		return errnoErr("ibv_resize_cq", syscall.Errno(rc))
+	}
+	q.depth = depth
+	if int(q.c.cqe) > q.ring.Cap() {
+		q.ring.Resize(int(q.c.cqe))
+	}
+	return nil
+}
+
+func (q *cq) Destroy() error {
+	q.mu.Lock()
+	if q.dead {
+		q.mu.Unlock()
+		return verbs.ErrClosed
+	}
+	if q.users > 0 {
+		q.mu.Unlock()
+		return fmt.Errorf("rdmacore: destroy CQ: %d QPs use it: %w", q.users, verbs.ErrInUse)
+	}
+	q.mu.Unlock()
+	return q.destroy(false)
+}
+
+func (q *cq) destroy(force bool) error {
+	q.mu.Lock()
+	if q.dead {
+		q.mu.Unlock()
+		return verbs.ErrClosed
+	}
+	q.dead = true
+	close(q.wake)
+	q.wake = make(chan struct{})
+	q.mu.Unlock()
+	q.d.mu.Lock()
+	delete(q.d.cqs, q.c)
+	q.d.mu.Unlock()
+	rc := C.ibv_destroy_cq(q.c)
+	C.free(unsafe.Pointer(q.raw))
+	C.free(unsafe.Pointer(q.out))
+	if rc != 0 {
+		return errnoErr("ibv_destroy_cq", syscall.Errno(rc))
+	}
+	return nil
+}
+
+// CQMutex, Lock, Unlock, PollLocked make the CQ a verbs.CQMutexer.
+func (q *cq) CQMutex() *sync.Mutex          { return &q.mu }
+func (q *cq) Lock()                         { q.mu.Lock() }
+func (q *cq) Unlock()                       { q.mu.Unlock() }
+func (q *cq) PollLocked(wcs []verbs.WC) int { return q.pollLocked(wcs) }

@@ -1,0 +1,26 @@
+// Package rdmacore is the verbs provider for real RDMA devices: it opens
+// every device libibverbs knows (ConnectX mlx5_*, Intel irdma, the kernel's
+// soft-RoCE rxe* and soft-iWARP siw*, ...) and implements package verbs on
+// top of libibverbs and librdmacm with cgo.
+//
+// It sits beside verbs/siw and verbs/mem at the bottom of godapl's stack:
+// dat/ and rdsoverdat/ reach it through the verbs.Provider it returns, and
+// dat/providers lists an IA per device port when godapl is built with it.
+//
+// The package builds only with the build tag rdmacore, so that a plain
+// build needs no C toolchain:
+//
+//	go build -tags rdmacore ./...
+//
+// which needs the rdma-core development files (Debian: libibverbs-dev,
+// librdmacm-dev) and, at run time, libibverbs1, librdmacm1 and the
+// user-space drivers of the devices (ibverbs-providers).
+//
+// Memory a device may access must not move while it is registered: RegMR
+// accepts memory from verbs.AllocMem, or Go memory, which it pins for the
+// registration's lifetime. Completion channels, async event files and
+// rdma_cm event channels are non-blocking and waited on through Go's
+// network poller, so no goroutine blocks inside C. Posting a list of work
+// requests and polling a batch of completions are one cgo call each, with
+// the requests built in C memory each queue owns.
+package rdmacore

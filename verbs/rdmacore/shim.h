@@ -1,0 +1,121 @@
+// The C half of the rdmacore provider: compact request and completion
+// records that Go fills or reads in memory C owns, and the loops that turn
+// them into libibverbs' linked work requests, so that a whole list crosses
+// from Go to C in one call.
+#ifndef GODAPL_RDMACORE_SHIM_H
+#define GODAPL_RDMACORE_SHIM_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+// Opcodes and flags as package verbs numbers them.
+enum {
+	GD_OP_SEND = 0,
+	GD_OP_SEND_INV = 1,
+	GD_OP_WRITE = 2,
+	GD_OP_READ = 3,
+	GD_OP_BIND_MW = 4,
+	GD_OP_LOCAL_INV = 5,
+};
+enum {
+	GD_F_SIGNALED = 1,
+	GD_F_SOLICITED = 2,
+	GD_F_FENCE = 4,
+	GD_F_INLINE = 8,
+};
+
+// gd_swr is one send work request; its SGEs are the next num_sge entries
+// of the SGE array passed beside it.
+struct gd_swr {
+	uint64_t id;
+	uint64_t remote_addr;
+	uint64_t bind_addr;
+	uint64_t bind_len;
+	struct ibv_mw *mw;
+	struct ibv_mr *mr;
+	uint32_t rkey;
+	uint32_t inv_rkey;
+	uint32_t bind_access;
+	uint32_t num_sge;
+	uint8_t opcode;
+	uint8_t flags;
+};
+
+// gd_rwr is one receive work request.
+struct gd_rwr {
+	uint64_t id;
+	uint32_t num_sge;
+};
+
+// gd_wc is a work completion laid out for Go (verbs.WC's fields).
+struct gd_wc {
+	uint64_t id;
+	uint32_t byte_len;
+	uint32_t qpn;
+	uint32_t inv_rkey;
+	uint32_t vendor_err;
+	uint8_t status;
+	uint8_t opcode;
+	uint8_t flags;
+};
+
+// The post functions return how many requests the device took in the
+// low 32 bits and the errno of the one it refused in the high 32 bits, so
+// that Go passes no pointer to its own memory (which would move the
+// variable to the heap on every post).
+int64_t gd_post_send(struct ibv_qp *qp, struct gd_swr *w, struct ibv_sge *sge, int n,
+		     struct ibv_send_wr *scratch);
+// gd_post_recv posts to qp, or to srq when qp is NULL.
+int64_t gd_post_recv(struct ibv_qp *qp, struct ibv_srq *srq, struct gd_rwr *w, struct ibv_sge *sge,
+		     int n, struct ibv_recv_wr *scratch);
+int gd_poll_cq(struct ibv_cq *cq, struct ibv_wc *raw, struct gd_wc *out, int n);
+int gd_req_notify(struct ibv_cq *cq, int solicited);
+// gd_get_cq_event takes one completion event from a non-blocking channel:
+// 1 with *cq set, 0 when none is pending, -errno on failure.
+int gd_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq);
+int gd_query_port_gids(struct ibv_context *ctx, uint8_t port, union ibv_gid *gids, int n);
+int gd_errno(void);
+// gd_probe_inline returns the largest inline data a QP of ctx takes.
+int gd_probe_inline(struct ibv_context *ctx);
+// gd_probe_resize reports whether the device can resize a CQ.
+int gd_probe_resize(struct ibv_context *ctx);
+int gd_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
+int gd_modify_qp_state(struct ibv_qp *qp, enum ibv_qp_state s, int port, int access);
+int gd_cm_modify(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state s,
+		 int resp_res, int init_depth);
+
+// gd_cm_event is an rdma_cm event copied out of librdmacm's, so that the
+// event can be acknowledged at once.
+struct gd_cm_event {
+	struct rdma_cm_id *id;
+	struct rdma_cm_id *listen_id;
+	uintptr_t handle; // the id's context: the Go handle of its owner
+	int type;
+	int status;
+	int pd_len;
+	int resp_res;
+	int init_depth;
+	uint32_t qpn;
+	uint8_t pd[256];
+};
+
+// gd_get_cm_event takes one event from a non-blocking channel and acks it:
+// 1 when *out is filled, 0 when none is pending, -errno on failure.
+int gd_get_cm_event(struct rdma_event_channel *ch, struct gd_cm_event *out);
+void gd_set_handle(struct rdma_cm_id *id, uintptr_t h);
+
+// gd_async_event is an async event copied out of libibverbs'.
+struct gd_async_event {
+	int type;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	int port;
+	uint32_t qpn;
+};
+
+int gd_get_async_event(struct ibv_context *ctx, struct gd_async_event *out);
+
+#endif
