@@ -17,6 +17,7 @@ import (
 	"github.com/godapl/godapl/dat/lmr"
 	"github.com/godapl/godapl/dat/providers"
 	"github.com/godapl/godapl/dat/srq"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -188,7 +189,7 @@ func (t *datTransport) attach(n *rdsNode) (nodeTransport, error) {
 		cancel()
 		a.Close(dat.CloseAbrupt)
 		if errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, dat.ErrConnQualInUse) {
-			return nil, &portInUse{transport: "dat", what: fmt.Sprintf("conn_qual %d", t.cfg.Port), addr: n.addr, err: err}
+			return nil, &xport.PortInUseError{Transport: "dat", What: fmt.Sprintf("conn_qual %d", t.cfg.Port), Addr: n.addr, Err: err}
 		}
 		return nil, fmt.Errorf("rds dat transport on %v: %w", n.addr, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/ep"
 	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -37,7 +38,7 @@ type datPath struct {
 	mu      sync.Mutex
 	ep      *datEP      // the EP being set up or carrying the path
 	timer   *time.Timer // pending reconnect
-	backoff reconnectBackoff
+	backoff xport.Backoff
 }
 
 type datEPState uint8
@@ -115,7 +116,7 @@ func (dp *datPath) scheduleLocked() {
 		return
 	}
 	dn.wg.Add(1)
-	dp.timer = time.AfterFunc(dp.backoff.next(dn.cfg.ReconnectMin, dn.cfg.ReconnectMax), func() {
+	dp.timer = time.AfterFunc(dp.backoff.Next(dn.cfg.ReconnectMin, dn.cfg.ReconnectMax), func() {
 		defer dn.wg.Done()
 		if !dn.closing.Load() {
 			dn.evd.PostSE(dp) // the event goroutine calls connect(true)
@@ -266,7 +267,7 @@ func (dn *datNode) onConnEvent(ev *dat.Event) {
 	}
 	if current {
 		if wasUp {
-			dp.backoff.reset()
+			dp.backoff.Reset()
 		}
 		if dp.isActive() || dp.p.HasWork() {
 			dp.scheduleLocked()
@@ -305,7 +306,7 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 	}
 	e.credits.addSend(min(peer.Credit(), datMaxCredits))
 	e.state = datUp
-	dp.backoff.reset()
+	dp.backoff.Reset()
 	dp.up.Store(e)
 	dp.mu.Unlock()
 	e.syncPeerGen() // before Up: nothing is sent in the space it may reset
