@@ -2,6 +2,7 @@ package rdsoverdat
 
 import (
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,7 @@ import (
 // datPath is the dat transport's state of one connPath.
 type datPath struct {
 	dn *datNode
-	p  *connPath
+	p  xport.Path
 	up atomic.Pointer[datEP] // the EP carrying the path while it is up
 	datTx
 	// ackNext is the sequence of the last message received on the path,
@@ -63,7 +64,7 @@ var (
 // retransmissions.
 func (dp *datPath) noteReceived(seq wire.Seq) {
 	dp.ackNext.Store(uint64(seq))
-	dp.ackGen.Store(dp.p.conn.PeerGenNum())
+	dp.ackGen.Store(dp.p.Conn().PeerGenNum())
 }
 
 // ackSpace returns what the private data announces: the last sequence
@@ -74,7 +75,7 @@ func (dp *datPath) ackSpace() (wire.Seq, uint32) {
 }
 
 // isActive reports whether our connection wins a simultaneous connect.
-func (dp *datPath) isActive() bool { return dp.dn.node.addr.Less(dp.p.conn.faddr) }
+func (dp *datPath) isActive() bool { return dp.dn.node.Addr().Less(dp.p.Conn().RemoteAddr()) }
 
 // connect starts an active connection if the path has none and no
 // reconnect is pending; retry is the backoff timer firing.
@@ -95,8 +96,8 @@ func (dp *datPath) connect(retry bool) {
 	if err == nil {
 		var pd [datPrivateLen]byte
 		ack, gen := dp.ackSpace()
-		encodeDatPrivate(pd[:], dn.node.addr, dp.p.conn.faddr, ack, gen, dn.node.stack.genNum, uint32(e.grant))
-		err = e.ep.Connect(dp.p.conn.faddr, dat.ConnQual(dn.cfg.Port), dn.cfg.ConnectTimeout, pd[:], dat.QoSBestEffort, dat.ConnectDefault)
+		encodeDatPrivate(pd[:], dn.node.Addr(), dp.p.Conn().RemoteAddr(), ack, gen, dn.node.GenNum(), uint32(e.grant))
+		err = e.ep.Connect(dp.p.Conn().RemoteAddr(), dat.ConnQual(dn.cfg.Port), dn.cfg.ConnectTimeout, pd[:], dat.QoSBestEffort, dat.ConnectDefault)
 		if err != nil {
 			e.state = datDead
 			dn.retire(e)
@@ -158,7 +159,7 @@ func (dn *datNode) newEP(dp *datPath, active bool) (*datEP, error) {
 		dn.mu.Unlock()
 		e.ep.Free()
 		e.tx.Free()
-		return nil, errClosed
+		return nil, net.ErrClosed
 	}
 	dn.eps[e] = struct{}{}
 	want := dn.capacity + datEVDSpare + len(dn.eps)*(s+datEPExtraDTOs)
@@ -181,11 +182,11 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 		return
 	}
 	peer, err := parseDatPrivate(q.PrivateData)
-	if err != nil || peer.Daddr() != dn.node.addr || peer.Saddr() == dn.node.addr {
+	if err != nil || peer.Daddr() != dn.node.Addr() || peer.Saddr() == dn.node.Addr() {
 		cr.Reject(nil)
 		return
 	}
-	conn := dn.node.Conn(peer.Saddr(), TransIB)
+	conn := dn.node.Conn(peer.Saddr(), wire.RDS_TRANS_IB)
 	if conn == nil {
 		cr.Reject(nil)
 		return
@@ -226,7 +227,7 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 	}
 	var pd [datPrivateLen]byte
 	ack, gen := dp.ackSpace()
-	encodeDatPrivate(pd[:], dn.node.addr, peer.Saddr(), ack, gen, dn.node.stack.genNum, uint32(e.grant))
+	encodeDatPrivate(pd[:], dn.node.Addr(), peer.Saddr(), ack, gen, dn.node.GenNum(), uint32(e.grant))
 	if err := cr.Accept(e.ep, pd[:]); err != nil {
 		e.ep.Disconnect(dat.CloseAbrupt) // its failure event retires it
 	}
@@ -297,8 +298,8 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 		copy(e.peer[:], pdata)
 	}
 	peer, err := parseDatPrivate(e.peer[:])
-	if err != nil || (e.active && (peer.Saddr() != dp.p.conn.faddr || peer.Daddr() != dn.node.addr)) {
-		dn.node.stats.recvDropBadHeader.Add(1)
+	if err != nil || (e.active && (peer.Saddr() != dp.p.Conn().RemoteAddr() || peer.Daddr() != dn.node.Addr())) {
+		dn.node.Count(xport.CountBadHeader)
 		dp.dropLocked(e)
 		dp.scheduleLocked()
 		dp.mu.Unlock()
@@ -310,7 +311,7 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 	dp.up.Store(e)
 	dp.mu.Unlock()
 	e.syncPeerGen() // before Up: nothing is sent in the space it may reset
-	if peer.AckGen() == dn.node.stack.genNum {
+	if peer.AckGen() == dn.node.GenNum() {
 		// An ack_seq of another incarnation of ours (we restarted) or of
 		// none the peer knows would free messages it never had.
 		dp.p.DropAckedSeq(peer.AckSeq())
@@ -337,7 +338,7 @@ func (e *datEP) syncPeerGen() {
 		}
 	}
 	e.genKnown = true
-	e.dp.p.conn.peerGenUpdate(pd.MyGen())
+	e.dp.p.Conn().PeerGenUpdate(pd.MyGen())
 }
 
 // retire ends e's life once every completion it may have queued has been
@@ -353,7 +354,7 @@ func (dn *datNode) retire(e *datEP) {
 func (dn *datNode) retired(e *datEP) {
 	e.ep.Free()
 	if e.rxm != nil {
-		e.rxm.release()
+		e.rxm.Release()
 		e.rxm = nil
 	}
 	dn.mu.Lock()

@@ -21,6 +21,7 @@ type (
 	xnode rdsNode
 	xconn connection
 	xpath connPath
+	xop   rdmaOp
 )
 
 var (
@@ -28,6 +29,7 @@ var (
 	_ xport.Conn     = (*xconn)(nil)
 	_ xport.Path     = (*xpath)(nil)
 	_ xport.Msg      = (*message)(nil)
+	_ xport.RDMAOp   = (*xop)(nil)
 	_ xport.Receiver = (*sock)(nil)
 )
 
@@ -42,6 +44,23 @@ func (n *xnode) Conn(faddr netip.Addr, t uint32) xport.Conn {
 }
 
 func (n *xnode) SendersBlocked() bool { return n.sndBlocked.Load() != 0 }
+func (n *xnode) GenNum() uint32       { return n.stack.genNum }
+
+func (n *xnode) Count(c xport.Counter) {
+	s := &n.stats
+	switch c {
+	case xport.CountAckSent:
+		s.ackSent.Add(1)
+	case xport.CountAckReceived:
+		s.ackReceived.Add(1)
+	case xport.CountCreditStall:
+		s.creditStall.Add(1)
+	case xport.CountBadChecksum:
+		s.recvDropBadChecksum.Add(1)
+	case xport.CountBadHeader:
+		s.recvDropBadHeader.Add(1)
+	}
+}
 
 func (c *xconn) Node() xport.Node       { return (*xnode)(c.node) }
 func (c *xconn) RemoteAddr() netip.Addr { return c.faddr }
@@ -49,6 +68,8 @@ func (c *xconn) Path(i int) xport.Path  { return (*xpath)(c.paths[i]) }
 func (c *xconn) MaxPaths() int          { return c.maxPaths }
 func (c *xconn) NPaths() int            { return int(c.npaths.Load()) }
 func (c *xconn) Ponged() bool           { return c.ponged.Load() }
+func (c *xconn) PeerGenNum() uint32     { return c.peerGen.Load() }
+func (c *xconn) PeerGenUpdate(g uint32) { (*connection)(c).peerGenUpdate(g) }
 func (p *xpath) core() *connPath        { return (*connPath)(p) }
 func (p *xpath) Conn() xport.Conn       { return (*xconn)(p.conn) }
 func (p *xpath) Index() int             { return p.index }
@@ -58,6 +79,18 @@ func (p *xpath) Down(err error)         { p.core().Down(err) }
 func (p *xpath) HasWork() bool          { return p.core().HasWork() }
 func (p *xpath) Pending() (int, int)    { return p.core().Pending() }
 func (p *xpath) SendProbe()             { p.core().SendProbe() }
+
+// Count bumps c on the node and, for what the connection counts too, on
+// the path's connection.
+func (p *xpath) Count(c xport.Counter) {
+	switch c {
+	case xport.CountAckSent:
+		p.conn.stats.acksSent.Add(1)
+	case xport.CountCreditStall:
+		p.conn.stats.creditStalls.Add(1)
+	}
+	(*xnode)(p.conn.node).Count(c)
+}
 func (p *xpath) TxDone(m xport.Msg)     { p.core().TxDone(m.(*message)) }
 func (p *xpath) TxAbort(m xport.Msg)    { p.core().TxAbort(m.(*message)) }
 func (p *xpath) DropAcked(k uint64) int { return p.core().DropAcked(k) }
@@ -96,6 +129,18 @@ func (p *xpath) AcceptDirect(seq wire.Seq, retx bool, l int) bool {
 	return p.core().acceptDirect(seq, retx, l)
 }
 
+func (o *xop) core() *rdmaOp                { return (*rdmaOp)(o) }
+func (o *xop) Write() bool                  { return o.write }
+func (o *xop) Fence() bool                  { return o.fence }
+func (o *xop) Silent() bool                 { return o.silent }
+func (o *xop) RKey() uint32                 { return o.rkey }
+func (o *xop) RemoteAddr() uint64           { return o.raddr }
+func (o *xop) Len() int                     { return o.n }
+func (o *xop) Local() [][]byte              { return o.local }
+func (o *xop) Complete(st xport.RDMAStatus) { o.core().Complete(RDMAStatus(st)) }
+func (o *xop) ConnLost()                    { o.core().connLost() }
+func (o *xop) Check() *xport.OpCheck        { return &o.check }
+
 // xportTransport is a transport of package xport as a Transport.
 type xportTransport struct{ t xport.Transport }
 
@@ -107,7 +152,18 @@ func (x xportTransport) attach(n *rdsNode) (nodeTransport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &xportNode{nt}, nil
+	xn := &xportNode{nt}
+	rc, rdma := nt.(xport.RDMACapable)
+	_, seq := nt.(xport.AckBySequence)
+	switch {
+	case rdma && seq:
+		return &xportSeqRDMANode{xportRDMANode{xn, rc}}, nil
+	case rdma:
+		return &xportRDMANode{xn, rc}, nil
+	case seq:
+		return &xportSeqNode{xn}, nil
+	}
+	return xn, nil
 }
 
 // xportNode is an attached transport of package xport as a
@@ -120,6 +176,9 @@ func (x *xportNode) Kick(p *connPath)    { x.nt.Kick((*xpath)(p)) }
 func (x *xportNode) Reset(p *connPath)   { x.nt.Reset((*xpath)(p)) }
 func (x *xportNode) Close() error        { return x.nt.Close() }
 
+// unwrap returns the transport's own value (for white-box tests).
+func (x *xportNode) unwrap() xport.NodeTransport { return x.nt }
+
 func (x *xportNode) MaxPaths() int {
 	if mp, ok := x.nt.(xport.Multipather); ok {
 		return mp.MaxPaths()
@@ -131,4 +190,31 @@ func (x *xportNode) WakeForRoom(p *connPath) {
 	if w, ok := x.nt.(xport.RoomWaker); ok {
 		w.WakeForRoom((*xpath)(p))
 	}
+}
+
+// The abilities the core finds by type assertion, for a transport that
+// has them.
+type (
+	xportSeqNode  struct{ *xportNode }
+	xportRDMANode struct {
+		*xportNode
+		rc xport.RDMACapable
+	}
+	xportSeqRDMANode struct{ xportRDMANode }
+)
+
+func (xportSeqNode) AcksBySequence()     {}
+func (xportSeqRDMANode) AcksBySequence() {}
+
+func (x *xportRDMANode) RDMALimits() RDMALimits {
+	l := x.rc.RDMALimits()
+	return RDMALimits{MaxBytes: l.MaxBytes, MaxMRs: l.MaxMRs}
+}
+
+func (x *xportRDMANode) RegisterMR(mem []byte, flags RDMAFlags) (rdmaMR, error) {
+	mr, err := x.rc.RegisterMR(mem, flags&RDMAReadWrite != 0, flags&RDMAUseOnce != 0)
+	if err != nil {
+		return nil, err
+	}
+	return mr, nil
 }

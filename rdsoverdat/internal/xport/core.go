@@ -19,7 +19,23 @@ type Node interface {
 	// SendersBlocked reports whether a SendMsg of the node waits for
 	// SO_SNDBUF room, which only acks free.
 	SendersBlocked() bool
+	// GenNum is the node's generation number (RDS_EXTHDR_GEN_NUM),
+	// new with each start of the stack.
+	GenNum() uint32
+	// Count adds one to the node's counter c.
+	Count(c Counter)
 }
+
+// Counter names a statistics counter a transport bumps.
+type Counter uint8
+
+const (
+	CountAckSent     Counter = iota // an ack-only frame sent
+	CountAckReceived                // an ack-only frame received
+	CountCreditStall                // a send waited for credits
+	CountBadChecksum                // a frame dropped for its checksum
+	CountBadHeader                  // a frame dropped for its header
+)
 
 // Conn is an RDS connection between a node and one remote address over
 // one transport (the kernel's rds_connection).
@@ -36,6 +52,13 @@ type Conn interface {
 	// probe, so that it knows the path count: only then may paths above
 	// 0 connect.
 	Ponged() bool
+	// PeerGenNum is the generation number the peer announced (0 if
+	// none).
+	PeerGenNum() uint32
+	// PeerGenUpdate reports the peer's generation number g, as a
+	// connection handshake tells it: a new non-zero one means the peer
+	// restarted, and the sequence spaces start over.
+	PeerGenUpdate(g uint32)
 }
 
 // Path is one lane of a connection (the kernel's rds_conn_path): its own
@@ -59,6 +82,8 @@ type Path interface {
 	HasWork() bool
 	// Pending returns the numbers of queued and unacknowledged messages.
 	Pending() (queued, unacked int)
+	// Count adds one to counter c of the path's connection and node.
+	Count(c Counter)
 	// SendProbe queues the handshake probe (NPATHS, GEN_NUM) unless one
 	// is outstanding; multipath transports call it when path 0 comes up.
 	SendProbe()
@@ -111,6 +136,8 @@ type Msg interface {
 	// (TCP: the stream offset past its last byte); DropAcked compares
 	// against it.
 	SetAckKey(k uint64)
+	// RDMA is the op to post before the message's SENDs, or nil.
+	RDMA() RDMAOp
 	// Hold takes one more reference; Release drops one.
 	Hold()
 	Release()

@@ -54,3 +54,13 @@ type Multipather interface {
 type RoomWaker interface {
 	WakeForRoom(p Path)
 }
+
+// AckBySequence is implemented by transports whose peer acknowledges
+// messages by RDS sequence number (h_ack, IB/DAT) instead of by the
+// transport's own stream position (TCP). The core then asks for acks
+// with FlagAckRequired and sets each message's ack key to its sequence
+// number in NextTx, so the transport calls DropAcked with h_ack from any
+// goroutine and never SetAckKey.
+type AckBySequence interface {
+	AcksBySequence()
+}
