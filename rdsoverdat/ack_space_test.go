@@ -99,7 +99,7 @@ func TestDATAckSpaceFollowsPeerGeneration(t *testing.T) {
 func TestDATAckNamesWhatTheConnectionReceived(t *testing.T) {
 	n := &rdsNode{}
 	p := &connPath{conn: &connection{ackBySeq: true, node: n}, nextTxSeq: 1}
-	dp := &datPath{dn: &datNode{node: n}, p: p}
+	dp := &datPath{dn: &datNode{node: (*xnode)(n)}, p: (*xpath)(p)}
 	dp.ackNext.Store(11) // the previous incarnation's last message
 	e := &datEP{dn: dp.dn, dp: dp}
 	dp.txEP = e
@@ -140,8 +140,8 @@ func TestDATPeerGenerationFromPrivateData(t *testing.T) {
 	p.mu.Lock()
 	p.nextRxSeq = 12 // the previous incarnation's last message was 11
 	p.mu.Unlock()
-	dn := n.trans[TransIB].(*datNode)
-	e := &datEP{dn: dn, dp: dn.dpath(p)} // accepted from the new incarnation
+	dn := datNodeOf(n)
+	e := &datEP{dn: dn, dp: dn.dpath((*xpath)(p))} // accepted from the new incarnation
 	encodeDatPrivate(e.peer[:], as[1], as[0], 0, 0, 0x2222, 16)
 	f := &wire.Fields{Sequence: 1, Sport: 1000, Dport: 4000, Flags: wire.FlagRetransmitted}
 	for _, fr := range datFrames(f, []byte("restart!"), 0) {

@@ -17,6 +17,7 @@ import (
 	"github.com/godapl/godapl/dat/lmr"
 	"github.com/godapl/godapl/dat/providers"
 	"github.com/godapl/godapl/dat/srq"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -55,50 +56,22 @@ import (
 // Its name in listings is "dat", the API it runs on, since the same code
 // runs over any verbs provider.
 
-// DATConfig configures the dat transport with DAT's own names: a registry
-// and an IA name. The zero value is usable: soft-iWARP on each node's own
-// address.
-type DATConfig struct {
-	// Registry holds the IAs (default: the process-wide registry of
-	// dat/providers). Nodes of one transport value open their IAs from
-	// it, so with the in-memory provider they share one fabric.
-	Registry *dat.Registry
-	// IA names the registry entry whose provider and device every node
-	// opens. Each node opens its own IA at its own address, whatever
-	// address the entry names, since an RDS node is an address (rds_ib
-	// likewise binds its listener to the address, on whichever device
-	// holds it). Empty means the registry's soft-iWARP provider on its
-	// device that spans every local address, so that nodes on any
-	// address, loopback aliases included, need no entry of their own.
-	IA string
-	// Port is the PSP's connection qualifier (default wire.RDMAPort,
-	// 18634); both ends must agree.
-	Port int
-	// RecvDepth is the number of receive buffers posted on each node's
-	// SRQ (default 1024, RDS_IB_DEFAULT_RECV_WR), and the step by which
-	// the SRQ grows when connections need more.
-	RecvDepth int
-	// ConnCredits is the share of the SRQ one connection grants its peer
-	// (default RecvDepth/4 up to 64, at least 2): its receive window of
-	// 4 KiB fragments. A connection that finds fewer buffers free grows
-	// the SRQ; if that fails it gets what is left, none below 2 (it then
-	// retries).
-	ConnCredits int
-	// SendDepth is the number of fragments a connection may have posted
-	// and not completed (default 256, RDS_IB_DEFAULT_SEND_WR).
-	SendDepth int
-	// ConnectTimeout bounds one connection attempt (default 5 s).
-	ConnectTimeout time.Duration
-	// ReconnectMin and ReconnectMax bound the randomized exponential
-	// reconnect backoff (defaults 1 ms and 1 s, as for tcp).
+// datConfig is DATConfig (transport_dat.go has the fields' meaning).
+type datConfig struct {
+	Registry                   *dat.Registry
+	IA                         string
+	Port                       int
+	RecvDepth                  int
+	ConnCredits                int
+	SendDepth                  int
+	ConnectTimeout             time.Duration
 	ReconnectMin, ReconnectMax time.Duration
-	// RDMA are the zerocopy limits (rds_rdma's fmr_message_size and
-	// fmr_pool_size); zero fields take the defaults (dat_rdma.go).
-	RDMA RDMALimits
+	RDMA                       xport.RDMALimits
 }
 
-// DAT returns the dat transport.
-func DAT(cfg DATConfig) Transport {
+// newDATTransport returns the dat transport, zero fields of cfg set to
+// their defaults.
+func newDATTransport(cfg datConfig) xport.Transport {
 	if cfg.Port == 0 {
 		cfg.Port = wire.RDMAPort
 	}
@@ -125,10 +98,10 @@ func DAT(cfg DATConfig) Transport {
 	return &datTransport{cfg: cfg}
 }
 
-type datTransport struct{ cfg DATConfig }
+type datTransport struct{ cfg datConfig }
 
-func (*datTransport) Type() TransportType { return TransIB }
-func (*datTransport) Name() string        { return "dat" }
+func (*datTransport) Type() uint32 { return wire.RDS_TRANS_IB }
+func (*datTransport) Name() string { return "dat" }
 
 // Sizes of the buffers: a fragment slot is a header and one fragment.
 const (
@@ -143,8 +116,8 @@ const (
 
 // datNode is the dat transport on one node.
 type datNode struct {
-	cfg  DATConfig
-	node *rdsNode
+	cfg  datConfig
+	node xport.Node
 	ia   *ia.IA
 	pz   *ia.PZ
 	evd  *evd.EVD
@@ -176,11 +149,11 @@ type datNode struct {
 	locals datLocalCache // registrations of the node's own buffers
 }
 
-// attach opens the node's IA on its address, posts the SRQ and listens.
-func (t *datTransport) attach(n *rdsNode) (nodeTransport, error) {
-	a, err := t.openIA(n.addr)
+// Attach opens the node's IA on its address, posts the SRQ and listens.
+func (t *datTransport) Attach(n xport.Node) (xport.NodeTransport, error) {
+	a, err := t.openIA(n.Addr())
 	if err != nil {
-		return nil, fmt.Errorf("rds dat transport on %v: %w", n.addr, err)
+		return nil, fmt.Errorf("rds dat transport on %v: %w", n.Addr(), err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	dn := &datNode{cfg: t.cfg, node: n, ia: a, ctx: ctx, cancel: cancel, eps: make(map[*datEP]struct{})}
@@ -188,9 +161,9 @@ func (t *datTransport) attach(n *rdsNode) (nodeTransport, error) {
 		cancel()
 		a.Close(dat.CloseAbrupt)
 		if errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, dat.ErrConnQualInUse) {
-			return nil, &portInUse{transport: "dat", what: fmt.Sprintf("conn_qual %d", t.cfg.Port), addr: n.addr, err: err}
+			return nil, &xport.PortInUseError{Transport: "dat", What: fmt.Sprintf("conn_qual %d", t.cfg.Port), Addr: n.Addr(), Err: err}
 		}
-		return nil, fmt.Errorf("rds dat transport on %v: %w", n.addr, err)
+		return nil, fmt.Errorf("rds dat transport on %v: %w", n.Addr(), err)
 	}
 	dn.wg.Add(1)
 	go dn.routineEvents()
@@ -330,18 +303,18 @@ func (dn *datNode) unreserve(g int) {
 }
 
 // dpath returns (creating) the transport state of p.
-func (dn *datNode) dpath(p *connPath) *datPath {
-	if dp, ok := p.TransportData.Load().(*datPath); ok {
+func (dn *datNode) dpath(p xport.Path) *datPath {
+	if dp, ok := p.Data().Load().(*datPath); ok {
 		return dp
 	}
 	dn.mu.Lock()
 	defer dn.mu.Unlock()
-	if dp, ok := p.TransportData.Load().(*datPath); ok {
+	if dp, ok := p.Data().Load().(*datPath); ok {
 		return dp
 	}
 	dp := &datPath{dn: dn, p: p}
 	dp.ahead.Init(datRDMALookahead)
-	p.TransportData.Store(dp)
+	p.Data().Store(dp)
 	dn.paths = append(dn.paths, dp)
 	return dp
 }
@@ -349,9 +322,9 @@ func (dn *datNode) dpath(p *connPath) *datPath {
 // AcksBySequence marks the transport as acknowledging by h_ack.
 func (dn *datNode) AcksBySequence() {}
 
-func (dn *datNode) Connect(p *connPath) { dn.dpath(p).connect(false) }
+func (dn *datNode) Connect(p xport.Path) { dn.dpath(p).connect(false) }
 
-func (dn *datNode) Kick(p *connPath) {
+func (dn *datNode) Kick(p xport.Path) {
 	dp := dn.dpath(p)
 	if dp.up.Load() != nil {
 		dp.kick()
@@ -360,7 +333,7 @@ func (dn *datNode) Kick(p *connPath) {
 	dp.connect(false)
 }
 
-func (dn *datNode) Reset(p *connPath) {
+func (dn *datNode) Reset(p xport.Path) {
 	dp := dn.dpath(p)
 	dp.mu.Lock()
 	e := dp.ep
@@ -406,6 +379,6 @@ func (dn *datNode) Close() error {
 }
 
 var (
-	_ ackBySequence = (*datNode)(nil)
-	_ nodeTransport = (*datNode)(nil)
+	_ xport.AckBySequence = (*datNode)(nil)
+	_ xport.NodeTransport = (*datNode)(nil)
 )

@@ -2,6 +2,7 @@ package rdsoverdat
 
 import (
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/ep"
 	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -24,7 +26,7 @@ import (
 // datPath is the dat transport's state of one connPath.
 type datPath struct {
 	dn *datNode
-	p  *connPath
+	p  xport.Path
 	up atomic.Pointer[datEP] // the EP carrying the path while it is up
 	datTx
 	// ackNext is the sequence of the last message received on the path,
@@ -37,7 +39,7 @@ type datPath struct {
 	mu      sync.Mutex
 	ep      *datEP      // the EP being set up or carrying the path
 	timer   *time.Timer // pending reconnect
-	backoff reconnectBackoff
+	backoff xport.Backoff
 }
 
 type datEPState uint8
@@ -62,7 +64,7 @@ var (
 // retransmissions.
 func (dp *datPath) noteReceived(seq wire.Seq) {
 	dp.ackNext.Store(uint64(seq))
-	dp.ackGen.Store(dp.p.conn.PeerGenNum())
+	dp.ackGen.Store(dp.p.Conn().PeerGenNum())
 }
 
 // ackSpace returns what the private data announces: the last sequence
@@ -73,7 +75,7 @@ func (dp *datPath) ackSpace() (wire.Seq, uint32) {
 }
 
 // isActive reports whether our connection wins a simultaneous connect.
-func (dp *datPath) isActive() bool { return dp.dn.node.addr.Less(dp.p.conn.faddr) }
+func (dp *datPath) isActive() bool { return dp.dn.node.Addr().Less(dp.p.Conn().RemoteAddr()) }
 
 // connect starts an active connection if the path has none and no
 // reconnect is pending; retry is the backoff timer firing.
@@ -94,8 +96,8 @@ func (dp *datPath) connect(retry bool) {
 	if err == nil {
 		var pd [datPrivateLen]byte
 		ack, gen := dp.ackSpace()
-		encodeDatPrivate(pd[:], dn.node.addr, dp.p.conn.faddr, ack, gen, dn.node.stack.genNum, uint32(e.grant))
-		err = e.ep.Connect(dp.p.conn.faddr, dat.ConnQual(dn.cfg.Port), dn.cfg.ConnectTimeout, pd[:], dat.QoSBestEffort, dat.ConnectDefault)
+		encodeDatPrivate(pd[:], dn.node.Addr(), dp.p.Conn().RemoteAddr(), ack, gen, dn.node.GenNum(), uint32(e.grant))
+		err = e.ep.Connect(dp.p.Conn().RemoteAddr(), dat.ConnQual(dn.cfg.Port), dn.cfg.ConnectTimeout, pd[:], dat.QoSBestEffort, dat.ConnectDefault)
 		if err != nil {
 			e.state = datDead
 			dn.retire(e)
@@ -115,7 +117,7 @@ func (dp *datPath) scheduleLocked() {
 		return
 	}
 	dn.wg.Add(1)
-	dp.timer = time.AfterFunc(dp.backoff.next(dn.cfg.ReconnectMin, dn.cfg.ReconnectMax), func() {
+	dp.timer = time.AfterFunc(dp.backoff.Next(dn.cfg.ReconnectMin, dn.cfg.ReconnectMax), func() {
 		defer dn.wg.Done()
 		if !dn.closing.Load() {
 			dn.evd.PostSE(dp) // the event goroutine calls connect(true)
@@ -157,7 +159,7 @@ func (dn *datNode) newEP(dp *datPath, active bool) (*datEP, error) {
 		dn.mu.Unlock()
 		e.ep.Free()
 		e.tx.Free()
-		return nil, errClosed
+		return nil, net.ErrClosed
 	}
 	dn.eps[e] = struct{}{}
 	want := dn.capacity + datEVDSpare + len(dn.eps)*(s+datEPExtraDTOs)
@@ -180,11 +182,11 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 		return
 	}
 	peer, err := parseDatPrivate(q.PrivateData)
-	if err != nil || peer.Daddr() != dn.node.addr || peer.Saddr() == dn.node.addr {
+	if err != nil || peer.Daddr() != dn.node.Addr() || peer.Saddr() == dn.node.Addr() {
 		cr.Reject(nil)
 		return
 	}
-	conn := dn.node.Conn(peer.Saddr(), TransIB)
+	conn := dn.node.Conn(peer.Saddr(), wire.RDS_TRANS_IB)
 	if conn == nil {
 		cr.Reject(nil)
 		return
@@ -225,7 +227,7 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 	}
 	var pd [datPrivateLen]byte
 	ack, gen := dp.ackSpace()
-	encodeDatPrivate(pd[:], dn.node.addr, peer.Saddr(), ack, gen, dn.node.stack.genNum, uint32(e.grant))
+	encodeDatPrivate(pd[:], dn.node.Addr(), peer.Saddr(), ack, gen, dn.node.GenNum(), uint32(e.grant))
 	if err := cr.Accept(e.ep, pd[:]); err != nil {
 		e.ep.Disconnect(dat.CloseAbrupt) // its failure event retires it
 	}
@@ -266,7 +268,7 @@ func (dn *datNode) onConnEvent(ev *dat.Event) {
 	}
 	if current {
 		if wasUp {
-			dp.backoff.reset()
+			dp.backoff.Reset()
 		}
 		if dp.isActive() || dp.p.HasWork() {
 			dp.scheduleLocked()
@@ -296,8 +298,8 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 		copy(e.peer[:], pdata)
 	}
 	peer, err := parseDatPrivate(e.peer[:])
-	if err != nil || (e.active && (peer.Saddr() != dp.p.conn.faddr || peer.Daddr() != dn.node.addr)) {
-		dn.node.stats.recvDropBadHeader.Add(1)
+	if err != nil || (e.active && (peer.Saddr() != dp.p.Conn().RemoteAddr() || peer.Daddr() != dn.node.Addr())) {
+		dn.node.Count(xport.CountBadHeader)
 		dp.dropLocked(e)
 		dp.scheduleLocked()
 		dp.mu.Unlock()
@@ -305,11 +307,11 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 	}
 	e.credits.addSend(min(peer.Credit(), datMaxCredits))
 	e.state = datUp
-	dp.backoff.reset()
+	dp.backoff.Reset()
 	dp.up.Store(e)
 	dp.mu.Unlock()
 	e.syncPeerGen() // before Up: nothing is sent in the space it may reset
-	if peer.AckGen() == dn.node.stack.genNum {
+	if peer.AckGen() == dn.node.GenNum() {
 		// An ack_seq of another incarnation of ours (we restarted) or of
 		// none the peer knows would free messages it never had.
 		dp.p.DropAckedSeq(peer.AckSeq())
@@ -336,7 +338,7 @@ func (e *datEP) syncPeerGen() {
 		}
 	}
 	e.genKnown = true
-	e.dp.p.conn.peerGenUpdate(pd.MyGen())
+	e.dp.p.Conn().PeerGenUpdate(pd.MyGen())
 }
 
 // retire ends e's life once every completion it may have queued has been
@@ -352,7 +354,7 @@ func (dn *datNode) retire(e *datEP) {
 func (dn *datNode) retired(e *datEP) {
 	e.ep.Free()
 	if e.rxm != nil {
-		e.rxm.release()
+		e.rxm.Release()
 		e.rxm = nil
 	}
 	dn.mu.Lock()

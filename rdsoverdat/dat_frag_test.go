@@ -105,7 +105,7 @@ func TestDATFragments(t *testing.T) {
 			h := wire.Header(frames[0])
 			h.SetLen(wire.MaxMsgSize + 1)
 			h.SetChecksum()
-			c.want = ErrMsgTooBig
+			c.want = errDatTooBig
 		}
 		if _, err := datReassemble(frames); !errors.Is(err, c.want) {
 			t.Errorf("%s: err %v, want %v", c.name, err, c.want)

@@ -7,6 +7,7 @@ import (
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/lmr"
 	"github.com/godapl/godapl/internal/ring"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -78,20 +79,20 @@ const (
 // datRDMA is an EP's RDMA state.
 type datRDMA struct {
 	// Progress of the op of the message being sent (inXmit held).
-	cur      *rdmaOp
+	cur      xport.RDMAOp
 	next     int    // local buffers of cur already posted
 	roff     uint64 // remote address of the next one
 	tailRead bool   // cur's silent-WRITE READ is posted
 	failed   bool   // cur failed here after its check: only the release is left
 	probe    *lmr.LMR
-	checkID  uint32                        // the last check id used
-	askBuf   [datRDMALookahead + 1]*rdmaOp // scratch of askRDMA
-	iov      [1]dat.LMRTriplet             // scratch of postRDMAWR
+	checkID  uint32                             // the last check id used
+	askBuf   [datRDMALookahead + 1]xport.RDMAOp // scratch of askRDMA
+	iov      [1]dat.LMRTriplet                  // scratch of postRDMAWR
 
 	mu    sync.Mutex
 	seq   uint64
 	outs  map[dat.DTOCookie]datRDMAWR // posted, not completed
-	asked []*rdmaOp                   // checks sent, not answered, oldest first
+	asked []xport.RDMAOp              // checks sent, not answered, oldest first
 
 	// Leases the peer granted (dat_rdma_check.go), by R_Key: xmit checks
 	// and posts under leaseMu, the event goroutine revokes under it.
@@ -112,13 +113,13 @@ type datRDMA struct {
 // datRDMAWR is an outstanding RDMA work request. It holds a reference to
 // its op's message, where the op lives (message.go).
 type datRDMAWR struct {
-	m    *message
+	m    xport.Msg
 	loc  *datLocal // nil: the probe LMR
 	last bool
 }
 
-// RDMALimits implements rdmaCapable.
-func (dn *datNode) RDMALimits() RDMALimits { return dn.cfg.RDMA }
+// RDMALimits implements xport.RDMACapable.
+func (dn *datNode) RDMALimits() xport.RDMALimits { return dn.cfg.RDMA }
 
 // datXmit says what xmit does with a message after xmitRDMA.
 type datXmit uint8
@@ -132,33 +133,33 @@ const (
 
 // xmitRDMA checks and posts m's op, if it has one not yet posted, ahead
 // of its Sends (inXmit held).
-func (e *datEP) xmitRDMA(m *message) datXmit {
-	op := m.rdma
-	if op == nil || op.check.state.Load() == checkPosted {
+func (e *datEP) xmitRDMA(m xport.Msg) datXmit {
+	op := m.RDMA()
+	if op == nil || op.Check().State.Load() == checkPosted {
 		return datXmitSend
 	}
 	if op.Len() > math.MaxUint32 {
-		op.Complete(RDMAOtherError) // a check cannot name it
+		op.Complete(xport.RDMAOtherError) // a check cannot name it
 		return datXmitDrop
 	}
-	if op.check.ep != e {
+	if op.Check().EP != e {
 		e.useLease(op)
 	}
-	if op.check.ep != e || op.check.state.Load() == checkAsked {
+	if op.Check().EP != e || op.Check().State.Load() == checkAsked {
 		// Ask about op if it was not, and about the ops after it while
 		// it waits for its answer.
 		if !e.askRDMA(op) {
 			return datXmitStop
 		}
 	}
-	switch op.check.state.Load() {
+	switch op.Check().State.Load() {
 	case checkAsked:
 		e.stall(false)
-		if op.check.state.Load() == checkAsked {
+		if op.Check().State.Load() == checkAsked {
 			return datXmitStop // onAnswer wakes us
 		}
 		e.stalled.Store(false)
-		if op.check.state.Load() == checkRefused {
+		if op.Check().State.Load() == checkRefused {
 			return e.refused(op)
 		}
 	case checkRefused:
@@ -170,23 +171,23 @@ func (e *datEP) xmitRDMA(m *message) datXmit {
 	case datRDMAFailed:
 		return datXmitDrop
 	}
-	op.check.state.Store(checkPosted)
+	op.Check().State.Store(checkPosted)
 	if op.Silent() {
 		return datXmitSkip
 	}
 	return datXmitSend
 }
 
-func (e *datEP) refused(op *rdmaOp) datXmit {
-	op.Complete(RDMARemoteError)
+func (e *datEP) refused(op xport.RDMAOp) datXmit {
+	op.Complete(xport.RDMARemoteError)
 	return datXmitDrop
 }
 
 // datFenced reports whether a message's first Send waits for its op's
 // READs: with RDMAFence, and for a READ op not granted by a lease, whose
 // message ends its pin (see the top of the file). op's check is over.
-func datFenced(op *rdmaOp) bool {
-	return op != nil && (op.Fence() || !op.Write() && !op.check.leased)
+func datFenced(op xport.RDMAOp) bool {
+	return op != nil && (op.Fence() || !op.Write() && !op.Check().Leased)
 }
 
 // datRDMAResult says how posting a message's op went.
@@ -200,8 +201,8 @@ const (
 )
 
 // postRDMA posts what is left of m's admitted op (inXmit held).
-func (e *datEP) postRDMA(m *message) datRDMAResult {
-	r, op := &e.rdma, m.rdma
+func (e *datEP) postRDMA(m xport.Msg) datRDMAResult {
+	r, op := &e.rdma, m.RDMA()
 	if r.cur != op {
 		r.cur, r.next, r.roff, r.tailRead, r.failed = op, 0, op.RemoteAddr(), false, false
 	}
@@ -221,13 +222,13 @@ func (e *datEP) postRDMA(m *message) datRDMAResult {
 			return datRDMAStall
 		}
 		if paced && !e.allocProbe() {
-			op.Complete(RDMAOtherError)
+			op.Complete(xport.RDMAOtherError)
 			r.failed = true
 			break
 		}
 		loc, off, err := e.dn.locals.get(e.dn, b)
 		if err != nil {
-			op.Complete(RDMAOtherError)
+			op.Complete(xport.RDMAOtherError)
 			r.failed = true // the peer still waits for the op's end
 			break
 		}
@@ -240,7 +241,7 @@ func (e *datEP) postRDMA(m *message) datRDMAResult {
 		}
 		if !e.holdLease(op) {
 			e.dn.locals.put(loc)
-			op.Complete(RDMARemoteError) // the owner is freeing the mapping
+			op.Complete(xport.RDMARemoteError) // the owner is freeing the mapping
 			r.failed = true
 			break
 		}
@@ -267,11 +268,11 @@ func (e *datEP) postRDMA(m *message) datRDMAResult {
 			return datRDMAStall
 		}
 		if !e.allocProbe() {
-			op.Complete(RDMAOtherError)
+			op.Complete(xport.RDMAOtherError)
 			r.failed = true
 		}
 		if !r.failed && !e.holdLease(op) {
-			op.Complete(RDMARemoteError)
+			op.Complete(xport.RDMARemoteError)
 			r.failed = true
 		}
 		if !r.failed {
@@ -283,7 +284,7 @@ func (e *datEP) postRDMA(m *message) datRDMAResult {
 			r.tailRead = true
 		}
 	}
-	if (r.failed || op.Silent()) && !op.check.leased { // an op under a lease has no hold to release
+	if (r.failed || op.Silent()) && !op.Check().Leased { // an op under a lease has no hold to release
 		if !e.releaseRDMA(op, r.failed || !op.Write() || r.tailRead) {
 			if e.dead.Load() {
 				return datRDMAStop
@@ -336,9 +337,9 @@ func (e *datEP) rdmaRoom(k int) bool {
 // postRDMAWR posts one RDMA work request of m's op moving local to or
 // from raddr; loc is the registration it holds until it completes (nil:
 // the probe LMR). last: its completion is the op's. flags: fenced or not.
-func (e *datEP) postRDMAWR(m *message, loc *datLocal, local dat.LMRTriplet, raddr uint64, write, last bool, flags dat.CompletionFlags) bool {
+func (e *datEP) postRDMAWR(m xport.Msg, loc *datLocal, local dat.LMRTriplet, raddr uint64, write, last bool, flags dat.CompletionFlags) bool {
 	r := &e.rdma
-	m.refs.Add(1)
+	m.Hold()
 	r.mu.Lock()
 	r.seq++
 	ck := datRDMACookie | dat.DTOCookie(r.seq&datRDMASeqMask)
@@ -348,7 +349,7 @@ func (e *datEP) postRDMAWR(m *message, loc *datLocal, local dat.LMRTriplet, radd
 	r.outs[ck] = datRDMAWR{m: m, loc: loc, last: last}
 	r.mu.Unlock()
 	r.iov[0] = local
-	remote := dat.RMRTriplet{VirtualAddress: dat.VAddr(raddr), SegmentLength: local.SegmentLength, RMRContext: dat.RMRContext(m.rdma.RKey())}
+	remote := dat.RMRTriplet{VirtualAddress: dat.VAddr(raddr), SegmentLength: local.SegmentLength, RMRContext: dat.RMRContext(m.RDMA().RKey())}
 	var err error
 	if write {
 		err = e.ep.PostRDMAWrite(r.iov[:], ck, remote, flags)
@@ -362,7 +363,7 @@ func (e *datEP) postRDMAWR(m *message, loc *datLocal, local dat.LMRTriplet, radd
 		if loc != nil {
 			e.dn.locals.put(loc)
 		}
-		m.release()
+		m.Release()
 		return false
 	}
 	return true
@@ -391,14 +392,14 @@ func (e *datEP) onRDMADone(c *dat.DTOCompletion) {
 		// The connection went down, unless the work request that broke
 		// it reports the cause first (that completion comes before).
 		if wr.last {
-			wr.m.rdma.connLost()
+			wr.m.RDMA().ConnLost()
 		}
 	case c.Status != dat.DTOSuccess:
-		wr.m.rdma.Complete(datRDMAStatus(c.Status))
+		wr.m.RDMA().Complete(datRDMAStatus(c.Status))
 	case wr.last:
-		wr.m.rdma.Complete(RDMASuccess)
+		wr.m.RDMA().Complete(xport.RDMASuccess)
 	}
-	wr.m.release()
+	wr.m.Release()
 	if e.stalled.Load() {
 		e.dn.wake(e)
 	}
@@ -410,11 +411,11 @@ func (e *datEP) onRDMADone(c *dat.DTOCompletion) {
 // (a bad response, the peer failing the op for another reason, a local
 // error) RDS_RDMA_OTHER_ERROR. With the checks a peer refuses nothing
 // the checks admitted, so this is for a peer that broke its word.
-func datRDMAStatus(s dat.DTOStatus) RDMAStatus {
+func datRDMAStatus(s dat.DTOStatus) xport.RDMAStatus {
 	if s == dat.DTOErrRemoteAccess {
-		return RDMARemoteError
+		return xport.RDMARemoteError
 	}
-	return RDMAOtherError
+	return xport.RDMAOtherError
 }
 
 // retireRDMA returns the registrations of work requests that will never
@@ -431,9 +432,9 @@ func (e *datEP) retireRDMA() {
 			e.dn.locals.put(wr.loc)
 		}
 		if wr.last {
-			wr.m.rdma.connLost()
+			wr.m.RDMA().ConnLost()
 		}
-		wr.m.release()
+		wr.m.Release()
 	}
 	if r.probe != nil {
 		r.probe.Free()
@@ -443,4 +444,4 @@ func (e *datEP) retireRDMA() {
 	e.retireChecks()
 }
 
-var _ rdmaCapable = (*datNode)(nil)
+var _ xport.RDMACapable = (*datNode)(nil)

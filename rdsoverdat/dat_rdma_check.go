@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -78,15 +79,15 @@ type datLease struct {
 
 // useLease grants op by a lease the peer gave e, if one covers it
 // (inXmit held).
-func (e *datEP) useLease(op *rdmaOp) {
+func (e *datEP) useLease(op xport.RDMAOp) {
 	if e.covered(op) {
-		op.check.ep, op.check.leased = e, true
-		op.check.state.Store(checkGranted)
+		op.Check().EP, op.Check().Leased = e, true
+		op.Check().State.Store(checkGranted)
 	}
 }
 
 // covered reports whether a lease of e covers op.
-func (e *datEP) covered(op *rdmaOp) bool {
+func (e *datEP) covered(op xport.RDMAOp) bool {
 	r := &e.rdma
 	r.leaseMu.Lock()
 	l, ok := r.leases[op.RKey()]
@@ -99,8 +100,8 @@ func (e *datEP) covered(op *rdmaOp) bool {
 // keeps it there until dropLease: a revoke waits, so its revoked record
 // is posted after the work request posted meanwhile. False: the lease
 // was revoked. Ops not granted by a lease always pass.
-func (e *datEP) holdLease(op *rdmaOp) bool {
-	if !op.check.leased {
+func (e *datEP) holdLease(op xport.RDMAOp) bool {
+	if !op.Check().Leased {
 		return true
 	}
 	r := &e.rdma
@@ -112,8 +113,8 @@ func (e *datEP) holdLease(op *rdmaOp) bool {
 	return true
 }
 
-func (e *datEP) dropLease(op *rdmaOp) {
-	if op.check.leased {
+func (e *datEP) dropLease(op xport.RDMAOp) {
+	if op.Check().Leased {
 		e.rdma.leaseMu.Unlock()
 	}
 }
@@ -153,7 +154,7 @@ const datRDMALookahead = 16
 
 // nextTx returns the next message to send: the oldest taken ahead, else
 // the path's next.
-func (dp *datPath) nextTx() *message {
+func (dp *datPath) nextTx() xport.Msg {
 	if m, ok := dp.ahead.Pop(); ok {
 		return m
 	}
@@ -183,8 +184,8 @@ func (dp *datPath) abortTx() {
 
 // datAskable reports whether op is to be asked about on e: not yet, and
 // short enough to name (an op above 4 GiB fails when it is sent).
-func datAskable(op *rdmaOp, e *datEP) bool {
-	return op != nil && op.check.ep != e && op.Len() <= math.MaxUint32
+func datAskable(op xport.RDMAOp, e *datEP) bool {
+	return op != nil && op.Check().EP != e && op.Len() <= math.MaxUint32
 }
 
 // askRDMA sends, in one check frame, the requests for head's op and for
@@ -193,14 +194,14 @@ func datAskable(op *rdmaOp, e *datEP) bool {
 // It returns false if head's op was to be asked and could not be: e has
 // no send slot or credit now (it is stalled, woken when it has) or is
 // going down.
-func (e *datEP) askRDMA(head *rdmaOp) bool {
+func (e *datEP) askRDMA(head xport.RDMAOp) bool {
 	r, dp := &e.rdma, e.dp
 	ops := r.askBuf[:0]
-	if head.check.ep != e {
+	if head.Check().EP != e {
 		ops = append(ops, head)
 	}
 	for i := range dp.ahead.Len() {
-		if op := (*dp.ahead.At(i)).rdma; datAskable(op, e) && !e.covered(op) {
+		if op := (*dp.ahead.At(i)).RDMA(); datAskable(op, e) && !e.covered(op) {
 			ops = append(ops, op)
 		}
 	}
@@ -210,8 +211,8 @@ func (e *datEP) askRDMA(head *rdmaOp) bool {
 			break
 		}
 		dp.ahead.Push(m)
-		if datAskable(m.rdma, e) && !e.covered(m.rdma) {
-			ops = append(ops, m.rdma)
+		if datAskable(m.RDMA(), e) && !e.covered(m.RDMA()) {
+			ops = append(ops, m.RDMA())
 		}
 	}
 	if len(ops) == 0 {
@@ -219,7 +220,7 @@ func (e *datEP) askRDMA(head *rdmaOp) bool {
 	}
 	off, got, adv, ok := e.ringSlot()
 	if !ok {
-		return head.check.ep == e
+		return head.Check().EP == e
 	}
 	slot := e.tx.Bytes()[off : off+wire.HeaderLen+len(ops)*wire.RDMACheckLen]
 	h := wire.Header(slot[:wire.HeaderLen])
@@ -228,8 +229,8 @@ func (e *datEP) askRDMA(head *rdmaOp) bool {
 	r.mu.Lock()
 	for i, op := range ops {
 		r.checkID++
-		op.check.ep, op.check.id = e, r.checkID
-		op.check.state.Store(checkAsked)
+		op.Check().EP, op.Check().ID = e, r.checkID
+		op.Check().State.Store(checkAsked)
 		wire.RDMACheck(slot[wire.HeaderLen+i*wire.RDMACheckLen:]).Encode(&wire.CheckFields{Kind: wire.CheckRequest,
 			Write: op.Write(), ID: r.checkID, RKey: op.RKey(), Length: uint32(op.Len()), Address: op.RemoteAddr()})
 		r.asked = append(r.asked, op)
@@ -240,7 +241,7 @@ func (e *datEP) askRDMA(head *rdmaOp) bool {
 		r.asked = r.asked[:len(r.asked)-len(ops)]
 		r.mu.Unlock()
 		for _, op := range ops {
-			op.check.ep = nil
+			op.Check().EP = nil
 		}
 		clear(ops)
 		return false
@@ -252,7 +253,7 @@ func (e *datEP) askRDMA(head *rdmaOp) bool {
 // releaseRDMA posts the release record of op, which sends no message
 // (inXmit held). fence: after the op's READs completed, so that the
 // owner unpins its mapping only once they were served.
-func (e *datEP) releaseRDMA(op *rdmaOp, fence bool) bool {
+func (e *datEP) releaseRDMA(op xport.RDMAOp, fence bool) bool {
 	off, got, adv, ok := e.ringSlot()
 	if !ok {
 		return false
@@ -261,7 +262,7 @@ func (e *datEP) releaseRDMA(op *rdmaOp, fence bool) bool {
 	h := wire.Header(slot[:wire.HeaderLen])
 	wire.EncodeRDMACheckHeader(h, 1, e.hAck(), uint8(adv))
 	h.SetChecksum()
-	wire.RDMACheck(slot[wire.HeaderLen:]).Encode(&wire.CheckFields{Kind: wire.CheckRelease, ID: op.check.id})
+	wire.RDMACheck(slot[wire.HeaderLen:]).Encode(&wire.CheckFields{Kind: wire.CheckRelease, ID: op.Check().ID})
 	flags := dat.CompletionDefault
 	if fence {
 		flags = dat.CompletionBarrierFence
@@ -369,12 +370,12 @@ const (
 // the op alone, pinned until its end; any other mapping grants a lease
 // on the whole mapping, pinned until the peer gave it back.
 func (e *datEP) admit(c wire.RDMACheck) wire.CheckFields {
-	a := wire.CheckFields{Kind: wire.CheckAnswer, ID: c.ID(), Status: uint16(RDMARemoteError)}
+	a := wire.CheckFields{Kind: wire.CheckAnswer, ID: c.ID(), Status: uint16(xport.RDMARemoteError)}
 	m := e.dn.mrs.admit(c, e)
 	if m == nil {
 		return a
 	}
-	a.Status = uint16(RDMASuccess)
+	a.Status = uint16(xport.RDMASuccess)
 	r := &e.rdma
 	if m.useOnce {
 		r.grants.PushGrow(datGrant{id: c.ID(), mr: m})
@@ -398,7 +399,7 @@ func (e *datEP) admit(c wire.RDMACheck) wire.CheckFields {
 func (e *datEP) onAnswer(c wire.RDMACheck) bool {
 	r := &e.rdma
 	r.mu.Lock()
-	if len(r.asked) == 0 || r.asked[0].check.id != c.ID() {
+	if len(r.asked) == 0 || r.asked[0].Check().ID != c.ID() {
 		r.mu.Unlock()
 		return false
 	}
@@ -408,7 +409,7 @@ func (e *datEP) onAnswer(c wire.RDMACheck) bool {
 	r.asked = r.asked[:n]
 	r.mu.Unlock()
 	st := checkGranted
-	if c.Status() != uint16(RDMASuccess) {
+	if c.Status() != uint16(xport.RDMASuccess) {
 		st = checkRefused
 	} else if c.Lease() {
 		r.leaseMu.Lock()
@@ -417,9 +418,9 @@ func (e *datEP) onAnswer(c wire.RDMACheck) bool {
 		}
 		r.leases[c.RKey()] = datLease{addr: c.Address(), n: uint64(c.Length()), write: c.Write()}
 		r.leaseMu.Unlock()
-		op.check.leased = true
+		op.Check().Leased = true
 	}
-	op.check.state.Store(st)
+	op.Check().State.Store(st)
 	e.dn.wake(e)
 	return true
 }

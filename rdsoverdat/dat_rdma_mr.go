@@ -8,6 +8,7 @@ import (
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -65,7 +66,7 @@ func (m *datMR) Addr() uint64 { return m.addr }
 
 var errDatMRFreed = errors.New("rds dat: mapping freed twice")
 
-// Free implements rdmaMR: no check passes from now on; the LMR goes once
+// Free implements xport.MR: no check passes from now on; the LMR goes once
 // the ops let through are over (or the node closes). A peer that has not
 // ended them within ConnectTimeout loses the connections they are on.
 func (m *datMR) Free() error {
@@ -124,9 +125,8 @@ func (m *datMR) Free() error {
 
 var errDatMRAddr = errors.New("rds dat: memory above the addresses a cookie can announce")
 
-// RegisterMR implements rdmaCapable.
-func (dn *datNode) RegisterMR(mem []byte, flags RDMAFlags) (rdmaMR, error) {
-	write := flags&RDMAReadWrite != 0
+// RegisterMR implements xport.RDMACapable.
+func (dn *datNode) RegisterMR(mem []byte, write, useOnce bool) (xport.MR, error) {
 	priv := dat.MemPrivLocalRead | dat.MemPrivRemoteRead
 	if write {
 		priv |= dat.MemPrivLocalWrite | dat.MemPrivRemoteWrite
@@ -141,7 +141,7 @@ func (dn *datNode) RegisterMR(mem []byte, flags RDMAFlags) (rdmaMR, error) {
 		return nil, errDatMRAddr
 	}
 	m := &datMR{dn: dn, l: l, rkey: uint32(l.RMRContext()), addr: a, n: uint64(len(mem)),
-		write: write, useOnce: flags&RDMAUseOnce != 0}
+		write: write, useOnce: useOnce}
 	t := &dn.mrs
 	t.mu.Lock()
 	if t.mrs == nil {

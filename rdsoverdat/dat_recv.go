@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -25,6 +26,7 @@ var (
 	errDatLong     = errors.New("rds dat: fragment longer than RDS_FRAG_SIZE")
 	errDatChecksum = errors.New("rds dat: header checksum mismatch")
 	errDatFrag     = errors.New("rds dat: fragment does not continue the message in reassembly")
+	errDatTooBig   = errors.New("rds dat: message longer than RDS_MAX_MSG_SIZE")
 )
 
 // parseDatFrag splits one received Send into its header and fragment.
@@ -64,7 +66,7 @@ func (r *datReasm) next(h wire.Header, n int) (first, done bool, err error) {
 	if !r.active {
 		l := int(h.Len())
 		if l > wire.MaxMsgSize {
-			return false, false, ErrMsgTooBig
+			return false, false, errDatTooBig
 		}
 		if n != min(l, wire.FragSize) {
 			return false, false, errDatFrag
@@ -114,9 +116,9 @@ func (e *datEP) recv(b []byte) {
 	h, frag, err := parseDatFrag(b)
 	if err != nil {
 		if err == errDatChecksum {
-			node.stats.recvDropBadChecksum.Add(1)
+			node.Count(xport.CountBadChecksum)
 		} else {
-			node.stats.recvDropBadHeader.Add(1)
+			node.Count(xport.CountBadHeader)
 		}
 		e.protocolError()
 		return
@@ -134,20 +136,20 @@ func (e *datEP) recv(b []byte) {
 		}
 	}
 	if isDatAck(h, frag) {
-		node.stats.ackReceived.Add(1)
+		node.Count(xport.CountAckReceived)
 		return
 	}
 	if wire.IsRDMACheckFrame(h) { // between or inside the fragments of a message
 		if !e.onChecks(h, frag) {
-			node.stats.recvDropBadHeader.Add(1)
+			node.Count(xport.CountBadHeader)
 			e.protocolError()
 		}
 		return
 	}
 	first, done, err := e.rx.next(h, len(frag))
 	if err != nil {
-		if err != ErrMsgTooBig {
-			node.stats.recvDropBadHeader.Add(1)
+		if err != errDatTooBig {
+			node.Count(xport.CountBadHeader)
 		}
 		e.protocolError()
 		return
@@ -159,14 +161,14 @@ func (e *datEP) recv(b []byte) {
 		}
 	}
 	m := e.rxm
-	copy(m.buf[e.rx.off-len(frag):], frag)
+	copy(m.Payload()[e.rx.off-len(frag):], frag)
 	if !done {
 		return
 	}
 	e.rxm = nil
 	if !e.rdmaArrived(h) {
-		m.release()
-		node.stats.recvDropBadHeader.Add(1)
+		m.Release()
+		node.Count(xport.CountBadHeader)
 		e.protocolError()
 		return
 	}
@@ -193,7 +195,7 @@ func (e *datEP) recv(b []byte) {
 func (e *datEP) protocolError() {
 	e.dead.Store(true)
 	if e.rxm != nil {
-		e.rxm.release()
+		e.rxm.Release()
 		e.rxm = nil
 	}
 	e.rx.active = false

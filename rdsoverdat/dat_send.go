@@ -7,6 +7,7 @@ import (
 	"github.com/godapl/godapl/dat/ep"
 	"github.com/godapl/godapl/dat/lmr"
 	"github.com/godapl/godapl/internal/ring"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -84,23 +85,23 @@ type datEP struct {
 
 	// Reassembly, the event goroutine's.
 	rx  datReasm
-	rxm *message
+	rxm xport.Msg
 }
 
 // datTx is a path's transmit state, owned by whoever holds inXmit.
 type datTx struct {
 	inXmit     atomic.Bool
 	want       atomic.Bool
-	txm        *message // message being fragmented
-	txEP       *datEP   // the EP txm's fragments went to
-	txOff      int      // payload bytes of txm already posted
-	txDrained  bool     // the queue was empty when txm was taken
-	sinceAck   int      // messages since the last ACK_REQUIRED
+	txm        xport.Msg // message being fragmented
+	txEP       *datEP    // the EP txm's fragments went to
+	txOff      int       // payload bytes of txm already posted
+	txDrained  bool      // the queue was empty when txm was taken
+	sinceAck   int       // messages since the last ACK_REQUIRED
 	sinceBytes int
 
 	// ahead holds the messages taken after txm, datRDMALookahead at
 	// most (dat_rdma_check.go).
-	ahead ring.FIFO[*message]
+	ahead ring.FIFO[xport.Msg]
 }
 
 // kick transmits what the path has queued on its current EP, unless
@@ -155,7 +156,7 @@ func (dp *datPath) xmit(e *datEP) {
 			dp.txm = nil
 			continue
 		}
-		total := len(m.buf)
+		total := len(m.Payload())
 		for {
 			if e.txPosted-e.txDone.Load() >= depth {
 				e.stall(false)
@@ -173,13 +174,13 @@ func (dp *datPath) xmit(e *datEP) {
 				e.stalled.Store(false)
 			}
 			off := int(e.txPosted%depth) * datSlot
-			n := datFragment(e.tx.Bytes()[off:off+datSlot], m.hdr[:], m.buf, dp.txOff, uint8(adv))
+			n := datFragment(e.tx.Bytes()[off:off+datSlot], m.Header(), m.Payload(), dp.txOff, uint8(adv))
 			last := dp.txOff+n == total
 			flags := dat.CompletionSuppress
 			if e.txPosted%e.signalEvery == e.signalEvery-1 {
 				flags = dat.CompletionDefault
 			}
-			if dp.txOff == 0 && datFenced(m.rdma) {
+			if dp.txOff == 0 && datFenced(m.RDMA()) {
 				flags |= dat.CompletionBarrierFence // after the op's READs (dat_rdma.go)
 			}
 			if last {
@@ -230,21 +231,20 @@ func datFragment(slot []byte, h wire.Header, payload []byte, off int, adv uint8)
 // after setting the flag, so that a wake-up racing with it is not lost.
 func (e *datEP) stall(credit bool) {
 	if !e.stalled.Swap(true) && credit {
-		e.dp.p.conn.stats.creditStalls.Add(1)
-		e.dn.node.stats.creditStall.Add(1)
+		e.dp.p.Count(xport.CountCreditStall)
 	}
 }
 
 // prepare finalizes m's header once for all its fragments: flags, the
 // piggybacked ack, h_credit 0 and the checksum.
-func (dp *datPath) prepare(m *message) {
+func (dp *datPath) prepare(m xport.Msg) {
 	h := m.Header()
 	f := m.WireFlags()
 	q, _ := dp.p.Pending()
 	dp.txDrained = q == 0 && dp.ahead.Len() == 0
 	if !m.IsCongMap() {
 		dp.sinceAck++
-		dp.sinceBytes += len(m.buf)
+		dp.sinceBytes += len(m.Payload())
 		if m.AckRequired() || dp.txDrained || dp.sinceAck >= datMaxUnackedPackets || dp.sinceBytes >= datMaxUnackedBytes {
 			f |= wire.FlagAckRequired
 			dp.sinceAck, dp.sinceBytes = 0, 0
@@ -278,8 +278,7 @@ func (e *datEP) sendAck() {
 		return
 	}
 	e.ackInFlight = true
-	e.dp.p.conn.stats.acksSent.Add(1)
-	e.dn.node.stats.ackSent.Add(1)
+	e.dp.p.Count(xport.CountAckSent)
 }
 
 // hAck is the h_ack e sends: the last sequence received on the path once

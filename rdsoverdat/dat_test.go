@@ -463,7 +463,7 @@ func TestDATSRQGrows(t *testing.T) {
 			t.Fatalf("got %d bytes", n)
 		}
 	}
-	dn := st.nodeAt(as[0]).trans[TransIB].(*datNode)
+	dn := datNodeOf(st.nodeAt(as[0]))
 	dn.mu.Lock()
 	c, r := dn.capacity, dn.reserved
 	dn.mu.Unlock()

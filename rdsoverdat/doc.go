@@ -16,9 +16,13 @@
 // node.go, conn.go, message.go, send.go, recv*.go, cong.go, rdma*.go)
 // owns sequence numbers, retransmission after reconnects, duplicate
 // suppression, SO_SNDBUF/SO_RCVBUF accounting, congestion maps and pings;
-// transports (transport.go: the ops table, modelled on the kernel's
-// struct rds_transport) only bring paths up and move headers and
-// payloads:
+// transports only bring paths up and move headers and payloads. The
+// seam between them is the internal package rdsoverdat/internal/xport,
+// modelled on the kernel's struct rds_transport and the core functions
+// its transport modules call: an ops table the core drives, and the
+// core's nodes, connections, paths, messages and sockets as interfaces,
+// which are all a transport file uses of the core (xport.go implements
+// them, transport_*.go wire the configurations in):
 //
 //   - loop (loop.go): nodes of the same Stack, no network (net/rds/loop.c);
 //   - tcp (tcp*.go): byte-compatible with the Linux kernel's rds_tcp, so a
@@ -39,7 +43,7 @@
 // the transport moves the bytes with an RDMA READ or WRITE posted before
 // the reply on the same connection, so the reply arrives only after the
 // data. Outcomes come back as RDMANotify control messages. Only
-// transports with the rdmaCapable ability carry RDMA (dat, like the
+// transports with the RDMA ability (xport.RDMACapable) carry RDMA (dat, like the
 // kernel's rds_rdma); elsewhere the calls fail with EOPNOTSUPP. Over dat
 // the memory's owner checks every op in-band before it is posted
 // (dat_rdma_check.go), so a bad, freed or used-once cookie fails with

@@ -1,7 +1,6 @@
 package rdsoverdat
 
 import (
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -74,21 +73,3 @@ func (msgTooBig) As(target any) bool {
 	}
 	return false
 }
-
-// portInUse is a transport that cannot listen on the node's address
-// because the port is taken there: most likely by another process
-// running an RDS node on that address (or the kernel's rds_tcp). It
-// wraps the transport's error, so it stays EADDRINUSE for errors.Is.
-type portInUse struct {
-	transport string // "tcp", "dat"
-	what      string // "TCP port 16385", "conn_qual 18634"
-	addr      netip.Addr
-	err       error
-}
-
-func (e *portInUse) Error() string {
-	return fmt.Sprintf("rds %s transport: %s on %v is in use, probably by another process running an RDS node on this address: %v",
-		e.transport, e.what, e.addr, e.err)
-}
-
-func (e *portInUse) Unwrap() error { return e.err }

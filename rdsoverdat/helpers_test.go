@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/godapl/godapl/internal/testutil"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 )
 
 // Every test gets its own 127.x.y.z addresses, so listeners and
@@ -116,3 +117,10 @@ var _ = fmt.Sprintf
 
 // sock is the rdsoverdat backend of s, for tests that look inside it.
 func (s *Socket) sock() *sock { return s.b.(*sock) }
+
+// datNodeOf returns n's dat transport.
+func datNodeOf(n *rdsNode) *datNode {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.trans[TransIB].(interface{ unwrap() xport.NodeTransport }).unwrap().(*datNode)
+}

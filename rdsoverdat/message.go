@@ -119,6 +119,12 @@ func (m *message) release() {
 	}
 }
 
+// Hold takes one more reference (xport.Msg).
+func (m *message) Hold() { m.refs.Add(1) }
+
+// Release drops one reference (xport.Msg).
+func (m *message) Release() { m.release() }
+
 // Header returns the message's header; transports may set the flag,
 // ack, credit and checksum fields just before transmitting it.
 func (m *message) Header() wire.Header { return wire.Header(m.hdr[:]) }

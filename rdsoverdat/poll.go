@@ -25,7 +25,7 @@ func (s *sock) poll() Events {
 	ev := s.pollLocked(gen)
 	s.mu.Unlock()
 	if r != nil {
-		r.r.giveBack() // Poll sees only the queue: the transport reads again
+		r.R.GiveBack() // Poll sees only the queue: the transport reads again
 	}
 	return ev
 }

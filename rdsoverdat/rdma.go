@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -165,9 +166,8 @@ type rdmaOp struct {
 	// outcome is 0 while pending, else the RDMAStatus plus one.
 	outcome atomic.Int32
 
-	// check is the dat transport's check of the op with the peer
-	// (dat_rdma_check.go).
-	check datCheck
+	// check is the transport's state for the op (xport.RDMAOp.Check).
+	check xport.OpCheck
 }
 
 // rdmaOpArgs are what SendMsg's RDMAArgs make of an op.
@@ -192,7 +192,7 @@ func (o *rdmaOp) init(args *rdmaOpArgs) {
 	o.rdmaOpArgs = *args
 	o.local = append(o.localBuf[:0], args.local...)
 	o.outcome.Store(0)
-	o.check = datCheck{}
+	o.check = xport.OpCheck{}
 	if o.silent {
 		o.parts.Store(1)
 	} else {
@@ -283,5 +283,10 @@ func (o *rdmaOp) Status() (RDMAStatus, bool) {
 }
 
 // RDMA returns the RDMA op the transport must post before the message's
-// SENDs, or nil.
-func (m *message) RDMA() *rdmaOp { return m.rdma }
+// SENDs, or nil (xport.Msg).
+func (m *message) RDMA() xport.RDMAOp {
+	if m.rdma == nil {
+		return nil
+	}
+	return (*xop)(m.rdma)
+}

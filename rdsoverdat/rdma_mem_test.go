@@ -133,7 +133,7 @@ func (l *memNode) Kick(p *connPath) {
 
 // xmit posts m's op, then its SEND: a failed op drops the message.
 func (l *memNode) xmit(p *connPath, m *message) {
-	if op := m.RDMA(); op != nil {
+	if op := m.rdma; op != nil {
 		if st := l.t.exec(op); st != RDMASuccess {
 			op.Complete(st)
 			p.TxAbort(m)

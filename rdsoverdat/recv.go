@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -252,7 +253,7 @@ func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			r := s.dropReader()
 			s.mu.Unlock()
 			if r != nil {
-				r.r.giveBack() // the caller will wait elsewhere, if at all
+				r.R.GiveBack() // the caller will wait elsewhere, if at all
 			}
 			return 0, eAGAIN
 		}
@@ -263,17 +264,17 @@ func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			s.reader.hold.Store(r)
 			s.mu.Unlock()
 			if !limit.IsZero() && time.Until(limit) <= 0 {
-				s.readerDone(r, false)
+				s.ReaderDone(r, false)
 				return 0, limitErr
 			}
-			n, from, res := r.r.run(s, m.Data, flags, limit)
+			n, from, res := r.R.Run(s, m.Data, flags&MsgPeek != 0, limit)
 			switch res {
-			case rrFilled:
+			case xport.RRFilled:
 				m.Addr = from
 				return n, nil
-			case rrTimedOut:
+			case xport.RRTimedOut:
 				return 0, limitErr
-			case rrBusy, rrGone:
+			case xport.RRBusy, xport.RRGone:
 				tryReader = false // wait the ordinary way
 			}
 			continue

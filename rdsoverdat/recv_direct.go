@@ -3,6 +3,7 @@ package rdsoverdat
 import (
 	"net/netip"
 
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -21,7 +22,7 @@ import (
 //     succeeds only for a plain data message (no extension headers, not a
 //     duplicate, not a ping) to a socket whose offer fits and whose queue
 //     is empty, so that nothing overtakes a queued message.
-//  3. The transport reads the payload into directRx.Buf and calls Done,
+//  3. The transport reads the payload into xport.Direct.Buf and calls Done,
 //     with ok false if the connection failed before the payload was
 //     complete. Done ends the claim and wakes RecvMsg.
 //  4. RecvMsg, woken for any reason, withdraws its offer. If the offer was
@@ -105,38 +106,24 @@ func (s *sock) cancelOffer() {
 	}
 }
 
-// directRx is a claimed direct reception: the transport reads exactly
-// len(Buf) payload bytes into Buf, then calls Done once.
-type directRx struct {
-	// Buf is the payload's destination: the waiting receiver's memory,
-	// h_len bytes long.
-	Buf []byte
-
-	p     *connPath
-	s     *sock
-	seq   wire.Seq
-	sport wire.Port
-	retx  bool
-}
-
 // ClaimDirect offers a transport that has read header h, and not yet its
 // payload, to read the payload straight into a waiting receiver's buffer
 // (see above). It returns false when the message must go the ordinary
 // way (NewRxMessage, Receive). After a true return the transport must
 // call Done exactly once, and Receive nothing on this path until then.
-func (p *connPath) ClaimDirect(h wire.Header) (directRx, bool) {
+func (p *connPath) ClaimDirect(h wire.Header) (xport.Direct, bool) {
 	s := p.directTarget(h)
 	if s == nil {
-		return directRx{}, false
+		return xport.Direct{}, false
 	}
 	l, seq, retx := h.Len(), h.Sequence(), h.Flags()&wire.FlagRetransmitted != 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() || s.rxw.state != waitOffered || s.rxq.n > 0 || len(s.rxw.buf) < int(l) {
-		return directRx{}, false
+		return xport.Direct{}, false
 	}
 	s.rxw.state = waitClaimed
-	return directRx{Buf: s.rxw.buf[:l], p: p, s: s, seq: seq, sport: h.Sport(), retx: retx}, true
+	return xport.Direct{Buf: s.rxw.buf[:l], Sink: s, Path: (*xpath)(p), Seq: seq, Sport: h.Sport(), Retx: retx}, true
 }
 
 // directTarget returns the socket a message with header h could be read
@@ -149,18 +136,18 @@ func (p *connPath) directTarget(h wire.Header) *sock {
 	return p.conn.node.lookup(h.Dport())
 }
 
-// Done ends the claim: ok reports that Buf holds the whole payload. With
-// ok the message counts as received on the path, as Receive would count
-// it; otherwise the receiver goes back to waiting and the message, never
-// acknowledged by this reader, comes again on the path's next
-// connection.
-func (d directRx) Done(ok bool) {
-	p, s := d.p, d.s
-	ok = ok && p.acceptDirect(d.seq, d.retx, len(d.Buf))
+// DirectDone ends the claim d on s (xport.Direct.Done): ok reports that
+// d.Buf holds the whole payload. With ok the message counts as received
+// on the path, as Receive would count it; otherwise the receiver goes
+// back to waiting and the message, never acknowledged by this reader,
+// comes again on the path's next connection.
+func (s *sock) DirectDone(d xport.Direct, ok bool) {
+	p := d.Path.(*xpath).core()
+	ok = ok && p.acceptDirect(d.Seq, d.Retx, len(d.Buf))
 	s.mu.Lock()
 	if ok {
 		s.rxw.state, s.rxw.n = waitFilled, len(d.Buf)
-		s.rxw.from = netip.AddrPortFrom(p.conn.faddr, uint16(d.sport))
+		s.rxw.from = netip.AddrPortFrom(p.conn.faddr, uint16(d.Sport))
 	} else {
 		s.rxw.state = waitFailed
 	}

@@ -1,10 +1,10 @@
 package rdsoverdat
 
 import (
-	"net/netip"
 	"sync/atomic"
 	"time"
 
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -21,45 +21,13 @@ import (
 // the role is lent only after the message that ends the transport's turn
 // has been delivered.
 
-// readerRole is a transport connection's reader role as a socket sees it.
-type readerRole interface {
-	// run takes the role if it is idle and reads until a message for s
-	// has been read into buf (rrFilled), a message for s was queued
-	// or s must look at its queue again (rrAgain), limit passed
-	// (rrTimedOut), or it could not be taken: another RecvMsg runs it
-	// (rrBusy) or it went back to the transport (rrGone). It clears
-	// s's hold (readerDone) before it returns.
-	run(s *sock, buf []byte, flags MsgFlags, limit time.Time) (int, netip.AddrPort, rrResult)
-	// interrupt ends a blocked read of the RecvMsg running the role, if
-	// any, or the next read.
-	interrupt()
-	// giveBack returns the role to the transport if it is idle.
-	giveBack()
-}
-
-// readerRoleRef is a role as sockets hold it: one per transport connection,
-// so that storing it allocates nothing.
-type readerRoleRef struct{ r readerRole }
-
-// rrResult is how a run of a reader role ended.
-type rrResult uint8
-
-const (
-	rrAgain    rrResult = iota // look at the queue again
-	rrFilled                   // buf holds a message for the caller
-	rrQueued                   // a message for the caller was queued (the transport's; run returns rrAgain)
-	rrTimedOut                 // the caller's limit passed
-	rrBusy                     // another RecvMsg runs the role
-	rrGone                     // the role went back to the transport
-)
-
 // sockReaderRole is a socket's part in reader roles (Socket.reader).
 type sockReaderRole struct {
-	lent *readerRoleRef // a role lent to this socket's receivers (Socket.mu)
+	lent *xport.RoleRef // a role lent to this socket's receivers (Socket.mu)
 	// hold is the role a RecvMsg of this socket runs now: one at a time,
 	// so that whatever comes for the socket can interrupt it. Set under
 	// Socket.mu, cleared by the holder (readerDone).
-	hold    atomic.Pointer[readerRoleRef]
+	hold    atomic.Pointer[xport.RoleRef]
 	waiters atomic.Int32 // RecvMsg calls blocked on the queue
 }
 
@@ -73,18 +41,18 @@ func (p *connPath) readerTarget(h wire.Header) *sock {
 	return p.conn.node.lookup(dport)
 }
 
-// readerWanted returns s if a RecvMsg of s waits for a message (nil for a
-// nil s).
-func (s *sock) readerWanted() *sock {
-	if s == nil || s.reader.waiters.Load() == 0 || s.closed.Load() {
-		return nil
-	}
-	return s
+// Waiting reports whether a RecvMsg of s waits for a message
+// (xport.Receiver).
+func (s *sock) Waiting() bool {
+	return s.reader.waiters.Load() != 0 && !s.closed.Load()
 }
 
-// lendReader records r as lent to s's receivers and wakes one that waits
+// Closed reports whether s is closed (xport.Receiver).
+func (s *sock) Closed() bool { return s.closed.Load() }
+
+// LendReader records r as lent to s's receivers and wakes one that waits
 // (it found no role when it looked); false if s is closed.
-func (s *sock) lendReader(r *readerRoleRef) bool {
+func (s *sock) LendReader(r *xport.RoleRef) bool {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -98,9 +66,9 @@ func (s *sock) lendReader(r *readerRoleRef) bool {
 	return true
 }
 
-// readerDone ends a RecvMsg's run of role r: s no longer holds it, gone
+// ReaderDone ends a RecvMsg's run of role r: s no longer holds it, gone
 // forgets it was lent, and a receiver that waited meanwhile may take it.
-func (s *sock) readerDone(r *readerRoleRef, gone bool) {
+func (s *sock) ReaderDone(r *xport.RoleRef, gone bool) {
 	s.reader.hold.Store(nil)
 	if gone {
 		s.mu.Lock()
@@ -119,7 +87,7 @@ func (s *sock) readerDone(r *readerRoleRef, gone bool) {
 // poller look at the socket again.
 func (s *sock) interruptReader() {
 	if r := s.reader.hold.Load(); r != nil {
-		r.r.interrupt()
+		r.R.Interrupt()
 	}
 }
 
@@ -127,15 +95,15 @@ func (s *sock) interruptReader() {
 // closes, or waits where no read of the connection can wake it (Poll,
 // MsgDontWait). The caller calls the returned ref's giveBack, if any,
 // after unlocking.
-func (s *sock) dropReader() *readerRoleRef {
+func (s *sock) dropReader() *xport.RoleRef {
 	r := s.reader.lent
 	s.reader.lent = nil
 	return r
 }
 
-// queueEmpty reports whether nothing waits in s's queue, so that a
+// QueueEmpty reports whether nothing waits in s's queue, so that a
 // message read into a caller's buffer overtakes nothing.
-func (s *sock) queueEmpty() bool {
+func (s *sock) QueueEmpty() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rxq.n == 0 && !s.closed.Load()

@@ -178,7 +178,7 @@ func (s *sock) close() error {
 	rr := s.dropReader()
 	s.mu.Unlock()
 	if rr != nil {
-		rr.r.giveBack()
+		rr.R.GiveBack()
 	}
 	s.interruptReader()
 	for m := rx.pop(); m != nil; m = rx.pop() {

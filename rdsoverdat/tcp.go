@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -41,32 +42,19 @@ import (
 // even between nodes of one process (127.0.0.x), which is what the
 // in-process tests exercise. A node's own address always uses loop.
 
-// TCPConfig configures the tcp transport.
-type TCPConfig struct {
-	// Port is the listening port (default wire.TCPPort, 16385). Both
-	// ends must agree; anything else cannot talk to a kernel.
-	Port int
-	// Paths is the number of paths announced with NPATHS (default 1,
-	// which keeps a kernel peer single-path; at most 8).
-	Paths int
-	// KeepAlive overrides the kernel's keepalive (5 s, 5 s, 5 probes).
-	KeepAlive *net.KeepAliveConfig
-	// ReconnectMin and ReconnectMax bound the randomized exponential
-	// reconnect backoff (defaults 1 ms and 1 s, the kernel's sysctls).
+// tcpConfig is TCPConfig (transport_tcp.go has the fields' meaning).
+type tcpConfig struct {
+	Port                       int
+	Paths                      int
+	KeepAlive                  *net.KeepAliveConfig
 	ReconnectMin, ReconnectMax time.Duration
-	// DrainTimeout bounds how long a path that is going down keeps
-	// reading what the peer already sent (default 2 s).
-	DrainTimeout time.Duration
-	// ReaderGrace is how long the reading of a connection, lent to a
-	// socket's RecvMsg calls, may stay unused before the connection's
-	// reader goroutine takes it back (tcp_reader.go): other sockets'
-	// messages wait up to twice that behind a receiver that stopped
-	// receiving (default 20 ms). Negative: never lend it.
-	ReaderGrace time.Duration
+	DrainTimeout               time.Duration
+	ReaderGrace                time.Duration
 }
 
-// TCP returns the tcp transport.
-func TCP(cfg TCPConfig) Transport {
+// newTCPTransport returns the tcp transport, zero fields of cfg set to
+// their defaults.
+func newTCPTransport(cfg tcpConfig) xport.Transport {
 	if cfg.Port == 0 {
 		cfg.Port = wire.TCPPort
 	}
@@ -89,17 +77,17 @@ func TCP(cfg TCPConfig) Transport {
 	return &tcpTransport{cfg: cfg}
 }
 
-type tcpTransport struct{ cfg TCPConfig }
+type tcpTransport struct{ cfg tcpConfig }
 
-func (*tcpTransport) Type() TransportType { return TransTCP }
-func (*tcpTransport) Name() string        { return "tcp" }
+func (*tcpTransport) Type() uint32 { return wire.RDS_TRANS_TCP }
+func (*tcpTransport) Name() string { return "tcp" }
 
-// attach listens on the node's address.
-func (t *tcpTransport) attach(n *rdsNode) (nodeTransport, error) {
+// Attach listens on the node's address.
+func (t *tcpTransport) Attach(n xport.Node) (xport.NodeTransport, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	tn := &tcpNode{cfg: t.cfg, node: n, ctx: ctx, cancel: cancel}
 	lc := net.ListenConfig{KeepAliveConfig: *t.cfg.KeepAlive}
-	ln, err := lc.Listen(ctx, "tcp4", net.JoinHostPort(n.addr.String(), strconv.Itoa(t.cfg.Port)))
+	ln, err := lc.Listen(ctx, "tcp4", net.JoinHostPort(n.Addr().String(), strconv.Itoa(t.cfg.Port)))
 	if err != nil {
 		cancel()
 		var op *net.OpError
@@ -107,7 +95,7 @@ func (t *tcpTransport) attach(n *rdsNode) (nodeTransport, error) {
 			err = op.Err
 		}
 		if errors.Is(err, syscall.EADDRINUSE) {
-			err = &portInUse{transport: "tcp", what: "TCP port " + strconv.Itoa(t.cfg.Port), addr: n.addr, err: err}
+			err = &xport.PortInUseError{Transport: "tcp", What: "TCP port " + strconv.Itoa(t.cfg.Port), Addr: n.Addr(), Err: err}
 		}
 		return nil, err
 	}
@@ -119,8 +107,8 @@ func (t *tcpTransport) attach(n *rdsNode) (nodeTransport, error) {
 
 // tcpNode is the tcp transport on one node.
 type tcpNode struct {
-	cfg    TCPConfig
-	node   *rdsNode
+	cfg    tcpConfig
+	node   xport.Node
 	ln     *net.TCPListener
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -134,39 +122,39 @@ func (tn *tcpNode) MaxPaths() int { return tn.cfg.Paths }
 // isActive reports whether this node connects to faddr: the smaller
 // address is the client of every path (rds_tcp_state_change,
 // rds_tcp_accept_one).
-func (tn *tcpNode) isActive(faddr netip.Addr) bool { return tn.node.addr.Less(faddr) }
+func (tn *tcpNode) isActive(faddr netip.Addr) bool { return tn.node.Addr().Less(faddr) }
 
 // tpath returns (creating) the transport state of p.
-func (tn *tcpNode) tpath(p *connPath) *tcpPath {
-	if tp, ok := p.TransportData.Load().(*tcpPath); ok {
+func (tn *tcpNode) tpath(p xport.Path) *tcpPath {
+	if tp, ok := p.Data().Load().(*tcpPath); ok {
 		return tp
 	}
 	tn.mu.Lock()
 	defer tn.mu.Unlock()
-	if tp, ok := p.TransportData.Load().(*tcpPath); ok {
+	if tp, ok := p.Data().Load().(*tcpPath); ok {
 		return tp
 	}
 	tp := &tcpPath{tn: tn, p: p, kick: make(chan struct{}, 1)}
-	p.TransportData.Store(tp)
+	p.Data().Store(tp)
 	tn.paths = append(tn.paths, tp)
 	return tp
 }
 
-func (tn *tcpNode) Connect(p *connPath) { tn.tpath(p).connect() }
+func (tn *tcpNode) Connect(p xport.Path) { tn.tpath(p).connect() }
 
-func (tn *tcpNode) Kick(p *connPath) { signal(tn.tpath(p).kick) }
+func (tn *tcpNode) Kick(p xport.Path) { xport.Signal(tn.tpath(p).kick) }
 
 // WakeForRoom wakes p's writer if it polls for its lone message's ack
-// slowly: a sender now waits for the room that ack frees (roomWaker). A
+// slowly: a sender now waits for the room that ack frees (xport.RoomWaker). A
 // path without transport state has no writer, and gets none made here:
 // a blocked sender walks every path of its connection, used or not.
-func (tn *tcpNode) WakeForRoom(p *connPath) {
-	if tp, ok := p.TransportData.Load().(*tcpPath); ok && tp.lone.Load() {
-		signal(tp.kick)
+func (tn *tcpNode) WakeForRoom(p xport.Path) {
+	if tp, ok := p.Data().Load().(*tcpPath); ok && tp.lone.Load() {
+		xport.Signal(tp.kick)
 	}
 }
 
-func (tn *tcpNode) Reset(p *connPath) {
+func (tn *tcpNode) Reset(p xport.Path) {
 	tp := tn.tpath(p)
 	tp.mu.Lock()
 	c := tp.cur

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -21,7 +22,7 @@ import (
 // tcpPath is the tcp transport's state of one connPath.
 type tcpPath struct {
 	tn   *tcpNode
-	p    *connPath
+	p    xport.Path
 	kick chan struct{} // wakes the current connection's writer
 	// lone is set while the writer leaves its one unacknowledged message
 	// to the slow poll (ackPollLone), so that a sender blocked for
@@ -37,8 +38,8 @@ type tcpPath struct {
 // connect starts the connect worker unless the path is up or one runs.
 // Only path 0 is ever triggered by the passive side.
 func (tp *tcpPath) connect() {
-	passive := !tp.tn.isActive(tp.p.conn.faddr)
-	if tp.p.index > 0 && (passive || !tp.p.conn.ponged.Load()) {
+	passive := !tp.tn.isActive(tp.p.Conn().RemoteAddr())
+	if tp.p.Index() > 0 && (passive || !tp.p.Conn().Ponged()) {
 		return // lanes wait for the peer's pong (connection.ponged); connection.startLanes
 	}
 	tp.mu.Lock()
@@ -61,15 +62,15 @@ func (tp *tcpPath) routineConnect(passive bool) {
 	defer tp.tn.wg.Done()
 	tn := tp.tn
 	d := net.Dialer{
-		LocalAddr:       &net.TCPAddr{IP: tn.node.addr.AsSlice()},
+		LocalAddr:       &net.TCPAddr{IP: tn.node.Addr().AsSlice()},
 		KeepAliveConfig: *tn.cfg.KeepAlive,
 		Timeout:         5 * time.Second,
 	}
-	raddr := net.TCPAddr{IP: tp.p.conn.faddr.AsSlice(), Port: tn.cfg.Port}
-	var backoff reconnectBackoff
+	raddr := net.TCPAddr{IP: tp.p.Conn().RemoteAddr().AsSlice(), Port: tn.cfg.Port}
+	var backoff xport.Backoff
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			backoff.wait(tn.ctx, tn.cfg.ReconnectMin, tn.cfg.ReconnectMax)
+			backoff.Wait(tn.ctx, tn.cfg.ReconnectMin, tn.cfg.ReconnectMax)
 		}
 		if !tp.keepConnecting(passive) {
 			return
@@ -77,7 +78,7 @@ func (tp *tcpPath) routineConnect(passive bool) {
 		if !passive && tn.cfg.Paths > 1 {
 			// Multipath: source port = path index modulo 8, so the
 			// acceptor can put the connection on the same lane.
-			d.LocalAddr = &net.TCPAddr{IP: tn.node.addr.AsSlice(), Port: lanePort(tp.p.index)}
+			d.LocalAddr = &net.TCPAddr{IP: tn.node.Addr().AsSlice(), Port: lanePort(tp.p.Index())}
 		}
 		nc, err := d.DialContext(tn.ctx, "tcp4", raddr.String())
 		switch {
@@ -155,7 +156,7 @@ func (tp *tcpPath) attach(nc *net.TCPConn) {
 	tp.p.Up() // before the writer can fail and take the path down
 	go c.routineRecv()
 	go c.routineSend()
-	if tp.p.index == 0 {
+	if tp.p.Index() == 0 {
 		tp.p.SendProbe()
 	}
 }
@@ -243,7 +244,7 @@ func (c *tcpConn) writerExit(err error) {
 		c.reader.setConnDeadline(time.Now().Add(tp.tn.cfg.DrainTimeout))
 	}
 	c.release()
-	if !tp.tn.closing() && (tp.tn.isActive(tp.p.conn.faddr) || tp.p.HasWork()) {
+	if !tp.tn.closing() && (tp.tn.isActive(tp.p.Conn().RemoteAddr()) || tp.p.HasWork()) {
 		tp.connect()
 	}
 	close(c.wdone) // last: who waits for it finds the reconnect under way

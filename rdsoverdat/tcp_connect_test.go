@@ -53,7 +53,7 @@ func TestTCPConnectWorkerSurvivesInstantFailure(t *testing.T) {
 	var done atomic.Bool
 	t.Cleanup(func() { tcpAttached = nil }) // after the stack's Close, which stops the workers
 	tcpAttached = func(tp *tcpPath) {
-		if tp.p.conn.faddr != hi || done.Swap(true) {
+		if tp.p.Conn().RemoteAddr() != hi || done.Swap(true) {
 			return
 		}
 		tp.mu.Lock()

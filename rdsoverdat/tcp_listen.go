@@ -38,8 +38,8 @@ func (tn *tcpNode) accept(nc *net.TCPConn) {
 		return
 	}
 	faddr := ra.AddrPort().Addr().Unmap()
-	conn := tn.node.Conn(faddr, TransTCP)
-	if conn == nil || faddr == tn.node.addr {
+	conn := tn.node.Conn(faddr, wire.RDS_TRANS_TCP)
+	if conn == nil || faddr == tn.node.Addr() {
 		nc.SetLinger(0)
 		nc.Close()
 		return
@@ -56,8 +56,8 @@ func (tn *tcpNode) accept(nc *net.TCPConn) {
 	// before we know the path count, and a lane on the wrong slot would
 	// mix two sequence spaces. A 6.1 kernel connects from ephemeral ports
 	// and cannot be kept lane-exact; talk to it with Paths 1 (default).
-	if conn.maxPaths > 1 && conn.NPaths() != 1 {
-		if slot := int(ra.Port) % wire.MPathWorkers; slot < conn.maxPaths {
+	if conn.MaxPaths() > 1 && conn.NPaths() != 1 {
+		if slot := int(ra.Port) % wire.MPathWorkers; slot < conn.MaxPaths() {
 			tn.tpath(conn.Path(slot)).attach(nc)
 			return
 		}

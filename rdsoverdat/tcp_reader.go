@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -66,7 +67,7 @@ const (
 // tcpReaderRole is one connection's reader role.
 type tcpReaderRole struct {
 	c   *tcpConn
-	ref readerRoleRef // what sockets hold of this role
+	ref xport.RoleRef // what sockets hold of this role
 	rx  tcpRx         // the stream position: the role holder's
 
 	mu    sync.Mutex
@@ -95,7 +96,7 @@ type tcpReaderRole struct {
 // start.
 func (r *tcpReaderRole) init(c *tcpConn) {
 	r.c = c
-	r.ref.r = r
+	r.ref.R = r
 	r.back = make(chan struct{}, 1)
 	r.grace = c.tp.tn.cfg.ReaderGrace
 	r.timer = time.NewTimer(time.Hour)
@@ -204,16 +205,16 @@ func (r *tcpReaderRole) setHoldDeadline(t time.Time) {
 }
 
 // interrupt makes a read in progress, or the next one, fail at once
-// (readerRole).
-func (r *tcpReaderRole) interrupt() {
+// (xport.ReaderRole).
+func (r *tcpReaderRole) Interrupt() {
 	r.dlMu.Lock()
 	r.intr = true
 	r.apply()
 	r.dlMu.Unlock()
 }
 
-// giveBack returns an idle role to the reader goroutine (readerRole).
-func (r *tcpReaderRole) giveBack() {
+// giveBack returns an idle role to the reader goroutine (xport.ReaderRole).
+func (r *tcpReaderRole) GiveBack() {
 	r.mu.Lock()
 	idle := r.state == rrIdle
 	if idle {
@@ -221,21 +222,21 @@ func (r *tcpReaderRole) giveBack() {
 	}
 	r.mu.Unlock()
 	if idle {
-		signal(r.back)
+		xport.Signal(r.back)
 	}
 }
 
 // lend leaves the role idle for s's receivers and parks the reader
 // goroutine until it has the role again; it returns the error a holder
 // met, if any.
-func (r *tcpReaderRole) lend(s *sock) error {
+func (r *tcpReaderRole) lend(s xport.Receiver) error {
 	r.mu.Lock()
 	r.state = rrIdle
 	r.arm()
 	r.mu.Unlock()
 	r.lends.Add(1)
-	if !s.lendReader(&r.ref) {
-		r.giveBack()
+	if !s.LendReader(&r.ref) {
+		r.GiveBack()
 	}
 	return r.park()
 }
@@ -296,20 +297,20 @@ func (r *tcpReaderRole) takeBack(check bool) {
 	r.resumes.Add(1)
 }
 
-// run is readerRole.run: it takes the idle role and reads until a message
+// run is xport.ReaderRole.Run: it takes the idle role and reads until a message
 // for s has been read into buf, or something else ends the read.
-func (r *tcpReaderRole) run(s *sock, buf []byte, flags MsgFlags, limit time.Time) (int, netip.AddrPort, rrResult) {
+func (r *tcpReaderRole) Run(s xport.Receiver, buf []byte, peek bool, limit time.Time) (int, netip.AddrPort, xport.RRResult) {
 	r.mu.Lock()
 	switch r.state {
 	case rrIdle:
 	case rrRecv:
 		r.mu.Unlock()
-		s.readerDone(&r.ref, false)
-		return 0, netip.AddrPort{}, rrBusy
+		s.ReaderDone(&r.ref, false)
+		return 0, netip.AddrPort{}, xport.RRBusy
 	default:
 		r.mu.Unlock()
-		s.readerDone(&r.ref, true)
-		return 0, netip.AddrPort{}, rrGone
+		s.ReaderDone(&r.ref, true)
+		return 0, netip.AddrPort{}, xport.RRGone
 	}
 	r.state = rrRecv
 	r.takes++
@@ -319,21 +320,21 @@ func (r *tcpReaderRole) run(s *sock, buf []byte, flags MsgFlags, limit time.Time
 	}
 	var n int
 	var from netip.AddrPort
-	res, err := rrAgain, error(nil)
-	for res == rrAgain && err == nil {
-		n, from, res, err = r.holderStep(s, buf, flags)
+	res, err := xport.RRAgain, error(nil)
+	for res == xport.RRAgain && err == nil {
+		n, from, res, err = r.holderStep(s, buf, peek)
 	}
-	if res == rrQueued {
-		res = rrAgain
+	if res == xport.RRQueued {
+		res = xport.RRAgain
 	}
 	if !limit.IsZero() {
 		r.setHoldDeadline(time.Time{})
 	}
 	fatal := err != nil && err != errInterrupted && err != errHoldTimeout
 	if err == errHoldTimeout {
-		res = rrTimedOut
+		res = xport.RRTimedOut
 	}
-	back := fatal || s.closed.Load()
+	back := fatal || s.Closed()
 	r.mu.Lock()
 	if back {
 		r.state = rrReader
@@ -346,39 +347,39 @@ func (r *tcpReaderRole) run(s *sock, buf []byte, flags MsgFlags, limit time.Time
 	}
 	r.mu.Unlock()
 	if back {
-		signal(r.back)
+		xport.Signal(r.back)
 	}
-	s.readerDone(&r.ref, false)
+	s.ReaderDone(&r.ref, false)
 	return n, from, res
 }
 
 // holderStep reads the rest of the current message as a RecvMsg of s
 // holding the role: a plain data message for s that fits buf goes
-// straight into buf (rrFilled), anything else into a message for
-// Receive (rrAgain, so that the caller looks at its queue, when it was
+// straight into buf (xport.RRFilled), anything else into a message for
+// Receive (xport.RRAgain, so that the caller looks at its queue, when it was
 // for s; otherwise the next message). A read interrupted in the middle
 // of s's payload moves what it read into a message, which whoever reads
 // next completes and delivers.
-func (r *tcpReaderRole) holderStep(s *sock, buf []byte, flags MsgFlags) (int, netip.AddrPort, rrResult, error) {
+func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int, netip.AddrPort, xport.RRResult, error) {
 	c, x := r.c, &r.rx
 	p := c.tp.p
 	if err := r.read(x.hdr[:], &x.hn, true); err != nil {
-		return 0, netip.AddrPort{}, rrAgain, err
+		return 0, netip.AddrPort{}, xport.RRAgain, err
 	}
 	h := wire.Header(x.hdr[:])
 	l := int(h.Len())
-	tgt := p.readerTarget(h)
+	tgt := p.ReaderTarget(h)
 	if x.dst == dstNone {
 		if !c.heard.Load() {
 			c.heard.Store(true)
 		}
-		if tgt == s && flags&MsgPeek == 0 && l <= len(buf) && p.plainInWindow(h) && s.queueEmpty() {
+		if tgt == s && !peek && l <= len(buf) && p.PlainInWindow(h) && s.QueueEmpty() {
 			x.dst, x.own = dstOwn, buf[:l]
 		} else {
 			m, err := p.NewRxMessage(h)
 			if err != nil {
 				c.shutdown(err, false)
-				return 0, netip.AddrPort{}, rrAgain, err
+				return 0, netip.AddrPort{}, xport.RRAgain, err
 			}
 			x.dst, x.m = dstMsg, m
 		}
@@ -386,25 +387,25 @@ func (r *tcpReaderRole) holderStep(s *sock, buf []byte, flags MsgFlags) (int, ne
 	if err := r.read(x.payload(), &x.pn, true); err != nil {
 		if x.dst == dstOwn {
 			m, _ := p.NewRxMessage(h) // checked when the header came
-			copy(m.buf, x.own[:x.pn])
+			copy(m.Payload(), x.own[:x.pn])
 			x.dst, x.m, x.own = dstMsg, m, nil
 		}
-		return 0, netip.AddrPort{}, rrAgain, err
+		return 0, netip.AddrPort{}, xport.RRAgain, err
 	}
 	r.held.Add(1)
 	if x.dst == dstOwn {
 		seq, retx, sport := h.Sequence(), h.Flags()&wire.FlagRetransmitted != 0, h.Sport()
 		x.next(l)
-		if !p.acceptDirect(seq, retx, l) {
-			return 0, netip.AddrPort{}, rrAgain, nil // a duplicate after all
+		if !p.AcceptDirect(seq, retx, l) {
+			return 0, netip.AddrPort{}, xport.RRAgain, nil // a duplicate after all
 		}
-		return l, netip.AddrPortFrom(p.conn.faddr, uint16(sport)), rrFilled, nil
+		return l, netip.AddrPortFrom(p.Conn().RemoteAddr(), uint16(sport)), xport.RRFilled, nil
 	}
 	m := x.m
 	x.next(l)
 	p.Receive(m)
 	if tgt == s {
-		return 0, netip.AddrPort{}, rrQueued, nil
+		return 0, netip.AddrPort{}, xport.RRQueued, nil
 	}
-	return 0, netip.AddrPort{}, rrAgain, nil
+	return 0, netip.AddrPort{}, xport.RRAgain, nil
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"syscall"
 
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 	"golang.org/x/sys/unix"
 )
@@ -50,8 +51,8 @@ type tcpRx struct {
 	hdr [wire.HeaderLen]byte
 	hn  int    // header bytes read
 	dst rxDest // where the payload goes, once the header is complete
-	m   *message
-	d   directRx
+	m   xport.Msg
+	d   xport.Direct
 	own []byte // dstOwn: the buffer of the RecvMsg running the role
 	pn  int    // payload bytes read
 }
@@ -69,7 +70,7 @@ const (
 func (x *tcpRx) payload() []byte {
 	switch x.dst {
 	case dstMsg:
-		return x.m.buf
+		return x.m.Payload()
 	case dstClaim:
 		return x.d.Buf
 	}
@@ -85,7 +86,7 @@ func (x *tcpRx) next(l int) {
 
 // clear forgets the current message: the next read starts a header.
 func (x *tcpRx) clear() {
-	x.hn, x.dst, x.m, x.d, x.own, x.pn = 0, dstNone, nil, directRx{}, nil, 0
+	x.hn, x.dst, x.m, x.d, x.own, x.pn = 0, dstNone, nil, xport.Direct{}, nil, 0
 }
 
 // abort drops a message left half read by a failed connection: it never
@@ -93,7 +94,7 @@ func (x *tcpRx) clear() {
 func (x *tcpRx) abort() {
 	switch x.dst {
 	case dstMsg:
-		x.m.release()
+		x.m.Release()
 	case dstClaim:
 		x.d.Done(false)
 	}
@@ -105,7 +106,7 @@ func (x *tcpRx) abort() {
 // when one has offered it, else into a message for Receive. It returns
 // the message's socket if a RecvMsg of that socket was waiting for it:
 // the role then goes to that socket's receivers.
-func (c *tcpConn) readerStep() (*sock, error) {
+func (c *tcpConn) readerStep() (xport.Receiver, error) {
 	r, p := &c.reader, c.tp.p
 	x := &r.rx
 	if err := r.read(x.hdr[:], &x.hn, false); err != nil {
@@ -134,15 +135,23 @@ func (c *tcpConn) readerStep() (*sock, error) {
 	if x.dst == dstClaim {
 		d := x.d
 		x.next(l)
-		want := d.s.readerWanted()
+		want := waiting(d.Sink)
 		d.Done(true)
 		return want, nil
 	}
 	m := x.m
 	x.next(l)
-	want := p.readerTarget(m.Header()).readerWanted()
+	want := waiting(p.ReaderTarget(m.Header()))
 	p.Receive(m)
 	return want, nil
+}
+
+// waiting returns r if a RecvMsg of r waits for a message, else nil.
+func waiting(r xport.Receiver) xport.Receiver {
+	if r != nil && r.Waiting() {
+		return r
+	}
+	return nil
 }
 
 // tcpReader reads the stream through a staging buffer, except that the

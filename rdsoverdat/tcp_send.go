@@ -4,6 +4,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 	"golang.org/x/sys/unix"
 )
@@ -48,11 +49,11 @@ const (
 // into stage and into the payloads of held, whose references the writer
 // keeps until the bytes are in the socket.
 type txBatch struct {
-	stage []byte     // staging buffer, tcpBufSize; never grows
-	segs  segList    // what one write hands to writev (consumed by it)
-	back  [][]byte   // the segments gathered so far
-	held  []*message // messages whose payload segs reference
-	bytes int        // len of all segs
+	stage []byte      // staging buffer, tcpBufSize; never grows
+	segs  segList     // what one write hands to writev (consumed by it)
+	back  [][]byte    // the segments gathered so far
+	held  []xport.Msg // messages whose payload segs reference
+	bytes int         // len of all segs
 	// tail is the start in stage of the last segment while that segment
 	// is the staging buffer's tail (so the next copy extends it), or -1.
 	tail int
@@ -81,7 +82,7 @@ func newTxBatch() *txBatch {
 	b := &txBatch{
 		stage: make([]byte, 0, tcpBufSize),
 		back:  make([][]byte, 0, tcpBatchSegs+2),
-		held:  make([]*message, 0, tcpBatchSegs),
+		held:  make([]xport.Msg, 0, tcpBatchSegs),
 		tail:  -1,
 		iov:   make([]unix.Iovec, tcpBatchSegs+2),
 	}
@@ -104,7 +105,7 @@ func (b *txBatch) fits(n int) bool {
 
 // add gathers header h and payload p of m; m is held when p is
 // referenced rather than copied.
-func (b *txBatch) add(m *message, h, p []byte) {
+func (b *txBatch) add(m xport.Msg, h, p []byte) {
 	b.copyIn(h)
 	if len(p) < tcpDirectMin {
 		b.copyIn(p)
@@ -112,7 +113,7 @@ func (b *txBatch) add(m *message, h, p []byte) {
 		b.back = append(b.back, p)
 		b.held = append(b.held, m)
 		b.tail = -1
-		m.refs.Add(1)
+		m.Hold()
 	}
 	b.bytes += len(h) + len(p)
 }
@@ -170,7 +171,7 @@ func (b *txBatch) writev(fd uintptr) bool {
 // reset empties the batch and gives back the held references.
 func (b *txBatch) reset() {
 	for i, m := range b.held {
-		m.release()
+		m.Release()
 		b.held[i] = nil
 	}
 	clear(b.back)
@@ -187,7 +188,7 @@ var ackPollLone = ackPollMax
 // goLone reports whether the writer, with unacked messages waiting for
 // their acks, may poll for them slowly (ackPollLone): only for one, and
 // only while no sender of the node waits for SO_SNDBUF room. It sets
-// tcpPath.lone before it reads rdsNode.sndBlocked, as blockForRoom counts
+// tcpPath.lone before it reads Node.SendersBlocked, as blockForRoom counts
 // itself before it reads lone, so that either the writer sees the
 // blocked sender or the sender sees lone and wakes the writer.
 func (c *tcpConn) goLone(unacked int) bool {
@@ -196,7 +197,7 @@ func (c *tcpConn) goLone(unacked int) bool {
 		return false
 	}
 	c.tp.lone.Store(true)
-	if c.tp.tn.node.sndBlocked.Load() != 0 {
+	if c.tp.tn.node.SendersBlocked() {
 		c.tp.lone.Store(false)
 		return false
 	}
@@ -256,7 +257,7 @@ func (c *tcpConn) routineSend() {
 					timer.Stop() // Go 1.23 timers: no stale tick to drain
 					armed = false
 				}
-			case unacked == 1 && armed && c.tp.tn.node.sndBlocked.Load() == 0:
+			case unacked == 1 && armed && !c.tp.tn.node.SendersBlocked():
 				// A lone message: the poll already pending will do.
 				// Moving it would read the clock and could wake the
 				// thread blocked in the netpoller, once per message.
@@ -275,7 +276,7 @@ func (c *tcpConn) routineSend() {
 			}
 			continue
 		}
-		if !b.fits(len(m.buf)) {
+		if !b.fits(len(m.Payload())) {
 			if err = b.write(c.raw); err != nil {
 				p.TxDone(m)
 				return
@@ -284,8 +285,8 @@ func (c *tcpConn) routineSend() {
 		}
 		h := m.Header()
 		h.SetFlags(m.WireFlags())
-		b.add(m, h, m.buf)
-		c.written += uint64(wire.HeaderLen + len(m.buf))
+		b.add(m, h, m.Payload())
+		c.written += uint64(wire.HeaderLen + len(m.Payload()))
 		if !m.IsCongMap() {
 			m.SetAckKey(c.written)
 		}

@@ -39,7 +39,9 @@ type Transport interface {
 	attach(n *rdsNode) (nodeTransport, error)
 }
 
-// nodeTransport is a transport attached to one node.
+// nodeTransport is a transport attached to one node, as the core drives
+// it: the loop transport implements it directly, tcp and dat implement
+// xport.NodeTransport behind xportNode (xport.go).
 //
 // Contract: every method returns quickly and may be called from any
 // goroutine, with no core lock held. The transport reports progress only

@@ -14,7 +14,7 @@ import (
 func TestDATCheckAdmit(t *testing.T) {
 	leakCheck(t)
 	r := newDATRig(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem"})
-	dn := r.st.nodeAt(r.cliNode).trans[TransIB].(*datNode)
+	dn := datNodeOf(r.st.nodeAt(r.cliNode))
 	buf := make([]byte, 100)
 	rwCk, err := r.cli.GetMR(buf, RDMAReadWrite)
 	if err != nil {

@@ -25,8 +25,8 @@ func TestDATFenced(t *testing.T) {
 		{write: true, fence: false, leased: true, want: false},
 	} {
 		op := &rdmaOp{rdmaOpArgs: rdmaOpArgs{write: c.write, fence: c.fence}}
-		op.check.leased = c.leased
-		if got := datFenced(op); got != c.want {
+		op.check.Leased = c.leased
+		if got := datFenced((*xop)(op)); got != c.want {
 			t.Errorf("write=%v fence=%v leased=%v: fenced %v, want %v", c.write, c.fence, c.leased, got, c.want)
 		}
 	}

@@ -141,7 +141,7 @@ func TestDATRDMAStatus(t *testing.T) {
 		if s == dat.DTOErrRemoteAccess {
 			want = RDMARemoteError
 		}
-		if got := datRDMAStatus(s); got != want {
+		if got := RDMAStatus(datRDMAStatus(s)); got != want {
 			t.Errorf("%v: %v, want %v", s, got, want)
 		}
 	}
