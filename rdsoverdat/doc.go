@@ -21,12 +21,13 @@
 // modelled on the kernel's struct rds_transport and the core functions
 // its transport modules call: an ops table the core drives, and the
 // core's nodes, connections, paths, messages and sockets as interfaces,
-// which are all a transport file uses of the core (xport.go implements
-// them, transport_*.go wire the configurations in):
+// which are all a transport uses of the core (xport.go implements them,
+// transport_*.go wire the configurations in):
 //
 //   - loop (loop.go): nodes of the same Stack, no network (net/rds/loop.c);
-//   - tcp (tcp*.go): byte-compatible with the Linux kernel's rds_tcp, so a
-//     Go node and a kernel exchange datagrams;
+//   - tcp (package rdsoverdat/internal/tcp): byte-compatible with the
+//     Linux kernel's rds_tcp, so a Go node and a kernel exchange
+//     datagrams;
 //   - dat (dat*.go): RDS over the DAT API (../dat), modelled on rds_ib:
 //     one EP per node pair receiving through one SRQ per node, fragments
 //     of 4 KiB, credits, acks by sequence number; configured with DAT's
