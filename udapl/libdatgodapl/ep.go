@@ -49,6 +49,10 @@ func epAttrToC(a *C.DAT_EP_ATTR, g *dat.EPAttr) {
 	a.max_rdma_write_iov = C.DAT_COUNT(g.MaxRDMAWriteIOV)
 }
 
+// defaultReadIOV is the local segments of an RDMA Read of an EP created
+// without attributes: godapl's default number of request segments.
+const defaultReadIOV = 4
+
 // epArgs resolves ep_create's handles: the PZ and EVDs may be NULL.
 type epArgs struct {
 	pz              *ia.PZ
@@ -92,7 +96,10 @@ func createEP(h, pzH, recvH, reqH, connH, srqH unsafe.Pointer, attr *C.DAT_EP_AT
 	if out == nil {
 		return code(dat.InvalidParameter, dat.InvalidArg7)
 	}
-	var ga *dat.EPAttr
+	// Without attributes an EP reads into as many local segments as it
+	// sends from, as the reference provider's EPs do: consumers (dapltest
+	// among them) query a default EP and post multi-segment reads.
+	ga := &dat.EPAttr{MaxRDMAReadIOV: defaultReadIOV}
 	if attr != nil {
 		v := epAttrFromC(attr)
 		ga = &v
