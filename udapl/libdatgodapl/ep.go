@@ -273,7 +273,7 @@ func gd_ep_connect(h unsafe.Pointer, addr *C.struct_sockaddr, qual C.DAT_CONN_QU
 	if r != 0 {
 		return r
 	}
-	return ret(e.Connect(ap.Addr(), dat.ConnQual(qual), connTimeout(timeout), data, dat.QoS(qos), dat.ConnectFlags(flags)))
+	return ret(e.Connect(ap.Addr(), portQual(qual), connTimeout(timeout), data, dat.QoS(qos), dat.ConnectFlags(flags)))
 }
 
 //export gd_ep_common_connect

@@ -250,8 +250,12 @@ func putEvent(out *C.DAT_EVENT, ev *dat.Event, eo *object) {
 		C.gd_event_rmr(out, evdH, C.DAT_HANDLE(adopt(d.RMR, ia)), C.uint64_t(d.Cookie), C.uint32_t(d.Status))
 	case dat.ConnectionRequestEvent:
 		d := &ev.CR
-		C.gd_event_cr(out, evdH, C.DAT_HANDLE(adopt(d.SP, ia)), &ia.obj.box.local, C.uint64_t(d.ConnQual),
-			C.DAT_HANDLE(adopt(d.CR, ia)))
+		sp := adopt(d.SP, ia)
+		qual := uint64(d.ConnQual)
+		if o := find(sp); o != nil {
+			qual = o.qual // as the consumer named it, before portQual
+		}
+		C.gd_event_cr(out, evdH, C.DAT_HANDLE(sp), &ia.obj.box.local, C.uint64_t(qual), C.DAT_HANDLE(adopt(d.CR, ia)))
 	case dat.SoftwareEvent:
 		var p unsafe.Pointer
 		if s, ok := ev.Software.(seData); ok {

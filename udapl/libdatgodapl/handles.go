@@ -38,6 +38,7 @@ type object struct {
 	h    dat.Handle // the godapl object
 	ctx  atomic.Uint64
 	box  *C.struct_gd_box // C memory lent to the consumer, or nil
+	qual uint64           // a service point's qualifier as the consumer gave it
 	kids sync.Map         // for an IA: its live objects (*object -> struct{})
 }
 

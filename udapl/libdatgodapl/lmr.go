@@ -69,11 +69,13 @@ func gd_lmr_create(h unsafe.Pointer, mt C.DAT_MEM_TYPE, region unsafe.Pointer, l
 	var err error
 	switch mt {
 	case C.DAT_MEM_TYPE_VIRTUAL:
+		if length == 0 || length > C.DAT_VLEN(maxInt) {
+			// An empty or unaddressable region is a length error, the
+			// code dapltest's memory tests expect of every provider.
+			return code(dat.LengthError, dat.NoSubtype)
+		}
 		if region == nil {
 			return code(dat.InvalidParameter, dat.InvalidArg3)
-		}
-		if length == 0 || length > C.DAT_VLEN(maxInt) {
-			return code(dat.InvalidParameter, dat.InvalidArg4)
 		}
 		// The consumer's memory, registered in place: the soft provider
 		// reads and writes it through this slice, which Go never frees.

@@ -59,12 +59,15 @@ func pspCreate(h unsafe.Pointer, qual C.DAT_CONN_QUAL, any bool, evdH unsafe.Poi
 			*outQual = C.DAT_CONN_QUAL(q)
 		}
 	} else {
-		p, err = ep.CreatePSP(o.ia.ia, dat.ConnQual(qual), eo.h.(*evd.EVD), dat.PSPFlags(flags))
+		p, err = ep.CreatePSP(o.ia.ia, portQual(qual), eo.h.(*evd.EVD), dat.PSPFlags(flags))
 	}
 	if err != nil {
 		return ret(err)
 	}
-	po := &object{typ: dat.HandleTypePSP, ia: o.ia, h: p}
+	po := &object{typ: dat.HandleTypePSP, ia: o.ia, h: p, qual: uint64(qual)}
+	if any {
+		po.qual = uint64(*outQual)
+	}
 	ph, r := newSP(po, false)
 	if r != 0 {
 		p.Free()
@@ -102,7 +105,7 @@ func gd_psp_query(h unsafe.Pointer, mask C.DAT_PSP_PARAM_MASK, p *C.DAT_PSP_PARA
 		return ret(err)
 	}
 	p.ia_handle = C.DAT_IA_HANDLE(handleOf(o.ia.obj))
-	p.conn_qual = C.DAT_CONN_QUAL(q.ConnQual)
+	p.conn_qual = C.DAT_CONN_QUAL(o.qual)
 	p.evd_handle = C.DAT_EVD_HANDLE(handleOf(objectOf(q.EVD)))
 	p.psp_flags = C.DAT_PSP_FLAGS(q.Flags)
 	return 0
@@ -138,11 +141,11 @@ func gd_rsp_create(h unsafe.Pointer, qual C.DAT_CONN_QUAL, epH, evdH unsafe.Poin
 	if out == nil {
 		return code(dat.InvalidParameter, dat.InvalidArg5)
 	}
-	s, err := ep.CreateRSP(o.ia.ia, dat.ConnQual(qual), e.h.(*ep.EP), eo.h.(*evd.EVD))
+	s, err := ep.CreateRSP(o.ia.ia, portQual(qual), e.h.(*ep.EP), eo.h.(*evd.EVD))
 	if err != nil {
 		return ret(err)
 	}
-	so := &object{typ: dat.HandleTypeRSP, ia: o.ia, h: s}
+	so := &object{typ: dat.HandleTypeRSP, ia: o.ia, h: s, qual: uint64(qual)}
 	sh, r := newSP(so, false)
 	if r != 0 {
 		s.Free()
@@ -167,7 +170,7 @@ func gd_rsp_query(h unsafe.Pointer, mask C.DAT_RSP_PARAM_MASK, p *C.DAT_RSP_PARA
 		return ret(err)
 	}
 	p.ia_handle = C.DAT_IA_HANDLE(handleOf(o.ia.obj))
-	p.conn_qual = C.DAT_CONN_QUAL(q.ConnQual)
+	p.conn_qual = C.DAT_CONN_QUAL(o.qual)
 	p.evd_handle = C.DAT_EVD_HANDLE(handleOf(objectOf(q.EVD)))
 	p.ep_handle = C.DAT_EP_HANDLE(handleOf(objectOf(q.EP)))
 	return 0
@@ -217,7 +220,7 @@ func gd_csp_create(h unsafe.Pointer, comm unsafe.Pointer, addr *C.struct_sockadd
 		return ret(err)
 	}
 	c := &csp{PSP: p, comm: comm}
-	co := &object{typ: dat.HandleTypeCSP, ia: o.ia, h: c}
+	co := &object{typ: dat.HandleTypeCSP, ia: o.ia, h: c, qual: uint64(port)}
 	ch, r := newSP(co, true)
 	if r != 0 {
 		p.Free()
@@ -346,9 +349,21 @@ func gd_cr_handoff(h unsafe.Pointer, qual C.DAT_CONN_QUAL) C.DAT_RETURN {
 	if r != 0 {
 		return r
 	}
-	if err := c.Handoff(dat.ConnQual(qual)); err != nil {
+	if err := c.Handoff(portQual(qual)); err != nil {
 		return ret(err)
 	}
 	release(o)
 	return 0
+}
+
+// portQual folds a connection qualifier into the 16-bit port godapl
+// listens on and connects to, the way the reference provider over
+// rdma_cm folds it, so that a C program's qualifiers above 0xffff reach
+// the same port on either provider.
+func portQual(q C.DAT_CONN_QUAL) dat.ConnQual {
+	const mod, base = 32001, 65535 - 32001
+	if q > 0xffff {
+		return dat.ConnQual(q%mod + base)
+	}
+	return dat.ConnQual(q)
 }
