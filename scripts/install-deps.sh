@@ -32,6 +32,8 @@ need=()
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v tc >/dev/null 2>&1 || need+=(iproute2)
 command -v ss >/dev/null 2>&1 || need+=(iproute2)
+# udapl/ (the uDAPL provider library and its tests): DAT 2.0 headers and registry, dtest, dapltest.
+{ [ -f /usr/include/dat2/udat.h ] && command -v dapltest >/dev/null 2>&1; } || need+=(libdapl-dev dapl2-utils)
 # Deduplicate: one package provides all three.
 mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u | sed '/^$/d')
 [ ${#need[@]} -eq 0 ] && exit 0

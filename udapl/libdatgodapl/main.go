@@ -57,19 +57,27 @@ var reg struct {
 }
 
 // parseInstance reads a dat.conf line's instance data: "provider
-// interface [address]".
+// interface [address]". The device is the provider's device on that
+// interface ("siw lo": siw_lo); interface "-" names the provider's device
+// bound to no interface, which serves any local address ("siw - 127.1.2.3").
 func parseInstance(name, data string) (dat.Entry, error) {
 	f := strings.Fields(data)
 	if len(f) < 2 || len(f) > 3 {
 		return dat.Entry{}, fmt.Errorf("instance data %q: want \"provider interface [address]\"", data)
 	}
 	e := dat.Entry{Name: name, Provider: f[0], Device: f[0] + "_" + f[1], Interface: f[1]}
+	if f[1] == "-" {
+		e.Device, e.Interface = f[0], ""
+	}
 	if len(f) == 3 {
 		a, err := netip.ParseAddr(f[2])
 		if err != nil || !a.Is4() {
 			return dat.Entry{}, fmt.Errorf("instance data %q: %q is not an IPv4 address", data, f[2])
 		}
 		e.Addr = a
+	}
+	if e.Interface == "" && !e.Addr.IsValid() {
+		return dat.Entry{}, fmt.Errorf("instance data %q: a device on no interface needs an address", data)
 	}
 	return e, nil
 }
