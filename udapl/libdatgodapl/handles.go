@@ -191,6 +191,11 @@ func ret(err error) C.DAT_RETURN {
 	if err == nil {
 		return 0
 	}
+	// godapl returns *dat.Error itself; errors.As, whose target escapes,
+	// would allocate on every failed poll of an empty EVD.
+	if de, ok := err.(*dat.Error); ok {
+		return C.DAT_RETURN(de.Return())
+	}
 	var de *dat.Error
 	if errors.As(err, &de) {
 		return C.DAT_RETURN(de.Return())

@@ -12,7 +12,7 @@ import (
 )
 
 // dapltestServer starts dapltest -T S on the test's IA.
-func dapltestServer(t *testing.T, i ia) {
+func dapltestServer(t testing.TB, i cIA) {
 	t.Helper()
 	i.start(t, "Service Point Ready", "dapltest", "-T", "S", "-D", iaName)
 }
@@ -48,7 +48,7 @@ func TestDapltestTransaction(t *testing.T) {
 var bandwidth = regexp.MustCompile(`Bandwidth\s*:\s*([0-9.]+) MB/sec`)
 
 // perf runs one dapltest -T P and returns its bandwidth in MB/s.
-func perf(t *testing.T, i ia, iters int, op ...string) float64 {
+func perf(t testing.TB, i cIA, iters int, op ...string) float64 {
 	t.Helper()
 	args := append([]string{"-T", "P", "-s", i.addr.String(), "-D", iaName, "-i", strconv.Itoa(iters), "-p", "8"}, op...)
 	out, err := i.run(t, 5*time.Minute, "dapltest", args...)

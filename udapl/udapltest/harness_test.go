@@ -28,18 +28,20 @@ var built struct {
 	out  []byte
 }
 
-// TestMain removes the library built for the run.
+// TestMain removes the library and programs built for the run.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
+	for _, d := range []string{built.dir, cbins.dir} {
+		if d != "" {
+			os.RemoveAll(d)
+		}
 	}
 	os.Exit(code)
 }
 
 // need skips t unless the DAT headers, libdat2 and the named programs are
 // installed (scripts/install-deps.sh installs them).
-func need(t *testing.T, progs ...string) {
+func need(t testing.TB, progs ...string) {
 	t.Helper()
 	if _, err := os.Stat("/usr/include/dat2/udat.h"); err != nil {
 		t.Skip("no DAT 2.0 headers (/usr/include/dat2/udat.h): install libdapl-dev")
@@ -52,7 +54,7 @@ func need(t *testing.T, progs ...string) {
 }
 
 // library builds libdatgodapl.so once per run and returns its path.
-func library(t *testing.T) string {
+func library(t testing.TB) string {
 	t.Helper()
 	built.once.Do(func() {
 		if built.dir, built.err = os.MkdirTemp("", "libdatgodapl"); built.err != nil {
@@ -69,14 +71,14 @@ func library(t *testing.T) string {
 	return filepath.Join(built.dir, "libdatgodapl.so")
 }
 
-// ia is one IA of the library for a test: its own loopback address, so
+// cIA is one IA of the library for a test: its own loopback address, so
 // that its service points never meet another test process's.
-type ia struct {
+type cIA struct {
 	addr netip.Addr
 	env  []string
 }
 
-func newIA(t *testing.T) ia {
+func newIA(t testing.TB) cIA {
 	t.Helper()
 	lib := library(t)
 	a := testutil.LoopbackAddr()
@@ -88,11 +90,11 @@ func newIA(t *testing.T) ia {
 	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return ia{addr: a, env: append(os.Environ(), "DAT_OVERRIDE="+conf)}
+	return cIA{addr: a, env: append(os.Environ(), "DAT_OVERRIDE="+conf)}
 }
 
 // run runs a program to its end and returns its combined output.
-func (i ia) run(t *testing.T, limit time.Duration, prog string, args ...string) (string, error) {
+func (i cIA) run(t testing.TB, limit time.Duration, prog string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
@@ -113,7 +115,7 @@ type server struct {
 
 // start runs prog until the test ends and returns once it has printed a
 // line containing ready.
-func (i ia) start(t *testing.T, ready, prog string, args ...string) *server {
+func (i cIA) start(t testing.TB, ready, prog string, args ...string) *server {
 	t.Helper()
 	cmd := exec.Command(prog, args...)
 	cmd.Env = i.env
@@ -159,7 +161,7 @@ func (i ia) start(t *testing.T, ready, prog string, args ...string) *server {
 }
 
 // wait waits for the server to end by itself.
-func (s *server) wait(t *testing.T, limit time.Duration) (string, error) {
+func (s *server) wait(t testing.TB, limit time.Duration) (string, error) {
 	t.Helper()
 	select {
 	case err := <-s.done:
