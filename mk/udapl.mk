@@ -7,6 +7,8 @@
 #                     and the C bad-input program
 #   make udapl-bench  the cgo crossing per DTO and dapltest -T P against
 #                     dattest -T P, as ratios
+#   make udapl-lab    against OFA dapl over the kernel's siw in the QEMU lab
+#                     (root; boots a VM; needs UDAPL_OUT=bin)
 
 UDAPL_OUT ?= bin
 
@@ -23,3 +25,8 @@ udapl-test:
 
 udapl-bench:
 	CGO_ENABLED=1 $(GO) test -tags udapl -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 20m ./udapl/...
+
+# godapl's library against OFA dapl over the kernel's siw in the QEMU lab (root; boots a VM).
+.PHONY: udapl-lab
+udapl-lab: udapl
+	udapl/lab.sh
