@@ -4,10 +4,10 @@
 # soft-iWARP at 192.168.77.1; VM: OFA dapl on the kernel's siw0), then dapltest -T P RDMA Write
 # 64 KiB inside the VM on OFA dapl and on libdatgodapl in the same boot, as a ratio. Needs root.
 #   make udapl-lab      (or udapl/lab.sh after make udapl)
-# env: LAB_CACHE (default /var/cache/ratlab), GODAPL_LAB (default ../shared/lab next to the repo)
+# env: GODAPL_LAB the lab directory (required), LAB_CACHE its cache (default /var/cache/ratlab)
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd -P)
-LAB=${GODAPL_LAB:-$REPO/../shared/lab}
+LAB=${GODAPL_LAB:?set GODAPL_LAB to the QEMU lab directory}
 export LAB_CACHE=${LAB_CACHE:-/var/cache/ratlab}
 VM=udapl IP=192.168.77.41 HOST=192.168.77.1
 OUT=$REPO/bin/udapl-lab
