@@ -41,6 +41,8 @@ command -v ss >/dev/null 2>&1 || need+=(iproute2)
 [ -f /usr/include/rdma/rdma_cma.h ] || need+=(librdmacm-dev)
 [ -d /usr/lib/x86_64-linux-gnu/libibverbs ] || [ -d /usr/lib/aarch64-linux-gnu/libibverbs ] ||
 	need+=(ibverbs-providers)
+# udapl/ (the uDAPL provider library and its tests): DAT 2.0 headers and registry, dtest, dapltest.
+{ [ -f /usr/include/dat2/udat.h ] && command -v dapltest >/dev/null 2>&1; } || need+=(libdapl-dev dapl2-utils)
 # Deduplicate: one package provides all three.
 mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u | sed '/^$/d')
 [ ${#need[@]} -eq 0 ] && exit 0

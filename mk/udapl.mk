@@ -1,0 +1,32 @@
+# godapl as a uDAPL provider for C programs (udapl/libdatgodapl). Needs cgo
+# and the DAT 2.0 headers and registry (Debian libdapl-dev); the tests also
+# run Debian's dapl2-utils (dtest, dapltest). Included by the main Makefile.
+#
+#   make udapl        builds $(UDAPL_OUT)/libdatgodapl.so and its dat.conf
+#   make udapl-test   runs dtest and dapltest (T, P, L, F) on it over loopback,
+#                     and the C bad-input program
+#   make udapl-bench  the cgo crossing per DTO and dapltest -T P against
+#                     dattest -T P, as ratios
+#   make udapl-lab    against OFA dapl over the kernel's siw in the QEMU lab
+#                     (root; boots a VM; needs UDAPL_OUT=bin)
+
+UDAPL_OUT ?= bin
+
+.PHONY: udapl udapl-test udapl-bench
+udapl:
+	@mkdir -p $(UDAPL_OUT)
+	CGO_ENABLED=1 $(GO) build -tags udapl -buildmode=c-shared -o $(UDAPL_OUT)/libdatgodapl.so ./udapl/libdatgodapl
+	@rm -f $(UDAPL_OUT)/libdatgodapl.h
+	sed 's|libdatgodapl.so|$(abspath $(UDAPL_OUT))/libdatgodapl.so|' udapl/dat.conf > $(UDAPL_OUT)/dat.conf
+	@echo "export DAT_OVERRIDE=$(abspath $(UDAPL_OUT))/dat.conf   # then: dtest -P godapl-siw-lo ..."
+
+udapl-test:
+	CGO_ENABLED=1 $(GO) test -tags udapl -count=1 -v -timeout 20m ./udapl/...
+
+udapl-bench:
+	CGO_ENABLED=1 $(GO) test -tags udapl -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 20m ./udapl/...
+
+# godapl's library against OFA dapl over the kernel's siw in the QEMU lab (root; boots a VM).
+.PHONY: udapl-lab
+udapl-lab: udapl
+	udapl/lab.sh

@@ -1,0 +1,60 @@
+#!/bin/bash
+# godapl's uDAPL provider against OFA dapl (libdaplofa, ofa-v2-siw) over the Linux kernel's siw in
+# the QEMU lab: dapltest -T T with data validation both ways (host: libdatgodapl on the pure-Go
+# soft-iWARP at 192.168.77.1; VM: OFA dapl on the kernel's siw0), then dapltest -T P RDMA Write
+# 64 KiB inside the VM on OFA dapl and on libdatgodapl in the same boot, as a ratio. Needs root.
+#   make udapl-lab      (or udapl/lab.sh after make udapl)
+# env: GODAPL_LAB the lab directory (default tests/lab), LAB_CACHE its cache (default /var/cache/ratlab)
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd -P)
+LAB=${GODAPL_LAB:-$REPO/tests/lab}
+OFA_CONF=$REPO/udapl/ofa-dat.conf
+export LAB_CACHE=${LAB_CACHE:-/var/cache/ratlab}
+VM=udapl IP=192.168.77.41 HOST=192.168.77.1
+OUT=$REPO/bin/udapl-lab
+[ -f "$REPO/bin/libdatgodapl.so" ] || { echo "lab.sh: run make udapl first" >&2; exit 1; }
+mkdir -p "$OUT"
+# The VM sees the repository (shared); the host side runs natively in netns ratlab.
+printf 'ofa-v2-siw u2.0 nonthreadsafe default %s dapl.2.0 "siw - %s" ""\n' "$REPO/bin/libdatgodapl.so" $HOST > "$OUT/host.conf"
+printf 'godapl-vm u2.0 nonthreadsafe default %s dapl.2.0 "siw - %s" ""\n' "$REPO/bin/libdatgodapl.so" $IP > "$OUT/vm.conf"
+vm() { "$LAB/vm.sh" exec --name $VM -- "$@"; }
+host() { "$LAB/vm.sh" nsexec env DAT_OVERRIDE="$OUT/host.conf" "$@"; }
+"$LAB/vm.sh" start --name $VM --ip $IP --share "$REPO"
+HOSTPID=
+stop() {
+	if [ -n "$HOSTPID" ]; then kill "$HOSTPID" 2>/dev/null || true; fi
+	"$LAB/vm.sh" stop --name $VM
+}
+trap stop EXIT
+ready() { for _ in $(seq 240); do grep -q "Service Point Ready" "$1" 2>/dev/null && return 0; sleep 0.5; done; return 1; }
+T="-i 100 -t 1 -w 1 -V client SR 4096 server SR 4096 client RW 4096 1 client RR 4096 1"
+fail=0
+
+echo "== host libdatgodapl server, VM OFA dapl client: dapltest -T T $T"
+# Not through host(): $! must be dapltest's pid (vm.sh nsexec execs it), not a subshell's.
+"$LAB/vm.sh" nsexec env DAT_OVERRIDE="$OUT/host.conf" dapltest -T S -D ofa-v2-siw > "$OUT/host-server.txt" 2>&1 &
+HOSTPID=$!
+ready "$OUT/host-server.txt"
+vm env DAT_OVERRIDE="$OFA_CONF" timeout 600 dapltest -T T -s $HOST -D ofa-v2-siw $T > "$OUT/vm-client.txt" 2>&1 || fail=1
+grep -a "Stats\|Total\|Error\|error\|Warning" "$OUT/vm-client.txt" || true
+kill $HOSTPID; wait $HOSTPID 2>/dev/null || true; HOSTPID=
+
+echo "== VM OFA dapl server, host libdatgodapl client: dapltest -T T $T"
+vm sh -c "DAT_OVERRIDE=$OFA_CONF dapltest -T S -D ofa-v2-siw > /tmp/server.txt 2>&1 & sleep 1; \
+  for i in \$(seq 240); do grep -q 'Service Point Ready' /tmp/server.txt && exit 0; sleep 0.5; done; exit 1"
+host timeout 600 dapltest -T T -s $IP -D ofa-v2-siw $T > "$OUT/host-client.txt" 2>&1 || fail=1
+grep -a "Stats\|Total\|Error\|error\|Warning\|bad" "$OUT/host-client.txt" || true
+"$LAB/vm.sh" killjobs --name $VM >/dev/null
+
+# dapltest -T P in the VM, both ends in one process tree, on each provider in turn.
+perf() {
+	vm sh -c "export DAT_OVERRIDE=$2; dapltest -T S -D $1 > /tmp/p.txt 2>&1 & S=\$!; \
+	  for i in \$(seq 240); do grep -q 'Service Point Ready' /tmp/p.txt && break; sleep 0.5; done; \
+	  timeout 600 dapltest -T P -s $IP -D $1 -i 2000 -p 8 -m b RW 65536 1; kill \$S 2>/dev/null; true" |
+		sed -n 's/.*Bandwidth *: *\([0-9.]*\) MB\/sec.*/\1/p' || true
+}
+for r in 1 2 3; do
+	ofa=$(perf ofa-v2-siw "$OFA_CONF"); go=$(perf godapl-vm "$OUT/vm.conf")
+	echo "dapltest -T P RW 65536 in the VM, run $r: OFA dapl/kernel siw $ofa MB/s, libdatgodapl $go MB/s, ratio $(echo "$go $ofa" | awk '{ if ($2 > 0) printf "%.2f", $1 / $2; else print "-" }')"
+done
+exit $fail

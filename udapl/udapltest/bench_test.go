@@ -1,0 +1,244 @@
+//go:build udapl
+
+package udapltest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/dat/dattest"
+	"github.com/godapl/godapl/dat/evd"
+	"github.com/godapl/godapl/dat/ia"
+	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/dat/providers"
+	"github.com/godapl/godapl/internal/testutil"
+)
+
+// The benchmarks time one workload through the C provider (a C program
+// calling libdat2) and through godapl's Go API in the same run, and
+// report the C path's time per operation and its ratio to the Go path's:
+// what crossing from C into Go and translating the udat table costs.
+
+var cbins struct {
+	once sync.Once
+	dir  string
+	err  error
+	out  []byte
+}
+
+// cbin builds a testdata C program (once per run) and returns its path.
+func cbin(b testing.TB, name string) string {
+	b.Helper()
+	cbins.once.Do(func() {
+		if cbins.dir, cbins.err = os.MkdirTemp("", "udapltest"); cbins.err != nil {
+			return
+		}
+		cbins.out, cbins.err = exec.Command("cc", "-Wall", "-Werror", "-O2", "-o", filepath.Join(cbins.dir, "dtobench"),
+			"testdata/dtobench.c", "-ldat2").CombinedOutput()
+	})
+	if cbins.err != nil {
+		b.Fatalf("cc: %v\n%s", cbins.err, cbins.out)
+	}
+	return filepath.Join(cbins.dir, name)
+}
+
+var nsPerOp = regexp.MustCompile(`ns/op ([0-9.]+)`)
+
+// cRun runs dtobench and returns its ns/op.
+func cRun(b *testing.B, i cIA, args ...string) float64 {
+	b.Helper()
+	out, err := i.run(b, 5*time.Minute, cbin(b, "dtobench"), append([]string{iaName}, args...)...)
+	m := nsPerOp.FindStringSubmatch(out)
+	if err != nil || m == nil {
+		b.Fatalf("dtobench %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
+}
+
+// goIA opens an IA of the Go API on siw's device at a loopback address.
+func goIA(b testing.TB) *ia.IA {
+	b.Helper()
+	a := testutil.LoopbackAddr()
+	reg, err := dat.NewRegistry(providers.List(providers.Options{}), []dat.Entry{{Name: "bench", Provider: "siw", Device: "siw", Addr: a}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	i, err := ia.OpenIn(reg, "bench", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { i.Close(dat.CloseAbrupt) })
+	return i
+}
+
+// report times the Go loop and the C side for b.N operations each, three
+// times in turn, and reports the best of each and their ratio: the
+// machine's load changes between runs, and alternating with best-of keeps
+// it out of the ratio.
+func report(b *testing.B, goLoop func(n int), cSide func(n int) float64) {
+	b.ResetTimer()
+	goNs, cNs := math.Inf(1), math.Inf(1)
+	for r := 0; r < 3; r++ {
+		start := time.Now()
+		goLoop(b.N)
+		goNs = min(goNs, float64(time.Since(start).Nanoseconds())/float64(b.N))
+		b.StopTimer()
+		cNs = min(cNs, cSide(b.N))
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(goNs, "go-ns/op")
+	b.ReportMetric(cNs, "c-ns/op")
+	b.ReportMetric(cNs/goNs, "c/go")
+}
+
+// BenchmarkDequeueEmpty is the crossing alone: dat_evd_dequeue on an
+// empty EVD (handle lookup, the call into Go, DAT_QUEUE_EMPTY back)
+// against evd.DequeueInto.
+func BenchmarkDequeueEmpty(b *testing.B) {
+	need(b, "cc")
+	i := newIA(b)
+	g := goIA(b)
+	e, err := evd.Create(g, 256, nil, dat.EVDDefault)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ev dat.Event
+	report(b, func(n int) {
+		for j := 0; j < n; j++ {
+			if err := e.DequeueInto(&ev); !errors.Is(err, dat.ErrQueueEmpty) {
+				b.Fatal(err)
+			}
+		}
+	}, func(n int) float64 { return cRun(b, i, "dequeue", strconv.Itoa(max(n, 100000))) })
+}
+
+// benchWrite is RDMA Writes of size bytes, eight in flight, between two
+// connected EPs of one IA, each completion reaped with a wait.
+func benchWrite(b *testing.B, size int) {
+	need(b, "cc")
+	i := newIA(b)
+	g := goIA(b)
+	srv, cli := dattest.NewSide(b, g, size), dattest.NewSide(b, g, 0)
+	dst := srv.Buf
+	src, err := lmr.Alloc(g, cli.PZ, size, dat.MemPrivAll)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, cep := dattest.Connect(b, srv, cli, nil)
+	iov := []dat.LMRTriplet{src.Triplet(0, size)}
+	remote := dst.RMRTriplet(0, size)
+	const depth = 8
+	var ev dat.Event
+	wait := func() {
+		if _, err := cli.EVD.WaitInto(context.Background(), 1, &ev); err != nil || ev.DTO.Status != dat.DTOSuccess {
+			b.Fatalf("evd_wait: %v %v", err, ev.DTO.Status)
+		}
+	}
+	b.SetBytes(int64(size))
+	report(b, func(n int) {
+		for j := 0; j < n; j++ {
+			if j >= depth {
+				wait()
+			}
+			if err := cep.PostRDMAWrite(iov, dat.DTOCookie(j), remote, dat.CompletionDefault); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for j := min(n, depth); j > 0; j-- {
+			wait()
+		}
+	}, func(n int) float64 {
+		return cRun(b, i, "write", strconv.Itoa(max(n, 2000)), strconv.Itoa(size), "7001")
+	})
+}
+
+func BenchmarkRDMAWrite64(b *testing.B)  { benchWrite(b, 64) }
+func BenchmarkRDMAWrite64K(b *testing.B) { benchWrite(b, 64<<10) }
+
+// BenchmarkPerfRDMAWrite64K runs dapltest -T P (RDMA Write, 64 KiB, eight
+// in flight, blocking waits) on the C provider and godapl's own dattest
+// -T P on the same workload, and reports both bandwidths and their ratio.
+func BenchmarkPerfRDMAWrite64K(b *testing.B) {
+	need(b, "dapltest")
+	const iters = 5000
+	i := newIA(b)
+	dapltestServer(b, i)
+	dattestBin := filepath.Join(b.TempDir(), "dattest")
+	if out, err := exec.Command("go", "build", "-o", dattestBin, "github.com/godapl/godapl/cmd/dattest").CombinedOutput(); err != nil {
+		b.Fatalf("building dattest: %v\n%s", err, out)
+	}
+	a := testutil.LoopbackAddr()
+	conf := filepath.Join(b.TempDir(), "godapl.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("bench siw siw - %s\n", a)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	port := startDattest(b, dattestBin, conf)
+	b.ResetTimer()
+	var cMB, goMB float64
+	for j := 0; j < b.N; j++ {
+		// Best of three runs each, in turn (see report). dapltest counts
+		// 2^20 bytes in a MB, dattest 10^6.
+		for r := 0; r < 3; r++ {
+			cMB = max(cMB, perf(b, i, iters, "-m", "b", "RW", "65536", "1")*(1<<20)/1e6)
+			goMB = max(goMB, dattestPerf(b, dattestBin, conf, a, port, iters))
+		}
+	}
+	b.ReportMetric(cMB, "c-MB/s")
+	b.ReportMetric(goMB, "go-MB/s")
+	b.ReportMetric(cMB/goMB, "c/go")
+}
+
+// startDattest starts dattest -T S until the benchmark ends and returns
+// its port.
+func startDattest(b *testing.B, bin, conf string) string {
+	cmd := exec.Command(bin, "-T", "S", "-D", "bench", "-p", "0")
+	cmd.Env = append(os.Environ(), dat.ConfEnv+"="+conf)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		b.Fatal("dattest server said nothing")
+	}
+	m := regexp.MustCompile(`port (\d+)$`).FindStringSubmatch(sc.Text())
+	if m == nil {
+		b.Fatalf("dattest server said %q", sc.Text())
+	}
+	return m[1]
+}
+
+var dattestMB = regexp.MustCompile(`([0-9.]+) MB/s`)
+
+func dattestPerf(b *testing.B, bin, conf string, a netip.Addr, port string, iters int) float64 {
+	cmd := exec.Command(bin, "-T", "P", "-D", "bench", "-s", a.String(), "-p", port, "-o", "write", "-S", "64k", "-q", "8",
+		"-i", strconv.Itoa(iters))
+	cmd.Env = append(os.Environ(), dat.ConfEnv+"="+conf)
+	out, err := cmd.CombinedOutput()
+	m := dattestMB.FindStringSubmatch(string(out))
+	if err != nil || m == nil {
+		b.Fatalf("dattest -T P: %v\n%s", err, out)
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
+}
