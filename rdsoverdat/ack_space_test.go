@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	rdsdat "github.com/godapl/godapl/rdsoverdat/internal/dat"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 	"github.com/godapl/godapl/verbs/mem"
 )
@@ -71,21 +72,12 @@ func TestDATAckSpaceFollowsPeerGeneration(t *testing.T) {
 			}
 			conn := rcv.nodeAt(as[0]).Conn(as[1], TransIB)
 			eventually(t, 10*time.Second, "the sender's generation learned", func() bool { return conn.PeerGenNum() == snd.GenNum() })
-			dp := conn.Path(0).TransportData.Load().(*datPath)
 			eventually(t, 10*time.Second, "ack_gen names the sender", func() bool {
-				seq, g := dp.ackSpace()
+				seq, g, _ := rdsdat.AckSpace((*xpath)(conn.Path(0)))
 				return g == snd.GenNum() && seq > 0
 			})
 			a.Close()
 			snd.Close()
-		}
-		var pd [datPrivateLen]byte
-		p := encodeDatPrivate(pd[:], as[0], as[1], 5, 0, 0, 16)
-		if p.AckGen() != 0 || datPrivate(pd[:28]).AckGen() != 0 {
-			t.Fatal("an ack_gen of 0 or missing must name no generation")
-		}
-		if p.MyGen() != 0 || datPrivate(pd[:32]).MyGen() != 0 {
-			t.Fatal("a my_gen of 0 or missing must name no generation")
 		}
 	})
 }
@@ -99,21 +91,18 @@ func TestDATAckSpaceFollowsPeerGeneration(t *testing.T) {
 func TestDATAckNamesWhatTheConnectionReceived(t *testing.T) {
 	n := &rdsNode{}
 	p := &connPath{conn: &connection{ackBySeq: true, node: n}, nextTxSeq: 1}
-	dp := &datPath{dn: &datNode{node: (*xnode)(n)}, p: (*xpath)(p)}
-	dp.ackNext.Store(11) // the previous incarnation's last message
-	e := &datEP{dn: dp.dn, dp: dp}
-	dp.txEP = e
+	e := rdsdat.DetachedProbe((*xnode)(n), (*xpath)(p), 11) // 11: the previous incarnation's last message
 	ack := func() wire.Seq {
 		m := newMessage(8)
 		m.Header().Encode(&wire.Fields{Sequence: 1, Len: 8, Sport: 1000, Dport: 4000})
-		dp.prepare(m)
+		e.Prepare(m)
 		return m.Header().Ack()
 	}
 	if a := ack(); a != 0 {
 		t.Fatalf("h_ack %d before anything arrived on the connection, want 0", a)
 	}
-	for _, f := range datFrames(&wire.Fields{Sequence: 3, Sport: 1000, Dport: 4000}, make([]byte, 8), 0) {
-		e.recv(f)
+	for _, f := range rdsdat.Frames(&wire.Fields{Sequence: 3, Sport: 1000, Dport: 4000}, make([]byte, 8), 0) {
+		e.Recv(f)
 	}
 	if a := ack(); a != 3 {
 		t.Fatalf("h_ack %d after sequence 3 arrived, want 3", a)
@@ -140,12 +129,12 @@ func TestDATPeerGenerationFromPrivateData(t *testing.T) {
 	p.mu.Lock()
 	p.nextRxSeq = 12 // the previous incarnation's last message was 11
 	p.mu.Unlock()
-	dn := datNodeOf(n)
-	e := &datEP{dn: dn, dp: dn.dpath((*xpath)(p))} // accepted from the new incarnation
-	encodeDatPrivate(e.peer[:], as[1], as[0], 0, 0, 0x2222, 16)
+	var pd [rdsdat.PrivateLen]byte
+	rdsdat.EncodePrivate(pd[:], as[1], as[0], 0, 0, 0x2222, 16)
+	e := datNodeOf(t, n).Probe((*xpath)(p), pd[:]) // accepted from the new incarnation
 	f := &wire.Fields{Sequence: 1, Sport: 1000, Dport: 4000, Flags: wire.FlagRetransmitted}
-	for _, fr := range datFrames(f, []byte("restart!"), 0) {
-		e.recv(fr)
+	for _, fr := range rdsdat.Frames(f, []byte("restart!"), 0) {
+		e.Recv(fr)
 	}
 	if g := c.PeerGenNum(); g != 0x2222 {
 		t.Errorf("peer generation %#x, want the private data's 0x2222", g)

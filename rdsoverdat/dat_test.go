@@ -14,6 +14,7 @@ import (
 	"github.com/godapl/godapl/dat/evd"
 	"github.com/godapl/godapl/dat/ia"
 	"github.com/godapl/godapl/dat/lmr"
+	rdsdat "github.com/godapl/godapl/rdsoverdat/internal/dat"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 	"github.com/godapl/godapl/verbs"
 	"github.com/godapl/godapl/verbs/mem"
@@ -337,7 +338,7 @@ func TestDATProtocolError(t *testing.T) {
 	defer rawIA.Close(dat.CloseAbrupt)
 	pz, _ := rawIA.CreatePZ()
 	ev, _ := evd.Create(rawIA, 64, nil, dat.EVDDTO|dat.EVDConnection)
-	buf, err := lmr.Create(rawIA, pz, make([]byte, 32*datSlot), dat.MemPrivLocalRead|dat.MemPrivLocalWrite, dat.VATypeVA)
+	buf, err := lmr.Create(rawIA, pz, make([]byte, 32*rdsdat.SlotLen), dat.MemPrivLocalRead|dat.MemPrivLocalWrite, dat.VATypeVA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,12 +347,12 @@ func TestDATProtocolError(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 16 { // room for the node's congestion map and probe
-		if err := rep.PostRecv([]dat.LMRTriplet{buf.Triplet((16+i)*datSlot, datSlot)}, dat.DTOCookie(i), dat.CompletionDefault); err != nil {
+		if err := rep.PostRecv([]dat.LMRTriplet{buf.Triplet((16+i)*rdsdat.SlotLen, rdsdat.SlotLen)}, dat.DTOCookie(i), dat.CompletionDefault); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var pd [datPrivateLen]byte
-	encodeDatPrivate(pd[:], as[2], as[0], 0, 0, 0, 16)
+	var pd [rdsdat.PrivateLen]byte
+	rdsdat.EncodePrivate(pd[:], as[2], as[0], 0, 0, 0, 16)
 	if err := rep.Connect(as[0], wire.RDMAPort, 5*time.Second, pd[:], dat.QoSBestEffort, dat.ConnectDefault); err != nil {
 		t.Fatal(err)
 	}
@@ -373,12 +374,12 @@ func TestDATProtocolError(t *testing.T) {
 
 	// First fragment of message 1, then a fragment of message 2.
 	dport := b.BoundAddr().Port()
-	f1 := datFrames(&wire.Fields{Sequence: 1, Sport: 77, Dport: wire.Port(dport)}, make([]byte, 5000), 0)[0]
-	f2 := datFrames(&wire.Fields{Sequence: 2, Sport: 77, Dport: wire.Port(dport)}, make([]byte, 100), 0)[0]
+	f1 := rdsdat.Frames(&wire.Fields{Sequence: 1, Sport: 77, Dport: wire.Port(dport)}, make([]byte, 5000), 0)[0]
+	f2 := rdsdat.Frames(&wire.Fields{Sequence: 2, Sport: 77, Dport: wire.Port(dport)}, make([]byte, 100), 0)[0]
 	copy(buf.Bytes(), f1)
-	copy(buf.Bytes()[datSlot:], f2)
+	copy(buf.Bytes()[rdsdat.SlotLen:], f2)
 	for i, f := range [][]byte{f1, f2} {
-		if err := rep.PostSend([]dat.LMRTriplet{buf.Triplet(i*datSlot, len(f))}, dat.DTOCookie(100+i), dat.CompletionSuppress); err != nil {
+		if err := rep.PostSend([]dat.LMRTriplet{buf.Triplet(i*rdsdat.SlotLen, len(f))}, dat.DTOCookie(100+i), dat.CompletionSuppress); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -463,10 +464,7 @@ func TestDATSRQGrows(t *testing.T) {
 			t.Fatalf("got %d bytes", n)
 		}
 	}
-	dn := datNodeOf(st.nodeAt(as[0]))
-	dn.mu.Lock()
-	c, r := dn.capacity, dn.reserved
-	dn.mu.Unlock()
+	c, r := datNodeOf(t, st.nodeAt(as[0])).SRQ()
 	if c < 20 || r > c {
 		t.Errorf("SRQ of %d buffers, %d granted", c, r)
 	}

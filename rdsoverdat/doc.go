@@ -21,33 +21,36 @@
 // modelled on the kernel's struct rds_transport and the core functions
 // its transport modules call: an ops table the core drives, and the
 // core's nodes, connections, paths, messages and sockets as interfaces,
-// which are all a transport file uses of the core (xport.go implements
-// them, transport_*.go wire the configurations in):
+// which are all a transport uses of the core (xport.go implements them,
+// transport_*.go wire the configurations in):
 //
 //   - loop (loop.go): nodes of the same Stack, no network (net/rds/loop.c);
-//   - tcp (tcp*.go): byte-compatible with the Linux kernel's rds_tcp, so a
-//     Go node and a kernel exchange datagrams;
-//   - dat (dat*.go): RDS over the DAT API (../dat), modelled on rds_ib:
-//     one EP per node pair receiving through one SRQ per node, fragments
-//     of 4 KiB, credits, acks by sequence number; configured with DAT's
-//     names (a registry and an IA name), soft-iWARP by default, the
-//     in-memory IA in tests, and it reaches nothing below DAT. It answers to
-//     TransIB, the kernel's RDMA transport number.
+//   - tcp (package rdsoverdat/internal/tcp): byte-compatible with the
+//     Linux kernel's rds_tcp, so a Go node and a kernel exchange
+//     datagrams;
+//   - dat (package rdsoverdat/internal/dat): RDS over the DAT API
+//     (package dat), modelled on rds_ib: one EP per node pair receiving
+//     through one SRQ per node, fragments of 4 KiB, credits, acks by
+//     sequence number; configured with DAT's names (a registry and an IA
+//     name), soft-iWARP by default, the in-memory IA in tests, and it
+//     reaches nothing below DAT. It answers to TransIB, the kernel's RDMA
+//     transport number.
 //
 // The wire format (headers, extension headers, congestion maps) lives in
 // rdsoverdat/wire and is shared by all transports.
 //
-// RDMA zerocopy (rds-rdma(7); rdma*.go, dat_rdma*.go). A client maps
-// memory (GetMR, or an RDMAMap control message on its request) and sends
-// the cookie; the server replies with an RDMAArgs control message, and
-// the transport moves the bytes with an RDMA READ or WRITE posted before
-// the reply on the same connection, so the reply arrives only after the
-// data. Outcomes come back as RDMANotify control messages. Only
-// transports with the RDMA ability (xport.RDMACapable) carry RDMA (dat, like the
-// kernel's rds_rdma); elsewhere the calls fail with EOPNOTSUPP. Over dat
-// the memory's owner checks every op in-band before it is posted
-// (dat_rdma_check.go), so a bad, freed or used-once cookie fails with
-// RDS_RDMA_REMOTE_ERROR and the connection stays up.
+// RDMA zerocopy (rds-rdma(7); rdma*.go, internal/dat/dat_rdma*.go). A
+// client maps memory (GetMR, or an RDMAMap control message on its
+// request) and sends the cookie; the server replies with an RDMAArgs
+// control message, and the transport moves the bytes with an RDMA READ
+// or WRITE posted before the reply on the same connection, so the reply
+// arrives only after the data. Outcomes come back as RDMANotify control
+// messages. Only transports with the RDMA ability (xport.RDMACapable)
+// carry RDMA (dat, like the kernel's rds_rdma); elsewhere the calls fail
+// with EOPNOTSUPP. Over dat the memory's owner checks every op in-band
+// before it is posted (internal/dat/dat_rdma_check.go), so a bad, freed
+// or used-once cookie fails with RDS_RDMA_REMOTE_ERROR and the
+// connection stays up.
 //
 // Backends. NewStack(Config{Kernel: true}) returns a Stack whose Sockets
 // are the host kernel's own AF_RDS sockets (kernel.go) behind the same

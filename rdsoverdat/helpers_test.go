@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/godapl/godapl/internal/testutil"
+	rdsdat "github.com/godapl/godapl/rdsoverdat/internal/dat"
 	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 )
 
@@ -119,8 +120,13 @@ var _ = fmt.Sprintf
 func (s *Socket) sock() *sock { return s.b.(*sock) }
 
 // datNodeOf returns n's dat transport.
-func datNodeOf(n *rdsNode) *datNode {
+func datNodeOf(t testing.TB, n *rdsNode) rdsdat.Node {
+	t.Helper()
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	return n.trans[TransIB].(interface{ unwrap() xport.NodeTransport }).unwrap().(*datNode)
+	dn, ok := rdsdat.NodeOf(n.trans[TransIB].(interface{ unwrap() xport.NodeTransport }).unwrap())
+	if !ok {
+		t.Fatalf("node %v runs no dat transport", n.addr)
+	}
+	return dn
 }

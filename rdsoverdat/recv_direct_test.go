@@ -10,7 +10,7 @@ import (
 )
 
 // directStack is a tcp stack whose reader goroutines never lend their
-// role (tcp_reader.go), so that receivers offer their buffers.
+// role (internal/tcp/tcp_reader.go), so that receivers offer their buffers.
 func directStack(t *testing.T) *Stack {
 	return newTestStack(t, Config{Transports: []Transport{TCP(TCPConfig{ReaderGrace: -1})}})
 }

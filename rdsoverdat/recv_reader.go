@@ -8,13 +8,13 @@ import (
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
-// Reader roles, the socket's side (tcp_reader.go has the transport's). A
-// stream transport may lend the reading of a connection to a socket
-// whose RecvMsg was waiting for the message just delivered: the socket's
-// next RecvMsg that finds its queue empty then reads the connection
-// itself, delivering whatever comes for other sockets, until a message
-// for itself has been read straight into its buffer. No goroutine hands
-// the message over, and none has to be woken for it.
+// Reader roles, the socket's side (internal/tcp/tcp_reader.go has the
+// transport's). A stream transport may lend the reading of a connection
+// to a socket whose RecvMsg was waiting for the message just delivered:
+// the socket's next RecvMsg that finds its queue empty then reads the
+// connection itself, delivering whatever comes for other sockets, until
+// a message for itself has been read straight into its buffer. No
+// goroutine hands the message over, and none has to be woken for it.
 //
 // The ordering rule of direct reception (recv_direct.go) holds: a RecvMsg
 // reads a message into its own buffer only while its queue is empty, and

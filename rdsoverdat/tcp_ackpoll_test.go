@@ -3,6 +3,8 @@ package rdsoverdat
 import (
 	"testing"
 	"time"
+
+	"github.com/godapl/godapl/rdsoverdat/internal/tcp"
 )
 
 // TestTCPAckPollLone: in a request-response exchange each side has one
@@ -30,22 +32,22 @@ func TestTCPAckPollLone(t *testing.T) {
 		recvTimeout(t, a, buf, 5*time.Second)
 	}
 	exchange() // connect, trust the acks
-	c := curReader(t, st.nodeAt(as[0]), as[1]).c
-	time.Sleep(tcpAckTrust + 50*time.Millisecond)
+	c := curReader(t, st.nodeAt(as[0]), as[1])
+	time.Sleep(tcp.AckTrust + 50*time.Millisecond)
 	exchange()
 	time.Sleep(30 * time.Millisecond)
-	before := c.ackPolls.Load()
+	before := c.AckPolls()
 	start := time.Now()
 	const n = 20
 	for range n {
-		time.Sleep(2 * time.Millisecond) // well past ackPollMin, the think time of a request
+		time.Sleep(2 * time.Millisecond) // well past the fastest ack poll, the think time of a request
 		exchange()
 	}
-	// A lone message's ack is polled for once per ackPollLone, so a slow
+	// A lone message's ack is polled for once per lone poll, so a slow
 	// machine that stretches the exchanges earns more of those polls: what
 	// must not happen is a poll per round trip.
-	polls := c.ackPolls.Load() - before
-	if allowed := int64(n/4) + int64(time.Since(start)/ackPollLone); int64(polls) > allowed {
+	polls := c.AckPolls() - before
+	if allowed := int64(n/4) + int64(time.Since(start)/tcp.LonePoll()); int64(polls) > allowed {
 		t.Errorf("%d ack poll wake-ups in %d round trips over %v (at most %d)", polls, n, time.Since(start), allowed)
 	}
 	eventually(t, 5*time.Second, "the last message acked", func() bool { s, _ := a.Buffered(); return s == 0 })
@@ -59,9 +61,9 @@ func TestTCPAckPollLone(t *testing.T) {
 // a sender that did not wake the writer would wait out its send timeout.
 func TestTCPAckPollLoneWakesForBlockedSender(t *testing.T) {
 	leakCheck(t)
-	d := ackPollLone
-	t.Cleanup(func() { ackPollLone = d }) // after the stack's, which stops its writers
-	ackPollLone = time.Hour
+	d := tcp.LonePoll()
+	t.Cleanup(func() { tcp.SetLonePoll(d) }) // after the stack's, which stops its writers
+	tcp.SetLonePoll(time.Hour)
 	st := tcpStack(t)
 	as := testAddrs(2)
 	const size = 16 << 10
@@ -77,7 +79,7 @@ func TestTCPAckPollLoneWakesForBlockedSender(t *testing.T) {
 		recvTimeout(t, b, buf, 5*time.Second)
 	}
 	exchange() // connect
-	time.Sleep(tcpAckTrust + 50*time.Millisecond)
+	time.Sleep(tcp.AckTrust + 50*time.Millisecond)
 	for range 5 { // each send blocks until the one before it is acked
 		exchange()
 	}

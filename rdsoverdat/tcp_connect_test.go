@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/godapl/godapl/rdsoverdat/internal/tcp"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -51,19 +53,15 @@ func TestTCPConnectWorkerSurvivesInstantFailure(t *testing.T) {
 	})
 
 	var done atomic.Bool
-	t.Cleanup(func() { tcpAttached = nil }) // after the stack's Close, which stops the workers
-	tcpAttached = func(tp *tcpPath) {
-		if tp.p.Conn().RemoteAddr() != hi || done.Swap(true) {
+	t.Cleanup(func() { tcp.SetAttachHook(nil) }) // after the stack's Close, which stops the workers
+	tcp.SetAttachHook(func(p xport.Path) {
+		if p.Conn().RemoteAddr() != hi || done.Swap(true) {
 			return
 		}
-		tp.mu.Lock()
-		c := tp.cur
-		tp.mu.Unlock()
-		if c != nil {
-			c.shutdown(errReset, false)
-			<-c.wdone // its writer has asked for a reconnect
+		if c, ok := tcp.CurrentConn(p); ok {
+			c.Abort() // returns once its writer has asked for a reconnect
 		}
-	}
+	})
 	st := newTestStack(t, Config{Transports: []Transport{TCP(TCPConfig{})}})
 	a := mustBind(t, st, ap(lo, 0))
 	if _, err := a.SendTo([]byte("x"), ap(hi, 5), 0); err != nil {

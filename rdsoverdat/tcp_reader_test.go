@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/godapl/godapl/rdsoverdat/internal/tcp"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -18,35 +19,21 @@ func graceStack(t *testing.T, grace time.Duration) *Stack {
 	return newTestStack(t, Config{Transports: []Transport{TCP(TCPConfig{ReaderGrace: grace})}})
 }
 
-// curReader returns the reader role of the tcp connection that carries
-// path 0 from node n to faddr, once there is one.
-func curReader(t *testing.T, n *rdsNode, faddr netip.Addr) *tcpReaderRole {
+// curReader returns the tcp connection that carries path 0 from node n
+// to faddr, once there is one, as a handle on its reader role.
+func curReader(t *testing.T, n *rdsNode, faddr netip.Addr) tcp.Conn {
 	t.Helper()
-	var r *tcpReaderRole
+	var r tcp.Conn
 	eventually(t, 5*time.Second, "a tcp connection", func() bool {
 		c := n.Conn(faddr, TransTCP)
 		if c == nil {
 			return false
 		}
-		tp, ok := c.Path(0).TransportData.Load().(*tcpPath)
-		if !ok {
-			return false
-		}
-		tp.mu.Lock()
-		defer tp.mu.Unlock()
-		if tp.cur == nil {
-			return false
-		}
-		r = &tp.cur.reader
-		return true
+		var ok bool
+		r, ok = tcp.CurrentConn((*xpath)(c.Path(0)))
+		return ok
 	})
 	return r
-}
-
-func (r *tcpReaderRole) now() rrState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.state
 }
 
 // lentTo reports whether a role is lent to s.
@@ -124,7 +111,7 @@ func TestTCPReaderSteadyStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := curReader(t, st.nodeAt(as[1]), as[0])
-	lends, held, resumes := r.lends.Load(), r.held.Load(), r.resumes.Load()
+	lends, held, resumes := r.RoleCounts()
 	t.Logf("lends %d, messages read by RecvMsg %d, take-backs %d", lends, held, resumes)
 	if held < n-5 || lends > 5 || resumes > 0 {
 		t.Errorf("of %d messages RecvMsg read %d itself; the reader goroutine lent the role %d times and took it back %d times", n, held, lends, resumes)
@@ -151,8 +138,8 @@ func TestTCPReaderOtherSockets(t *testing.T) {
 	eventually(t, 5*time.Second, "the role lent to x", func() bool { return lentTo(x) })
 	role := curReader(t, st.nodeAt(as[1]), as[0])
 	res = recvAsync(x, 64)
-	eventually(t, 5*time.Second, "x reading", func() bool { return role.now() == rrRecv })
-	held := role.held.Load()
+	eventually(t, 5*time.Second, "x reading", func() bool { return role.ReaderState() == tcp.RoleRecv })
+	_, held, _ := role.RoleCounts()
 
 	for i := range 3 {
 		msg := []byte{'y', byte(i)}
@@ -163,8 +150,8 @@ func TestTCPReaderOtherSockets(t *testing.T) {
 		}
 	}
 	// At least y's three (a late handshake pong may come the same way).
-	if got := role.held.Load() - held; got < 3 {
-		t.Errorf("x's RecvMsg read %d of y's 3 messages", got)
+	if _, now, _ := role.RoleCounts(); now-held < 3 {
+		t.Errorf("x's RecvMsg read %d of y's 3 messages", now-held)
 	}
 	select {
 	case r := <-res:
@@ -217,13 +204,13 @@ func TestTCPReaderGiveBack(t *testing.T) {
 				x.Close()
 			}
 			if give != "grace" {
-				if s := r.now(); s != rrReader {
+				if s := r.ReaderState(); s != tcp.RoleReader {
 					t.Fatalf("role %d, want the reader goroutine's", s)
 				}
 			}
 			a.SendTo([]byte("y"), y.BoundAddr(), 0)
 			recvTimeout(t, y, make([]byte, 64), 2*time.Second)
-			if give == "grace" && r.resumes.Load() == 0 {
+			if _, _, resumes := r.RoleCounts(); give == "grace" && resumes == 0 {
 				t.Error("y's message came without the reader goroutine taking the role back")
 			}
 		})
@@ -246,7 +233,7 @@ func TestTCPReaderMidMessage(t *testing.T) {
 		seq++
 		return rawMsg(seq, 4000, dport, p)
 	}
-	lent := func() *tcpReaderRole {
+	lent := func() tcp.Conn {
 		t.Helper()
 		if !lentTo(x) {
 			res := recvAsync(x, 64<<10)
@@ -266,7 +253,7 @@ func TestTCPReaderMidMessage(t *testing.T) {
 	// The deadline: RecvMsg returns; the next one gets the message.
 	r := lent()
 	res := recvAsync(x, 64<<10)
-	eventually(t, 5*time.Second, "x reading", func() bool { return r.now() == rrRecv })
+	eventually(t, 5*time.Second, "x reading", func() bool { return r.ReaderState() == tcp.RoleRecv })
 	mustWrite(t, peer, whole[:half])
 	time.Sleep(100 * time.Millisecond) // x reads the first half
 	x.SetReadDeadline(time.Now())
@@ -283,7 +270,7 @@ func TestTCPReaderMidMessage(t *testing.T) {
 	// (dropped: x is gone) and reads on.
 	r = lent()
 	res = recvAsync(x, 64<<10)
-	eventually(t, 5*time.Second, "x reading", func() bool { return r.now() == rrRecv })
+	eventually(t, 5*time.Second, "x reading", func() bool { return r.ReaderState() == tcp.RoleRecv })
 	whole = msg(xp, big)
 	mustWrite(t, peer, whole[:half])
 	time.Sleep(100 * time.Millisecond)
@@ -320,9 +307,9 @@ func TestTCPReaderReconnect(t *testing.T) {
 		eventually(t, 5*time.Second, "the role lent to x", func() bool { return lentTo(x) })
 		r := curReader(t, nb, as[0])
 		res := recvAsync(x, 64)
-		eventually(t, 5*time.Second, "x reading", func() bool { return r.now() == rrRecv })
+		eventually(t, 5*time.Second, "x reading", func() bool { return r.ReaderState() == tcp.RoleRecv })
 		nb.Conn(as[0], TransTCP).Reset()
-		eventually(t, 5*time.Second, "the old reader's end", func() bool { return r.now() == rrDead })
+		eventually(t, 5*time.Second, "the old reader's end", func() bool { return r.ReaderState() == tcp.RoleDead })
 		a.SendTo([]byte("after"), x.BoundAddr(), 0)
 		if r := waitResult(t, res); r.err != nil || string(r.data) != "after" {
 			t.Fatalf("round %d: %q, %v", round, r.data, r.err)
@@ -359,20 +346,20 @@ func TestTCPReaderPeekTrunc(t *testing.T) {
 		{"short", 3, 0, 3, MsgTrunc},
 		{"short, MsgTrunc", 3, MsgTrunc, 5, MsgTrunc},
 	} {
-		held := r.held.Load()
+		_, held, _ := r.RoleCounts()
 		out := make(chan recvResult, 1)
 		go func() {
 			m := Msg{Data: make([]byte, c.size)}
 			n, err := x.RecvMsg(&m, c.flags)
 			out <- recvResult{n, nil, m, err}
 		}()
-		eventually(t, 5*time.Second, "x reading", func() bool { return r.now() == rrRecv })
+		eventually(t, 5*time.Second, "x reading", func() bool { return r.ReaderState() == tcp.RoleRecv })
 		a.SendTo([]byte("hello"), x.BoundAddr(), 0)
 		got := waitResult(t, out)
 		if got.err != nil || got.n != c.want || got.m.Flags != c.wantF || got.m.Addr != a.BoundAddr() {
 			t.Fatalf("%s: %d bytes, flags %v from %v, %v", c.name, got.n, got.m.Flags, got.m.Addr, got.err)
 		}
-		if r.held.Load() == held {
+		if _, now, _ := r.RoleCounts(); now == held {
 			t.Fatalf("%s: the message did not come through the RecvMsg", c.name)
 		}
 		if c.flags&MsgPeek != 0 {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/godapl/godapl/dat"
+	rdsdat "github.com/godapl/godapl/rdsoverdat/internal/dat"
 	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 )
 
@@ -45,13 +46,13 @@ type DATConfig struct {
 	// reconnect backoff (defaults 1 ms and 1 s, as for tcp).
 	ReconnectMin, ReconnectMax time.Duration
 	// RDMA are the zerocopy limits (rds_rdma's fmr_message_size and
-	// fmr_pool_size); zero fields take the defaults (dat_rdma.go).
+	// fmr_pool_size); zero fields take the defaults (RDMALimits).
 	RDMA RDMALimits
 }
 
 // DAT returns the dat transport.
 func DAT(cfg DATConfig) Transport {
-	return xportTransport{newDATTransport(datConfig{
+	return xportTransport{rdsdat.New(rdsdat.Config{
 		Registry: cfg.Registry, IA: cfg.IA, Port: cfg.Port, RecvDepth: cfg.RecvDepth,
 		ConnCredits: cfg.ConnCredits, SendDepth: cfg.SendDepth, ConnectTimeout: cfg.ConnectTimeout,
 		ReconnectMin: cfg.ReconnectMin, ReconnectMax: cfg.ReconnectMax,

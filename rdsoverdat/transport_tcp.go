@@ -3,6 +3,8 @@ package rdsoverdat
 import (
 	"net"
 	"time"
+
+	"github.com/godapl/godapl/rdsoverdat/internal/tcp"
 )
 
 // TCPConfig configures the tcp transport.
@@ -23,11 +25,11 @@ type TCPConfig struct {
 	DrainTimeout time.Duration
 	// ReaderGrace is how long the reading of a connection, lent to a
 	// socket's RecvMsg calls, may stay unused before the connection's
-	// reader goroutine takes it back (tcp_reader.go): other sockets'
+	// reader goroutine takes it back: other sockets'
 	// messages wait up to twice that behind a receiver that stopped
 	// receiving (default 20 ms). Negative: never lend it.
 	ReaderGrace time.Duration
 }
 
 // TCP returns the tcp transport.
-func TCP(cfg TCPConfig) Transport { return xportTransport{newTCPTransport(tcpConfig(cfg))} }
+func TCP(cfg TCPConfig) Transport { return xportTransport{tcp.New(tcp.Config(cfg))} }

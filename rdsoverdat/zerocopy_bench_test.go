@@ -3,6 +3,8 @@ package rdsoverdat
 import (
 	"testing"
 	"time"
+
+	rdsdat "github.com/godapl/godapl/rdsoverdat/internal/dat"
 )
 
 // RDMA through RDS against plain RDS sends of the same size, over the
@@ -59,9 +61,9 @@ func benchZerocopy(b *testing.B, kind zcKind, size int) {
 	}
 	// One server buffer per op in flight, READs land in them: the window,
 	// plus the READs an unfenced op's ACK may overtake (at most
-	// datRDMADepth work requests are outstanding), so that no buffer is
+	// rdsdat.RDMADepth work requests are outstanding), so that no buffer is
 	// reused while a READ into it may still run.
-	var local [zcWindow + datRDMADepth][]byte
+	var local [zcWindow + rdsdat.RDMADepth][]byte
 	for i := range local {
 		local[i] = make([]byte, size)
 	}

@@ -9,12 +9,12 @@ import (
 	"github.com/godapl/godapl/verbs/mem"
 )
 
-// The dat transport's check table (dat_rdma_mr.go): what a request is
+// The dat transport's check table (internal/dat/dat_rdma_mr.go): what a request is
 // admitted for, and a FreeMR that waits for the op it admitted.
 func TestDATCheckAdmit(t *testing.T) {
 	leakCheck(t)
 	r := newDATRig(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem"})
-	dn := datNodeOf(r.st.nodeAt(r.cliNode))
+	dn := datNodeOf(t, r.st.nodeAt(r.cliNode))
 	buf := make([]byte, 100)
 	rwCk, err := r.cli.GetMR(buf, RDMAReadWrite)
 	if err != nil {
@@ -28,7 +28,6 @@ func TestDATCheckAdmit(t *testing.T) {
 		c.Encode(&wire.CheckFields{Kind: wire.CheckRequest, Write: write, ID: 1, RKey: ck.RKey(), Length: uint32(n), Address: addr + off})
 		return c
 	}
-	e := &datEP{}
 	for _, c := range []struct {
 		name string
 		req  wire.RDMACheck
@@ -47,29 +46,25 @@ func TestDATCheckAdmit(t *testing.T) {
 		{"use-once, first", req(onceCk, 0, 100, true), true},
 		{"use-once, second", req(onceCk, 0, 100, true), false},
 	} {
-		m := dn.mrs.admit(c.req, e)
-		if (m != nil) != c.ok {
-			t.Errorf("%s: admitted %v, want %v", c.name, m != nil, c.ok)
+		m, ok := dn.Admit(c.req)
+		if ok != c.ok {
+			t.Errorf("%s: admitted %v, want %v", c.name, ok, c.ok)
 		}
-		if m != nil {
-			dn.mrs.unpin(m, e)
+		if ok {
+			dn.Unpin(m)
 		}
 	}
 
 	// A FreeMR waits for the op admitted on the mapping; no check passes
 	// once it started.
-	m := dn.mrs.admit(req(rwCk, 0, 100, true), e)
-	if m == nil {
+	m, ok := dn.Admit(req(rwCk, 0, 100, true))
+	if !ok {
 		t.Fatal("not admitted")
 	}
 	freed := make(chan error, 1)
 	go func() { freed <- r.cli.FreeMR(rwCk, 0) }()
-	eventually(t, rigWait, "mapping out of the table", func() bool {
-		dn.mrs.mu.Lock()
-		defer dn.mrs.mu.Unlock()
-		return dn.mrs.mrs[rwCk.RKey()] == nil
-	})
-	if dn.mrs.admit(req(rwCk, 0, 1, false), e) != nil {
+	eventually(t, rigWait, "mapping out of the table", func() bool { return !dn.Mapped(rwCk.RKey()) })
+	if _, ok := dn.Admit(req(rwCk, 0, 1, false)); ok {
 		t.Fatal("a check passed on a mapping being freed")
 	}
 	select {
@@ -77,7 +72,7 @@ func TestDATCheckAdmit(t *testing.T) {
 		t.Fatalf("FreeMR returned (%v) while an op held the mapping", err)
 	default:
 	}
-	dn.mrs.unpin(m, e)
+	dn.Unpin(m)
 	if err := <-freed; err != nil {
 		t.Fatal(err)
 	}

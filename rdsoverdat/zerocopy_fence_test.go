@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/godapl/godapl/verbs/mem"
+
+	rdsdat "github.com/godapl/godapl/rdsoverdat/internal/dat"
 )
 
 // Which RDMA ACKs wait for their op's READs over dat (dat_rdma.go): the
@@ -26,11 +28,11 @@ func TestDATFenced(t *testing.T) {
 	} {
 		op := &rdmaOp{rdmaOpArgs: rdmaOpArgs{write: c.write, fence: c.fence}}
 		op.check.Leased = c.leased
-		if got := datFenced((*xop)(op)); got != c.want {
+		if got := rdsdat.Fenced((*xop)(op)); got != c.want {
 			t.Errorf("write=%v fence=%v leased=%v: fenced %v, want %v", c.write, c.fence, c.leased, got, c.want)
 		}
 	}
-	if datFenced(nil) {
+	if rdsdat.Fenced(nil) {
 		t.Error("a message without an op is fenced")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/godapl/godapl/dat"
+	rdsdat "github.com/godapl/godapl/rdsoverdat/internal/dat"
 	"github.com/godapl/godapl/verbs"
 	"github.com/godapl/godapl/verbs/mem"
 	"github.com/godapl/godapl/verbs/siw"
@@ -141,7 +142,7 @@ func TestDATRDMAStatus(t *testing.T) {
 		if s == dat.DTOErrRemoteAccess {
 			want = RDMARemoteError
 		}
-		if got := RDMAStatus(datRDMAStatus(s)); got != want {
+		if got := RDMAStatus(rdsdat.RDMAStatus(s)); got != want {
 			t.Errorf("%v: %v, want %v", s, got, want)
 		}
 	}

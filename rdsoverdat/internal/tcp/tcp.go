@@ -1,4 +1,4 @@
-package rdsoverdat
+package tcp
 
 import (
 	"context"
@@ -42,8 +42,9 @@ import (
 // even between nodes of one process (127.0.0.x), which is what the
 // in-process tests exercise. A node's own address always uses loop.
 
-// tcpConfig is TCPConfig (transport_tcp.go has the fields' meaning).
-type tcpConfig struct {
+// Config is the configuration of rdsoverdat.TCPConfig, whose fields it
+// mirrors field for field (their meaning is documented there).
+type Config struct {
 	Port                       int
 	Paths                      int
 	KeepAlive                  *net.KeepAliveConfig
@@ -52,9 +53,9 @@ type tcpConfig struct {
 	ReaderGrace                time.Duration
 }
 
-// newTCPTransport returns the tcp transport, zero fields of cfg set to
-// their defaults.
-func newTCPTransport(cfg tcpConfig) xport.Transport {
+// New returns the tcp transport, zero fields of cfg set to their
+// defaults.
+func New(cfg Config) xport.Transport {
 	if cfg.Port == 0 {
 		cfg.Port = wire.TCPPort
 	}
@@ -77,7 +78,7 @@ func newTCPTransport(cfg tcpConfig) xport.Transport {
 	return &tcpTransport{cfg: cfg}
 }
 
-type tcpTransport struct{ cfg tcpConfig }
+type tcpTransport struct{ cfg Config }
 
 func (*tcpTransport) Type() uint32 { return wire.RDS_TRANS_TCP }
 func (*tcpTransport) Name() string { return "tcp" }
@@ -107,7 +108,7 @@ func (t *tcpTransport) Attach(n xport.Node) (xport.NodeTransport, error) {
 
 // tcpNode is the tcp transport on one node.
 type tcpNode struct {
-	cfg    tcpConfig
+	cfg    Config
 	node   xport.Node
 	ln     *net.TCPListener
 	ctx    context.Context // cancelled by Close

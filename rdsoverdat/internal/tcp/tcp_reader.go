@@ -1,4 +1,4 @@
-package rdsoverdat
+package tcp
 
 import (
 	"errors"
@@ -12,14 +12,14 @@ import (
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
-// The reader role of a tcp connection (recv_reader.go has the socket's
-// side). Reading the stream is a role that one goroutine holds at a time:
-// the connection's reader goroutine, or a RecvMsg that runs the same
-// reading itself. With two Ps, every message the reader goroutine hands
-// to a waiting RecvMsg wakes a second OS thread (docs/ARCHITECTURE.md,
-// fast paths); a RecvMsg that reads its own message and blocks in the
-// netpoller when the socket is empty, as a plain Go TCP receiver does,
-// needs no hand-off at all.
+// The reader role of a tcp connection (the core's recv_reader.go, in
+// package rdsoverdat, has the socket's side). Reading the stream is a
+// role that one goroutine holds at a time: the connection's reader
+// goroutine, or a RecvMsg that runs the same reading itself. With two
+// Ps, every message the reader goroutine hands to a waiting RecvMsg
+// wakes a second OS thread (docs/ARCHITECTURE.md, fast paths); a RecvMsg
+// that reads its own message and blocks in the netpoller when the socket
+// is empty, as a plain Go TCP receiver does, needs no hand-off at all.
 //
 //   - The reader goroutine gives the role away at a message boundary,
 //     after delivering a message to a socket whose RecvMsg was waiting
@@ -55,13 +55,14 @@ import (
 // Locking: tcpReaderRole.mu and Socket.mu are never held together;
 // dlMu is a leaf.
 
-type rrState uint8
+// RoleState is who holds a connection's reader role.
+type RoleState uint8
 
 const (
-	rrReader rrState = iota // the reader goroutine reads
-	rrIdle                  // lent, nobody reads; a RecvMsg may take it
-	rrRecv                  // a RecvMsg reads
-	rrDead                  // the reader goroutine has ended
+	RoleReader RoleState = iota // the reader goroutine reads
+	RoleIdle                    // lent, nobody reads; a RecvMsg may take it
+	RoleRecv                    // a RecvMsg reads
+	RoleDead                    // the reader goroutine has ended
 )
 
 // tcpReaderRole is one connection's reader role.
@@ -71,7 +72,7 @@ type tcpReaderRole struct {
 	rx  tcpRx         // the stream position: the role holder's
 
 	mu    sync.Mutex
-	state rrState
+	state RoleState
 	err   error // why a RecvMsg gave the role back: the connection failed
 	back  chan struct{}
 	grace time.Duration
@@ -107,7 +108,7 @@ func (r *tcpReaderRole) init(c *tcpConn) {
 // end runs when the reader goroutine ends: no one takes the role again.
 func (r *tcpReaderRole) end() {
 	r.mu.Lock()
-	r.state = rrDead
+	r.state = RoleDead
 	r.mu.Unlock()
 	r.timer.Stop()
 	r.rx.abort()
@@ -216,9 +217,9 @@ func (r *tcpReaderRole) Interrupt() {
 // giveBack returns an idle role to the reader goroutine (xport.ReaderRole).
 func (r *tcpReaderRole) GiveBack() {
 	r.mu.Lock()
-	idle := r.state == rrIdle
+	idle := r.state == RoleIdle
 	if idle {
-		r.state = rrReader
+		r.state = RoleReader
 	}
 	r.mu.Unlock()
 	if idle {
@@ -231,7 +232,7 @@ func (r *tcpReaderRole) GiveBack() {
 // met, if any.
 func (r *tcpReaderRole) lend(s xport.Receiver) error {
 	r.mu.Lock()
-	r.state = rrIdle
+	r.state = RoleIdle
 	r.arm()
 	r.mu.Unlock()
 	r.lends.Add(1)
@@ -257,7 +258,7 @@ func (r *tcpReaderRole) park() error {
 	stop := r.c.stop
 	for {
 		r.mu.Lock()
-		if r.state == rrReader {
+		if r.state == RoleReader {
 			err := r.err
 			r.err = nil
 			r.armed = false
@@ -286,14 +287,14 @@ func (r *tcpReaderRole) takeBack(check bool) {
 	if check {
 		r.armed = false
 	}
-	if r.state != rrIdle {
+	if r.state != RoleIdle {
 		return
 	}
 	if check && r.takes != r.seen {
 		r.arm()
 		return
 	}
-	r.state = rrReader
+	r.state = RoleReader
 	r.resumes.Add(1)
 }
 
@@ -302,8 +303,8 @@ func (r *tcpReaderRole) takeBack(check bool) {
 func (r *tcpReaderRole) Run(s xport.Receiver, buf []byte, peek bool, limit time.Time) (int, netip.AddrPort, xport.RRResult) {
 	r.mu.Lock()
 	switch r.state {
-	case rrIdle:
-	case rrRecv:
+	case RoleIdle:
+	case RoleRecv:
 		r.mu.Unlock()
 		s.ReaderDone(&r.ref, false)
 		return 0, netip.AddrPort{}, xport.RRBusy
@@ -312,7 +313,7 @@ func (r *tcpReaderRole) Run(s xport.Receiver, buf []byte, peek bool, limit time.
 		s.ReaderDone(&r.ref, true)
 		return 0, netip.AddrPort{}, xport.RRGone
 	}
-	r.state = rrRecv
+	r.state = RoleRecv
 	r.takes++
 	r.mu.Unlock()
 	if !limit.IsZero() {
@@ -337,12 +338,12 @@ func (r *tcpReaderRole) Run(s xport.Receiver, buf []byte, peek bool, limit time.
 	back := fatal || s.Closed()
 	r.mu.Lock()
 	if back {
-		r.state = rrReader
+		r.state = RoleReader
 		if fatal {
 			r.err = err
 		}
 	} else {
-		r.state = rrIdle
+		r.state = RoleIdle
 		r.arm()
 	}
 	r.mu.Unlock()

@@ -1,4 +1,4 @@
-package rdsoverdat
+package dat
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
-// The dat transport carries RDS over the DAT API (../dat), modelled on
+// The dat transport carries RDS over the DAT API (package dat), modelled on
 // the kernel's rds_ib (net/rds/ib*.c; docs/WIRE.md, R4):
 //
 //   - Per node: one IA on the node's address, one PZ, one SRQ whose
@@ -56,8 +56,9 @@ import (
 // Its name in listings is "dat", the API it runs on, since the same code
 // runs over any verbs provider.
 
-// datConfig is DATConfig (transport_dat.go has the fields' meaning).
-type datConfig struct {
+// Config is the configuration of rdsoverdat.DATConfig, whose fields it
+// mirrors (their meaning is documented there).
+type Config struct {
 	Registry                   *dat.Registry
 	IA                         string
 	Port                       int
@@ -69,9 +70,9 @@ type datConfig struct {
 	RDMA                       xport.RDMALimits
 }
 
-// newDATTransport returns the dat transport, zero fields of cfg set to
+// New returns the dat transport, zero fields of cfg set to
 // their defaults.
-func newDATTransport(cfg datConfig) xport.Transport {
+func New(cfg Config) xport.Transport {
 	if cfg.Port == 0 {
 		cfg.Port = wire.RDMAPort
 	}
@@ -98,7 +99,7 @@ func newDATTransport(cfg datConfig) xport.Transport {
 	return &datTransport{cfg: cfg}
 }
 
-type datTransport struct{ cfg datConfig }
+type datTransport struct{ cfg Config }
 
 func (*datTransport) Type() uint32 { return wire.RDS_TRANS_IB }
 func (*datTransport) Name() string { return "dat" }
@@ -116,7 +117,7 @@ const (
 
 // datNode is the dat transport on one node.
 type datNode struct {
-	cfg  datConfig
+	cfg  Config
 	node xport.Node
 	ia   *ia.IA
 	pz   *ia.PZ

@@ -1,4 +1,4 @@
-package rdsoverdat
+package dat
 
 import (
 	"bytes"
@@ -9,25 +9,6 @@ import (
 
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
-
-// datFrames fragments a message the way the dat sender does and returns
-// each Send's bytes; adv goes on the first fragment.
-func datFrames(f *wire.Fields, payload []byte, adv uint8) [][]byte {
-	h := make(wire.Header, wire.HeaderLen)
-	f.Len = uint32(len(payload))
-	h.Encode(f)
-	h.SetChecksum()
-	var out [][]byte
-	for off := 0; ; {
-		slot := make([]byte, datSlot)
-		n := datFragment(slot, h, payload, off, adv)
-		adv = 0
-		out = append(out, slot[:wire.HeaderLen+n])
-		if off += n; off >= len(payload) {
-			return out
-		}
-	}
-}
 
 // datReassemble runs frames through the receive side's parser and
 // reassembly; it returns the messages completed and the first error.
@@ -64,7 +45,7 @@ func TestDATFragments(t *testing.T) {
 		for i := range msg {
 			msg[i] = byte(i * 7)
 		}
-		frames := datFrames(&wire.Fields{Sequence: 5, Ack: 3, Sport: 1000, Dport: 2000}, msg, 9)
+		frames := Frames(&wire.Fields{Sequence: 5, Ack: 3, Sport: 1000, Dport: 2000}, msg, 9)
 		if want := max(1, (size+wire.FragSize-1)/wire.FragSize); len(frames) != want {
 			t.Fatalf("%d bytes: %d fragments, want %d", size, len(frames), want)
 		}
@@ -77,8 +58,8 @@ func TestDATFragments(t *testing.T) {
 		}
 	}
 
-	two := datFrames(&wire.Fields{Sequence: 1, Sport: 1, Dport: 2}, make([]byte, 5000), 0)
-	other := datFrames(&wire.Fields{Sequence: 2, Sport: 1, Dport: 2}, make([]byte, 5000), 0)
+	two := Frames(&wire.Fields{Sequence: 1, Sport: 1, Dport: 2}, make([]byte, 5000), 0)
+	other := Frames(&wire.Fields{Sequence: 2, Sport: 1, Dport: 2}, make([]byte, 5000), 0)
 	bad := func(mut func([]byte)) [][]byte {
 		b := bytes.Clone(two[1])
 		mut(b)
@@ -98,7 +79,7 @@ func TestDATFragments(t *testing.T) {
 		{"no header", [][]byte{two[0][:47]}, errDatShort},
 		{"too long", [][]byte{append(bytes.Clone(two[0]), 0)}, errDatLong},
 		{"checksum", [][]byte{func() []byte { b := bytes.Clone(two[0]); b[60] = 1; b[0] ^= 1; return b }()}, errDatChecksum},
-		{"above 1 MiB", datFrames(&wire.Fields{Sequence: 1}, nil, 0), nil},
+		{"above 1 MiB", Frames(&wire.Fields{Sequence: 1}, nil, 0), nil},
 	} {
 		frames := c.frames
 		if c.name == "above 1 MiB" {
@@ -159,7 +140,7 @@ func TestDATPrivateData(t *testing.T) {
 func FuzzDATFragments(f *testing.F) {
 	for _, size := range []int{0, 5, 4096, 5000, wire.CongMapBytes} {
 		var seed []byte
-		for _, fr := range datFrames(&wire.Fields{Sequence: 3, Ack: 2, Sport: 7, Dport: 8, Credit: 1}, make([]byte, size), 4) {
+		for _, fr := range Frames(&wire.Fields{Sequence: 3, Ack: 2, Sport: 7, Dport: 8, Credit: 1}, make([]byte, size), 4) {
 			seed = binary.BigEndian.AppendUint16(seed, uint16(len(fr)))
 			seed = append(seed, fr...)
 		}

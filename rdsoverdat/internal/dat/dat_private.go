@@ -1,4 +1,4 @@
-package rdsoverdat
+package dat
 
 import (
 	"encoding/binary"

@@ -1,0 +1,142 @@
+package dat
+
+import (
+	"net/netip"
+
+	"github.com/godapl/godapl/dat"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
+	"github.com/godapl/godapl/rdsoverdat/wire"
+)
+
+// What the tests of package rdsoverdat, which run this transport under a
+// real stack, observe and provoke of its state. The package is internal,
+// so exporting these adds nothing to any public API.
+
+const (
+	// PrivateLen is the length of the connection private data.
+	PrivateLen = datPrivateLen
+	// SlotLen is the size of a receive buffer: a header and one
+	// fragment, the largest Send a peer may post.
+	SlotLen = datSlot
+	// RDMADepth is how many RDMA work requests an EP may have
+	// outstanding.
+	RDMADepth = datRDMADepth
+)
+
+// EncodePrivate writes connection private data into b (PrivateLen bytes
+// at least) as a connecting or accepting node does, and returns it.
+func EncodePrivate(b []byte, saddr, daddr netip.Addr, ack wire.Seq, ackGen, myGen, credit uint32) []byte {
+	return encodeDatPrivate(b, saddr, daddr, ack, ackGen, myGen, credit)
+}
+
+// Frames fragments a message the way the sender does and returns each
+// Send's bytes; adv goes on the first fragment.
+func Frames(f *wire.Fields, payload []byte, adv uint8) [][]byte {
+	h := make(wire.Header, wire.HeaderLen)
+	f.Len = uint32(len(payload))
+	h.Encode(f)
+	h.SetChecksum()
+	var out [][]byte
+	for off := 0; ; {
+		slot := make([]byte, datSlot)
+		n := datFragment(slot, h, payload, off, adv)
+		adv = 0
+		out = append(out, slot[:wire.HeaderLen+n])
+		if off += n; off >= len(payload) {
+			return out
+		}
+	}
+}
+
+// Fenced reports whether the message that carries op (nil: none) waits
+// for the op's READs.
+func Fenced(op xport.RDMAOp) bool { return datFenced(op) }
+
+// RDMAStatus is the RDMA status an op that completed with s reports.
+func RDMAStatus(s dat.DTOStatus) xport.RDMAStatus { return datRDMAStatus(s) }
+
+// AckSpace returns what path p's private data would announce: the last
+// sequence received and the peer generation it counts in; false if p
+// never ran over this transport.
+func AckSpace(p xport.Path) (wire.Seq, uint32, bool) {
+	dp, ok := p.Data().Load().(*datPath)
+	if !ok {
+		return 0, 0, false
+	}
+	seq, gen := dp.ackSpace()
+	return seq, gen, true
+}
+
+// Node is a handle on the transport attached to one node.
+type Node struct{ dn *datNode }
+
+// NodeOf returns nt as this transport's node.
+func NodeOf(nt xport.NodeTransport) (Node, bool) {
+	dn, ok := nt.(*datNode)
+	return Node{dn}, ok
+}
+
+// SRQ returns the number of receive buffers of the node's SRQ and how
+// many of them its connections granted their peers.
+func (n Node) SRQ() (capacity, reserved int) {
+	n.dn.mu.Lock()
+	defer n.dn.mu.Unlock()
+	return n.dn.capacity, n.dn.reserved
+}
+
+// Pin is a mapping an RDMA check request admitted, held for one op.
+type Pin struct {
+	m *datMR
+	e *datEP
+}
+
+// Admit answers check request c as if it arrived on a connection of its
+// own: the pinned mapping, or false if the op must fail.
+func (n Node) Admit(c wire.RDMACheck) (Pin, bool) {
+	e := &datEP{dn: n.dn}
+	m := n.dn.mrs.admit(c, e)
+	return Pin{m, e}, m != nil
+}
+
+// Unpin ends the op's hold on the mapping.
+func (n Node) Unpin(p Pin) { n.dn.mrs.unpin(p.m, p.e) }
+
+// Mapped reports whether rkey names a mapping checks may admit.
+func (n Node) Mapped(rkey uint32) bool {
+	t := &n.dn.mrs
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mrs[rkey] != nil
+}
+
+// Probe is an endpoint on a path that no connection backs: received
+// frames go to it directly, as if its (absent) EP delivered them.
+type Probe struct{ e *datEP }
+
+// Probe returns an endpoint on path p of node n whose peer sent private
+// data pd (nil: none).
+func (n Node) Probe(p xport.Path, pd []byte) Probe {
+	e := &datEP{dn: n.dn, dp: n.dn.dpath(p)}
+	copy(e.peer[:], pd)
+	return Probe{e}
+}
+
+// DetachedProbe returns an endpoint on path p of node n as a transport
+// that never attached would see it: the path's state is its own, and
+// the endpoint is the one the path transmits on. lastRx is the last
+// sequence received on the path before the endpoint.
+func DetachedProbe(n xport.Node, p xport.Path, lastRx wire.Seq) Probe {
+	dp := &datPath{dn: &datNode{node: n}, p: p}
+	dp.ackNext.Store(uint64(lastRx))
+	e := &datEP{dn: dp.dn, dp: dp}
+	dp.txEP = e
+	return Probe{e}
+}
+
+// Recv processes one received Send.
+func (pr Probe) Recv(frame []byte) { pr.e.recv(frame) }
+
+// Prepare finalizes m's header for transmission, piggybacked ack
+// included, as the path does when it transmits on the probe (a
+// DetachedProbe only: another path transmits on its own endpoints).
+func (pr Probe) Prepare(m xport.Msg) { pr.e.dp.prepare(m) }

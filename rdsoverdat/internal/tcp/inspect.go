@@ -1,0 +1,80 @@
+package tcp
+
+import (
+	"time"
+
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
+)
+
+// What the tests of package rdsoverdat, which run this transport under a
+// real stack, observe and provoke of its state. The package is internal,
+// so exporting these adds nothing to any public API.
+
+// AckTrust is how long a connection whose peer has sent nothing lives
+// before its TCP acks count as RDS acks.
+const AckTrust = tcpAckTrust
+
+// Conn is a handle on one tcp connection of a path; handles on the same
+// connection compare equal.
+type Conn struct{ c *tcpConn }
+
+// CurrentConn returns the connection that carries p, if p is up over
+// this transport.
+func CurrentConn(p xport.Path) (Conn, bool) {
+	tp, ok := p.Data().Load().(*tcpPath)
+	if !ok {
+		return Conn{}, false
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.cur == nil {
+		return Conn{}, false
+	}
+	return Conn{tp.cur}, true
+}
+
+// ReaderState returns who holds the connection's reader role.
+func (c Conn) ReaderState() RoleState {
+	r := &c.c.reader
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state
+}
+
+// AckPolls returns how often the connection's writer woke up on its ack
+// poll timer.
+func (c Conn) AckPolls() uint64 { return c.c.ackPolls.Load() }
+
+// Abort shuts the connection down as a reset does and returns once its
+// writer has ended and asked for a reconnect.
+func (c Conn) Abort() {
+	c.c.shutdown(errReset, false)
+	<-c.c.wdone
+}
+
+// SetAttachHook has f run in a connect worker right after it attached a
+// connection to path p; nil removes it. It must not change while a stack
+// runs this transport.
+func SetAttachHook(f func(p xport.Path)) {
+	if f == nil {
+		tcpAttached = nil
+		return
+	}
+	tcpAttached = func(tp *tcpPath) { f(tp.p) }
+}
+
+// LonePoll returns the delay of the first ack poll for a lone
+// unacknowledged message.
+func LonePoll() time.Duration { return ackPollLone }
+
+// SetLonePoll sets that delay; it must not change while a stack runs this
+// transport.
+func SetLonePoll(d time.Duration) { ackPollLone = d }
+
+// RoleCounts are the counts of a connection's reader role: lends by the
+// reader goroutine, messages RecvMsg holders read, and takes back by the
+// reader goroutine.
+func (c Conn) RoleCounts() (lends, held, resumes uint64) {
+	r := &c.c.reader
+	return r.lends.Load(), r.held.Load(), r.resumes.Load()
+}
