@@ -40,17 +40,20 @@ grep -a "Stats\|Total\|Error\|error\|Warning" "$OUT/vm-client.txt" || true
 kill $HOSTPID; wait $HOSTPID 2>/dev/null || true; HOSTPID=
 
 echo "== VM OFA dapl server, host libdatgodapl client: dapltest -T T $T"
-vm sh -c "DAT_OVERRIDE=$OFA_CONF dapltest -T S -D ofa-v2-siw > /tmp/server.txt 2>&1 & sleep 1; \
+vm sh -c "DAT_OVERRIDE=$OFA_CONF dapltest -T S -D ofa-v2-siw > /tmp/server.txt 2>&1 & echo \$! > /tmp/server.pid; \
   for i in \$(seq 240); do grep -q 'Service Point Ready' /tmp/server.txt && exit 0; sleep 0.5; done; exit 1"
 host timeout 600 dapltest -T T -s $IP -D ofa-v2-siw $T > "$OUT/host-client.txt" 2>&1 || fail=1
 grep -a "Stats\|Total\|Error\|error\|Warning\|bad" "$OUT/host-client.txt" || true
-"$LAB/vm.sh" killjobs --name $VM >/dev/null
+# The server outlives the job that started it (killjobs does not reach it), and while it runs it
+# holds dapltest's port in the VM: the servers of the runs below could not listen, and their
+# clients would reach this one.
+vm sh -c 'P=$(cat /tmp/server.pid); kill $P; while kill -0 $P 2>/dev/null; do sleep 0.2; done'
 
 # dapltest -T P in the VM, both ends in one process tree, on each provider in turn.
 perf() {
 	vm sh -c "export DAT_OVERRIDE=$2; dapltest -T S -D $1 > /tmp/p.txt 2>&1 & S=\$!; \
 	  for i in \$(seq 240); do grep -q 'Service Point Ready' /tmp/p.txt && break; sleep 0.5; done; \
-	  timeout 600 dapltest -T P -s $IP -D $1 -i 2000 -p 8 -m b RW 65536 1; kill \$S 2>/dev/null; true" |
+	  timeout 600 dapltest -T P -s $IP -D $1 -i 2000 -p 8 -m b RW 65536 1; kill \$S 2>/dev/null; wait \$S; true" |
 		sed -n 's/.*Bandwidth *: *\([0-9.]*\) MB\/sec.*/\1/p' || true
 }
 for r in 1 2 3; do

@@ -234,6 +234,7 @@ func fillProviderAttr(p *C.DAT_PROVIDER_ATTR, g *dat.ProviderAttr, threadSafe bo
 	p.is_signal_safe = C.DAT_FALSE
 	p.ha_supported = C.DAT_FALSE
 	p.ha_loadbalancing = C.DAT_HA_LB_NONE
+	C.gd_fill_provider_specific(p)
 }
 
 //export gd_ia_ha_related

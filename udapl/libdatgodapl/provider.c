@@ -231,3 +231,20 @@ void DAT_API dat_provider_fini(const DAT_PROVIDER_INFO *info)
 {
 	gd_provider_fini((DAT_PROVIDER_INFO *)info);
 }
+
+/*
+ * Provider-specific attributes that dat_ia_query reports. Programs written
+ * for the reference provider look them up by name: dtest runs its RDMA
+ * Read phase only where DAT_IB_RDMA_READ is "TRUE", so a provider that
+ * leaves it out makes dtest skip the phase on its side while a peer on
+ * the reference provider runs it and waits for a message that never comes.
+ */
+static DAT_NAMED_ATTR gd_provider_specific[] = {
+	{ "DAT_IB_RDMA_READ", "TRUE" },
+};
+
+void gd_fill_provider_specific(DAT_PROVIDER_ATTR *p)
+{
+	p->num_provider_specific_attr = sizeof(gd_provider_specific) / sizeof(gd_provider_specific[0]);
+	p->provider_specific_attr = gd_provider_specific;
+}

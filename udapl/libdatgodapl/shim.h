@@ -40,6 +40,7 @@ struct gd_box {
 DAT_PROVIDER *gd_new_provider(const char *ia_name);
 DAT_RETURN gd_register(DAT_PROVIDER *p, const DAT_PROVIDER_INFO *info);
 DAT_RETURN gd_unregister(DAT_PROVIDER *p, const DAT_PROVIDER_INFO *info);
+void gd_fill_provider_specific(DAT_PROVIDER_ATTR *p);
 
 void gd_event_dto(DAT_EVENT *ev, DAT_EVENT_NUMBER n, DAT_HANDLE evd, DAT_HANDLE ep, uint64_t cookie,
 		  uint32_t status, uint32_t len, uint32_t op, uint32_t rmr_ctx);

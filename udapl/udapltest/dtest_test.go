@@ -32,5 +32,12 @@ func TestDtest(t *testing.T) {
 	if err != nil || !strings.Contains(sout, "DAPL Test Complete. PASSED") {
 		t.Fatalf("dtest server: %v\n%s", err, sout)
 	}
+	// dtest reads only where the provider reports DAT_IB_RDMA_READ; a
+	// side that skips the phase leaves a peer on another provider waiting.
+	for side, o := range map[string]string{"client": out, "server": sout} {
+		if !strings.Contains(o, "RDMA READ DATA with SEND MSG") || !strings.Contains(o, "RDMA read completion message") {
+			t.Errorf("dtest %s skipped its RDMA Read phase:\n%s", side, o)
+		}
+	}
 	t.Logf("client: %s", strings.Join(lines(out, "MB/sec"), "; "))
 }

@@ -111,6 +111,35 @@ func TestInitiatorStartupNudges(t *testing.T) {
 	}
 }
 
+// TestInitiatorNudgesEndWhenResponderSpeaks: in peer-to-peer mode the
+// responder's first FPDU ends the startup nudges. It has read the RTR,
+// and siw reads everything queued behind it then; a later nudge is a
+// stray frame, and one that reaches a siw peer closing the connection
+// (no longer reading) turns its close into a reset.
+func TestInitiatorNudgesEndWhenResponderSpeaks(t *testing.T) {
+	s, peer := connectInitiator(t, siw.Options{}, verbs.ConnParam{})
+	peer.read(24)
+	peer.write(mpaFrame(true, 0x10, 2, irdord(0x8001, 0x8001)))
+	if _, err := s.result(t); err != nil {
+		t.Fatal(err)
+	}
+	verbstest.MustPostRecv(t, s.side.QP, verbs.RecvWR{ID: 9, SGL: []verbs.SGE{s.side.Buf.SGE(0, 16)}})
+	peer.expectFPDU("RTR", rtrWriteFPDU)
+	peer.write(fpdu(sendULPDU(3, true, 0, 0, 1, 0, []byte("hi")), false))
+	verbstest.ExpectWC(t, verbstest.PollOne(t, s.side.CQ, peerTimeout), 9, verbs.WCSuccess, verbs.WCRecv)
+	// Nudges sent before the responder's FPDU was seen precede this
+	// Send on the wire; none may follow it.
+	copy(s.side.Buf.B[16:], "abcd")
+	verbstest.MustPostSend(t, s.side.QP, verbs.SendWR{ID: 1, Opcode: verbs.OpSend, SGL: []verbs.SGE{s.side.Buf.SGE(16, 4)}})
+	send := fpdu(sendULPDU(3, true, 0, 0, 1, 0, []byte("abcd")), false)
+	for got := peer.readFPDU(); string(got) != string(send); got = peer.readFPDU() {
+		if string(got) != string(rtrWriteFPDU) {
+			t.Fatalf("unexpected FPDU % x", got)
+		}
+	}
+	peer.expectSilence("after the responder's first FPDU", 300*time.Millisecond)
+}
+
 // TestInitiatorP2PReadRTR: a responder that picks the Read RTR gets a
 // zero-length Read Request and answers with a zero-length Read Response,
 // which the initiator absorbs.

@@ -58,7 +58,9 @@ type Options struct {
 	// arrives, so an initiator that sends its first message at once and
 	// then waits for an answer deadlocks with it (seen in 10-20 % of rping
 	// runs in the lab VM). A later nudge makes siw read everything queued.
-	// They cost a few 20-byte frames per connection and no latency.
+	// They cost a few 20-byte frames per connection and no latency. In
+	// peer-to-peer mode they stop at the responder's first FPDU: siw sends
+	// nothing before it has read the RTR, and reads all queued with it.
 	NoStartupNudge bool
 	// NoInlineReceive keeps a goroutine waiting on a QP's CQ from reading
 	// and placing the QP's inbound FPDUs itself (see qp_rxinline.go): the

@@ -109,6 +109,11 @@ func (s *stream) rxStep() bool {
 	if err != nil {
 		return s.rxFailed(h, err)
 	}
+	if !rx.started {
+		// Before the handler, which may complete a receive: whoever
+		// sees that completion sees the peer as having spoken.
+		s.peerSpoke.Store(true)
+	}
 	if !rxHandlers[h.Opcode()](s, h) {
 		return false
 	}

@@ -135,6 +135,16 @@ func (s *stream) runTx() {
 		select {
 		case <-s.kick:
 		case <-nudgeC:
+			if s.rtr != rtrNone && s.peerSpoke.Load() {
+				// A peer-to-peer responder sends nothing before it has
+				// read the RTR, and siw reads everything queued behind
+				// it then: nothing is left stranded. A nudge now would
+				// only be a stray frame, and one that reaches a siw peer
+				// after it stopped reading to close makes its close a
+				// reset, which this side would report as broken.
+				nudgeC = nil
+				break
+			}
 			// What the direct path left (possibly half an FPDU) goes first.
 			tx.mu.Lock()
 			if err = s.flushDirect(); err == nil {
