@@ -155,14 +155,7 @@ func (d *Device) query() error {
 		}
 		d.ports = append(d.ports, port)
 	}
-	// What an IB CM REQ carries after rdma_cm's header, less the length
-	// byte godapl puts in front (privLenFrame).
-	privData := 56 - 1
-	if tr == verbs.TransportIWARP {
-		// Linux counts MPA v2's 4-byte IRD/ORD header against the
-		// 252 bytes an MPA frame may carry: a peer refuses more.
-		privData = verbs.MaxPrivateData - 4
-	}
+	privData := privLimit(tr, privRequest)
 	d.attr = verbs.DeviceAttr{
 		Name:        d.name,
 		Provider:    ProviderName,

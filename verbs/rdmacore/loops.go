@@ -192,10 +192,9 @@ func (d *Device) cmLoop() {
 			respRes: int(ev.resp_res), initDepth: int(ev.init_depth),
 		}
 		if ev.pd_len > 0 {
+			// On IB and RoCE this is the CM's whole field, zero-padded
+			// (privdata.go).
 			e.privData = C.GoBytes(unsafePointer(&ev.pd[0]), ev.pd_len)
-			if d.attr.Transport != verbs.TransportIWARP {
-				e.privData = unframePriv(e.privData)
-			}
 		}
 		d.mu.Lock()
 		o := d.cmIDs[uintptr(ev.handle)]
@@ -208,33 +207,6 @@ func (d *Device) cmLoop() {
 			C.rdma_destroy_id(e.id)
 		}
 	}
-}
-
-// On IB and RoCE the CM carries a fixed private data field (56 bytes in
-// a request, 196 in a reply, 148 in a reject) and no length: what the
-// peer gave arrives zero-padded. godapl's rdmacore puts the length in
-// the first byte, so that a consumer gets exactly what its peer sent,
-// as on iWARP (MPA carries the length). A peer that does not frame its
-// data (rdma-core's rping sends none) is taken as is when its first
-// byte cannot be a length.
-
-// framePriv prefixes b with its length on IB and RoCE.
-func (d *Device) framePriv(b []byte) []byte {
-	if d.attr.Transport == verbs.TransportIWARP || len(b) == 0 {
-		return b
-	}
-	return append([]byte{byte(len(b))}, b...)
-}
-
-// unframePriv takes the data out of a framed private data field.
-func unframePriv(b []byte) []byte {
-	if len(b) == 0 || int(b[0]) > len(b)-1 {
-		return b
-	}
-	if b[0] == 0 {
-		return nil
-	}
-	return b[1 : 1+int(b[0])]
 }
 
 // register gives o a handle for the context of its rdma_cm ids.
