@@ -3,14 +3,17 @@
 # the QEMU lab: the verbs conformance suite on rxe (RoCE) and on siw
 # (iWARP), once more under GOEXPERIMENT=cgocheck2, the hot-path
 # benchmarks beside perftest's ib_write_bw and ib_send_bw on the same rxe
-# device, interleaved, and godapl's pure-Go siw on the host against
+# device, interleaved, godapl's pure-Go siw on the host against
 # rdmacore on the kernel's siw (tests/rdmacore/internal/peer), each end
-# passive once. Run from the repository root as root (make
+# passive once, and RDS over DAT over rdmacore between two VMs on rxe:
+# rds-stress (with RDMA) and rds-cat's 10,000 datagrams of mixed sizes,
+# checked byte for byte and in order. Run from the repository root as root (make
 # rdmacore-lab).
 #   env: LAB        the lab directory (vm.sh)
 #        LAB_CACHE  the lab cache
 #        REPS       benchmark repetitions (default 3)
 #        VM_NAME, VM_IP  the VM (default rdmacore, 192.168.77.21)
+#        VM2_NAME, VM2_IP  the RDS peer VM (default rdmacore2, .22)
 #        DAT_STRICT      1: a failing DAT suite fails the run (it is
 #                        reported either way)
 set -euo pipefail
@@ -20,6 +23,8 @@ export LAB_CACHE=${LAB_CACHE:-/var/cache/ratlab}
 REPS=${REPS:-3}
 NAME=${VM_NAME:-rdmacore}
 IP=${VM_IP:-192.168.77.21}
+NAME2=${VM2_NAME:-rdmacore2}
+IP2=${VM2_IP:-192.168.77.22}
 BIN=$REPO/bin/rdmacore
 mkdir -p "$BIN"
 
@@ -30,10 +35,12 @@ go test -c -tags rdmacore -o "$BIN/rdmacore.test" ./verbs/rdmacore
 go build -tags rdmacore -o "$BIN/peer" ./tests/rdmacore/internal/peer
 go build -tags rdmacore -o "$BIN/rping" ./cmd/rping
 go test -c -tags rdmacore -o "$BIN/dattest.test" ./dat/dattest
+go build -tags rdmacore -o "$BIN/rds-stress" ./cmd/rds-stress
+go build -tags rdmacore -o "$BIN/rds-cat" ./cmd/rds-cat
 GOEXPERIMENT=cgocheck2 go test -c -tags rdmacore -o "$BIN/rdmacore-cgocheck2.test" ./verbs/rdmacore
 
 vm start --name "$NAME" --ip "$IP" --rdma "rxe0:rxe:eth0" --share "$REPO"
-trap 'vm stop --name "$NAME" >/dev/null 2>&1 || true' EXIT
+trap 'vm stop --name "$NAME" >/dev/null 2>&1 || true; vm stop --name "$NAME2" >/dev/null 2>&1 || true' EXIT
 
 status=0
 # suite DEVICE BINARY: the conformance suite on one device.
@@ -114,10 +121,47 @@ ours() {
 		awk '/ns\/op/ { for (i = 1; i <= NF; i++) if ($(i+1) == "ns/op") printf "%.1f\n", 1e9 / $i }'
 }
 
+# rds: RDS over DAT over rdmacore, the dat transport on each VM's
+# ofa-v2-rxe0-1 IA: rds-stress with RDMA of mixed request sizes, then
+# rds-cat sending 10,000 datagrams of mixed sizes (0 to 9,000 bytes
+# after a 6-byte sequence number), one per line, that must come out at
+# the listener identical and in order.
+rds() {
+	local ia=ofa-v2-rxe0-1
+	echo "== RDS over DAT over rdmacore: rds-stress $IP -> $IP2 ($ia)"
+	vm start --name "$NAME2" --ip "$IP2" --rdma "rxe0:rxe:eth0" --share "$REPO"
+	vm exec --name "$NAME2" -- timeout 120 "$BIN/rds-stress" --transport dat --ia $ia -r "$IP2" -p 4000 >"$BIN/rds-stress-passive.txt" 2>&1 &
+	local job=$!
+	sleep 3
+	if vmx timeout 120 "$BIN/rds-stress" -s "$IP2" -p 4000 --transport dat --ia $ia -T 5 -t 3 -d 4 -q 64,4K,64K -D 64K >"$BIN/rds-stress.txt" 2>&1 && wait $job; then
+		grep -E '^ +all ' "$BIN/rds-stress.txt" | sed 's/^/   /'
+	else
+		status=1
+		tail -5 "$BIN/rds-stress.txt" "$BIN/rds-stress-passive.txt"
+	fi
+	echo "== RDS over DAT over rdmacore: rds-cat, 10,000 datagrams $IP -> $IP2"
+	awk 'BEGIN { srand(20); split("0 1 17 100 512 1000 1500 4000 9000", n, " ")
+		for (i = 0; i < 10000; i++) { s = sprintf("%05d ", i); k = n[1 + int(rand() * 9)]
+			for (j = 0; j < k; j++) s = s sprintf("%c", 97 + (i + j) % 26); print s } }' >"$BIN/rds-cat-in.txt"
+	rm -f "$BIN/rds-cat-out.txt"
+	vm exec --name "$NAME2" -- timeout 400 "$BIN/rds-cat" -l -b "$IP2:5000" --transport dat --ia $ia --count 10000 --timeout 360s >"$BIN/rds-cat-out.txt" 2>"$BIN/rds-cat-listen.txt" &
+	job=$!
+	sleep 3
+	if vmx timeout 400 "$BIN/rds-cat" -b "$IP:5001" "$IP2:5000" --transport dat --ia $ia -f "$BIN/rds-cat-in.txt" --timeout 60s && wait $job &&
+		cmp "$BIN/rds-cat-in.txt" "$BIN/rds-cat-out.txt"; then
+		echo "   $(wc -l <"$BIN/rds-cat-out.txt") datagrams, $(wc -c <"$BIN/rds-cat-out.txt") bytes, identical and in order"
+	else
+		status=1
+		cat "$BIN/rds-cat-listen.txt"
+	fi
+	vm stop --name "$NAME2"
+}
+
 suite rxe0 "$BIN/rdmacore.test"
 suite rxe0 "$BIN/rdmacore-cgocheck2.test"
 rping_interop
 dat rxe0
+rds
 
 echo "== benchmarks on rxe0 (operations per second; ours / perftest)"
 for r in $(seq "$REPS"); do
