@@ -435,6 +435,17 @@ func (q *qp) postSendLocked(wrs []verbs.SendWR) (int, error) {
 			w.inv_rkey = C.uint32_t(wr.InvalidateRKey)
 			w.num_sge = C.uint32_t(len(wr.SGL))
 			switch wr.Opcode {
+			case verbs.OpRDMARead:
+				if q.d.attr.Transport == verbs.TransportIWARP {
+					// An iWARP stream returns Read Responses in
+					// the order of the Read Requests (RDMAP), so
+					// an earlier Read has completed before a later
+					// one places its first byte: the fence holds
+					// without the flag, which the kernel's siw
+					// refuses on a Read ("a READ cannot be
+					// fenced": the post fails with EPERM).
+					w.flags &^= C.uint8_t(verbs.SendFence)
+				}
 			case verbs.OpBindMW:
 				q.fillBind(w, &wr.Bind)
 			case verbs.OpLocalInv:
