@@ -5,10 +5,10 @@
 # benchmarks beside perftest's ib_write_bw and ib_send_bw on the same rxe
 # device, interleaved, godapl's pure-Go siw on the host against
 # rdmacore on the kernel's siw (tests/rdmacore/internal/peer), each end
-# passive once, and RDS over DAT over rdmacore between two VMs on rxe:
-# rds-stress (with RDMA) and rds-cat's 10,000 datagrams of mixed sizes,
-# checked byte for byte and in order. Run from the repository root as root (make
-# rdmacore-lab).
+# passive once, port events with eth0 taken down under rxe, and RDS over
+# DAT over rdmacore between two VMs on rxe: rds-stress (with RDMA) and
+# rds-cat's 10,000 datagrams of mixed sizes, checked byte for byte and
+# in order. Run from the repository root as root (make rdmacore-lab).
 #   env: LAB        the lab directory (vm.sh)
 #        LAB_CACHE  the lab cache
 #        REPS       benchmark repetitions (default 3)
@@ -157,11 +157,25 @@ rds() {
 	vm stop --name "$NAME2"
 }
 
+# port_events: rxe's port follows eth0; TestPortEvents takes it down and
+# up and wants PORT_ERR and PORT_ACTIVE.
+port_events() {
+	echo "== port events on rxe0 (ip link set eth0 down/up)"
+	if vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" GODAPL_RDMACORE_NETDEV=eth0 \
+		"$BIN/rdmacore.test" -test.run TestPortEvents -test.v -test.timeout 5m >"$BIN/port-events.txt" 2>&1; then
+		grep -E 'over a downed port|^--- ' "$BIN/port-events.txt" | sed 's/^ */   /'
+	else
+		status=1
+		cat "$BIN/port-events.txt"
+	fi
+}
+
 suite rxe0 "$BIN/rdmacore.test"
 suite rxe0 "$BIN/rdmacore-cgocheck2.test"
 rping_interop
 dat rxe0
 rds
+port_events
 
 echo "== benchmarks on rxe0 (operations per second; ours / perftest)"
 for r in $(seq "$REPS"); do

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -193,8 +194,25 @@ func (d *Device) Name() string { return d.name }
 // Query returns the device's attributes.
 func (d *Device) Query() verbs.DeviceAttr { return d.attr }
 
-// Ports describes the device's ports as they were when it was opened.
-func (d *Device) Ports() []Port { return d.ports }
+// Ports describes the device's ports as they were when it was opened,
+// with each State kept current by the port events (EventPortActive,
+// EventPortErr).
+func (d *Device) Ports() []Port {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.ports)
+}
+
+// setPortState records the state a port event reported.
+func (d *Device) setPortState(num int, st PortState) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.ports {
+		if d.ports[i].Num == num {
+			d.ports[i].State = st
+		}
+	}
+}
 
 // Stats returns the counters kept by this process for the device.
 func (d *Device) Stats() verbs.DeviceStats {

@@ -116,9 +116,15 @@ func (d *Device) asyncEvent(ev *C.struct_gd_async_event) {
 		out.Type = verbs.EventSRQErr
 	case C.IBV_EVENT_DEVICE_FATAL:
 		out.Type = verbs.EventDeviceFatal
+	case C.IBV_EVENT_PORT_ACTIVE:
+		out.Type, out.Port = verbs.EventPortActive, int(ev.port)
+		d.setPortState(out.Port, PortActive)
+	case C.IBV_EVENT_PORT_ERR:
+		out.Type, out.Port = verbs.EventPortErr, int(ev.port)
+		d.setPortState(out.Port, PortDown)
 	default:
-		// Port, GID, LID and P_Key changes have no verbs event type; a
-		// port that goes down shows on the connections it carried.
+		// GID, LID, P_Key and path migration changes have no verbs
+		// event type.
 		return
 	}
 	d.mu.Lock()
