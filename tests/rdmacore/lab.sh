@@ -194,6 +194,12 @@ for r in $(seq "$REPS"); do
 		'BEGIN { printf "RESULT ratio_write_64k %.3f x\nRESULT ratio_send_64 %.3f x\n", a / b, c / d }'
 done | tee "$BIN/bench.txt"
 
+echo "== DAT over rdmacore against bare rdmacore verbs on rxe0 (dat/verbs CPU per op, paired blocks)"
+vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" "$BIN/dattest.test" -test.run '^$' \
+	-test.bench 'DTOPaired/rdmacore/(send|write)/(64B|4KiB)$' -test.benchtime 40000x |
+	awk '/dat\/verbs/ { for (i = 1; i <= NF; i++) if ($(i+1) == "dat/verbs") printf "RESULT %s %s x\n", $1, $i }' |
+	tee -a "$BIN/bench.txt"
+
 # listening FILE: waits until the peer writing FILE listens.
 listening() {
 	for _ in $(seq 300); do
