@@ -259,12 +259,15 @@ func (q *qp) Modify(s verbs.QPState) error {
 	return err
 }
 
-// setError records that the device moved the QP to ERROR.
+// setError records a fatal async event: the QP is in ERROR for its
+// users. hwState is left alone, so that ending the connection still
+// moves the device's QP to ERROR: the event does not mean the device has
+// done so (the kernel's siw reports REQ_ERR with the QP still up), and
+// until it does, siw may never flush the receive queue.
 func (q *qp) setError() {
 	q.mu.Lock()
 	if !q.dead {
 		q.setState(verbs.QPStateError)
-		q.hwState = verbs.QPStateError
 	}
 	q.mu.Unlock()
 }
