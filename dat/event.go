@@ -129,7 +129,10 @@ type CRArrival struct {
 type ConnectionData struct {
 	EP Handle
 	// PrivateData is the peer's: its accept data with ESTABLISHED on the
-	// active side, its reject data with PEER_REJECTED.
+	// active side, its reject data with PEER_REJECTED. Over an IB or RoCE
+	// IA it arrives zero-padded to the CM's field size (196 bytes with an
+	// accept, 148 with a reject), as rdma_cm delivers it: parse it
+	// allowing trailing zeros.
 	PrivateData []byte
 }
 

@@ -16,6 +16,14 @@ const MaxPrivateData = 252
 type ConnParam struct {
 	// PrivateData is delivered to the peer: with the request (Connect), with
 	// the reply (Accept) or with a reject. At most MaxPrivateData bytes.
+	// It goes on the wire as given, with no framing of godapl's, so that
+	// any rdma_cm peer reads it. On iWARP (MPA) the peer receives exactly
+	// these bytes. On IB and RoCE the CM message has a fixed field and no
+	// length: the peer receives these bytes padded with zeros to the
+	// field's size, as rdma_cm reports it (56 bytes with a request, 196
+	// with a reply, 148 with a reject; a device refuses more with
+	// ErrInvalidArgument, and its DeviceAttr.MaxPrivData is the request's
+	// size). Consumers that parse private data must accept that padding.
 	PrivateData []byte
 	// ResponderResources (IRD) is how many inbound RDMA Reads this side will
 	// serve at once; InitiatorDepth (ORD) how many it may have outstanding.
@@ -100,6 +108,8 @@ type Listener interface {
 
 // ConnRequest is a connection request waiting for Accept or Reject.
 type ConnRequest interface {
+	// PrivateData is the peer's request data, zero-padded to the CM's
+	// field size on IB and RoCE (ConnParam.PrivateData).
 	PrivateData() []byte
 	LocalAddr() net.Addr
 	RemoteAddr() net.Addr
@@ -121,7 +131,8 @@ type Conn interface {
 	LocalAddr() net.Addr
 	RemoteAddr() net.Addr
 	// PrivateData is what the peer sent: its request data on the passive
-	// side, its accept data on the active side.
+	// side, its accept data on the active side. On IB and RoCE it is
+	// zero-padded to the CM's field size (ConnParam.PrivateData).
 	PrivateData() []byte
 	// ResponderResources (IRD) and InitiatorDepth (ORD) are the negotiated values.
 	ResponderResources() int

@@ -16,11 +16,14 @@ const (
 	EventSRQLimitReached                        // SRQ fell below its armed limit
 	EventSRQErr                                 // SRQ failed
 	EventDeviceFatal                            // device unusable
+	EventPortActive                             // a port came up; see AsyncEvent.Port
+	EventPortErr                                // a port went down (link lost); see AsyncEvent.Port
 )
 
 var asyncEventNames = [...]string{
 	"QP_FATAL", "QP_REQ_ERR", "QP_ACCESS_ERR", "COMM_EST", "SQ_DRAINED",
 	"QP_LAST_WQE_REACHED", "CQ_ERR", "SRQ_LIMIT_REACHED", "SRQ_ERR", "DEVICE_FATAL",
+	"PORT_ACTIVE", "PORT_ERR",
 }
 
 func (t AsyncEventType) String() string {
@@ -31,12 +34,17 @@ func (t AsyncEventType) String() string {
 }
 
 // AsyncEvent is an event not tied to a work request. Exactly one of QP, CQ
-// and SRQ is set, except for EventDeviceFatal.
+// and SRQ is set, except for EventDeviceFatal and the port events, which
+// set Port instead.
 type AsyncEvent struct {
 	Type AsyncEventType
 	QP   QP
 	CQ   CQ
 	SRQ  SRQ
+	// Port is the device port (from 1) of EventPortActive and
+	// EventPortErr. Connections over a port that went down are not ended
+	// by the event: each fails on its own (retries exhausted, flushed).
+	Port int
 	Err  error // detail, e.g. a *TerminateError for EventQPFatal
 }
 

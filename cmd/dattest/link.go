@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -66,8 +67,9 @@ func dial(ctx context.Context, i *ia.IA, pz *ia.PZ, addr netip.Addr, qual dat.Co
 	switch ev.Number {
 	case dat.ConnectionEventEstablished:
 	case dat.ConnectionEventPeerRejected:
-		if len(ev.Conn.PrivateData) > 0 {
-			return nil, fmt.Errorf("server rejected the connection: %s", ev.Conn.PrivateData)
+		// Over IB and RoCE the reject data comes zero-padded.
+		if why := strings.TrimRight(string(ev.Conn.PrivateData), "\x00"); why != "" {
+			return nil, fmt.Errorf("server rejected the connection: %s", why)
 		}
 		return nil, errors.New("server rejected the connection")
 	case dat.ConnectionEventNonPeerRejected:

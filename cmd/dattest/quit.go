@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/godapl/godapl/dat"
@@ -43,10 +44,12 @@ func quitServer(ctx context.Context, i *ia.IA, addr netip.Addr, qual dat.ConnQua
 	}
 	switch got.Number {
 	case dat.ConnectionEventPeerRejected:
-		if string(got.Conn.PrivateData) == quitReply {
+		// Over IB and RoCE the reject data comes zero-padded.
+		why := strings.TrimRight(string(got.Conn.PrivateData), "\x00")
+		if why == quitReply {
 			return nil
 		}
-		return fmt.Errorf("the server refused to quit: %s", got.Conn.PrivateData)
+		return fmt.Errorf("the server refused to quit: %s", why)
 	case dat.ConnectionEventEstablished:
 		e.Disconnect(dat.CloseAbrupt)
 		return errors.New("the peer accepted a quit request: not a dattest server")

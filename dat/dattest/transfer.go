@@ -20,7 +20,7 @@ var connectTests = []testCase{
 		if cep.State() != dat.EPStateConnected || sep.State() != dat.EPStateConnected {
 			t.Fatal("not connected")
 		}
-		if string(sep.PeerPrivateData()) != "DAPL and RDMA rule! Test 4321." || string(cep.PeerPrivateData()) != "accepted" {
+		if !privIs(sep.PeerPrivateData(), "DAPL and RDMA rule! Test 4321.") || !privIs(cep.PeerPrivateData(), "accepted") {
 			t.Fatal("peer private data")
 		}
 		p, _ := cep.Query()
@@ -48,7 +48,7 @@ var connectTests = []testCase{
 		}
 		WantErr(t, cr.Reject(nil), dat.InvalidHandle, dat.InvalidHandleCR)
 		ev := waitConn(t, cli.EVD, dat.ConnectionEventPeerRejected)
-		if string(ev.Conn.PrivateData) != "no thanks" || cep.State() != dat.EPStateDisconnected {
+		if !privIs(ev.Conn.PrivateData, "no thanks") || cep.State() != dat.EPStateDisconnected {
 			t.Fatalf("reject data %q state %v", ev.Conn.PrivateData, cep.State())
 		}
 	}},

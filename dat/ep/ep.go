@@ -104,8 +104,8 @@ func (e *EP) Status() (state dat.EPState, recvIdle, requestIdle bool, err error)
 func (e *EP) State() dat.EPState { return e.c().State() }
 
 // PeerPrivateData returns the private data of the peer: its accept data
-// on the active side, its request data on the passive side. Valid until
-// Free or Reset.
+// on the active side, its request data on the passive side, zero-padded
+// over an IB or RoCE IA (dat.ConnectionData). Valid until Free or Reset.
 func (e *EP) PeerPrivateData() []byte { return e.c().PeerPrivateData() }
 
 // PostSend posts a Send of the gathered segments (dat_ep_post_send).

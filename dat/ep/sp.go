@@ -33,7 +33,9 @@ type SPParam struct {
 
 // CRParam is what CR.Query reports (DAT_CR_PARAM).
 type CRParam struct {
-	RemoteAddr  netip.AddrPort
+	RemoteAddr netip.AddrPort
+	// PrivateData is the peer's request data, zero-padded to 56 bytes
+	// over an IB or RoCE IA (the CM's field has no length).
 	PrivateData []byte
 	LocalEP     *EP // the RSP's or the provider-created EP
 }

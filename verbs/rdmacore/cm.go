@@ -183,13 +183,13 @@ func (r *connReq) take() error {
 }
 
 func (r *connReq) Reject(priv []byte) error {
-	if len(priv) > r.l.d.attr.MaxPrivData {
-		return fmt.Errorf("rdmacore: reject with %d bytes of private data: %w", len(priv), verbs.ErrInvalidArgument)
+	if err := r.l.d.checkPriv(privReject, priv); err != nil {
+		return err
 	}
 	if err := r.take(); err != nil {
 		return err
 	}
-	cp, n := cBytes(r.l.d.framePriv(priv))
+	cp, n := cBytes(priv)
 	rc := C.rdma_reject(r.c.id, cp, n)
 	errno := errnoOf()
 	C.free(cp)
@@ -202,7 +202,7 @@ func (r *connReq) Reject(priv []byte) error {
 
 func (r *connReq) Accept(vqp verbs.QP, p verbs.ConnParam) (verbs.Conn, error) {
 	d := r.l.d
-	q, err := d.ownQP(vqp, p)
+	q, err := d.ownQP(vqp, p, privReply)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +233,7 @@ func (r *connReq) Accept(vqp verbs.QP, p verbs.ConnParam) (verbs.Conn, error) {
 		c.release()
 		return nil, err
 	}
-	param, free := connParam(q, d.framePriv(p.PrivateData), ird, ord)
+	param, free := connParam(q, p.PrivateData, ird, ord)
 	defer free()
 	if C.rdma_accept(c.id, param) != 0 {
 		errno := errnoOf()
@@ -263,7 +263,7 @@ func (r *connReq) Accept(vqp verbs.QP, p verbs.ConnParam) (verbs.Conn, error) {
 }
 
 // ownQP checks that vqp is a QP of d that may be connected with p.
-func (d *Device) ownQP(vqp verbs.QP, p verbs.ConnParam) (*qp, error) {
+func (d *Device) ownQP(vqp verbs.QP, p verbs.ConnParam, kind privKind) (*qp, error) {
 	if d.isClosed() {
 		return nil, verbs.ErrClosed
 	}
@@ -271,8 +271,8 @@ func (d *Device) ownQP(vqp verbs.QP, p verbs.ConnParam) (*qp, error) {
 	if !ok || q.d != d {
 		return nil, fmt.Errorf("rdmacore: a QP of another device or provider: %w", verbs.ErrInvalidArgument)
 	}
-	if len(p.PrivateData) > d.attr.MaxPrivData {
-		return nil, fmt.Errorf("rdmacore: %d bytes of private data (at most %d on %s): %w", len(p.PrivateData), d.attr.MaxPrivData, d.name, verbs.ErrInvalidArgument)
+	if err := d.checkPriv(kind, p.PrivateData); err != nil {
+		return nil, err
 	}
 	if p.ResponderResources < 0 || p.InitiatorDepth < 0 {
 		return nil, fmt.Errorf("rdmacore: negative IRD/ORD: %w", verbs.ErrInvalidArgument)
@@ -321,7 +321,7 @@ func connParam(q *qp, priv []byte, ird, ord int) (*C.struct_rdma_conn_param, fun
 }
 
 func (d *Device) connect(ctx context.Context, vqp verbs.QP, addr string, p verbs.ConnParam) (verbs.Conn, error) {
-	q, err := d.ownQP(vqp, p)
+	q, err := d.ownQP(vqp, p, privRequest)
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +377,7 @@ func (d *Device) connect(ctx context.Context, vqp verbs.QP, addr string, p verbs
 		return fail(err)
 	}
 	ird, ord := clampRD(d, max(p.ResponderResources, 1)), clampRD(d, max(p.InitiatorDepth, 1))
-	param, free := connParam(q, d.framePriv(p.PrivateData), ird, ord)
+	param, free := connParam(q, p.PrivateData, ird, ord)
 	rc := C.rdma_connect(c.id, param)
 	errno := errnoOf()
 	free()

@@ -130,10 +130,10 @@ func skips(attr verbs.DeviceAttr) map[string]string {
 		}
 	}
 	if attr.Transport != verbs.TransportIWARP {
-		const req = "an IB CM connect request (RoCE) carries 56 bytes of private data, 55 after godapl's length byte, below verbs.MaxPrivateData (252)"
+		const req = "an IB CM connect request (RoCE) carries 56 bytes of private data, below verbs.MaxPrivateData (252)"
 		s["Device/QueryLimits"] = req
 		s["CM/PrivateData"] = req
-		s["CM/Reject"] = "an IB CM reject carries 148 bytes of private data, 147 after godapl's length byte; the case rejects with 252"
+		s["CM/Reject"] = "an IB CM reject carries 148 bytes of private data; the case rejects with 252"
 	} else {
 		const mpa = "Linux iWARP counts MPA v2's 4-byte IRD/ORD header against the 252 bytes of an MPA frame: 248 bytes of private data reach the peer, the case sends 252"
 		s["Device/QueryLimits"] = mpa

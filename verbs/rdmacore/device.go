@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -155,14 +156,7 @@ func (d *Device) query() error {
 		}
 		d.ports = append(d.ports, port)
 	}
-	// What an IB CM REQ carries after rdma_cm's header, less the length
-	// byte godapl puts in front (privLenFrame).
-	privData := 56 - 1
-	if tr == verbs.TransportIWARP {
-		// Linux counts MPA v2's 4-byte IRD/ORD header against the
-		// 252 bytes an MPA frame may carry: a peer refuses more.
-		privData = verbs.MaxPrivateData - 4
-	}
+	privData := privLimit(tr, privRequest)
 	d.attr = verbs.DeviceAttr{
 		Name:        d.name,
 		Provider:    ProviderName,
@@ -200,8 +194,25 @@ func (d *Device) Name() string { return d.name }
 // Query returns the device's attributes.
 func (d *Device) Query() verbs.DeviceAttr { return d.attr }
 
-// Ports describes the device's ports as they were when it was opened.
-func (d *Device) Ports() []Port { return d.ports }
+// Ports describes the device's ports as they were when it was opened,
+// with each State kept current by the port events (EventPortActive,
+// EventPortErr).
+func (d *Device) Ports() []Port {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.ports)
+}
+
+// setPortState records the state a port event reported.
+func (d *Device) setPortState(num int, st PortState) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.ports {
+		if d.ports[i].Num == num {
+			d.ports[i].State = st
+		}
+	}
+}
 
 // Stats returns the counters kept by this process for the device.
 func (d *Device) Stats() verbs.DeviceStats {

@@ -116,9 +116,15 @@ func (d *Device) asyncEvent(ev *C.struct_gd_async_event) {
 		out.Type = verbs.EventSRQErr
 	case C.IBV_EVENT_DEVICE_FATAL:
 		out.Type = verbs.EventDeviceFatal
+	case C.IBV_EVENT_PORT_ACTIVE:
+		out.Type, out.Port = verbs.EventPortActive, int(ev.port)
+		d.setPortState(out.Port, PortActive)
+	case C.IBV_EVENT_PORT_ERR:
+		out.Type, out.Port = verbs.EventPortErr, int(ev.port)
+		d.setPortState(out.Port, PortDown)
 	default:
-		// Port, GID, LID and P_Key changes have no verbs event type; a
-		// port that goes down shows on the connections it carried.
+		// GID, LID, P_Key and path migration changes have no verbs
+		// event type.
 		return
 	}
 	d.mu.Lock()
@@ -192,10 +198,9 @@ func (d *Device) cmLoop() {
 			respRes: int(ev.resp_res), initDepth: int(ev.init_depth),
 		}
 		if ev.pd_len > 0 {
+			// On IB and RoCE this is the CM's whole field, zero-padded
+			// (privdata.go).
 			e.privData = C.GoBytes(unsafePointer(&ev.pd[0]), ev.pd_len)
-			if d.attr.Transport != verbs.TransportIWARP {
-				e.privData = unframePriv(e.privData)
-			}
 		}
 		d.mu.Lock()
 		o := d.cmIDs[uintptr(ev.handle)]
@@ -208,33 +213,6 @@ func (d *Device) cmLoop() {
 			C.rdma_destroy_id(e.id)
 		}
 	}
-}
-
-// On IB and RoCE the CM carries a fixed private data field (56 bytes in
-// a request, 196 in a reply, 148 in a reject) and no length: what the
-// peer gave arrives zero-padded. godapl's rdmacore puts the length in
-// the first byte, so that a consumer gets exactly what its peer sent,
-// as on iWARP (MPA carries the length). A peer that does not frame its
-// data (rdma-core's rping sends none) is taken as is when its first
-// byte cannot be a length.
-
-// framePriv prefixes b with its length on IB and RoCE.
-func (d *Device) framePriv(b []byte) []byte {
-	if d.attr.Transport == verbs.TransportIWARP || len(b) == 0 {
-		return b
-	}
-	return append([]byte{byte(len(b))}, b...)
-}
-
-// unframePriv takes the data out of a framed private data field.
-func unframePriv(b []byte) []byte {
-	if len(b) == 0 || int(b[0]) > len(b)-1 {
-		return b
-	}
-	if b[0] == 0 {
-		return nil
-	}
-	return b[1 : 1+int(b[0])]
 }
 
 // register gives o a handle for the context of its rdma_cm ids.

@@ -259,12 +259,15 @@ func (q *qp) Modify(s verbs.QPState) error {
 	return err
 }
 
-// setError records that the device moved the QP to ERROR.
+// setError records a fatal async event: the QP is in ERROR for its
+// users. hwState is left alone, so that ending the connection still
+// moves the device's QP to ERROR: the event does not mean the device has
+// done so (the kernel's siw reports REQ_ERR with the QP still up), and
+// until it does, siw may never flush the receive queue.
 func (q *qp) setError() {
 	q.mu.Lock()
 	if !q.dead {
 		q.setState(verbs.QPStateError)
-		q.hwState = verbs.QPStateError
 	}
 	q.mu.Unlock()
 }
@@ -435,6 +438,17 @@ func (q *qp) postSendLocked(wrs []verbs.SendWR) (int, error) {
 			w.inv_rkey = C.uint32_t(wr.InvalidateRKey)
 			w.num_sge = C.uint32_t(len(wr.SGL))
 			switch wr.Opcode {
+			case verbs.OpRDMARead:
+				if q.d.attr.Transport == verbs.TransportIWARP {
+					// An iWARP stream returns Read Responses in
+					// the order of the Read Requests (RDMAP), so
+					// an earlier Read has completed before a later
+					// one places its first byte: the fence holds
+					// without the flag, which the kernel's siw
+					// refuses on a Read ("a READ cannot be
+					// fenced": the post fails with EPERM).
+					w.flags &^= C.uint8_t(verbs.SendFence)
+				}
 			case verbs.OpBindMW:
 				q.fillBind(w, &wr.Bind)
 			case verbs.OpLocalInv:

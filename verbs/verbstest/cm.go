@@ -75,7 +75,7 @@ func testCMPrivateData(t *testing.T, e *env) {
 		reqData, repData := Pattern(n, uint64(n)), Pattern(n, uint64(n)+1000)
 		ch := connectAsync(ctx, e.b, sb.QP, lis.Addr().String(), verbs.ConnParam{PrivateData: reqData})
 		req := accept(t, ctx, lis)
-		expectBytes(t, "ConnRequest.PrivateData", req.PrivateData(), reqData)
+		expectPrivData(t, e.b, "ConnRequest.PrivateData", req.PrivateData(), reqData)
 		if req.LocalAddr() == nil || req.RemoteAddr() == nil {
 			t.Fatal("ConnRequest has no addresses")
 		}
@@ -84,8 +84,8 @@ func testCMPrivateData(t *testing.T, e *env) {
 		r := await(t, ch, e.timeout)
 		expectNoErr(t, "Connect", r.err)
 		cb := r.conn
-		expectBytes(t, "passive Conn.PrivateData (the request's)", ca.PrivateData(), reqData)
-		expectBytes(t, "active Conn.PrivateData (the reply's)", cb.PrivateData(), repData)
+		expectPrivData(t, e.b, "passive Conn.PrivateData (the request's)", ca.PrivateData(), reqData)
+		expectPrivData(t, e.a, "active Conn.PrivateData (the reply's)", cb.PrivateData(), repData)
 
 		if ca.QP() != sa.QP || cb.QP() != sb.QP {
 			t.Error("Conn.QP() is not the QP that was connected")
@@ -140,7 +140,7 @@ func testCMPrivateDataTooLong(t *testing.T, e *env) {
 	expectNoErr(t, "Accept after a refused Accept", err)
 	r := await(t, ch, e.timeout)
 	expectNoErr(t, "Connect", r.err)
-	expectBytes(t, "reply private data", r.conn.PrivateData(), []byte("ok"))
+	expectPrivData(t, e.a, "reply private data", r.conn.PrivateData(), []byte("ok"))
 	sa.Conn, sb.Conn = ca, r.conn
 	RoundTrip(t, sa, sb, 10, 3, e.timeout)
 }
@@ -233,7 +233,7 @@ func testCMReject(t *testing.T, e *env) {
 	if !errors.As(r.err, &rej) || !errors.Is(r.err, verbs.ErrRejected) {
 		t.Fatalf("Connect error %v (%T) is not a *RejectError matching ErrRejected", r.err, r.err)
 	}
-	expectBytes(t, "reject private data", rej.PrivateData, why)
+	expectPrivData(t, e.a, "reject private data", rej.PrivateData, why)
 	if ev := verbs.ConnEventOf(r.err); ev != verbs.ConnEventRejected {
 		t.Errorf("ConnEventOf(reject) = %v, want REJECTED", ev)
 	}
