@@ -97,8 +97,8 @@ type Path interface {
 	// TxAbort returns a message the transport could not (completely)
 	// transmit to the front of the send queue, and its reference.
 	TxAbort(m Msg)
-	// DropAcked frees the leading unacknowledged messages whose ack key
-	// is at most key, and returns how many.
+	// DropAcked frees the unacknowledged messages at the queue's head
+	// whose ack key is at most key, and returns how many.
 	DropAcked(key uint64) int
 	// DropAckedSeq frees the messages whose sequence number is at most
 	// seq: what the peer says it has when a connection comes up.
