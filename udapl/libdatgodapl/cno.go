@@ -46,11 +46,7 @@ func gd_cno_create(h unsafe.Pointer, data, fn unsafe.Pointer, out *C.DAT_CNO_HAN
 }
 
 func cnoOf(h unsafe.Pointer) (*object, *evd.CNO, C.DAT_RETURN) {
-	o, r := get(h, dat.HandleTypeCNO)
-	if r != 0 {
-		return nil, nil, r
-	}
-	return o, o.h.(*evd.CNO), 0
+	return getAs[*evd.CNO](h, dat.HandleTypeCNO)
 }
 
 //export gd_cno_modify_agent

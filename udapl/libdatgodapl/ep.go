@@ -140,11 +140,7 @@ func gd_ep_create_with_srq(h, pzH, recvH, reqH, connH, srqH unsafe.Pointer, attr
 }
 
 func epOf(h unsafe.Pointer) (*object, *ep.EP, C.DAT_RETURN) {
-	o, r := get(h, dat.HandleTypeEP)
-	if r != 0 {
-		return nil, nil, r
-	}
-	return o, o.h.(*ep.EP), 0
+	return getAs[*ep.EP](h, dat.HandleTypeEP)
 }
 
 //export gd_ep_query

@@ -66,11 +66,7 @@ func gd_evd_create(h unsafe.Pointer, qlen C.DAT_COUNT, cnoH unsafe.Pointer, flag
 }
 
 func evdOf(h unsafe.Pointer) (*object, *evd.EVD, C.DAT_RETURN) {
-	o, r := get(h, dat.HandleTypeEVD)
-	if r != 0 {
-		return nil, nil, r
-	}
-	return o, o.h.(*evd.EVD), 0
+	return getAs[*evd.EVD](h, dat.HandleTypeEVD)
 }
 
 //export gd_evd_query

@@ -170,6 +170,17 @@ func get(h unsafe.Pointer, t dat.HandleType) (*object, C.DAT_RETURN) {
 	return o, 0
 }
 
+// getAs is get for a handle whose Go object is a T: the object and its
+// DAT object, or a zero T and the return code.
+func getAs[T any](h unsafe.Pointer, t dat.HandleType) (*object, T, C.DAT_RETURN) {
+	o, r := get(h, t)
+	if r != 0 {
+		var zero T
+		return nil, zero, r
+	}
+	return o, o.h.(T), 0
+}
+
 // optional resolves h as a handle of type t that may be NULL.
 func optional(h unsafe.Pointer, t dat.HandleType, sub dat.Subtype) (*object, C.DAT_RETURN) {
 	if h == nil {

@@ -267,11 +267,7 @@ func gd_csp_free(h unsafe.Pointer) C.DAT_RETURN {
 }
 
 func crOf(h unsafe.Pointer) (*object, *ep.CR, C.DAT_RETURN) {
-	o, r := get(h, dat.HandleTypeCR)
-	if r != 0 {
-		return nil, nil, r
-	}
-	return o, o.h.(*ep.CR), 0
+	return getAs[*ep.CR](h, dat.HandleTypeCR)
 }
 
 //export gd_cr_query

@@ -48,11 +48,7 @@ func gd_srq_create(h, pzH unsafe.Pointer, attr *C.DAT_SRQ_ATTR, out *C.DAT_SRQ_H
 }
 
 func srqOf(h unsafe.Pointer) (*object, *srq.SRQ, C.DAT_RETURN) {
-	o, r := get(h, dat.HandleTypeSRQ)
-	if r != 0 {
-		return nil, nil, r
-	}
-	return o, o.h.(*srq.SRQ), 0
+	return getAs[*srq.SRQ](h, dat.HandleTypeSRQ)
 }
 
 //export gd_srq_free
