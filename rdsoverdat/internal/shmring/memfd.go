@@ -1,0 +1,73 @@
+package shmring
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// The seals every shared file carries. Once a file is mapped, shrinking
+// it would turn the peer's accesses past the new end into SIGBUS, so an
+// attaching side refuses a file that can still shrink; growing and
+// changing the seals are refused too, so that the file stays what both
+// sides agreed on.
+const (
+	sealsSet      = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
+	sealsRequired = unix.F_SEAL_SHRINK
+)
+
+// newMemfd returns a sealed memfd of size bytes, mapped shared.
+func newMemfd(name string, size int) (*os.File, []byte, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, nil, fmt.Errorf("shmring: memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("shmring: ftruncate memfd to %d bytes: %w", size, err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, sealsSet); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("shmring: seal memfd: %w", err)
+	}
+	mem, err := mapShared(fd, size)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, mem, nil
+}
+
+// sealedSize checks that f is a memfd sealed against shrinking and
+// returns its size.
+func sealedSize(f *os.File) (int64, error) {
+	fd := f.Fd()
+	seals, err := unix.FcntlInt(fd, unix.F_GET_SEALS, 0)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s: no seals (not a memfd): %v", ErrBadFiles, f.Name(), err)
+	}
+	if seals&sealsRequired != sealsRequired {
+		return 0, fmt.Errorf("%w: %s: memfd not sealed against shrinking", ErrBadFiles, f.Name())
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(fd), &st); err != nil {
+		return 0, fmt.Errorf("shmring: fstat %s: %w", f.Name(), err)
+	}
+	return st.Size, nil
+}
+
+func mapShared(fd int, size int) ([]byte, error) {
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("shmring: mmap %d bytes: %w", size, err)
+	}
+	return mem, nil
+}
+
+// pageRound rounds n up to whole pages.
+func pageRound(n int) int {
+	page := os.Getpagesize()
+	return (n + page - 1) &^ (page - 1)
+}
