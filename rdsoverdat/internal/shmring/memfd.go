@@ -19,7 +19,13 @@ const (
 
 // newMemfd returns a sealed memfd of size bytes, mapped shared.
 func newMemfd(name string, size int) (*os.File, []byte, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	// Shared memory is data, never code: MFD_NOEXEC_SEAL (Linux 6.3) says
+	// so, and hosts with vm.memfd_noexec=2 refuse a memfd without it.
+	// Older kernels do not know the flag.
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_NOEXEC_SEAL)
+	if err == unix.EINVAL {
+		fd, err = unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("shmring: memfd_create: %w", err)
 	}

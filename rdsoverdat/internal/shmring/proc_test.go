@@ -104,7 +104,7 @@ func runPeer(part string) error {
 // peer starts the peer process and hands it two rings and a region
 // buffer; it returns the rings (to the peer, from the peer), the
 // control connection and the command.
-func peer(t *testing.T, part string) (to, from *Ring, conn *net.UnixConn, cmd *exec.Cmd) {
+func peer(t testing.TB, part string) (to, from *Ring, conn *net.UnixConn, cmd *exec.Cmd) {
 	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

@@ -174,6 +174,14 @@ func newRing(mem []byte, c uint64, memf *os.File, dataEv, spaceEv *evfd) *Ring {
 		resvN:   -1,
 	}
 	r.refs.Store(1)
+	for _, e := range []*evfd{dataEv, spaceEv} {
+		e.kick = func() {
+			if r.acquire() {
+				e.signal()
+				r.release()
+			}
+		}
+	}
 	return r
 }
 

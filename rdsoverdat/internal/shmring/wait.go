@@ -37,6 +37,9 @@ type evfd struct {
 	rc   syscall.RawConn
 	buf  [8]byte
 	read func(fd uintptr) bool // rc.Read's callback, made once
+	// kick signals the eventfd for a context's end; it holds a reference
+	// on the ring, as it may run after the waiting call returned.
+	kick func()
 }
 
 // one is the value a signal adds to an eventfd's counter.
@@ -135,7 +138,7 @@ func (e *evfd) wait(ctx context.Context) error {
 		return err
 	}
 	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, e.signal)
+		stop := context.AfterFunc(ctx, e.kick)
 		defer stop()
 	}
 	err := e.rc.Read(e.read)
