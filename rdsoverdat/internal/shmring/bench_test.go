@@ -51,6 +51,8 @@ func benchRing(b *testing.B, n int) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(float64(prod.Stats().Signals+cons.Stats().Signals)/float64(b.N), "wakeups/record")
+	b.ReportMetric(float64(prod.Stats().Sleeps)/float64(b.N), "producer-sleeps/record")
+	b.ReportMetric(float64(cons.Stats().Sleeps)/float64(b.N), "consumer-sleeps/record")
 }
 
 func benchSeqpacket(b *testing.B, n int) {

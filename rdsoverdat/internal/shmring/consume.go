@@ -170,10 +170,24 @@ func (r *Ring) releaseRec() {
 	r.publishRpos()
 }
 
-// publishRpos makes freed room visible and wakes a sleeping producer.
+// publishRpos makes freed room visible and wakes a sleeping producer
+// once a quarter of the ring is free, or what it waits for if more: it
+// then writes several records per wake-up rather than one. The ring
+// holds records as long as less is free, so the consumer, which sleeps
+// only on an empty ring, gets there.
 func (r *Ring) publishRpos() {
 	r.sh.rpos.Store(r.rpos)
-	if r.sh.prodWait.Load() != 0 && r.sh.prodWait.CompareAndSwap(1, 0) {
+	want := r.sh.prodWait.Load()
+	if want == 0 {
+		return
+	}
+	// A write position out of bounds (a hostile peer) makes free
+	// wrap to a large number: then the producer is woken.
+	free := r.cap - (r.sh.wpos.Load() - r.rpos)
+	if free < min(max(uint64(want), r.cap/4), r.cap) {
+		return
+	}
+	if r.sh.prodWait.CompareAndSwap(want, 0) {
 		r.signals.Add(1)
 		r.spaceEv.signal()
 	}

@@ -19,7 +19,7 @@ import (
 //	64   wpos u64: bytes ever committed          (producer)
 //	128  rpos u64: bytes ever released           (consumer)
 //	192  consumer waiting u32                    (consumer sets, producer clears)
-//	256  producer waiting u32                    (producer sets, consumer clears)
+//	256  producer waiting u32: bytes it needs    (producer sets, consumer clears)
 //	320  closed u32                              (either side, once)
 //
 // wpos and rpos only grow; their difference is the bytes in use and an

@@ -77,21 +77,21 @@ func (r *Ring) reserveWait(ctx context.Context, n int) error {
 		ok, err := r.reserve(n)
 		if err != nil || ok {
 			if armed {
-				r.sh.prodWait.CompareAndSwap(1, 0)
+				r.sh.prodWait.Store(0)
 			}
 			return err
 		}
 		if !armed {
-			// Announce the sleep, then look again: the consumer either
-			// released before seeing the flag (the look finds the
-			// room) or sees it and signals.
-			r.sh.prodWait.Store(1)
+			// Announce the sleep and the room needed, then look again:
+			// the consumer either released before seeing the flag (the
+			// look finds the room) or sees it and signals.
+			r.sh.prodWait.Store(uint32(r.need))
 			armed = true
 			continue
 		}
 		r.sleeps.Add(1)
 		if err := r.spaceEv.wait(ctx); err != nil {
-			r.sh.prodWait.CompareAndSwap(1, 0)
+			r.sh.prodWait.Store(0)
 			return err
 		}
 		armed = false
@@ -118,6 +118,7 @@ func (r *Ring) reserve(n int) (bool, error) {
 		pad = r.cap - idx
 	}
 	need := pad + size
+	r.need = need
 	if r.cap-(r.wpos-r.rposSeen) < need {
 		rp := r.sh.rpos.Load()
 		if r.wpos-rp > r.cap || rp%8 != 0 || rp-r.rposSeen > r.cap {

@@ -34,6 +34,7 @@ type Ring struct {
 	resvN    int    // payload bytes reserved, -1 without a reservation
 	resvPad  uint64 // padding bytes before the reserved record
 	resvAt   uint64 // index of the reserved record's header
+	need     uint64 // bytes the last reserve needed free
 
 	// Consumer state, owned by the consuming goroutine.
 	rpos     uint64 // next byte to read; published in sh.rpos

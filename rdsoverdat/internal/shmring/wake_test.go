@@ -206,3 +206,31 @@ func TestSignalOnlySleepers(t *testing.T) {
 		t.Fatalf("consumer signalled a producer that never slept: %+v", s)
 	}
 }
+
+// A sleeping producer is woken once a quarter of the ring is free, not
+// for every record read, so that a slow consumer does not cost a
+// wake-up per record.
+func TestProducerWakeHysteresis(t *testing.T) {
+	prod, cons := pair(t, MinCapacity)
+	rec := make([]byte, 56) // 64 bytes with the header
+	for prod.TryWrite(rec) {
+	}
+	w := result(func() error { return prod.Write(context.Background(), rec) })
+	untilSleeping(t, prodSleeping(prod), w)
+	buf := make([]byte, 64)
+	quarter := MinCapacity / 4 / 64
+	for i := range quarter {
+		if s := cons.Stats(); s.Signals != 0 {
+			t.Fatalf("producer woken with %d records read", i)
+		}
+		if _, ok := cons.TryRead(buf); !ok {
+			t.Fatal("TryRead")
+		}
+	}
+	if err := await(t, w); err != nil {
+		t.Fatal(err)
+	}
+	if s := cons.Stats(); s.Signals != 1 {
+		t.Fatalf("%d wake-ups for a quarter of the ring read", s.Signals)
+	}
+}
