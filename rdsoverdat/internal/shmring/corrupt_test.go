@@ -207,3 +207,26 @@ func TestAttachCorruptPositions(t *testing.T) {
 		t.Fatalf("Attach: %v, want ErrCorrupt", err)
 	}
 }
+
+// A sealed hugetlbfs memfd is refused: touching one of its pages with
+// the huge page pool empty would raise SIGBUS.
+func TestRefuseHugetlb(t *testing.T) {
+	fd, err := unix.MemfdCreate("huge", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_HUGETLB)
+	if err != nil {
+		t.Skipf("no hugetlbfs memfd here: %v", err)
+	}
+	f := os.NewFile(uintptr(fd), "huge")
+	defer f.Close()
+	if err := unix.Ftruncate(fd, 2<<20); err != nil {
+		t.Skipf("hugetlbfs memfd of 2 MiB: %v", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, sealsSet); err != nil {
+		t.Skipf("sealing a hugetlbfs memfd: %v", err)
+	}
+	if _, err := sealedSize(f); !errors.Is(err, ErrBadFiles) {
+		t.Fatalf("sealedSize: %v, want ErrBadFiles", err)
+	}
+	if err := NewRegionTable(1, 1<<30).Add(1, f); !errors.Is(err, ErrBadFiles) {
+		t.Fatalf("RegionTable.Add: %v, want ErrBadFiles", err)
+	}
+}

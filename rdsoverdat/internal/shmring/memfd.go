@@ -46,20 +46,37 @@ func newMemfd(name string, size int) (*os.File, []byte, error) {
 	return f, mem, nil
 }
 
-// sealedSize checks that f is a memfd sealed against shrinking and
-// returns its size.
+// sealedSize checks that f is a memfd on shmem sealed against
+// shrinking and returns its size.
 func sealedSize(f *os.File) (int64, error) {
-	fd := f.Fd()
-	seals, err := unix.FcntlInt(fd, unix.F_GET_SEALS, 0)
+	var size int64
+	var err error
+	if cerr := control(f, func(fd int) { size, err = checkSealed(fd, f.Name()) }); cerr != nil {
+		return 0, fmt.Errorf("%w: %s: %v", ErrBadFiles, f.Name(), cerr)
+	}
+	return size, err
+}
+
+func checkSealed(fd int, name string) (int64, error) {
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s: no seals (not a memfd): %v", ErrBadFiles, f.Name(), err)
+		return 0, fmt.Errorf("%w: %s: no seals (not a memfd): %v", ErrBadFiles, name, err)
 	}
 	if seals&sealsRequired != sealsRequired {
-		return 0, fmt.Errorf("%w: %s: memfd not sealed against shrinking", ErrBadFiles, f.Name())
+		return 0, fmt.Errorf("%w: %s: memfd not sealed against shrinking", ErrBadFiles, name)
+	}
+	// A hugetlbfs memfd can be sealed too, but touching a page of it
+	// when the huge page pool is empty raises SIGBUS: only shmem will do.
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil {
+		return 0, fmt.Errorf("shmring: fstatfs %s: %w", name, err)
+	}
+	if fs.Type != unix.TMPFS_MAGIC {
+		return 0, fmt.Errorf("%w: %s: memfd on file system %#x, not shmem", ErrBadFiles, name, fs.Type)
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(int(fd), &st); err != nil {
-		return 0, fmt.Errorf("shmring: fstat %s: %w", f.Name(), err)
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, fmt.Errorf("shmring: fstat %s: %w", name, err)
 	}
 	return st.Size, nil
 }
