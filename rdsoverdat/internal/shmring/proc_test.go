@@ -63,17 +63,17 @@ func runPeer(part string) error {
 	defer out.Close()
 	// The region: its id, an offset and a length, and its memfd.
 	n, files, err := RecvFiles(conn, buf, 1)
-	if err != nil || n != 20 || len(files) != 1 {
+	if err != nil || n != 24 || len(files) != 1 {
 		return fmt.Errorf("region message: %d bytes, %d files, %v", n, len(files), err)
 	}
 	tab := NewRegionTable(1, 1<<20)
 	defer tab.Close()
-	id := binary.NativeEndian.Uint32(buf[0:])
+	id := binary.NativeEndian.Uint64(buf[0:])
 	if err := tab.Add(id, files[0]); err != nil {
 		return err
 	}
 	files[0].Close()
-	mem, err := tab.Bytes(id, binary.NativeEndian.Uint64(buf[4:]), binary.NativeEndian.Uint64(buf[12:]))
+	mem, err := tab.Bytes(id, binary.NativeEndian.Uint64(buf[8:]), binary.NativeEndian.Uint64(buf[16:]))
 	if err != nil {
 		return err
 	}
@@ -156,10 +156,10 @@ func peer(t testing.TB, part string) (to, from *Ring, conn *net.UnixConn, cmd *e
 		t.Fatal(err)
 	}
 	off, _ := g.Offset(b)
-	msg := make([]byte, 20)
-	binary.NativeEndian.PutUint32(msg[0:], g.ID())
-	binary.NativeEndian.PutUint64(msg[4:], uint64(off))
-	binary.NativeEndian.PutUint64(msg[12:], uint64(len(b)))
+	msg := make([]byte, 24)
+	binary.NativeEndian.PutUint64(msg[0:], g.ID())
+	binary.NativeEndian.PutUint64(msg[8:], uint64(off))
+	binary.NativeEndian.PutUint64(msg[16:], uint64(len(b)))
 	if err := SendFiles(conn, msg, []*os.File{g.File()}); err != nil {
 		t.Fatal(err)
 	}

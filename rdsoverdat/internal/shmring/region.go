@@ -16,7 +16,7 @@ import (
 //
 // A Region is safe for concurrent use.
 type Region struct {
-	id  uint32
+	id  uint64
 	f   *os.File
 	mem []byte
 
@@ -35,7 +35,7 @@ const regionAlign = 64
 // MaxRegion bounds a Region's size.
 const MaxRegion = 1 << 40
 
-var lastRegionID atomic.Uint32
+var lastRegionID atomic.Uint64
 
 // NewRegion maps size bytes (rounded up to whole pages) of shared memory.
 // Its ID is unique in the process and never 0.
@@ -49,9 +49,6 @@ func NewRegion(size int) (*Region, error) {
 		return nil, err
 	}
 	id := lastRegionID.Add(1)
-	if id == 0 {
-		id = lastRegionID.Add(1)
-	}
 	return &Region{
 		id:   id,
 		f:    f,
@@ -62,7 +59,7 @@ func NewRegion(size int) (*Region, error) {
 }
 
 // ID returns the region's id, which the daemon's RegionTable knows it by.
-func (g *Region) ID() uint32 { return g.id }
+func (g *Region) ID() uint64 { return g.id }
 
 // Size returns the region's size in bytes.
 func (g *Region) Size() int { return len(g.mem) }

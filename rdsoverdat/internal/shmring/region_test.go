@@ -114,7 +114,7 @@ func TestRegionTable(t *testing.T) {
 	}
 	size := uint64(g.Size())
 	for _, c := range []struct {
-		id     uint32
+		id     uint64
 		off, n uint64
 	}{
 		{g.ID() + 1, 0, 1},

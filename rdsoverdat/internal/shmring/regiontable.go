@@ -18,7 +18,7 @@ import (
 // uses it first.
 type RegionTable struct {
 	mu         sync.RWMutex
-	regions    map[uint32][]byte
+	regions    map[uint64][]byte
 	maxRegions int
 	maxBytes   int64
 	bytes      int64
@@ -29,14 +29,14 @@ type RegionTable struct {
 // maxBytes in all, so that a client cannot exhaust the daemon's address
 // space.
 func NewRegionTable(maxRegions int, maxBytes int64) *RegionTable {
-	return &RegionTable{regions: map[uint32][]byte{}, maxRegions: maxRegions, maxBytes: maxBytes}
+	return &RegionTable{regions: map[uint64][]byte{}, maxRegions: maxRegions, maxBytes: maxBytes}
 }
 
 // Add maps the client's region memfd under id. The file stays the
 // caller's (close it after Add: the mapping keeps the memory). It must
 // be a memfd sealed against shrinking, so that the client cannot turn
 // the daemon's accesses into SIGBUS.
-func (t *RegionTable) Add(id uint32, f *os.File) error {
+func (t *RegionTable) Add(id uint64, f *os.File) error {
 	if id == 0 {
 		return fmt.Errorf("%w: region id 0", ErrInvalid)
 	}
@@ -70,7 +70,7 @@ func (t *RegionTable) Add(id uint32, f *os.File) error {
 }
 
 // Bytes returns n bytes at off in region id, in this process's mapping.
-func (t *RegionTable) Bytes(id uint32, off, n uint64) ([]byte, error) {
+func (t *RegionTable) Bytes(id uint64, off, n uint64) ([]byte, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	mem := t.regions[id]
@@ -85,7 +85,7 @@ func (t *RegionTable) Bytes(id uint32, off, n uint64) ([]byte, error) {
 }
 
 // Mem returns region id's whole mapping, to register with verbs.
-func (t *RegionTable) Mem(id uint32) ([]byte, error) {
+func (t *RegionTable) Mem(id uint64) ([]byte, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	mem := t.regions[id]
@@ -96,7 +96,7 @@ func (t *RegionTable) Mem(id uint32) ([]byte, error) {
 }
 
 // Remove unmaps region id.
-func (t *RegionTable) Remove(id uint32) error {
+func (t *RegionTable) Remove(id uint64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	mem := t.regions[id]
