@@ -26,5 +26,15 @@
 // length read from shared memory is bounded by what this side mapped,
 // read once, and a violation makes the ring fail with ErrCorrupt rather
 // than read outside the mapping or loop; a client reaches only the
-// regions in its own RegionTable. Linux only (memfd, eventfd, seals).
+// regions in its own RegionTable.
+//
+// Isolation between clients rests on descriptors: a memfd reaches only
+// the processes it is sent to (they are close-on-exec), and another
+// process can open one through /proc only with ptrace rights over a
+// holder, which a client of another user does not have over the daemon
+// or over other clients. Clients of one user can already reach each
+// other's memory by ptrace; the daemon keeps them apart only in what
+// it does for them (one RegionTable, one set of rings per client).
+//
+// Linux only (memfd, eventfd, seals).
 package shmring

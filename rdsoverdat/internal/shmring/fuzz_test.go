@@ -2,8 +2,12 @@ package shmring
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"os"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // FuzzHostilePeer writes arbitrary bytes over a ring's shared header
@@ -67,4 +71,73 @@ func inside(mem, b []byte) bool {
 	}
 	_, ok := offsetIn(mem, b)
 	return ok
+}
+
+// FuzzAttach gives Attach an arbitrary ring header (magic, version,
+// capacity, positions) in a sealed memfd of arbitrary size: it either
+// refuses it or returns a ring whose data area lies inside the file,
+// which then carries a record.
+func FuzzAttach(f *testing.F) {
+	good := make([]byte, 136)
+	binary.NativeEndian.PutUint32(good[offMagic:], ringMagic)
+	binary.NativeEndian.PutUint32(good[offVersion:], ringVersion)
+	binary.NativeEndian.PutUint64(good[offCapacity:], MinCapacity)
+	f.Add(uint32(headerSize+MinCapacity), good)
+	f.Add(uint32(headerSize), good)
+	f.Add(uint32(headerSize+2*MinCapacity), []byte{})
+	f.Fuzz(func(t *testing.T, size uint32, header []byte) {
+		size = size % (headerSize + 4*MinCapacity + 1)
+		if size == 0 {
+			size = 1
+		}
+		mf, mem, err := newMemfd("fuzz", int(size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(mem[:min(len(mem), headerSize)], header)
+		unix.Munmap(mem)
+		evs := make([]*os.File, 2)
+		for i := range evs {
+			e, err := newEventfd()
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs[i] = e.f
+		}
+		r, err := Attach([]*os.File{mf, evs[0], evs[1]})
+		if err != nil {
+			if !errors.Is(err, ErrBadFiles) && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Attach: %v", err)
+			}
+			return
+		}
+		defer r.Close()
+		if headerSize+r.Capacity() > int(size) {
+			t.Fatalf("capacity %d in a file of %d bytes", r.Capacity(), size)
+		}
+		if r.wpos-r.rpos > r.cap || r.wpos%8 != 0 || r.rpos%8 != 0 {
+			t.Fatalf("attached with positions write %d read %d", r.wpos, r.rpos)
+		}
+		// Whatever the header's positions left in the ring is read
+		// (records or ErrCorrupt, within bounds), after which a record
+		// goes through.
+		buf := make([]byte, r.MaxRecord())
+		for i := 0; ; i++ {
+			if i > MinCapacity/2 {
+				t.Fatal("more records than the ring can hold")
+			}
+			if _, ok := r.TryRead(buf); !ok {
+				break
+			}
+		}
+		if r.corrupt.Load() || r.peerGone() {
+			return // corrupt, or the header said closed
+		}
+		if !r.TryWrite([]byte("x")) {
+			t.Fatal("no room in an emptied ring")
+		}
+		if n, ok := r.TryRead(buf); !ok || n != 1 {
+			t.Fatalf("TryRead: %d %v", n, ok)
+		}
+	})
 }

@@ -272,12 +272,3 @@ func (r *Ring) fail(format string, args ...any) error {
 	r.corrupt.Store(true)
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
-
-// state returns the error that stops every call, if any.
-func (r *Ring) state() error {
-	switch {
-	case r.corrupt.Load():
-		return ErrCorrupt
-	}
-	return nil
-}
