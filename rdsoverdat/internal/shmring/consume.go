@@ -44,9 +44,9 @@ func (r *Ring) Read(ctx context.Context, buf []byte) (int, error) {
 }
 
 // TryPeek returns the next record in place, if one is there now; it
-// stays in the ring until Release. The bytes are shared memory that a
-// hostile peer can change at any time: copy what must be checked before
-// checking it.
+// stays in the ring until Release. The bytes are shared memory, valid
+// until Release or Close, that a hostile peer can change at any time:
+// copy what must be checked before checking it.
 func (r *Ring) TryPeek() ([]byte, bool) {
 	if !r.acquire() {
 		return nil, false

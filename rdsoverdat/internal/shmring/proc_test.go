@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,7 +31,28 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	base := runtime.NumGoroutine()
+	code := m.Run()
+	// The fuzzing engine keeps goroutines of its own to the end.
+	if f := flag.Lookup("test.fuzz"); code == 0 && (f == nil || f.Value.String() == "") {
+		code = checkGoroutines(base)
+	}
+	os.Exit(code)
+}
+
+// checkGoroutines fails the run if goroutines started by the tests are
+// still there once those that were finishing have had time to end.
+func checkGoroutines(base int) int {
+	deadline := time.Now().Add(30 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			fmt.Fprintf(os.Stderr, "goroutines leaked:\n%s\n", buf[:runtime.Stack(buf, true)])
+			return 1
+		}
+		runtime.Gosched()
+	}
+	return 0
 }
 
 // runPeer is the peer process: it receives two rings (in, out) and a

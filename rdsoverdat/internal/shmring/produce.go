@@ -39,8 +39,8 @@ func (r *Ring) Write(ctx context.Context, p []byte) error {
 }
 
 // Reserve returns room for a record of up to n bytes in the ring itself,
-// waiting for it until ctx ends; Commit publishes what was written
-// there. Nothing is visible to the consumer before Commit, and a second
+// valid until Commit or Close, waiting for it until ctx ends; Commit
+// publishes what was written there. Nothing is visible to the consumer before Commit, and a second
 // Reserve replaces an uncommitted one. The slice is shared memory: the
 // peer can read it (and, if hostile, write it) once committed.
 func (r *Ring) Reserve(ctx context.Context, n int) ([]byte, error) {
