@@ -45,13 +45,12 @@ type Ring struct {
 	// in progress; the last to leave unmaps, so that Close never waits
 	// for a call blocked on a hostile peer and no call touches unmapped
 	// memory.
-	refs     atomic.Int64
-	closed   atomic.Bool // Close was called
-	shut     atomic.Bool // Shutdown was called: the peer is gone
-	corrupt  atomic.Bool // the shared memory was found corrupt
-	signals  atomic.Uint64
-	sleeps   atomic.Uint64
-	unmapErr error
+	refs    atomic.Int64
+	closed  atomic.Bool // Close was called
+	shut    atomic.Bool // Shutdown was called: the peer is gone
+	corrupt atomic.Bool // the shared memory was found corrupt
+	signals atomic.Uint64
+	sleeps  atomic.Uint64
 }
 
 // refsDead marks a ring whose last reference is gone: later acquires
