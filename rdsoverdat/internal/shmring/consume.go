@@ -44,18 +44,21 @@ func (r *Ring) Read(ctx context.Context, buf []byte) (int, error) {
 }
 
 // TryPeek returns the next record in place, if one is there now; it
-// stays in the ring until Release. The bytes are shared memory, valid
-// until Release or Close, that a hostile peer can change at any time:
-// copy what must be checked before checking it.
+// stays in the ring until Release. The bytes are shared memory that a
+// hostile peer can change at any time: copy what must be checked before
+// checking it. They stay mapped until Release, even if Close comes in
+// between: call Release after every Peek that succeeded, or the mapping
+// outlives Close.
 func (r *Ring) TryPeek() ([]byte, bool) {
 	if !r.acquire() {
 		return nil, false
 	}
-	defer r.release()
 	rec, ok, err := r.next()
 	if !ok || err != nil {
+		r.release()
 		return nil, false
 	}
+	r.holdPeek()
 	return rec, true
 }
 
@@ -65,18 +68,44 @@ func (r *Ring) Peek(ctx context.Context) ([]byte, error) {
 	if !r.acquire() {
 		return nil, ErrClosed
 	}
-	defer r.release()
-	return r.nextWait(ctx)
+	rec, err := r.nextWait(ctx)
+	if err != nil {
+		r.release()
+		return nil, err
+	}
+	r.holdPeek()
+	return rec, nil
+}
+
+// holdPeek keeps the reference of the call that peeked until Release.
+func (r *Ring) holdPeek() {
+	if r.peekRef {
+		r.release() // the earlier Peek's reference serves
+	}
+	r.peekRef = true
 }
 
 // Release frees the record Peek or TryPeek returned, whose bytes must
 // not be used after. Without one it does nothing.
 func (r *Ring) Release() {
+	if !r.peekRef {
+		return
+	}
 	if !r.acquire() {
+		r.dropPeek()
 		return
 	}
 	defer r.release()
 	r.releaseRec()
+}
+
+// dropPeek forgets the peeked record and the reference it holds.
+func (r *Ring) dropPeek() {
+	r.peekSize = 0
+	if r.peekRef {
+		r.peekRef = false
+		r.release()
+	}
 }
 
 // nextWait returns the next record, sleeping while the ring is empty.
@@ -166,8 +195,8 @@ func (r *Ring) releaseRec() {
 		return
 	}
 	r.rpos += r.peekSize
-	r.peekSize = 0
 	r.publishRpos()
+	r.dropPeek()
 }
 
 // publishRpos makes freed room visible and wakes a sleeping producer
