@@ -144,8 +144,9 @@ func (r *Ring) next() ([]byte, bool, error) {
 	case r.corrupt.Load():
 		return nil, false, ErrCorrupt
 	}
+	r.peekSize = 0
 	for skipped := false; ; skipped = true {
-		if r.peekSize == 0 && r.wposSeen == r.rpos {
+		if r.wposSeen == r.rpos {
 			// Whether the peer is gone is read before its last write
 			// position, so that no record committed before it closed is
 			// lost.
@@ -200,10 +201,11 @@ func (r *Ring) releaseRec() {
 }
 
 // publishRpos makes freed room visible and wakes a sleeping producer
-// once a quarter of the ring is free, or what it waits for if more: it
-// then writes several records per wake-up rather than one. The ring
-// holds records as long as less is free, so the consumer, which sleeps
-// only on an empty ring, gets there.
+// once the record it waits to write fits, not before: a producer waiting
+// for room for a large record is not woken by each small one read.
+// Waiting for more room than the record needs would save wake-ups
+// behind a slow consumer, but would leave the producer asleep beside
+// room it could use while the consumer pauses.
 func (r *Ring) publishRpos() {
 	r.sh.rpos.Store(r.rpos)
 	want := r.sh.prodWait.Load()
@@ -213,7 +215,7 @@ func (r *Ring) publishRpos() {
 	// A write position out of bounds (a hostile peer) makes free
 	// wrap to a large number: then the producer is woken.
 	free := r.cap - (r.sh.wpos.Load() - r.rpos)
-	if free < min(max(uint64(want), r.cap/4), r.cap) {
+	if free < min(uint64(want), r.cap) {
 		return
 	}
 	if r.sh.prodWait.CompareAndSwap(want, 0) {

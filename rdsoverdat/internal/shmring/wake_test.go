@@ -207,31 +207,33 @@ func TestSignalOnlySleepers(t *testing.T) {
 	}
 }
 
-// A sleeping producer is woken once a quarter of the ring is free, not
-// for every record read, so that a slow consumer does not cost a
-// wake-up per record.
-func TestProducerWakeHysteresis(t *testing.T) {
+// A sleeping producer is woken once its record fits, not for every
+// record read before that.
+func TestProducerWokenWhenRecordFits(t *testing.T) {
 	prod, cons := pair(t, MinCapacity)
-	rec := make([]byte, 56) // 64 bytes with the header
-	for prod.TryWrite(rec) {
+	small := make([]byte, 56) // 64 bytes with the header
+	for prod.TryWrite(small) {
 	}
-	w := result(func() error { return prod.Write(context.Background(), rec) })
+	big := make([]byte, 1000) // 1008 bytes with the header
+	w := result(func() error { return prod.Write(context.Background(), big) })
 	untilSleeping(t, prodSleeping(prod), w)
 	buf := make([]byte, 64)
-	quarter := MinCapacity / 4 / 64
-	for i := range quarter {
-		if s := cons.Stats(); s.Signals != 0 {
-			t.Fatalf("producer woken with %d records read", i)
-		}
+	for i := range 1008 / 64 {
 		if _, ok := cons.TryRead(buf); !ok {
 			t.Fatal("TryRead")
 		}
+		if s := cons.Stats(); s.Signals != 0 {
+			t.Fatalf("producer woken with %d records read, %d bytes free", i+1, (i+1)*64)
+		}
+	}
+	if _, ok := cons.TryRead(buf); !ok {
+		t.Fatal("TryRead")
 	}
 	if err := await(t, w); err != nil {
 		t.Fatal(err)
 	}
 	if s := cons.Stats(); s.Signals != 1 {
-		t.Fatalf("%d wake-ups for a quarter of the ring read", s.Signals)
+		t.Fatalf("%d wake-ups, want 1", s.Signals)
 	}
 }
 
