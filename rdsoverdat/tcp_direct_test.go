@@ -9,6 +9,9 @@ import (
 // its request itself, the connection's writer being idle, instead of
 // waking the writer for every message; a one-way stream, which hears
 // nothing back, leaves its messages to the writer, which batches them.
+// (Two-way exchanges with a request out each way may go either way,
+// depending on whether TCP acknowledged this side's request before it
+// answers the peer's.)
 func TestTCPSendDirect(t *testing.T) {
 	leakCheck(t)
 	st := tcpStack(t)

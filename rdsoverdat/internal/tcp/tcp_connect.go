@@ -195,8 +195,8 @@ type tcpConn struct {
 	// tests and figures).
 	ackPolls atomic.Uint64
 
-	// rxSeen: a header arrived since this side last wrote, the sign of
-	// a request-response exchange (sendDirect).
+	// rxSeen: a header arrived alone since this side last wrote, the
+	// sign of a request-response exchange (sendDirect).
 	rxSeen atomic.Bool
 	// directs counts sendDirect's writes (for tests and figures).
 	directs atomic.Uint64

@@ -1,24 +1,33 @@
 package tcp
 
+import "github.com/godapl/godapl/rdsoverdat/wire"
+
 // Senders that write themselves. Waking the writer goroutine for every
 // message costs a goroutine hand-off, and mostly a thread wake-up, per
 // message on each side of a request-response exchange, where nothing
-// else waits to share the write. A stream gains from the hand-off: while
-// the writer runs, further messages queue and leave in one writev. So a
-// sender writes its own message only when this side has received since
-// it last wrote (rxSeen: the peer answers, the next request waits for the
-// answer) and the writer is idle (the transmit role is free); it never
-// waits for socket room, leaving what the socket does not take to the
-// writer. A one-way stream hears nothing back and keeps the writer and
-// its batches.
+// else waits to share the write. Where more is in flight the hand-off
+// pays: while the writer runs, the sender goes on (to its next receive,
+// say) and further messages queue and leave in one writev. So a sender
+// writes its own message only when
+//   - the last message this side received came alone: one read brought
+//     it and nothing behind it, and it was the first thing in that read
+//     (rxSeen). The peer then waits for an answer: a request and its
+//     answer. A one-way stream brings nothing back, and a window of
+//     messages in flight both ways shows up as reads that bring several,
+//     whose writes the writer then batches;
+//   - nothing was written since (rxSeen is cleared by every write);
+//   - and the writer is idle (the transmit role is free).
+// It never waits for socket room, leaving what the socket does not take
+// to the writer.
 
-// noteHeader records a header read from the peer.
-func (c *tcpConn) noteHeader() {
+// noteHeader records header h just read from the peer through rd.
+func (c *tcpConn) noteHeader(rd *tcpReader, h wire.Header) {
 	if !c.heard.Load() {
 		c.heard.Store(true)
 	}
-	if !c.rxSeen.Load() {
-		c.rxSeen.Store(true)
+	lone := rd.r == wire.HeaderLen && rd.w-rd.r == int(h.Len())
+	if c.rxSeen.Load() != lone {
+		c.rxSeen.Store(lone)
 	}
 }
 
@@ -31,10 +40,11 @@ func (c *tcpConn) sendDirect() bool {
 		return false
 	}
 	defer c.txMu.Unlock()
-	if c.txExited || c.txErr != nil || c.batch == nil {
+	if c.txExited || c.txErr != nil || c.batch == nil || c.batch.pending() || c.carry != nil {
 		return false
 	}
-	left, err := c.flushQueue(false)
+	c.checkAcks() // the send's one SIOCOUTQ, before the write rather than after it
+	left, err := c.flushQueue(true)
 	if err != nil {
 		c.txErr = err
 		return false

@@ -114,7 +114,7 @@ func (c *tcpConn) readerStep() (xport.Receiver, error) {
 	}
 	h := wire.Header(x.hdr[:])
 	if x.dst == dstNone {
-		c.noteHeader()
+		c.noteHeader(x.rd, h)
 		if d, ok := p.ClaimDirect(h); ok {
 			x.dst, x.d = dstClaim, d
 		} else {

@@ -271,7 +271,7 @@ func (c *tcpConn) routineSend() {
 		if err = c.txErr; err != nil {
 			return
 		}
-		if _, err = c.flushQueue(true); err != nil {
+		if _, err = c.flushQueue(false); err != nil {
 			return
 		}
 		c.txMu.Unlock()
@@ -292,10 +292,12 @@ func (c *tcpConn) routineSend() {
 
 // flushQueue writes what the path has queued, then frees what TCP has
 // acknowledged and sets the ack poll timer. The caller holds the transmit
-// role. wait: wait for socket room; otherwise stop when the socket is
-// full (left false: the writer must finish).
-func (c *tcpConn) flushQueue(wait bool) (left bool, err error) {
+// role. direct: a sender writes (sendDirect), which has just checked the
+// acks and does not wait for socket room: it stops when the socket is
+// full (left true: the writer must finish).
+func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 	p, b := c.tp.p, c.batch
+	wait := !direct
 	if b.pending() {
 		if done, err := b.write(c.raw, wait); err != nil || !done {
 			return !done, err
@@ -336,7 +338,10 @@ func (c *tcpConn) flushQueue(wait bool) (left bool, err error) {
 			return !done, err
 		}
 	}
-	progress := c.checkAcks()
+	progress := false
+	if !direct {
+		progress = c.checkAcks()
+	}
 	switch _, unacked := p.Pending(); {
 	case unacked == 0:
 		c.tp.lone.Store(false)
