@@ -56,10 +56,13 @@ ip netns add rdsA; ip netns add rdsB
 # loop beside it that forks `sleep 0.1` forever. A loop that waits as long without forking did
 # not help, nor did nohz=off or idle=poll on the kernel command line. The Go programs, whose
 # runtime spins before it sleeps, hardly notice. But the forking loop is not free under TCG: it
-# keeps about a fifth of the machine's CPU busy (the WAKER line measures it), which streams
-# that use both vCPUs need. So it runs through the round-trip workload only, for all
-# implementations alike, where a process that blocks for every message is what is measured;
-# the rate and throughput workloads, whose processes stay busy, run without it.
+# keeps about a seventh of the machine's CPU busy (the WAKER line measures it), which streams
+# that use both vCPUs need. So it runs through the round-trip and rate workloads only, for all
+# implementations alike, where the C tool blocks for every message or sleeps 50 µs on every
+# full send buffer (without the loop the kernel's rate ranged from 1348 to 22520 msg/s over the
+# rounds of one boot); the 64 KiB
+# throughput workload runs without it (in one boot the kernel moved 38, 86 and 103 MB/s
+# without it against 32, 55 and 80 with it, alternating).
 WAKER=
 waker_on() { ( while :; do sleep 0.1; done ) & WAKER=$!; }
 waker_off() {
@@ -170,7 +173,7 @@ for r in $(seq "$REPS"); do
   [ $((r % 2)) = 0 ] && order="raw go kapi kernel"
   echo "order: $order" >&2
   for w in rate tput rtt; do
-    [ $w = rtt ] && waker_on
+    [ $w != tput ] && waker_on
     for i in $order; do one "$i" "$w"; done
     waker_off
   done | tee -a "$LOG"
