@@ -38,11 +38,11 @@ import (
 //     (the larger side accepts the smaller's request and drops its own,
 //     the smaller side rejects the larger's). The private data is
 //     rds_ib_connect_private (dat_private.go).
-//   - Messages travel as max(1, ceil(len/frag)) Sends of a header copy
+//   - Messages travel as max(1, ceil(len/4096)) Sends of a header copy
 //     plus one fragment, the last one solicited, headers checksummed
 //     (dat_send.go); the receiver reassembles one message at a time per
-//     connection (dat_recv.go). frag is 4096 (RDS_FRAG_SIZE) unless both
-//     nodes offer more in their private data (dat_frag.go).
+//     connection (dat_recv.go). Between two godapl nodes fragments are
+//     16 KiB instead, offered in the private data (dat_frag.go).
 //   - Credits (dat_credit.go) stop a sender from overrunning the peer's
 //     posted receives, which iWARP, having no RNR retry, would punish by
 //     terminating the connection.

@@ -57,9 +57,6 @@ type datEP struct {
 	dead   atomic.Bool
 	// genKnown: syncPeerGen has applied the peer's my_gen (event goroutine).
 	genKnown bool
-	// frag is the connection's fragment size for sending (0: 4096), set
-	// before the EP is published as up (dat_frag.go).
-	frag int
 
 	credits datCredits
 
@@ -73,6 +70,10 @@ type datEP struct {
 	signalEvery uint64
 	txDone      atomic.Uint64 // fragments completed
 	rdma        datRDMA       // RDMA work requests (dat_rdma.go)
+
+	// frag is the connection's fragment size for sending (0: 4096), set
+	// before the EP is published as up (dat_frag.go).
+	frag int
 
 	// Ack state: ackRequested by the receive side, cleared by a
 	// piggybacked ack; the rest is the event goroutine's.
