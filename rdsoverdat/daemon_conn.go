@@ -1,0 +1,409 @@
+package rdsoverdat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+// daemonConn is one client connection of a Daemon and the socket it
+// carries. Its reader goroutine answers every request that cannot block
+// itself; a call that would block (a receive on an empty queue, a send
+// on a full one, a wait) runs in a goroutine of its own, so that the
+// client's other calls on the socket, Close above all, go on.
+type daemonConn struct {
+	d    *Daemon
+	c    *rdsdproto.Conn
+	s    *Socket
+	log  zerolog.Logger
+	cred *unix.Ucred
+
+	monitor atomic.Bool // RDS_CONG_MONITOR on: sends must not try MSG_DONTWAIT first
+
+	mu     sync.Mutex
+	waits  map[uint32]context.CancelFunc
+	mem    *daemonMem
+	closed bool
+	wg     sync.WaitGroup // calls that block
+
+	// The reader goroutine's buffers.
+	req  []byte
+	hdr  [rdsdproto.HeaderLen]byte
+	rbuf []byte
+	cm   []ControlMessage
+	enc  []byte
+}
+
+func newDaemonConn(d *Daemon, uc *net.UnixConn) *daemonConn {
+	dc := &daemonConn{d: d, c: rdsdproto.NewConn(uc), s: d.st.Socket(), waits: map[uint32]context.CancelFunc{},
+		mem: newDaemonMem()}
+	dc.log = d.log
+	if cred, err := peerCred(uc); err == nil {
+		dc.cred = cred
+		dc.log = d.log.With().Int32("pid", cred.Pid).Uint32("uid", cred.Uid).Logger()
+	}
+	return dc
+}
+
+// serve reads requests until the client goes (EOF: it closed the socket
+// or died) or sends something malformed, then releases all it held.
+func (dc *daemonConn) serve() {
+	dc.log.Debug().Msg("client connected")
+	var err error
+	for {
+		var r rdsdproto.Record
+		var fd int
+		r, fd, err = dc.c.Read(&dc.req)
+		if err != nil {
+			break
+		}
+		if r.Flags()&rdsdproto.FlagReply != 0 {
+			err = errors.New("a client sent a reply")
+		} else if fd >= 0 && r.Op() != rdsdproto.OpRegion {
+			unix.Close(fd)
+			err = errors.New("a descriptor on a request that takes none")
+		} else {
+			err = dc.handle(r, fd)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
+		dc.log.Warn().Err(err).Msg("closing client connection")
+	}
+	dc.release()
+	dc.log.Debug().Msg("client gone")
+}
+
+// release closes the client's socket (cancelling its unacknowledged
+// messages, as close does), ends its blocked calls and unmaps its
+// memory.
+func (dc *daemonConn) release() {
+	dc.s.Close()
+	dc.mu.Lock()
+	dc.closed = true
+	for _, cancel := range dc.waits {
+		cancel()
+	}
+	dc.mu.Unlock()
+	dc.wg.Wait()
+	dc.c.Close()
+	dc.mem.close()
+}
+
+// shutdown ends the connection from the daemon's side (Daemon.Close):
+// the socket closes first, so that queued messages are flushed as close
+// flushes them, then the reader's read fails.
+func (dc *daemonConn) shutdown() {
+	dc.s.Close()
+	dc.c.UnixConn().CloseRead()
+}
+
+// reply sends the answer to r with code err and body.
+func (dc *daemonConn) replyTo(h rdsdproto.Record, err error, body ...[]byte) error {
+	h.SetFlags(rdsdproto.FlagReply)
+	h.SetCode(codeOf(err))
+	return dc.c.Write(h, body...)
+}
+
+// header returns the reader's reply header for request r.
+func (dc *daemonConn) header(r rdsdproto.Record) rdsdproto.Record {
+	return rdsdproto.New(dc.hdr[:], r.Op(), r.ID(), 0)
+}
+
+// goBlocking runs a call that may block in its own goroutine, unless the
+// connection is closing.
+func (dc *daemonConn) goBlocking(f func()) {
+	dc.mu.Lock()
+	if dc.closed {
+		dc.mu.Unlock()
+		return
+	}
+	dc.wg.Add(1)
+	dc.mu.Unlock()
+	go func() {
+		defer dc.wg.Done()
+		f()
+	}()
+}
+
+// handle answers one request. An error is the client's fault (a
+// malformed request) or a dead connection: the caller closes it.
+func (dc *daemonConn) handle(r rdsdproto.Record, fd int) error {
+	h := dc.header(r)
+	s := dc.s
+	switch r.Op() {
+	case rdsdproto.OpBind:
+		err := s.Bind(r.AddrPort())
+		h.SetAddrPort(s.BoundAddr())
+		return dc.replyTo(h, err)
+	case rdsdproto.OpClose:
+		return dc.replyTo(h, s.Close())
+	case rdsdproto.OpDeadline:
+		var t time.Time
+		if ns := int64(r.B()); ns != 0 {
+			t = time.Unix(0, ns)
+		}
+		var err error
+		if r.A() == 0 {
+			err = s.SetReadDeadline(t)
+		} else {
+			err = s.SetWriteDeadline(t)
+		}
+		return dc.replyTo(h, err)
+	case rdsdproto.OpSend:
+		return dc.send(r, h)
+	case rdsdproto.OpRecv:
+		return dc.recv(r, h)
+	case rdsdproto.OpSetOption:
+		o, err := getOption(r)
+		if err != nil {
+			return err
+		}
+		if cm, ok := o.(CongMonitor); ok {
+			dc.monitor.Store(cm.Enable)
+		}
+		return dc.replyTo(h, s.SetOption(o))
+	case rdsdproto.OpOption:
+		code := rdsdproto.OptionCode(r.A())
+		if !code.Valid() {
+			return rdsdproto.ErrBody
+		}
+		err := readOption(s, code, h)
+		return dc.replyTo(h, err)
+	case rdsdproto.OpPoll:
+		h.SetA(uint64(s.Poll()))
+		return dc.replyTo(h, nil)
+	case rdsdproto.OpWait:
+		return dc.wait(r, h)
+	case rdsdproto.OpCancel:
+		dc.mu.Lock()
+		cancel := dc.waits[uint32(r.A())]
+		dc.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		return nil
+	case rdsdproto.OpBuffered:
+		snd, rcv := s.Buffered()
+		h.SetA(uint64(snd))
+		h.SetB(uint64(rcv))
+		return dc.replyTo(h, nil)
+	case rdsdproto.OpGetMR:
+		return dc.getMR(r, h)
+	case rdsdproto.OpFreeMR:
+		return dc.replyTo(h, s.FreeMR(Cookie(r.A()), RDMAFlags(r.B())))
+	case rdsdproto.OpMRs:
+		h.SetA(uint64(s.MRs()))
+		return dc.replyTo(h, nil)
+	case rdsdproto.OpInfo:
+		b, err := json.Marshal(dc.d.st.Info())
+		if err != nil {
+			return err
+		}
+		return dc.replyTo(h, nil, b)
+	case rdsdproto.OpRegion:
+		if fd < 0 {
+			return errors.New("a region without its descriptor")
+		}
+		return dc.replyTo(h, dc.mem.add(r.A(), fd, r.B()))
+	}
+	return rdsdproto.ErrOp
+}
+
+// send is OpSend. Without MSG_DONTWAIT it first tries with it, in the
+// reader, and only a send that would block moves to a goroutine (with a
+// copy of the request): the common send costs no goroutine.
+func (dc *daemonConn) send(r, h rdsdproto.Record) error {
+	body := r.Body()
+	nc := r.C()
+	if nc > uint64(len(body)) || uint64(len(body))-nc != uint64(r.N()) {
+		return rdsdproto.ErrBody
+	}
+	m := Msg{Data: body[nc:], Addr: r.AddrPort()}
+	if r.B()&sendNoDest != 0 {
+		m.Addr = netip.AddrPort{}
+	}
+	if r.B()&sendTooBig != 0 {
+		if len(m.Data) != 0 {
+			return rdsdproto.ErrBody
+		}
+		m.Data = standIn[:maxMsgSize+1]
+	}
+	var err error
+	shared := true
+	if nc > 0 {
+		m.Control, err = decodeSendCmsgs(rdsdproto.Cmsgs(body[:nc]), func(mm rdsdproto.Mem) ([]byte, error) {
+			b, ok, err := dc.mem.at(mm)
+			shared = shared && ok
+			return b, err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	var cookie Cookie
+	for i, c := range m.Control {
+		if mp, ok := c.(RDMAMap); ok {
+			mp.CookieAddr = &cookie
+			m.Control[i] = mp
+		}
+	}
+	if !shared && dc.rdmaCapable() {
+		return dc.replyTo(h, ErrNotShared)
+	}
+	flags := MsgFlags(r.A())
+	blocking := flags&MsgDontWait == 0
+	if !blocking || flags&^MsgDontWait != 0 || (nc == 0 && !dc.monitor.Load()) {
+		n, err := dc.s.SendMsg(&m, flags|MsgDontWait)
+		if blocking && (errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.ENOBUFS)) {
+			return dc.sendBlocking(h, m, flags, &cookie)
+		}
+		h.SetN(uint32(n))
+		h.SetA(uint64(cookie))
+		return dc.replyTo(h, err)
+	}
+	return dc.sendBlocking(h, m, flags, &cookie)
+}
+
+// sendBlocking runs a send that may block in a goroutine, on copies of
+// what the reader's buffers hold.
+func (dc *daemonConn) sendBlocking(h rdsdproto.Record, m Msg, flags MsgFlags, cookie *Cookie) error {
+	h = append(rdsdproto.Record(nil), h...)
+	m.Data = append([]byte(nil), m.Data...)
+	dc.goBlocking(func() {
+		n, err := dc.s.SendMsg(&m, flags)
+		h.SetN(uint32(n))
+		h.SetA(uint64(*cookie))
+		dc.replyTo(h, err)
+	})
+	return nil
+}
+
+// rdmaCapable reports whether the socket is bound on a transport with
+// RDMA, where memory the daemon cannot see must be refused (elsewhere
+// the core refuses the call first, as it would in process).
+func (dc *daemonConn) rdmaCapable() bool {
+	var t TransportOption
+	return dc.s.BoundAddr().IsValid() && dc.s.Option(&t) == nil && TransportType(t) == TransIB
+}
+
+// recv is OpRecv: tried with MSG_DONTWAIT in the reader, moved to a
+// goroutine if it must wait.
+func (dc *daemonConn) recv(r, h rdsdproto.Record) error {
+	room := int(r.N())
+	if room > rdsdproto.MaxMessage {
+		return rdsdproto.ErrBody
+	}
+	flags := MsgFlags(r.A())
+	if cap(dc.rbuf) < room {
+		dc.rbuf = make([]byte, room)
+	}
+	m := Msg{Data: dc.rbuf[:room], Control: dc.cm[:0]}
+	n, err := dc.s.RecvMsg(&m, flags|MsgDontWait)
+	dc.cm = m.Control[:0]
+	if flags&MsgDontWait == 0 && errors.Is(err, syscall.EAGAIN) {
+		h = append(rdsdproto.Record(nil), h...)
+		dc.goBlocking(func() {
+			m := Msg{Data: make([]byte, room)}
+			n, err := dc.s.RecvMsg(&m, flags)
+			dc.recvReply(h, &m, n, err, nil)
+		})
+		return nil
+	}
+	return dc.recvReply(h, &m, n, err, &dc.enc)
+}
+
+// recvReply answers a receive; enc is a buffer for the control messages.
+func (dc *daemonConn) recvReply(h rdsdproto.Record, m *Msg, n int, err error, enc *[]byte) error {
+	if err != nil {
+		return dc.replyTo(h, err)
+	}
+	var cm []byte
+	if enc != nil {
+		cm = (*enc)[:0]
+	}
+	cm = appendRecvCmsgs(cm, m.Control)
+	if enc != nil {
+		*enc = cm
+	}
+	data := m.Data[:min(n, len(m.Data))]
+	h.SetN(uint32(n))
+	h.SetA(uint64(m.Flags))
+	h.SetAddrPort(m.Addr)
+	h.SetB(uint64(len(data)))
+	h.SetC(uint64(len(cm)))
+	return dc.replyTo(h, nil, cm, data)
+}
+
+// wait is OpWait: answered at once if the events are there, otherwise by
+// a goroutine until they are, the socket closes or the client cancels.
+func (dc *daemonConn) wait(r, h rdsdproto.Record) error {
+	want := Events(r.A())
+	if ev := dc.s.Poll(); ev&want != 0 {
+		h.SetA(uint64(ev))
+		return dc.replyTo(h, nil)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	id := r.ID()
+	dc.mu.Lock()
+	if _, dup := dc.waits[id]; dup {
+		dc.mu.Unlock()
+		cancel()
+		return errors.New("two waits with one ID")
+	}
+	dc.waits[id] = cancel
+	dc.mu.Unlock()
+	h = append(rdsdproto.Record(nil), h...)
+	dc.goBlocking(func() {
+		ev, err := dc.s.Wait(ctx, want)
+		dc.mu.Lock()
+		delete(dc.waits, id)
+		dc.mu.Unlock()
+		cancel()
+		if errors.Is(err, context.Canceled) {
+			h.SetCode(rdsdproto.CodeCanceled)
+			h.SetFlags(rdsdproto.FlagReply)
+			dc.c.Write(h)
+			return
+		}
+		h.SetA(uint64(ev))
+		dc.replyTo(h, err)
+	})
+	return nil
+}
+
+// getMR is OpGetMR. Memory outside the client's shared regions reaches
+// the core only as a stand-in, where the core refuses the call anyway
+// (unbound, or a transport without RDMA), so that the errno is the
+// in-process one; on an RDMA transport it is ErrNotShared.
+func (dc *daemonConn) getMR(r, h rdsdproto.Record) error {
+	mm, err := rdsdproto.GetMem(r.Body())
+	if err != nil {
+		return err
+	}
+	mem, shared, err := dc.mem.at(mm)
+	if err != nil {
+		return err
+	}
+	if !shared && dc.rdmaCapable() {
+		if mm.Len == 0 {
+			return dc.replyTo(h, syscall.EINVAL)
+		}
+		return dc.replyTo(h, ErrNotShared)
+	}
+	c, err := dc.s.GetMR(mem, RDMAFlags(r.A()))
+	h.SetA(uint64(c))
+	return dc.replyTo(h, err)
+}
