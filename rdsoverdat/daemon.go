@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"syscall"
@@ -26,10 +27,22 @@ const (
 	DaemonEnv           = "RDSD_SOCKET"
 )
 
+// DaemonConfig configures a Daemon.
+type DaemonConfig struct {
+	// Addrs are the local addresses whose nodes the daemon owns: their
+	// nodes (and transports' listeners) start with the daemon, and
+	// clients may bind only there (EADDRNOTAVAIL elsewhere). Empty: any
+	// local address, its node made by the first bind, as in process.
+	Addrs []netip.Addr
+	// Logger receives client events; nil is silent.
+	Logger *zerolog.Logger
+}
+
 // Daemon serves a Stack's sockets to client processes.
 type Daemon struct {
-	st  *Stack
-	log zerolog.Logger
+	st    *Stack
+	log   zerolog.Logger
+	addrs map[netip.Addr]bool
 
 	mu     sync.Mutex
 	lns    map[*net.UnixListener]struct{}
@@ -39,18 +52,44 @@ type Daemon struct {
 }
 
 // NewDaemon returns a daemon serving st, which must run its own nodes
-// (not a kernel or daemon Stack). log receives client events (nil:
-// silent).
-func NewDaemon(st *Stack, log *zerolog.Logger) (*Daemon, error) {
+// (not a kernel or daemon Stack), and starts the nodes of cfg.Addrs.
+func NewDaemon(st *Stack, cfg DaemonConfig) (*Daemon, error) {
 	if st.cfg.Kernel || st.cfg.Daemon != "" {
 		return nil, errors.New("rdsoverdat: a daemon serves a Stack of its own nodes, not a kernel or daemon Stack")
 	}
 	d := &Daemon{st: st, log: zerolog.Nop(), lns: map[*net.UnixListener]struct{}{}, conns: map[*daemonConn]struct{}{}}
-	if log != nil {
-		d.log = *log
+	if cfg.Logger != nil {
+		d.log = *cfg.Logger
+	}
+	if len(cfg.Addrs) > 0 {
+		d.addrs = map[netip.Addr]bool{}
+	}
+	for _, a := range cfg.Addrs {
+		a = a.Unmap()
+		if !a.Is4() || a.IsUnspecified() || a.IsMulticast() {
+			return nil, fmt.Errorf("rdsoverdat: daemon address %v: %w", a, eINVAL)
+		}
+		if ok, err := st.cfg.IsLocal(a); err != nil || !ok {
+			return nil, fmt.Errorf("rdsoverdat: daemon address %v is not local: %w", a, cmpErr(err, eADDRNOTAVAIL))
+		}
+		if _, err := st.node(a); err != nil {
+			return nil, fmt.Errorf("rdsoverdat: daemon node %v: %w", a, err)
+		}
+		d.addrs[a] = true
 	}
 	return d, nil
 }
+
+// cmpErr returns err, or def if err is nil.
+func cmpErr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
+}
+
+// mayBind reports whether clients may bind a.
+func (d *Daemon) mayBind(a netip.Addr) bool { return d.addrs == nil || d.addrs[a.Unmap()] }
 
 // ListenDaemon opens the daemon's unixpacket listener at path with
 // permissions mode, owned by group gid (-1: the process's): who may

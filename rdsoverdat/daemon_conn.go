@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -79,7 +80,7 @@ func (dc *daemonConn) serve() {
 			break
 		}
 	}
-	if !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
+	if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
 		dc.log.Warn().Err(err).Msg("closing client connection")
 	}
 	dc.release()
@@ -103,11 +104,11 @@ func (dc *daemonConn) release() {
 }
 
 // shutdown ends the connection from the daemon's side (Daemon.Close):
-// the socket closes first, so that queued messages are flushed as close
-// flushes them, then the reader's read fails.
+// the connection closes first, so that the client's calls fail with
+// ErrDaemonLost rather than with what closing the socket makes them
+// return; then release closes the socket as close does.
 func (dc *daemonConn) shutdown() {
-	dc.s.Close()
-	dc.c.UnixConn().CloseRead()
+	dc.c.Close()
 }
 
 // reply sends the answer to r with code err and body.
@@ -145,7 +146,14 @@ func (dc *daemonConn) handle(r rdsdproto.Record, fd int) error {
 	s := dc.s
 	switch r.Op() {
 	case rdsdproto.OpBind:
-		err := s.Bind(r.AddrPort())
+		a := r.AddrPort()
+		var err error
+		if ip := a.Addr(); ip.Is4() && !ip.IsUnspecified() && !ip.IsMulticast() && ip != netip.AddrFrom4([4]byte{255, 255, 255, 255}) &&
+			!dc.d.mayBind(ip) {
+			err = eADDRNOTAVAIL // a local address, but not one of this daemon's nodes
+		} else {
+			err = s.Bind(a)
+		}
 		h.SetAddrPort(s.BoundAddr())
 		return dc.replyTo(h, err)
 	case rdsdproto.OpClose:

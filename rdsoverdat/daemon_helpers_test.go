@@ -35,7 +35,7 @@ func daemonSide(k *daemonSocket) *sock {
 func daemonStack(t *testing.T, cfg Config) (*Stack, *Daemon) {
 	t.Helper()
 	srv := NewStack(cfg)
-	d, err := NewDaemon(srv, nil)
+	d, err := NewDaemon(srv, DaemonConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
