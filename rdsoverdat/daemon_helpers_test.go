@@ -32,7 +32,7 @@ func daemonSide(k *daemonSocket) *sock {
 // daemonStack starts a Daemon on a Stack of cfg's transports and returns
 // a client Stack of it; cleanup closes the client, the daemon and the
 // daemon's Stack, in that order.
-func daemonStack(t *testing.T, cfg Config) (*Stack, *Daemon) {
+func daemonStack(t testing.TB, cfg Config) (*Stack, *Daemon) {
 	t.Helper()
 	srv := NewStack(cfg)
 	d, err := NewDaemon(srv, DaemonConfig{})
