@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
+	"github.com/godapl/godapl/verbs/mem"
 )
 
 // startDaemon serves a Stack of cfg on a new socket path; stop closes
@@ -351,4 +352,84 @@ func FuzzDaemonRecord(f *testing.F) {
 			t.Fatalf("the daemon does not serve after %x: poll %v", b, ev)
 		}
 	})
+}
+
+// RDMA zerocopy through the daemon: memory from SharedMem is what the
+// daemon's transport reads and writes; other memory fails with
+// ErrNotShared (EFAULT), on GetMR and on an RDMAArgs' local buffers.
+func TestDaemonRDMASharedMem(t *testing.T) {
+	leakCheck(t)
+	st, _ := daemonStack(t, Config{Transports: []Transport{DAT(DATConfig{Registry: registryOn(mem.New()), IA: "mem"})}})
+	as := testAddrs(2)
+	cli := mustBind(t, st, ap(as[0], 0))
+	srv := mustBind(t, st, ap(as[1], 0))
+
+	_, err := cli.GetMR(make([]byte, 64), RDMAReadWrite)
+	if !errors.Is(err, ErrNotShared) || !errors.Is(err, syscall.EFAULT) {
+		t.Fatalf("GetMR of private memory: %v", err)
+	}
+	_, err = cli.GetMR(nil, 0)
+	wantErrno(t, err, syscall.EINVAL)
+
+	cmem, err := cli.SharedMem(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := cli.GetMR(cmem[:64], RDMAReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.SendMsg(&Msg{Data: []byte("req"), Addr: srv.BoundAddr(), Control: []ControlMessage{RDMADest(ck)}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	m := Msg{Data: make([]byte, 16)}
+	srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := srv.RecvMsg(&m, 0); err != nil {
+		t.Fatal(err)
+	}
+	var got Cookie
+	for _, c := range m.Control {
+		if d, ok := c.(RDMADest); ok {
+			got = Cookie(d)
+		}
+	}
+	if got != ck {
+		t.Fatalf("cookie %v, sent %v (control %v)", got, ck, m.Control)
+	}
+	private := make([]byte, 64)
+	_, err = srv.SendMsg(&Msg{Data: []byte("ack"), Addr: cli.BoundAddr(), Control: []ControlMessage{
+		RDMAArgs{Cookie: ck, RemoteBytes: 64, Local: [][]byte{private}, Flags: RDMAReadWrite}}}, 0)
+	if !errors.Is(err, ErrNotShared) {
+		t.Fatalf("RDMAArgs with private memory: %v", err)
+	}
+	smem, err := srv.SharedMem(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range smem {
+		smem[i] = byte(i + 1)
+	}
+	if _, err := srv.SendMsg(&Msg{Data: []byte("ack"), Addr: cli.BoundAddr(), Control: []ControlMessage{
+		RDMAArgs{Cookie: ck, RemoteBytes: 64, Local: [][]byte{smem}, Flags: RDMAReadWrite | RDMANotifyMe, UserToken: 7}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := recvTimeout(t, cli, make([]byte, 16), 5*time.Second); n != 3 {
+		t.Fatalf("reply of %d bytes", n)
+	}
+	for i, b := range cmem[:64] {
+		if b != byte(i+1) {
+			t.Fatalf("client memory byte %d = %d after the RDMA WRITE", i, b)
+		}
+	}
+	m = Msg{Data: make([]byte, 16)}
+	srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := srv.RecvMsg(&m, 0); err != nil || len(m.Control) != 1 || m.Control[0] != (RDMANotify{UserToken: 7, Status: RDMASuccess}) {
+		t.Fatalf("notification: %v %v", m.Control, err)
+	}
+	if err := cli.FreeMR(ck, 0); err != nil {
+		t.Fatal(err)
+	}
+	if cli.MRs() != 0 {
+		t.Fatalf("MRs after FreeMR: %d", cli.MRs())
+	}
 }

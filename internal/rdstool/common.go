@@ -130,6 +130,15 @@ func (c *Common) NewStack(cfg rdsoverdat.Config) (*rdsoverdat.Stack, error) {
 // transport's listening port, for Bind's "address in use" errors.
 var stackPorts sync.Map
 
+// TransportName names the transport the tool's sockets use, for its
+// reports: --transport, or the daemon's when --rdsd is given.
+func (c *Common) TransportName() string {
+	if c.Daemon != "" {
+		return "rdsd " + c.Daemon
+	}
+	return c.Transport
+}
+
 // transportPortDesc names the port the selected transport listens on.
 func (c *Common) transportPortDesc() string {
 	switch c.Transport {
