@@ -44,6 +44,9 @@ type daemonSocket struct {
 	bound  netip.AddrPort
 	shared *clientMem
 
+	// What decides whether a send may be posted (daemon_post.go).
+	post postState
+
 	done chan struct{} // the reader ended
 }
 
@@ -51,18 +54,19 @@ type daemonSocket struct {
 const (
 	sendNoDest = 1 << 0 // no destination (ENOTCONN): the zero AddrPort
 	sendTooBig = 1 << 1 // the message is above RDS_MAX_MSG_SIZE
+	sendPosted = 1 << 2 // no reply: the client returned already (daemon_post.go)
 )
 
 // dcall is one request waiting for its reply.
 type dcall struct {
-	done   chan struct{}
-	hdr    [rdsdproto.HeaderLen]byte // the request's header
-	reply  [rdsdproto.HeaderLen]byte // the reply's header
-	err    error                     // the connection's failure
-	m      *Msg                      // a receive's destination
-	body   []byte                    // other replies' bodies (info)
-	keep   bool                      // keep body
-	decErr error
+	done  chan struct{}
+	hdr   [rdsdproto.HeaderLen]byte // the request's header
+	reply [rdsdproto.HeaderLen]byte // the reply's header
+	err   error                     // the connection's failure
+	m     *Msg                      // a receive's destination
+	// afterWrite, if set, runs once the request is written (or failed).
+	afterWrite func()
+	decErr     error
 }
 
 var dcallPool = sync.Pool{New: func() any { return &dcall{done: make(chan struct{}, 1)} }}
@@ -116,6 +120,10 @@ func (k *daemonSocket) reader() {
 			err = rdsdproto.ErrFlags
 			break
 		}
+		if r.ID() == 0 {
+			k.postFailed(errOf(r.Code())) // a posted send the daemon could not queue
+			continue
+		}
 		k.mu.Lock()
 		c := k.calls[r.ID()]
 		delete(k.calls, r.ID())
@@ -126,8 +134,6 @@ func (k *daemonSocket) reader() {
 		copy(c.reply[:], r[:rdsdproto.HeaderLen])
 		if c.m != nil && r.Code() == rdsdproto.CodeOK {
 			c.decErr = k.fillRecv(c.m, r)
-		} else if c.keep {
-			c.body = append(c.body[:0], r.Body()...)
 		}
 		c.done <- struct{}{}
 	}
@@ -180,7 +186,13 @@ func (k *daemonSocket) callFD(c *dcall, h rdsdproto.Record, fd int) error {
 }
 
 func (k *daemonSocket) callWith(ctx context.Context, c *dcall, h rdsdproto.Record, fd int, body ...[]byte) (rdsdproto.Record, error) {
+	written := c.afterWrite
+	c.afterWrite = nil
+	if written == nil {
+		written = func() {}
+	}
 	if k.c == nil {
+		written()
 		return nil, k.err
 	}
 	id := h.ID()
@@ -188,11 +200,14 @@ func (k *daemonSocket) callWith(ctx context.Context, c *dcall, h rdsdproto.Recor
 	if k.dead != nil {
 		err := k.dead
 		k.mu.Unlock()
+		written()
 		return nil, err
 	}
 	k.calls[id] = c
 	k.mu.Unlock()
-	if err := k.c.WriteFD(h, fd, body...); err != nil {
+	err := k.c.WriteFD(h, fd, body...)
+	written()
+	if err != nil {
 		k.mu.Lock()
 		_, mine := k.calls[id]
 		delete(k.calls, id)
@@ -236,14 +251,23 @@ func (k *daemonSocket) callWith(ctx context.Context, c *dcall, h rdsdproto.Recor
 
 // newHeader returns a request header of op with a fresh ID.
 func (k *daemonSocket) newHeader(op rdsdproto.Op) rdsdproto.Record {
-	return rdsdproto.New(nil, op, k.nextID.Add(1), 0)
+	return rdsdproto.New(nil, op, k.newID(), 0)
+}
+
+// newID returns a request ID; 0 is never one (it marks posted sends).
+func (k *daemonSocket) newID() uint32 {
+	for {
+		if id := k.nextID.Add(1); id != 0 {
+			return id
+		}
+	}
 }
 
 // getCall returns a pooled call with its request header for op in hdr.
 func (k *daemonSocket) getCall(op rdsdproto.Op) (*dcall, rdsdproto.Record) {
 	c := dcallPool.Get().(*dcall)
-	c.err, c.m, c.keep, c.decErr = nil, nil, false, nil
-	h := rdsdproto.New(c.hdr[:], op, k.nextID.Add(1), 0)
+	c.err, c.m, c.decErr, c.afterWrite = nil, nil, nil, nil
+	h := rdsdproto.New(c.hdr[:], op, k.newID(), 0)
 	return c, h
 }
 
@@ -315,6 +339,11 @@ func (k *daemonSocket) close() error {
 }
 
 func (k *daemonSocket) setDeadline(t time.Time, read bool) error {
+	if !read {
+		k.post.mu.Lock()
+		k.post.deadline = !t.IsZero()
+		k.post.mu.Unlock()
+	}
 	return k.simple(rdsdproto.OpDeadline, func(h rdsdproto.Record) {
 		if !read {
 			h.SetA(1)
@@ -326,6 +355,12 @@ func (k *daemonSocket) setDeadline(t time.Time, read bool) error {
 }
 
 func (k *daemonSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags MsgFlags) (int, error) {
+	if err := k.takePostErr(); err != nil {
+		return 0, err
+	}
+	if len(cm) == 0 && flags == 0 && k.mayPost(dst, len(p)) {
+		return k.postSend(p, dst)
+	}
 	c, h := k.getCall(rdsdproto.OpSend)
 	defer putCall(c)
 	h.SetAddrPort(dst)
@@ -354,7 +389,7 @@ func (k *daemonSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage
 		}
 	}
 	h.SetC(uint64(len(enc)))
-	r, err := k.call(nil, c, h, enc, p)
+	r, err := k.callSend(c, h, enc, p)
 	if err != nil {
 		return 0, err
 	}
@@ -380,7 +415,11 @@ func (k *daemonSocket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 }
 
 func (k *daemonSocket) setOption(o Option) error {
-	return k.simple(rdsdproto.OpSetOption, func(h rdsdproto.Record) { putOption(h, o) }, nil)
+	err := k.simple(rdsdproto.OpSetOption, func(h rdsdproto.Record) { putOption(h, o) }, nil)
+	if err == nil {
+		k.optionSet(o)
+	}
+	return err
 }
 
 func (k *daemonSocket) option(o Option) error {

@@ -31,11 +31,13 @@ type daemonConn struct {
 
 	monitor atomic.Bool // RDS_CONG_MONITOR on: sends must not try MSG_DONTWAIT first
 
-	mu     sync.Mutex
-	waits  map[uint32]context.CancelFunc
-	mem    *daemonMem
-	closed bool
-	wg     sync.WaitGroup // calls that block
+	mu      sync.Mutex
+	sendq   []queuedSend // sends waiting behind one that blocks, in order
+	sending bool         // a goroutine drains sendq
+	waits   map[uint32]context.CancelFunc
+	mem     *daemonMem
+	closed  bool
+	wg      sync.WaitGroup // calls that block
 
 	// The reader goroutine's buffers.
 	req  []byte
@@ -272,31 +274,88 @@ func (dc *daemonConn) send(r, h rdsdproto.Record) error {
 		return dc.replyTo(h, ErrNotShared)
 	}
 	flags := MsgFlags(r.A())
+	posted := r.B()&sendPosted != 0
+	if posted && (flags != 0 || nc != 0 || r.ID() != 0) {
+		return rdsdproto.ErrBody
+	}
+	if posted {
+		h = nil // no reply, unless it fails
+	}
 	blocking := flags&MsgDontWait == 0
-	if !blocking || flags&^MsgDontWait != 0 || (nc == 0 && !dc.monitor.Load()) {
+	dc.mu.Lock()
+	queued := dc.sending
+	dc.mu.Unlock()
+	if !queued && (!blocking || flags&^MsgDontWait != 0 || (nc == 0 && !dc.monitor.Load())) {
 		n, err := dc.s.SendMsg(&m, flags|MsgDontWait)
 		if blocking && (errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.ENOBUFS)) {
-			return dc.sendBlocking(h, m, flags, &cookie)
+			return dc.sendQueued(h, m, flags, &cookie)
 		}
-		h.SetN(uint32(n))
-		h.SetA(uint64(cookie))
-		return dc.replyTo(h, err)
+		return dc.sendDone(h, n, err, cookie)
 	}
-	return dc.sendBlocking(h, m, flags, &cookie)
+	return dc.sendQueued(h, m, flags, &cookie)
 }
 
-// sendBlocking runs a send that may block in a goroutine, on copies of
-// what the reader's buffers hold.
-func (dc *daemonConn) sendBlocking(h rdsdproto.Record, m Msg, flags MsgFlags, cookie *Cookie) error {
-	h = append(rdsdproto.Record(nil), h...)
-	m.Data = append([]byte(nil), m.Data...)
-	dc.goBlocking(func() {
-		n, err := dc.s.SendMsg(&m, flags)
-		h.SetN(uint32(n))
-		h.SetA(uint64(*cookie))
-		dc.replyTo(h, err)
-	})
+// sendDone answers a send; a posted one (h nil) is answered only if it
+// failed, with ID 0, for the client's next send to report.
+func (dc *daemonConn) sendDone(h rdsdproto.Record, n int, err error, cookie Cookie) error {
+	if h == nil {
+		if err == nil {
+			return nil
+		}
+		dc.log.Debug().Err(err).Msg("posted send failed")
+		var hb [rdsdproto.HeaderLen]byte
+		h = rdsdproto.New(hb[:], rdsdproto.OpSend, 0, 0)
+	}
+	h.SetN(uint32(n))
+	h.SetA(uint64(cookie))
+	return dc.replyTo(h, err)
+}
+
+// queuedSend is a send that waits behind one that blocks.
+type queuedSend struct {
+	h      rdsdproto.Record // nil: posted
+	m      Msg
+	flags  MsgFlags
+	cookie *Cookie
+}
+
+// sendQueued queues a send that may block, on copies of what the
+// reader's buffers hold, behind the socket's other waiting sends: a
+// goroutine sends them in order, blocking as the client's call would.
+func (dc *daemonConn) sendQueued(h rdsdproto.Record, m Msg, flags MsgFlags, cookie *Cookie) error {
+	q := queuedSend{m: m, flags: flags, cookie: cookie}
+	if h != nil {
+		q.h = append(rdsdproto.Record(nil), h...)
+	}
+	q.m.Data = append([]byte(nil), m.Data...)
+	dc.mu.Lock()
+	dc.sendq = append(dc.sendq, q)
+	start := !dc.sending
+	dc.sending = true
+	dc.mu.Unlock()
+	if start {
+		dc.goBlocking(dc.drainSends)
+	}
 	return nil
+}
+
+// drainSends sends the queued sends in order until none is left.
+func (dc *daemonConn) drainSends() {
+	for {
+		dc.mu.Lock()
+		if len(dc.sendq) == 0 || dc.closed {
+			dc.sending = false
+			dc.sendq = nil
+			dc.mu.Unlock()
+			return
+		}
+		q := dc.sendq[0]
+		dc.sendq[0] = queuedSend{}
+		dc.sendq = dc.sendq[1:]
+		dc.mu.Unlock()
+		n, err := dc.s.SendMsg(&q.m, q.flags)
+		dc.sendDone(q.h, n, err, *q.cookie)
+	}
 }
 
 // rdmaCapable reports whether the socket is bound on a transport with
