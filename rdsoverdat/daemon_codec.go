@@ -45,7 +45,9 @@ func (notShared) Is(target error) bool { return target == syscall.EFAULT }
 
 // codeOf is the reply code of err.
 func codeOf(err error) rdsdproto.Code {
-	var errno syscall.Errno
+	if e, ok := err.(syscall.Errno); ok && e > 0 && e < 1<<16 {
+		return rdsdproto.Code(e) // the common case, without errors.As's allocation
+	}
 	switch {
 	case err == nil:
 		return rdsdproto.CodeOK
@@ -53,11 +55,13 @@ func codeOf(err error) rdsdproto.Code {
 		return rdsdproto.CodeClosed
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return rdsdproto.CodeDeadline
-	case errors.As(err, new(msgTooBig)):
+	case errors.Is(err, ErrMsgTooBig):
 		return rdsdproto.CodeMsgTooBig
 	case errors.Is(err, ErrNotShared):
 		return rdsdproto.CodeNotShared
-	case errors.As(err, &errno) && errno > 0 && errno < 1<<16:
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) && errno > 0 && errno < 1<<16 {
 		return rdsdproto.Code(errno)
 	}
 	return rdsdproto.Code(syscall.EIO)

@@ -31,13 +31,23 @@ type daemonConn struct {
 
 	monitor atomic.Bool // RDS_CONG_MONITOR on: sends must not try MSG_DONTWAIT first
 
-	mu      sync.Mutex
-	sendq   []queuedSend // sends waiting behind one that blocks, in order
-	sending bool         // a goroutine drains sendq
-	waits   map[uint32]context.CancelFunc
-	mem     *daemonMem
-	closed  bool
-	wg      sync.WaitGroup // calls that block
+	mu          sync.Mutex
+	sendq       []queuedSend // sends waiting behind one that blocks, in order
+	sending     bool         // a goroutine drains sendq
+	recvq       []queuedRecv // receives that wait for a message, in order
+	recvWaiting bool         // recvq is not empty or its head runs
+	recvWorker  bool         // the receiver goroutine runs
+	recvSig     chan struct{}
+	gone        chan struct{} // closed when the connection ends
+	// The receiver goroutine's buffers (one runs at a time).
+	wbuf, wenc                 []byte
+	wcm                        []ControlMessage
+	rmsg, wmsg                 Msg // the reader's and the receiver goroutine's
+	drainRecvsFn, drainSendsFn func()
+	waits                      map[uint32]context.CancelFunc
+	mem                        *daemonMem
+	closed                     bool
+	wg                         sync.WaitGroup // calls that block
 
 	// The reader goroutine's buffers.
 	req  []byte
@@ -51,6 +61,8 @@ func newDaemonConn(d *Daemon, uc *net.UnixConn) *daemonConn {
 	dc := &daemonConn{d: d, c: rdsdproto.NewConn(uc), s: d.st.Socket(), waits: map[uint32]context.CancelFunc{},
 		mem: newDaemonMem()}
 	dc.log = d.log
+	dc.drainRecvsFn, dc.drainSendsFn = dc.drainRecvs, dc.drainSends
+	dc.recvSig, dc.gone = make(chan struct{}, 1), make(chan struct{})
 	if cred, err := peerCred(uc); err == nil {
 		dc.cred = cred
 		dc.log = d.log.With().Int32("pid", cred.Pid).Uint32("uid", cred.Uid).Logger()
@@ -96,6 +108,7 @@ func (dc *daemonConn) release() {
 	dc.s.Close()
 	dc.mu.Lock()
 	dc.closed = true
+	close(dc.gone)
 	for _, cancel := range dc.waits {
 		cancel()
 	}
@@ -263,10 +276,11 @@ func (dc *daemonConn) send(r, h rdsdproto.Record) error {
 			return err
 		}
 	}
-	var cookie Cookie
+	cookie := noCookie // an RDMA_MAP's cookie goes in its own variable
 	for i, c := range m.Control {
 		if mp, ok := c.(RDMAMap); ok {
-			mp.CookieAddr = &cookie
+			cookie = new(Cookie)
+			mp.CookieAddr = cookie
 			m.Control[i] = mp
 		}
 	}
@@ -285,14 +299,17 @@ func (dc *daemonConn) send(r, h rdsdproto.Record) error {
 	dc.mu.Lock()
 	queued := dc.sending
 	dc.mu.Unlock()
-	if !queued && (!blocking || flags&^MsgDontWait != 0 || (nc == 0 && !dc.monitor.Load())) {
-		n, err := dc.s.SendMsg(&m, flags|MsgDontWait)
-		if blocking && (errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.ENOBUFS)) {
-			return dc.sendQueued(h, m, flags, &cookie)
-		}
-		return dc.sendDone(h, n, err, cookie)
+	if flags&^MsgDontWait != 0 {
+		return dc.sendDone(h, 0, eOPNOTSUPP, 0) // as Socket.SendMsg refuses them
 	}
-	return dc.sendQueued(h, m, flags, &cookie)
+	if !queued && (!blocking || (nc == 0 && !dc.monitor.Load())) {
+		n, err := dc.s.b.sendmsg(m.Data, m.Addr, m.Control, flags|MsgDontWait)
+		if blocking && (errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.ENOBUFS)) {
+			return dc.sendQueued(h, m, flags, cookie)
+		}
+		return dc.sendDone(h, n, err, *cookie)
+	}
+	return dc.sendQueued(h, m, flags, cookie)
 }
 
 // sendDone answers a send; a posted one (h nil) is answered only if it
@@ -310,6 +327,9 @@ func (dc *daemonConn) sendDone(h rdsdproto.Record, n int, err error, cookie Cook
 	h.SetA(uint64(cookie))
 	return dc.replyTo(h, err)
 }
+
+// noCookie stands for the cookie of a send without RDMA_MAP (always 0).
+var noCookie = new(Cookie)
 
 // queuedSend is a send that waits behind one that blocks.
 type queuedSend struct {
@@ -334,7 +354,7 @@ func (dc *daemonConn) sendQueued(h rdsdproto.Record, m Msg, flags MsgFlags, cook
 	dc.sending = true
 	dc.mu.Unlock()
 	if start {
-		dc.goBlocking(dc.drainSends)
+		dc.goBlocking(dc.drainSendsFn)
 	}
 	return nil
 }
@@ -374,22 +394,85 @@ func (dc *daemonConn) recv(r, h rdsdproto.Record) error {
 		return rdsdproto.ErrBody
 	}
 	flags := MsgFlags(r.A())
+	dc.mu.Lock()
+	waiting := dc.recvWaiting
+	dc.mu.Unlock()
+	if flags&MsgDontWait == 0 && waiting {
+		return dc.recvQueued(h, room, flags) // behind the receive that waits
+	}
 	if cap(dc.rbuf) < room {
 		dc.rbuf = make([]byte, room)
 	}
-	m := Msg{Data: dc.rbuf[:room], Control: dc.cm[:0]}
-	n, err := dc.s.RecvMsg(&m, flags|MsgDontWait)
+	m := &dc.rmsg // a field: a local would escape through the backend interface
+	*m = Msg{Data: dc.rbuf[:room], Control: dc.cm[:0]}
+	n, err := dc.s.b.recvmsg(m, flags|MsgDontWait)
 	dc.cm = m.Control[:0]
 	if flags&MsgDontWait == 0 && errors.Is(err, syscall.EAGAIN) {
-		h = append(rdsdproto.Record(nil), h...)
-		dc.goBlocking(func() {
-			m := Msg{Data: make([]byte, room)}
-			n, err := dc.s.RecvMsg(&m, flags)
-			dc.recvReply(h, &m, n, err, nil)
-		})
-		return nil
+		return dc.recvQueued(h, room, flags)
 	}
-	return dc.recvReply(h, &m, n, err, &dc.enc)
+	return dc.recvReply(h, m, n, err, &dc.enc)
+}
+
+// queuedRecv is a receive that waits for a message.
+type queuedRecv struct {
+	hdr   [rdsdproto.HeaderLen]byte
+	room  int
+	flags MsgFlags
+}
+
+// recvQueued hands a receive that must wait to the connection's
+// receiver goroutine, which runs the socket's waiting receives one at a
+// time, in order (each gets the next message, as blocked receivers of
+// one socket do), with buffers of its own.
+func (dc *daemonConn) recvQueued(h rdsdproto.Record, room int, flags MsgFlags) error {
+	var q queuedRecv
+	copy(q.hdr[:], h)
+	q.room, q.flags = room, flags
+	dc.mu.Lock()
+	dc.recvq = append(dc.recvq, q)
+	dc.recvWaiting = true
+	start := !dc.recvWorker
+	dc.recvWorker = true
+	dc.mu.Unlock()
+	if start {
+		dc.goBlocking(dc.drainRecvsFn)
+	}
+	signal(dc.recvSig)
+	return nil
+}
+
+// drainRecvs is the receiver goroutine: it runs the queued receives as
+// they come, until the connection ends. It lives as long as the
+// connection once started, so that a receive that waits costs no
+// goroutine of its own.
+func (dc *daemonConn) drainRecvs() {
+	for {
+		dc.mu.Lock()
+		if dc.closed {
+			dc.mu.Unlock()
+			return
+		}
+		if len(dc.recvq) == 0 {
+			dc.recvWaiting = false
+			dc.mu.Unlock()
+			select {
+			case <-dc.recvSig:
+			case <-dc.gone:
+			}
+			continue
+		}
+		q := dc.recvq[0]
+		dc.recvq = append(dc.recvq[:0], dc.recvq[1:]...)
+		dc.mu.Unlock()
+		if cap(dc.wbuf) < q.room {
+			dc.wbuf = make([]byte, q.room)
+		}
+		m := &dc.wmsg // a field: a local would escape through the backend interface
+		*m = Msg{Data: dc.wbuf[:q.room], Control: dc.wcm[:0]}
+		n, err := dc.s.b.recvmsg(m, q.flags)
+		dc.wcm = m.Control[:0]
+		dc.recvReply(q.hdr[:], m, n, err, &dc.wenc)
+	}
 }
 
 // recvReply answers a receive; enc is a buffer for the control messages.

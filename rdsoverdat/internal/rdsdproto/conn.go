@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,6 +15,16 @@ import (
 // records under one lock, and reads them whole.
 type Conn struct {
 	uc *net.UnixConn
+	rc syscall.RawConn
+
+	// The reader's recvmsg(2), made once so that a read allocates
+	// nothing (ReadMsgUnix makes a sockaddr per call).
+	rmsg   unix.Msghdr
+	riov   unix.Iovec
+	rn     int
+	rflags int
+	rerr   error
+	readFn func(fd uintptr) bool
 
 	wmu  sync.Mutex
 	wbuf []byte
@@ -23,8 +35,49 @@ type Conn struct {
 
 // NewConn wraps a unixpacket connection.
 func NewConn(uc *net.UnixConn) *Conn {
-	return &Conn{uc: uc, wbuf: make([]byte, MaxRecord), rbuf: make([]byte, MaxRecord+1),
+	c := &Conn{uc: uc, wbuf: make([]byte, MaxRecord), rbuf: make([]byte, MaxRecord+1),
 		oob: make([]byte, unix.CmsgSpace(4*4))}
+	c.rc, c.rerr = uc.SyscallConn()
+	c.riov.Base = &c.rbuf[0]
+	c.riov.SetLen(len(c.rbuf))
+	c.rmsg.Iov = &c.riov
+	c.rmsg.Iovlen = 1
+	c.rmsg.Control = &c.oob[0]
+	c.readFn = c.recvmsg
+	return c
+}
+
+// recvmsg is one recvmsg(2) for RawConn.Read: false to wait for
+// readability.
+func (c *Conn) recvmsg(fd uintptr) bool {
+	c.rmsg.SetControllen(len(c.oob))
+	c.rmsg.Flags = 0
+	n, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&c.rmsg)), unix.MSG_CMSG_CLOEXEC)
+	if e == unix.EAGAIN {
+		return false
+	}
+	if e == unix.EINTR {
+		return c.recvmsg(fd)
+	}
+	c.rn, c.rflags, c.rerr = int(n), int(c.rmsg.Flags), nil
+	if e != 0 {
+		c.rn, c.rerr = 0, e
+	}
+	return true
+}
+
+// readMsg reads one datagram into rbuf and oob.
+func (c *Conn) readMsg() (n, oobn, flags int, err error) {
+	if c.rc == nil {
+		return 0, 0, 0, c.rerr
+	}
+	if err := c.rc.Read(c.readFn); err != nil {
+		return 0, 0, 0, err
+	}
+	if c.rerr != nil {
+		return 0, 0, 0, c.rerr
+	}
+	return c.rn, int(c.rmsg.Controllen), c.rflags, nil
 }
 
 // UnixConn returns the underlying connection.
@@ -94,7 +147,7 @@ func (c *Conn) Read(buf *[]byte) (r Record, fd int, err error) {
 	}()
 	out := (*buf)[:0]
 	for first := true; ; first = false {
-		n, oobn, mflags, _, err := c.uc.ReadMsgUnix(c.rbuf, c.oob)
+		n, oobn, mflags, err := c.readMsg()
 		if err != nil {
 			return nil, fd, err
 		}
