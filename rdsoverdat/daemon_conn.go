@@ -240,7 +240,7 @@ func (dc *daemonConn) handle(r rdsdproto.Record, fd int) error {
 		if fd < 0 {
 			return errors.New("a region without its descriptor")
 		}
-		return dc.replyTo(h, dc.mem.add(r.A(), fd, r.B()))
+		return dc.replyTo(h, dc.mem.add(r.A(), fd))
 	}
 	return rdsdproto.ErrOp
 }

@@ -2,48 +2,40 @@ package rdsoverdat
 
 import (
 	"fmt"
-	"sync"
+	"os"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
-	"golang.org/x/sys/unix"
+	"github.com/godapl/godapl/rdsoverdat/internal/shmring"
 )
 
 // daemonMem holds the shared memory regions one client handed its
-// daemon connection (OpRegion: a memfd, mapped here MAP_SHARED), which
-// RDMA control messages and GetMR name by region ID. Regions belong to
-// the connection: no other client can name them, and they are unmapped
-// when the connection ends.
+// daemon connection (OpRegion: a sealed memfd of a shmring.Region,
+// mapped here by a shmring.RegionTable), which RDMA control messages
+// and GetMR name by region ID. Regions belong to the connection: no
+// other client can name them, and they are unmapped when the connection
+// ends.
 type daemonMem struct {
-	mu      sync.Mutex
-	regions map[uint64][]byte
+	t *shmring.RegionTable
 }
 
-// maxRegion bounds one region (and so what a client makes the daemon map).
-const maxRegion = 1 << 30
+// Limits of one client's regions, so that a client cannot exhaust the
+// daemon's address space.
+const (
+	maxRegions     = 64
+	maxRegionBytes = 1 << 30
+)
 
-func newDaemonMem() *daemonMem { return &daemonMem{regions: map[uint64][]byte{}} }
+func newDaemonMem() *daemonMem {
+	return &daemonMem{t: shmring.NewRegionTable(maxRegions, maxRegionBytes)}
+}
 
-// add maps the memfd fd of size bytes as region id, and closes fd.
-func (dm *daemonMem) add(id uint64, fd int, size uint64) error {
-	defer unix.Close(fd)
-	if id == 0 || size == 0 || size > maxRegion {
-		return eINVAL
+// add maps the memfd fd as region id, and closes fd.
+func (dm *daemonMem) add(id uint64, fd int) error {
+	f := os.NewFile(uintptr(fd), "rdsd-region")
+	defer f.Close()
+	if err := dm.t.Add(id, f); err != nil {
+		return fmt.Errorf("%w (%v)", eINVAL, err)
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || uint64(st.Size) < size || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return eINVAL
-	}
-	b, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return err
-	}
-	dm.mu.Lock()
-	defer dm.mu.Unlock()
-	if dm.regions == nil || dm.regions[id] != nil {
-		unix.Munmap(b)
-		return eINVAL
-	}
-	dm.regions[id] = b
 	return nil
 }
 
@@ -60,22 +52,16 @@ func (dm *daemonMem) at(m rdsdproto.Mem) (b []byte, shared bool, err error) {
 	if m.Region == 0 {
 		return standIn[:m.Len:m.Len], false, nil
 	}
-	dm.mu.Lock()
-	defer dm.mu.Unlock()
-	r := dm.regions[m.Region]
-	if r == nil || m.Off > uint64(len(r)) || m.Len > uint64(len(r))-m.Off {
-		return nil, false, fmt.Errorf("%w: memory outside the client's region %d", rdsdproto.ErrBody, m.Region)
+	if m.Len == 0 {
+		return nil, true, nil // an empty range: the core refuses it (EINVAL)
 	}
-	return r[m.Off : m.Off+m.Len : m.Off+m.Len], true, nil
+	b, err = dm.t.Bytes(m.Region, m.Off, m.Len)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %v", rdsdproto.ErrBody, err)
+	}
+	return b, true, nil
 }
 
 // close unmaps every region. The core holds no reference by then: the
 // socket, and with it every mapping and op, is closed first.
-func (dm *daemonMem) close() {
-	dm.mu.Lock()
-	defer dm.mu.Unlock()
-	for _, b := range dm.regions {
-		unix.Munmap(b)
-	}
-	dm.regions = nil
-}
+func (dm *daemonMem) close() { dm.t.Close() }

@@ -3,22 +3,21 @@ package rdsoverdat
 import (
 	"net/netip"
 	"sync"
-	"unsafe"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
-	"golang.org/x/sys/unix"
+	"github.com/godapl/godapl/rdsoverdat/internal/shmring"
 )
 
 // SharedMem returns n bytes of memory for the socket's RDMA zerocopy
 // calls (GetMR, RDMAMap, RDMAArgs' local buffers). On a daemon socket
-// the memory is a memfd mapped by this process and by the daemon, which
-// runs the transport: RDMA there needs it (ErrNotShared otherwise). On
-// the other backends any memory will do, and SharedMem returns ordinary
-// memory, so that a program written for the daemon runs on all three.
-// The memory stays valid until the socket is closed; a daemon socket
-// unmaps it then.
+// the memory is a shared region (a sealed memfd) mapped by this process
+// and by the daemon, which runs the transport: RDMA there needs it
+// (ErrNotShared otherwise). On the other backends any memory will do,
+// and SharedMem returns ordinary memory, so that a program written for
+// the daemon runs on all three. The memory stays valid until the socket
+// is closed; a daemon socket unmaps it then.
 func (s *Socket) SharedMem(n int) ([]byte, error) {
-	if n <= 0 || n > maxRegion {
+	if n <= 0 || n > maxRegionBytes {
 		return nil, opErr("mmap", s.b.boundAddr(), netip.AddrPort{}, eINVAL)
 	}
 	k, ok := s.b.(*daemonSocket)
@@ -32,15 +31,10 @@ func (s *Socket) SharedMem(n int) ([]byte, error) {
 	return b, nil
 }
 
-// clientMem is a daemon socket's shared regions, by ID.
+// clientMem is a daemon socket's shared regions.
 type clientMem struct {
 	mu      sync.Mutex
-	regions []clientRegion
-}
-
-type clientRegion struct {
-	id  uint64
-	mem []byte
+	regions []*shmring.Region
 }
 
 // sharedMem creates a region of n bytes and hands it to the daemon.
@@ -48,16 +42,21 @@ func (k *daemonSocket) sharedMem(n int) ([]byte, error) {
 	if k.c == nil {
 		return nil, k.err
 	}
-	fd, err := unix.MemfdCreate("rdsd-region", unix.MFD_CLOEXEC)
+	g, err := shmring.NewRegion(n)
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(fd)
-	if err := unix.Ftruncate(fd, int64(n)); err != nil {
+	b, err := g.Alloc(n)
+	if err != nil {
+		g.Close()
 		return nil, err
 	}
-	b, err := unix.Mmap(fd, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
+	c, h := k.getCall(rdsdproto.OpRegion)
+	defer putCall(c)
+	h.SetA(g.ID())
+	h.SetB(uint64(g.Size()))
+	if err := k.callFD(c, h, int(g.File().Fd())); err != nil {
+		g.Close()
 		return nil, err
 	}
 	k.mu.Lock()
@@ -67,17 +66,8 @@ func (k *daemonSocket) sharedMem(n int) ([]byte, error) {
 	cm := k.shared
 	k.mu.Unlock()
 	cm.mu.Lock()
-	id := uint64(len(cm.regions) + 1)
-	cm.regions = append(cm.regions, clientRegion{id: id, mem: b})
+	cm.regions = append(cm.regions, g)
 	cm.mu.Unlock()
-
-	c, h := k.getCall(rdsdproto.OpRegion)
-	defer putCall(c)
-	h.SetA(id)
-	h.SetB(uint64(n))
-	if err := k.callFD(c, h, fd); err != nil {
-		return nil, err // the region stays listed (and mapped) until close: its ID is spent
-	}
 	return b, nil
 }
 
@@ -88,13 +78,11 @@ func (cm *clientMem) memOf(mem []byte) rdsdproto.Mem {
 	if cm == nil || len(mem) == 0 {
 		return m
 	}
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
-	for _, r := range cm.regions {
-		base := uintptr(unsafe.Pointer(unsafe.SliceData(r.mem)))
-		if p >= base && p-base <= uintptr(len(r.mem)) && uint64(len(r.mem))-uint64(p-base) >= uint64(len(mem)) {
-			m.Region, m.Off = r.id, uint64(p-base)
+	for _, g := range cm.regions {
+		if off, ok := g.Offset(mem); ok {
+			m.Region, m.Off = g.ID(), uint64(off)
 			return m
 		}
 	}
@@ -109,8 +97,8 @@ func (cm *clientMem) close() {
 	}
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
-	for _, r := range cm.regions {
-		unix.Munmap(r.mem)
+	for _, g := range cm.regions {
+		g.Close()
 	}
 	cm.regions = nil
 }
