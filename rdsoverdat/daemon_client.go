@@ -48,6 +48,9 @@ type daemonSocket struct {
 	post postState
 
 	done chan struct{} // the reader ended
+
+	watching bool          // the socket watcher runs (rings in use)
+	watched  chan struct{} // closed when it ended
 }
 
 // Flags of OpSend's B.
@@ -83,6 +86,7 @@ func newDaemonSocket(st *Stack) *daemonSocket {
 		return k
 	}
 	k.c = rdsdproto.NewConn(uc)
+	k.useRings()
 	go k.reader()
 	st.mu.Lock()
 	closed := st.closed
@@ -111,12 +115,13 @@ func (k *daemonSocket) reader() {
 	var err error
 	for {
 		var r rdsdproto.Record
-		var fd int
-		r, fd, err = k.c.Read(&buf)
+		var fds []int
+		r, fds, err = k.c.Read(&buf)
 		if err != nil {
 			break
 		}
-		if fd >= 0 || r.Flags()&rdsdproto.FlagReply == 0 {
+		if len(fds) > 0 || r.Flags()&rdsdproto.FlagReply == 0 {
+			rdsdproto.CloseFDs(fds)
 			err = rdsdproto.ErrFlags
 			break
 		}
@@ -331,6 +336,10 @@ func (k *daemonSocket) close() error {
 	err := k.simple(rdsdproto.OpClose, nil, nil)
 	k.c.UnixConn().CloseWrite() // the daemon's reader ends, then it closes its end
 	<-k.done
+	if k.watching {
+		<-k.watched
+	}
+	k.c.Close()
 	k.shared.close()
 	if errors.Is(err, errClosed) {
 		err = nil // a reply lost to a connection that just ended

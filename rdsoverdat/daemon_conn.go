@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
+	"github.com/godapl/godapl/rdsoverdat/internal/shmring"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
@@ -39,6 +42,8 @@ type daemonConn struct {
 	recvWorker  bool         // the receiver goroutine runs
 	recvSig     chan struct{}
 	gone        chan struct{} // closed when the connection ends
+	watching    bool          // the socket watcher runs (rings in use)
+	watched     chan struct{} // closed when it ended
 	// The receiver goroutine's buffers (one runs at a time).
 	wbuf, wenc                 []byte
 	wcm                        []ControlMessage
@@ -77,18 +82,24 @@ func (dc *daemonConn) serve() {
 	var err error
 	for {
 		var r rdsdproto.Record
-		var fd int
-		r, fd, err = dc.c.Read(&dc.req)
+		var fds []int
+		r, fds, err = dc.c.Read(&dc.req)
 		if err != nil {
 			break
 		}
-		if r.Flags()&rdsdproto.FlagReply != 0 {
+		switch {
+		case r.Flags()&rdsdproto.FlagReply != 0:
+			rdsdproto.CloseFDs(fds)
 			err = errors.New("a client sent a reply")
-		} else if fd >= 0 && r.Op() != rdsdproto.OpRegion {
-			unix.Close(fd)
+		case r.Op() == rdsdproto.OpRings:
+			err = dc.rings(r, fds)
+		case r.Op() == rdsdproto.OpRegion:
+			err = dc.region(r, fds)
+		case len(fds) > 0:
+			rdsdproto.CloseFDs(fds)
 			err = errors.New("a descriptor on a request that takes none")
-		} else {
-			err = dc.handle(r, fd)
+		default:
+			err = dc.handle(r)
 		}
 		if err != nil {
 			break
@@ -115,6 +126,9 @@ func (dc *daemonConn) release() {
 	dc.mu.Unlock()
 	dc.wg.Wait()
 	dc.c.Close()
+	if dc.watching {
+		<-dc.watched
+	}
 	dc.mem.close()
 }
 
@@ -156,7 +170,7 @@ func (dc *daemonConn) goBlocking(f func()) {
 
 // handle answers one request. An error is the client's fault (a
 // malformed request) or a dead connection: the caller closes it.
-func (dc *daemonConn) handle(r rdsdproto.Record, fd int) error {
+func (dc *daemonConn) handle(r rdsdproto.Record) error {
 	h := dc.header(r)
 	s := dc.s
 	switch r.Op() {
@@ -236,11 +250,6 @@ func (dc *daemonConn) handle(r rdsdproto.Record, fd int) error {
 			return err
 		}
 		return dc.replyTo(h, nil, b)
-	case rdsdproto.OpRegion:
-		if fd < 0 {
-			return errors.New("a region without its descriptor")
-		}
-		return dc.replyTo(h, dc.mem.add(r.A(), fd))
 	}
 	return rdsdproto.ErrOp
 }
@@ -556,4 +565,76 @@ func (dc *daemonConn) getMR(r, h rdsdproto.Record) error {
 	c, err := dc.s.GetMR(mem, RDMAFlags(r.A()))
 	h.SetA(uint64(c))
 	return dc.replyTo(h, err)
+}
+
+// rings is OpRings: the client's rings, attached here; from the reply
+// on, records travel in them and a watcher reads the socket, which then
+// carries only descriptors (OpRegion) and the end of the client.
+func (dc *daemonConn) rings(r rdsdproto.Record, fds []int) error {
+	if dc.c.Rings() || len(fds) != 6 || len(r.Body()) != 0 {
+		rdsdproto.CloseFDs(fds)
+		return errors.New("rings: six descriptors, once, first")
+	}
+	files := make([]*os.File, len(fds))
+	for i, fd := range fds {
+		files[i] = os.NewFile(uintptr(fd), "rdsd-ring")
+	}
+	rx, err := shmring.Attach(files[:3])
+	if err != nil {
+		for _, f := range files[3:] {
+			f.Close()
+		}
+		return fmt.Errorf("rings: %w", err)
+	}
+	tx, err := shmring.Attach(files[3:])
+	if err != nil {
+		rx.Close()
+		return fmt.Errorf("rings: %w", err)
+	}
+	var hb [rdsdproto.HeaderLen]byte
+	h := rdsdproto.New(hb[:], rdsdproto.OpRings, r.ID(), 0)
+	if err := dc.replyTo(h, nil); err != nil { // on the socket: the rings are not in use yet
+		rx.Close()
+		tx.Close()
+		return err
+	}
+	dc.c.UseRings(tx, rx)
+	dc.watching, dc.watched = true, make(chan struct{})
+	go dc.watchSocket()
+	return nil
+}
+
+// watchSocket reads the socket once the rings carry the records: shared
+// memory regions come there (they carry a descriptor), and the end of
+// the connection, on which it shuts the rings down so that the reader
+// sees the client gone.
+func (dc *daemonConn) watchSocket() {
+	defer close(dc.watched)
+	defer dc.c.ShutdownRings()
+	var buf []byte
+	for {
+		r, fds, err := dc.c.ReadSocket(&buf)
+		if err != nil {
+			return
+		}
+		if r.Op() != rdsdproto.OpRegion || r.Flags()&rdsdproto.FlagReply != 0 {
+			rdsdproto.CloseFDs(fds)
+			dc.log.Warn().Stringer("op", r.Op()).Msg("closing client connection: a record on the socket beside the rings")
+			return
+		}
+		if err := dc.region(r, fds); err != nil {
+			return
+		}
+	}
+}
+
+// region is OpRegion: a shared memory region the client hands over.
+func (dc *daemonConn) region(r rdsdproto.Record, fds []int) error {
+	if len(fds) != 1 {
+		rdsdproto.CloseFDs(fds)
+		return errors.New("a region without its descriptor")
+	}
+	var hb [rdsdproto.HeaderLen]byte
+	h := rdsdproto.New(hb[:], rdsdproto.OpRegion, r.ID(), 0)
+	return dc.replyTo(h, dc.mem.add(r.A(), fds[0]))
 }

@@ -29,11 +29,15 @@ func (st *Stack) DaemonInfo() (Info, error) {
 		return info, err
 	}
 	var buf []byte
-	r, fd, err := c.Read(&buf)
+	r, fds, err := c.Read(&buf)
 	if err != nil {
 		return info, err
 	}
-	if fd >= 0 || r.Op() != rdsdproto.OpInfo || r.Flags()&rdsdproto.FlagReply == 0 {
+	if len(fds) > 0 {
+		rdsdproto.CloseFDs(fds)
+		return info, rdsdproto.ErrBody
+	}
+	if r.Op() != rdsdproto.OpInfo || r.Flags()&rdsdproto.FlagReply == 0 {
 		return info, rdsdproto.ErrBody
 	}
 	if err := errOf(r.Code()); err != nil {

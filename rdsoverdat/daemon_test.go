@@ -433,3 +433,27 @@ func TestDaemonRDMASharedMem(t *testing.T) {
 		t.Fatalf("MRs after FreeMR: %d", cli.MRs())
 	}
 }
+
+// A daemon socket's records travel in shared memory rings once the
+// first request handed them over; the socket carries descriptors only.
+func TestDaemonUsesRings(t *testing.T) {
+	leakCheck(t)
+	st, _ := daemonStack(t, Config{})
+	a := mustBind(t, st, ap(testAddrs(1)[0], 0))
+	k := a.b.(*daemonSocket)
+	if !k.c.Rings() {
+		t.Fatal("the socket's records do not travel in rings")
+	}
+	if _, err := a.SendTo([]byte("x"), a.BoundAddr(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := recvTimeout(t, a, make([]byte, 4), 5*time.Second); n != 1 {
+		t.Fatalf("%d bytes", n)
+	}
+	if _, err := a.SharedMem(4096); err != nil { // a descriptor, on the socket beside the rings
+		t.Fatal(err)
+	}
+	if a.Poll()&PollOut == 0 {
+		t.Fatal("no POLLOUT")
+	}
+}

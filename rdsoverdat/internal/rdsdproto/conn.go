@@ -1,12 +1,14 @@
 package rdsdproto
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"sync"
 	"syscall"
 	"unsafe"
 
+	"github.com/godapl/godapl/rdsoverdat/internal/shmring"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,12 +33,54 @@ type Conn struct {
 
 	rbuf []byte // one datagram (reader side; one reader at a time)
 	oob  []byte
+
+	// After UseRings, records without descriptors travel in shared
+	// memory: tx is the ring this side writes, rx the one it reads.
+	tx, rx  *shmring.Ring
+	ringBuf []byte     // one record read from rx
+	ringMu  sync.Mutex // UseRings against Close and ShutdownRings
+}
+
+// MaxFDs is the most descriptors one record carries (OpRings: two rings
+// of three files).
+const MaxFDs = 8
+
+// RingCapacity is the data area of each ring of a connection: room for
+// a few records of MaxBody, and for the sends a client posts ahead.
+const RingCapacity = 1 << 20
+
+// UseRings moves the connection's records to shared memory: Write puts
+// records without a descriptor in tx, Read takes records from rx. The
+// socket stays for descriptors (ReadSocket) and to tell that the peer
+// is gone: when it ends, Shutdown the rings. Call it when no record is
+// in flight on the socket.
+func (c *Conn) UseRings(tx, rx *shmring.Ring) {
+	buf := make([]byte, MaxRecord+1)
+	c.wmu.Lock()
+	c.ringMu.Lock()
+	c.tx, c.rx, c.ringBuf = tx, rx, buf
+	c.ringMu.Unlock()
+	c.wmu.Unlock()
+}
+
+// Rings reports whether UseRings was called.
+func (c *Conn) Rings() bool { return c.rx != nil }
+
+// ShutdownRings tells the rings the peer is gone: blocked reads and
+// writes return.
+func (c *Conn) ShutdownRings() {
+	c.ringMu.Lock()
+	defer c.ringMu.Unlock()
+	if c.rx != nil {
+		c.rx.Shutdown()
+		c.tx.Shutdown()
+	}
 }
 
 // NewConn wraps a unixpacket connection.
 func NewConn(uc *net.UnixConn) *Conn {
 	c := &Conn{uc: uc, wbuf: make([]byte, MaxRecord), rbuf: make([]byte, MaxRecord+1),
-		oob: make([]byte, unix.CmsgSpace(4*4))}
+		oob: make([]byte, unix.CmsgSpace(MaxFDs*4))}
 	c.rc, c.rerr = uc.SyscallConn()
 	c.riov.Base = &c.rbuf[0]
 	c.riov.SetLen(len(c.rbuf))
@@ -83,8 +127,17 @@ func (c *Conn) readMsg() (n, oobn, flags int, err error) {
 // UnixConn returns the underlying connection.
 func (c *Conn) UnixConn() *net.UnixConn { return c.uc }
 
-// Close closes the connection; blocked reads and writes return.
-func (c *Conn) Close() error { return c.uc.Close() }
+// Close closes the connection and its rings; blocked reads and writes
+// return.
+func (c *Conn) Close() error {
+	c.ringMu.Lock()
+	if c.rx != nil {
+		c.rx.Close()
+		c.tx.Close()
+	}
+	c.ringMu.Unlock()
+	return c.uc.Close()
+}
 
 // Write sends hdr (a record of HeaderLen bytes whose fields are set) with
 // the concatenation of body as its body, in as many records as MaxBody
@@ -120,6 +173,12 @@ func (c *Conn) WriteFD(hdr Record, fd int, body ...[]byte) error {
 			f |= FlagMore
 		}
 		Record(w).SetFlags(f)
+		if c.tx != nil && fd < 0 {
+			if err := c.writeRing(w); err != nil {
+				return err
+			}
+			continue
+		}
 		var oob []byte
 		if first && fd >= 0 {
 			oob = unix.UnixRights(fd)
@@ -131,62 +190,103 @@ func (c *Conn) WriteFD(hdr Record, fd int, body ...[]byte) error {
 	return nil
 }
 
+// writeRing puts one record in tx, waiting for room.
+func (c *Conn) writeRing(w []byte) error {
+	b, err := c.tx.Reserve(context.Background(), len(w))
+	if err != nil {
+		return err
+	}
+	copy(b, w)
+	return c.tx.Commit(len(w))
+}
+
+// WriteFDs sends hdr with no body and the descriptors fds on the socket
+// (the rings of a connection), whatever UseRings said.
+func (c *Conn) WriteFDs(hdr Record, fds []int) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, _, err := c.uc.WriteMsgUnix(hdr[:HeaderLen], unix.UnixRights(fds...), nil)
+	return err
+}
+
 // Read reads one request or reply whole: its first record's header and
 // the reassembled body, in *buf (grown as needed, up to
-// HeaderLen+MaxMessage). fd is a descriptor that came with it, or -1;
-// the caller owns it. Descriptors on any record but the first are
-// closed, and a malformed sequence is an error after which the
-// connection must be closed.
-func (c *Conn) Read(buf *[]byte) (r Record, fd int, err error) {
-	fd = -1
+// HeaderLen+MaxMessage). fds are the descriptors that came with it (nil
+// almost always); the caller owns them. Descriptors on any record but
+// the first are closed, and a malformed sequence is an error after
+// which the connection must be closed. After UseRings it reads the rx
+// ring.
+func (c *Conn) Read(buf *[]byte) (r Record, fds []int, err error) {
+	if c.rx != nil {
+		return c.readRecords(buf, true)
+	}
+	return c.readRecords(buf, false)
+}
+
+// ReadSocket reads one request or reply from the socket, as Read did
+// before UseRings: after it, only records that carry descriptors come
+// there.
+func (c *Conn) ReadSocket(buf *[]byte) (r Record, fds []int, err error) {
+	return c.readRecords(buf, false)
+}
+
+// readRecords reads a request or reply from rx (ring) or the socket.
+func (c *Conn) readRecords(buf *[]byte, ring bool) (r Record, fds []int, err error) {
 	defer func() {
-		if err != nil && fd >= 0 {
-			unix.Close(fd)
-			fd = -1
+		if err != nil {
+			CloseFDs(fds)
+			fds = nil
 		}
 	}()
 	out := (*buf)[:0]
 	for first := true; ; first = false {
-		n, oobn, mflags, err := c.readMsg()
+		var n, oobn, mflags int
+		var err error
+		var data []byte
+		if ring {
+			n, err = c.rx.Read(context.Background(), c.ringBuf)
+			data = c.ringBuf
+		} else {
+			n, oobn, mflags, err = c.readMsg()
+			data = c.rbuf
+		}
 		if err != nil {
-			return nil, fd, err
+			return nil, fds, err
 		}
 		if oobn > 0 {
-			fds := parseRights(c.oob[:oobn])
-			for i, f := range fds {
-				if first && i == 0 {
-					fd = f
-				} else {
-					unix.Close(f)
-				}
+			got := parseRights(c.oob[:oobn])
+			if first {
+				fds = got
+			} else {
+				CloseFDs(got)
 			}
 		}
 		if n == 0 {
-			return nil, fd, net.ErrClosed // orderly shutdown of a seqpacket peer
+			return nil, fds, net.ErrClosed // orderly shutdown of a seqpacket peer
 		}
 		if mflags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
-			return nil, fd, fmt.Errorf("%w: truncated datagram", ErrLong)
+			return nil, fds, fmt.Errorf("%w: truncated datagram", ErrLong)
 		}
-		rec, err := Parse(c.rbuf[:n])
+		rec, err := Parse(data[:n])
 		if err != nil {
-			return nil, fd, err
+			return nil, fds, err
 		}
 		if first {
 			out = append(out, rec...)
 		} else {
 			h := Record(out)
 			if rec.ID() != h.ID() || rec.Op() != h.Op() || rec.Flags()&FlagReply != h.Flags()&FlagReply {
-				return nil, fd, fmt.Errorf("%w: continuation of another request", ErrBody)
+				return nil, fds, fmt.Errorf("%w: continuation of another request", ErrBody)
 			}
 			if len(out)+len(rec.Body()) > HeaderLen+MaxMessage {
-				return nil, fd, fmt.Errorf("%w: body above MaxMessage", ErrLong)
+				return nil, fds, fmt.Errorf("%w: body above MaxMessage", ErrLong)
 			}
 			out = append(out, rec.Body()...)
 		}
 		if rec.Flags()&FlagMore == 0 {
 			*buf = out
 			Record(out).SetFlags(Record(out).Flags() &^ FlagMore)
-			return Record(out), fd, nil
+			return Record(out), fds, nil
 		}
 	}
 }
@@ -204,4 +304,11 @@ func parseRights(oob []byte) []int {
 		}
 	}
 	return fds
+}
+
+// CloseFDs closes descriptors a record brought that nobody takes.
+func CloseFDs(fds []int) {
+	for _, f := range fds {
+		unix.Close(f)
+	}
 }

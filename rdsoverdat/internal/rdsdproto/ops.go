@@ -47,12 +47,17 @@ const (
 	// (SCM_RIGHTS); A (region ID the client names it by), B (size) →
 	// nothing.
 	OpRegion
+	// OpRings: the client's first request, on the socket, with six
+	// descriptors (SCM_RIGHTS): the files of the ring it writes, then of
+	// the ring the daemon writes (shmring) → nothing, on the socket.
+	// Every later record without descriptors travels in the rings.
+	OpRings
 
 	opEnd
 )
 
 var opNames = [...]string{"", "bind", "close", "deadline", "send", "recv", "setsockopt", "getsockopt",
-	"poll", "wait", "cancel", "buffered", "get_mr", "free_mr", "mrs", "info", "region"}
+	"poll", "wait", "cancel", "buffered", "get_mr", "free_mr", "mrs", "info", "region", "rings"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) && o != 0 {
