@@ -14,7 +14,8 @@
 // every client socket is closed as close(2) closes it (messages not
 // yet acknowledged are canceled), then the nodes. It serves its state to
 // rds-info as every RDS tool does (--info-socket). It reloads nothing:
-// a change of addresses or transport is a restart. docs/RDSD.md has the
+// a change of addresses or transport is a restart, and SIGHUP only logs
+// that. docs/RDSD.md has the
 // design; rdsd.service is a systemd unit for it.
 package main
 
@@ -24,9 +25,11 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"os/signal"
 	"os/user"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/godapl/godapl/internal/rdstool"
 	"github.com/godapl/godapl/rdsoverdat"
@@ -125,14 +128,24 @@ func run(ctx context.Context, c *rdstool.Common, addrs []netip.Addr, path string
 	go func() { served <- d.Serve(ln) }()
 	log.Info().Str("socket", path).Str("transport", c.Transport).Stringer("addrs", addrList(addrs)).
 		Msg("rdsd serving")
-	select {
-	case <-ctx.Done():
-		log.Info().Int("clients", d.Clients()).Msg("stopping: closing every client socket")
-		d.Close()
-		<-served
-		return nil
-	case err := <-served:
-		d.Close()
-		return fmt.Errorf("serving %s: %w", path, err)
+	// SIGHUP would end the process by default; rdsd has nothing to
+	// reload, and says so instead of doing anything silently.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-hup:
+			log.Warn().Msg("SIGHUP: rdsd reloads nothing; restart it to change its addresses or transport")
+			continue
+		case <-ctx.Done():
+			log.Info().Int("clients", d.Clients()).Msg("stopping: closing every client socket")
+			d.Close()
+			<-served
+			return nil
+		case err := <-served:
+			d.Close()
+			return fmt.Errorf("serving %s: %w", path, err)
+		}
 	}
 }
