@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
+	"github.com/godapl/godapl/rdsoverdat/internal/shmring"
 	"github.com/godapl/godapl/verbs/mem"
 )
 
@@ -456,4 +457,89 @@ func TestDaemonUsesRings(t *testing.T) {
 	if a.Poll()&PollOut == 0 {
 		t.Fatal("no POLLOUT")
 	}
+}
+
+// FuzzDaemonRingRecord writes arbitrary records into a client's ring,
+// after the rings were handed over as a client does: the daemon may
+// answer or close that connection, never crash, and it serves the next
+// client.
+func FuzzDaemonRingRecord(f *testing.F) {
+	f.Add([]byte(rdsdproto.New(nil, rdsdproto.OpPoll, 1, 0)))
+	send := rdsdproto.New(nil, rdsdproto.OpSend, 0, 3)
+	send.SetB(sendPosted)
+	send.SetN(3)
+	send.SetAddrPort(netip.MustParseAddrPort("127.0.0.1:9"))
+	f.Add([]byte(send))
+	more := rdsdproto.New(nil, rdsdproto.OpSend, 2, 8)
+	more.SetFlags(rdsdproto.FlagMore)
+	f.Add([]byte(more))
+	f.Add([]byte{0, 1})
+	path := filepath.Join(f.TempDir(), "rdsd.sock")
+	srv := NewStack(Config{})
+	d, err := NewDaemon(srv, DaemonConfig{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ln, err := ListenDaemon(path, 0o600, -1)
+	if err != nil {
+		f.Fatal(err)
+	}
+	go d.Serve(ln)
+	f.Cleanup(func() { d.Close(); srv.Close() })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		uc, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer uc.Close()
+		c2d, err := shmring.Create(rdsdproto.RingCapacity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2d.Close()
+		d2c, err := shmring.Create(rdsdproto.RingCapacity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d2c.Close()
+		h := rdsdproto.New(nil, rdsdproto.OpRings, 1, 0)
+		if err := shmring.SendFiles(uc, h, append(c2d.Files(), d2c.Files()...)); err != nil {
+			t.Fatal(err)
+		}
+		uc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := uc.Read(make([]byte, rdsdproto.MaxRecord)); err != nil || n != rdsdproto.HeaderLen {
+			t.Fatalf("rings reply: %d %v", n, err)
+		}
+		if len(b) > c2d.MaxRecord() {
+			b = b[:c2d.MaxRecord()]
+		}
+		if !c2d.TryWrite(b) {
+			t.Fatal("the ring has no room for one record")
+		}
+		// A valid poll after it: answered unless the daemon closed us.
+		c2d.TryWrite(rdsdproto.New(nil, rdsdproto.OpPoll, 0xfffffff0, 0))
+		uc.CloseWrite()
+		buf := make([]byte, rdsdproto.MaxRecord)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for {
+			n, err := d2c.Read(ctx, buf)
+			if err != nil {
+				if errors.Is(err, context.DeadlineExceeded) {
+					t.Fatal("the daemon neither answered nor closed")
+				}
+				break
+			}
+			if _, err := rdsdproto.Parse(buf[:n]); err != nil {
+				t.Fatalf("the daemon sent a malformed record: %v", err)
+			}
+		}
+		st := NewStack(Config{Daemon: path})
+		defer st.Close()
+		s := st.Socket()
+		defer s.Close()
+		if ev := s.Poll(); ev&PollOut == 0 {
+			t.Fatalf("the daemon does not serve after %x: poll %v", b, ev)
+		}
+	})
 }

@@ -164,8 +164,7 @@ func testRDSDaemonTwoHosts(t *testing.T, tr string) {
 	victim := startChild(t, r.a, "rds-send", roleConf{Local: r.addrA, Peer: r.addrB, Sockets: 1, Dests: 1,
 		Size: 1024, Daemon: sides[0].path, Port: daemonVictimPort, DestPort: daemonVictimPort})
 	midStream(t, vrcv, victim)
-	victim.cmd.Process.Signal(syscall.SIGKILL)
-	victim.cmd.Wait()
+	victim.kill() // SIGKILL
 	rebindAfterKill(t, sides[0].path, netip.AddrPortFrom(r.addrA, daemonVictimPort))
 
 	// Faults on the one connection every process shares.
@@ -209,8 +208,7 @@ func testRDSDaemonTwoHosts(t *testing.T, tr string) {
 	// daemon on the same socket serves a new sender exactly.
 	after := startChild(t, r.b, "rds-recv", roleConf{Local: r.addrB, Sockets: 1, Size: 1024, Daemon: sides[1].path,
 		Port: daemonAfterPort})
-	sides[0].d.cmd.Process.Signal(syscall.SIGKILL)
-	sides[0].d.cmd.Wait()
+	sides[0].d.kill() // SIGKILL
 	if _, err := os.Stat(sides[0].path); err != nil {
 		t.Fatalf("the killed daemon's socket file: %v", err)
 	}
