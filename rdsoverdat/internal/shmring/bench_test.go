@@ -2,6 +2,7 @@ package shmring
 
 import (
 	"context"
+	"encoding/binary"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -170,7 +171,7 @@ func BenchmarkPingPong(b *testing.B) {
 // BenchmarkPingPongProcess is BenchmarkPingPong/ring with the echo in
 // another process, as between a client and the daemon.
 func BenchmarkPingPongProcess(b *testing.B) {
-	to, from, _, _ := peer(b, "echo")
+	to, from, _, _ := peer(b, "echo", 1<<16)
 	ctx := context.Background()
 	rec, buf := make([]byte, 64), make([]byte, 64)
 	b.ReportAllocs()
@@ -185,4 +186,60 @@ func BenchmarkPingPongProcess(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(to.Stats().Signals+from.Stats().Signals)/float64(b.N), "wakeups/op")
+}
+
+// BenchmarkStreamProcess is BenchmarkStream with the consumer in
+// another process: records through a ring against messages on the
+// SOCK_SEQPACKET control socket itself, until the peer has counted
+// them all.
+func BenchmarkStreamProcess(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"64B", 64}, {"64KiB", 64 << 10}} {
+		for _, part := range []string{"sink", "sinkseq"} {
+			name := map[string]string{"sink": "ring/", "sinkseq": "seqpacket/"}[part] + size.name
+			b.Run(name, func(b *testing.B) { benchStreamProcess(b, part, size.n) })
+		}
+	}
+}
+
+func benchStreamProcess(b *testing.B, part string, n int) {
+	to, _, conn, cmd := peer(b, part, 1<<20)
+	ctx := context.Background()
+	rec := make([]byte, n)
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		var err error
+		if part == "sink" {
+			err = to.Write(ctx, rec)
+		} else {
+			_, err = conn.Write(rec)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if part == "sink" {
+		to.Close()
+	} else if _, err := conn.Write([]byte{0}); err != nil {
+		b.Fatal(err)
+	}
+	var got [8]byte
+	if _, err := conn.Read(got[:]); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if c := binary.NativeEndian.Uint64(got[:]); c != uint64(b.N) {
+		b.Fatalf("peer counted %d records of %d", c, b.N)
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	if part == "sink" {
+		b.ReportMetric(float64(to.Stats().Signals)/float64(b.N), "wakeups/record")
+	}
 }

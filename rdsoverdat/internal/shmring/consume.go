@@ -46,16 +46,19 @@ func (r *Ring) Read(ctx context.Context, buf []byte) (int, error) {
 // TryPeek returns the next record in place, if one is there now; it
 // stays in the ring until Release. The bytes are shared memory that a
 // hostile peer can change at any time: copy what must be checked before
-// checking it.
+// checking it. They stay mapped until Release, even if Close comes in
+// between: call Release after every Peek that succeeded, or the mapping
+// outlives Close.
 func (r *Ring) TryPeek() ([]byte, bool) {
 	if !r.acquire() {
 		return nil, false
 	}
-	defer r.release()
 	rec, ok, err := r.next()
 	if !ok || err != nil {
+		r.release()
 		return nil, false
 	}
+	r.holdPeek()
 	return rec, true
 }
 
@@ -65,18 +68,44 @@ func (r *Ring) Peek(ctx context.Context) ([]byte, error) {
 	if !r.acquire() {
 		return nil, ErrClosed
 	}
-	defer r.release()
-	return r.nextWait(ctx)
+	rec, err := r.nextWait(ctx)
+	if err != nil {
+		r.release()
+		return nil, err
+	}
+	r.holdPeek()
+	return rec, nil
+}
+
+// holdPeek keeps the reference of the call that peeked until Release.
+func (r *Ring) holdPeek() {
+	if r.peekRef {
+		r.release() // the earlier Peek's reference serves
+	}
+	r.peekRef = true
 }
 
 // Release frees the record Peek or TryPeek returned, whose bytes must
 // not be used after. Without one it does nothing.
 func (r *Ring) Release() {
+	if !r.peekRef {
+		return
+	}
 	if !r.acquire() {
+		r.dropPeek()
 		return
 	}
 	defer r.release()
 	r.releaseRec()
+}
+
+// dropPeek forgets the peeked record and the reference it holds.
+func (r *Ring) dropPeek() {
+	r.peekSize = 0
+	if r.peekRef {
+		r.peekRef = false
+		r.release()
+	}
 }
 
 // nextWait returns the next record, sleeping while the ring is empty.
@@ -115,8 +144,9 @@ func (r *Ring) next() ([]byte, bool, error) {
 	case r.corrupt.Load():
 		return nil, false, ErrCorrupt
 	}
+	r.peekSize = 0
 	for skipped := false; ; skipped = true {
-		if r.peekSize == 0 && r.wposSeen == r.rpos {
+		if r.wposSeen == r.rpos {
 			// Whether the peer is gone is read before its last write
 			// position, so that no record committed before it closed is
 			// lost.
@@ -166,15 +196,16 @@ func (r *Ring) releaseRec() {
 		return
 	}
 	r.rpos += r.peekSize
-	r.peekSize = 0
 	r.publishRpos()
+	r.dropPeek()
 }
 
 // publishRpos makes freed room visible and wakes a sleeping producer
-// once a quarter of the ring is free, or what it waits for if more: it
-// then writes several records per wake-up rather than one. The ring
-// holds records as long as less is free, so the consumer, which sleeps
-// only on an empty ring, gets there.
+// once the record it waits to write fits, not before: a producer waiting
+// for room for a large record is not woken by each small one read.
+// Waiting for more room than the record needs would save wake-ups
+// behind a slow consumer, but would leave the producer asleep beside
+// room it could use while the consumer pauses.
 func (r *Ring) publishRpos() {
 	r.sh.rpos.Store(r.rpos)
 	want := r.sh.prodWait.Load()
@@ -184,7 +215,7 @@ func (r *Ring) publishRpos() {
 	// A write position out of bounds (a hostile peer) makes free
 	// wrap to a large number: then the producer is woken.
 	free := r.cap - (r.sh.wpos.Load() - r.rpos)
-	if free < min(max(uint64(want), r.cap/4), r.cap) {
+	if free < min(uint64(want), r.cap) {
 		return
 	}
 	if r.sh.prodWait.CompareAndSwap(want, 0) {

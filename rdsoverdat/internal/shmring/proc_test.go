@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,14 +31,35 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	base := runtime.NumGoroutine()
+	code := m.Run()
+	// The fuzzing engine keeps goroutines of its own to the end.
+	if f := flag.Lookup("test.fuzz"); code == 0 && (f == nil || f.Value.String() == "") {
+		code = checkGoroutines(base)
+	}
+	os.Exit(code)
+}
+
+// checkGoroutines fails the run if goroutines started by the tests are
+// still there once those that were finishing have had time to end.
+func checkGoroutines(base int) int {
+	deadline := time.Now().Add(30 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			fmt.Fprintf(os.Stderr, "goroutines leaked:\n%s\n", buf[:runtime.Stack(buf, true)])
+			return 1
+		}
+		runtime.Gosched()
+	}
+	return 0
 }
 
 // runPeer is the peer process: it receives two rings (in, out) and a
 // region over the unix socket on descriptor 3, attaches them, writes
 // the region range it was told to, and then either echoes every record
-// of in onto out until in's producer closes ("echo"), or waits to be
-// killed ("hang").
+// of in onto out until in's producer closes ("echo"), waits to be
+// killed ("hang"), or counts records (sink).
 func runPeer(part string) error {
 	f := os.NewFile(3, "control")
 	c, err := net.FileConn(f)
@@ -81,12 +105,15 @@ func runPeer(part string) error {
 	if _, err := conn.Write([]byte("ready")); err != nil {
 		return err
 	}
-	if part == "hang" {
-		_, err := conn.Read(buf)
-		return fmt.Errorf("control read returned: %v", err)
-	}
 	ctx := context.Background()
 	rec := make([]byte, in.MaxRecord())
+	switch part {
+	case "hang":
+		_, err := conn.Read(buf)
+		return fmt.Errorf("control read returned: %v", err)
+	case "sink", "sinkseq":
+		return sink(ctx, part, in, conn, rec)
+	}
 	for {
 		n, err := in.Read(ctx, rec)
 		if errors.Is(err, ErrPeerClosed) {
@@ -101,10 +128,10 @@ func runPeer(part string) error {
 	}
 }
 
-// peer starts the peer process and hands it two rings and a region
-// buffer; it returns the rings (to the peer, from the peer), the
+// peer starts the peer process and hands it two rings of the given
+// capacity and a region buffer; it returns the rings (to the peer, from the peer), the
 // control connection and the command.
-func peer(t testing.TB, part string) (to, from *Ring, conn *net.UnixConn, cmd *exec.Cmd) {
+func peer(t testing.TB, part string, capacity int) (to, from *Ring, conn *net.UnixConn, cmd *exec.Cmd) {
 	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -130,10 +157,10 @@ func peer(t testing.TB, part string) (to, from *Ring, conn *net.UnixConn, cmd *e
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	if to, err = Create(1 << 16); err != nil {
+	if to, err = Create(capacity); err != nil {
 		t.Fatal(err)
 	}
-	if from, err = Create(1 << 16); err != nil {
+	if from, err = Create(capacity); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -175,7 +202,7 @@ func peer(t testing.TB, part string) (to, from *Ring, conn *net.UnixConn, cmd *e
 // Two processes: records of every size go to the peer and come back
 // through a second ring; the producer's Close ends the stream on both.
 func TestTwoProcesses(t *testing.T) {
-	to, from, _, cmd := peer(t, "echo")
+	to, from, _, cmd := peer(t, "echo", 1<<16)
 	ctx := context.Background()
 	const count = 5000
 	size := func(i int) int { return (i * 7919) % (to.MaxRecord() + 1) }
@@ -221,7 +248,7 @@ func TestTwoProcesses(t *testing.T) {
 // control connection, turned into Shutdown, ends the calls blocked on
 // it.
 func TestPeerKilled(t *testing.T) {
-	to, from, conn, cmd := peer(t, "hang")
+	to, from, conn, cmd := peer(t, "hang", 1<<16)
 	fill(to)
 	ctx := context.Background()
 	r := result(func() error { _, err := from.Read(ctx, nil); return err })
@@ -248,4 +275,34 @@ func TestPeerKilled(t *testing.T) {
 		t.Fatalf("Write: %v, want ErrPeerClosed", err)
 	}
 	wg.Wait()
+}
+
+// sink counts the records that arrive through in ("sink") or as
+// messages on the control socket ("sinkseq", ended by a 1-byte one),
+// and then sends the count on the control socket.
+func sink(ctx context.Context, part string, in *Ring, conn *net.UnixConn, buf []byte) error {
+	var count uint64
+	for {
+		var err error
+		if part == "sink" {
+			_, err = in.Read(ctx, buf)
+			if errors.Is(err, ErrPeerClosed) {
+				break
+			}
+		} else {
+			var n int
+			n, err = conn.Read(buf)
+			if err == nil && n == 1 {
+				break
+			}
+		}
+		if err != nil {
+			return err
+		}
+		count++
+	}
+	var msg [8]byte
+	binary.NativeEndian.PutUint64(msg[:], count)
+	_, err := conn.Write(msg[:])
+	return err
 }

@@ -43,20 +43,29 @@ func (r *Ring) Write(ctx context.Context, p []byte) error {
 // there. Nothing is visible to the consumer before Commit, and a second
 // Reserve replaces an uncommitted one. The slice is shared memory: the
 // peer can read it (and, if hostile, write it) once committed.
+//
+// The slice stays mapped until Commit, even if Close comes in between
+// (Commit then fails with ErrClosed): call Commit after every Reserve
+// that succeeded, or the mapping outlives Close.
 func (r *Ring) Reserve(ctx context.Context, n int) ([]byte, error) {
 	if !r.acquire() {
 		return nil, ErrClosed
 	}
-	defer r.release()
 	if err := r.reserveWait(ctx, n); err != nil {
+		r.release()
 		return nil, err
 	}
+	if r.resvRef {
+		r.release() // the replaced reservation's reference serves
+	}
+	r.resvRef = true
 	return r.reserved(), nil
 }
 
 // Commit publishes the first n bytes of the reservation as a record.
 func (r *Ring) Commit(n int) error {
 	if !r.acquire() {
+		r.dropReservation()
 		return ErrClosed
 	}
 	defer r.release()
@@ -68,6 +77,15 @@ func (r *Ring) Commit(n int) error {
 	}
 	r.commit(n)
 	return nil
+}
+
+// dropReservation forgets the reservation and the reference it holds.
+func (r *Ring) dropReservation() {
+	r.resvN = -1
+	if r.resvRef {
+		r.resvRef = false
+		r.release()
+	}
 }
 
 // reserveWait reserves n bytes, sleeping while the ring is full.
@@ -148,8 +166,8 @@ func (r *Ring) commit(n int) {
 	}
 	recHdr(r.data[r.resvAt:]).set(uint32(n), kindData)
 	r.wpos += r.resvPad + uint64(recSize(n))
-	r.resvN = -1
 	r.sh.wpos.Store(r.wpos)
+	r.dropReservation()
 	if r.sh.consWait.Load() != 0 && r.sh.consWait.CompareAndSwap(1, 0) {
 		r.signals.Add(1)
 		r.dataEv.signal()

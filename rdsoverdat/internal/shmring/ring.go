@@ -35,23 +35,24 @@ type Ring struct {
 	resvPad  uint64 // padding bytes before the reserved record
 	resvAt   uint64 // index of the reserved record's header
 	need     uint64 // bytes the last reserve needed free
+	resvRef  bool   // the reservation holds a reference until Commit
 
 	// Consumer state, owned by the consuming goroutine.
 	rpos     uint64 // next byte to read; published in sh.rpos
 	wposSeen uint64 // last validated sh.wpos
 	peekSize uint64 // bytes of the peeked record, 0 without one
+	peekRef  bool   // Peek's record holds a reference until Release
 
 	// refs counts the owner's reference (dropped by Close) and the calls
 	// in progress; the last to leave unmaps, so that Close never waits
 	// for a call blocked on a hostile peer and no call touches unmapped
 	// memory.
-	refs     atomic.Int64
-	closed   atomic.Bool // Close was called
-	shut     atomic.Bool // Shutdown was called: the peer is gone
-	corrupt  atomic.Bool // the shared memory was found corrupt
-	signals  atomic.Uint64
-	sleeps   atomic.Uint64
-	unmapErr error
+	refs    atomic.Int64
+	closed  atomic.Bool // Close was called
+	shut    atomic.Bool // Shutdown was called: the peer is gone
+	corrupt atomic.Bool // the shared memory was found corrupt
+	signals atomic.Uint64
+	sleeps  atomic.Uint64
 }
 
 // refsDead marks a ring whose last reference is gone: later acquires

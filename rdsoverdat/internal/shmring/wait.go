@@ -131,8 +131,9 @@ func (e *evfd) tryRead(fd uintptr) bool {
 }
 
 // wait blocks until the eventfd is signalled, ctx ends, or the wait is
-// interrupted. It returns nil in all but the last two cases; the caller
-// looks at the ring again either way.
+// interrupted, and the caller looks at the ring again. It returns ctx's
+// error only if ctx had ended before (the caller's next wait reports an
+// end during this one) and an error if the eventfd cannot be read.
 func (e *evfd) wait(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -207,30 +207,97 @@ func TestSignalOnlySleepers(t *testing.T) {
 	}
 }
 
-// A sleeping producer is woken once a quarter of the ring is free, not
-// for every record read, so that a slow consumer does not cost a
-// wake-up per record.
-func TestProducerWakeHysteresis(t *testing.T) {
+// A sleeping producer is woken once its record fits, not for every
+// record read before that.
+func TestProducerWokenWhenRecordFits(t *testing.T) {
 	prod, cons := pair(t, MinCapacity)
-	rec := make([]byte, 56) // 64 bytes with the header
-	for prod.TryWrite(rec) {
+	small := make([]byte, 56) // 64 bytes with the header
+	for prod.TryWrite(small) {
 	}
-	w := result(func() error { return prod.Write(context.Background(), rec) })
+	big := make([]byte, 1000) // 1008 bytes with the header
+	w := result(func() error { return prod.Write(context.Background(), big) })
 	untilSleeping(t, prodSleeping(prod), w)
 	buf := make([]byte, 64)
-	quarter := MinCapacity / 4 / 64
-	for i := range quarter {
-		if s := cons.Stats(); s.Signals != 0 {
-			t.Fatalf("producer woken with %d records read", i)
-		}
+	for i := range 1008 / 64 {
 		if _, ok := cons.TryRead(buf); !ok {
 			t.Fatal("TryRead")
 		}
+		if s := cons.Stats(); s.Signals != 0 {
+			t.Fatalf("producer woken with %d records read, %d bytes free", i+1, (i+1)*64)
+		}
+	}
+	if _, ok := cons.TryRead(buf); !ok {
+		t.Fatal("TryRead")
 	}
 	if err := await(t, w); err != nil {
 		t.Fatal(err)
 	}
 	if s := cons.Stats(); s.Signals != 1 {
-		t.Fatalf("%d wake-ups for a quarter of the ring read", s.Signals)
+		t.Fatalf("%d wake-ups, want 1", s.Signals)
+	}
+}
+
+// A reserved or peeked slice stays mapped across Close until Commit or
+// Release, which then fail or do nothing, and unmap: a writer copying
+// into its reservation while another goroutine closes the ring must not
+// fault.
+func TestCloseKeepsHeldSlices(t *testing.T) {
+	prod, cons := pair(t, MinCapacity)
+	ctx := context.Background()
+	b, err := prod.Reserve(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prod.Reserve(ctx, 50); err != nil { // replaces it
+		t.Fatal(err)
+	}
+	if err := prod.Write(ctx, []byte("before")); err != nil { // and this too
+		t.Fatal(err)
+	}
+	if b, err = prod.Reserve(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := cons.Peek(ctx)
+	if err != nil || string(rec) != "before" {
+		t.Fatalf("Peek: %q %v", rec, err)
+	}
+	if again, ok := cons.TryPeek(); !ok || &again[0] != &rec[0] {
+		t.Fatal("TryPeek moved on")
+	}
+	prod.Close()
+	cons.Close()
+	copy(b, "after Close") // faults if unmapped
+	if string(rec) != "before" {
+		t.Fatalf("peeked record reads %q after Close", rec)
+	}
+	if prod.mem == nil || cons.mem == nil {
+		t.Fatal("unmapped while a slice is held")
+	}
+	if err := prod.Commit(11); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Commit after Close: %v", err)
+	}
+	cons.Release()
+	if prod.refs.Load() != refsDead || cons.refs.Load() != refsDead {
+		t.Fatalf("references left: producer %d consumer %d", prod.refs.Load(), cons.refs.Load())
+	}
+}
+
+// Release without a Peek does nothing, even after a TryRead that found
+// its buffer too short.
+func TestReleaseWithoutPeek(t *testing.T) {
+	prod, cons := pair(t, MinCapacity)
+	if !prod.TryWrite([]byte("kept")) {
+		t.Fatal("TryWrite")
+	}
+	if _, ok := cons.TryRead(make([]byte, 2)); ok {
+		t.Fatal("TryRead into a short buffer")
+	}
+	cons.Release()
+	buf := make([]byte, 4)
+	if n, ok := cons.TryRead(buf); !ok || string(buf[:n]) != "kept" {
+		t.Fatalf("record lost: %q %v", buf[:n], ok)
+	}
+	if cons.refs.Load() != 1 || prod.refs.Load() != 1 {
+		t.Fatalf("references: producer %d consumer %d, want 1", prod.refs.Load(), cons.refs.Load())
 	}
 }
