@@ -33,6 +33,7 @@ type daemonConn struct {
 	cred *unix.Ucred
 
 	monitor atomic.Bool // RDS_CONG_MONITOR on: sends must not try MSG_DONTWAIT first
+	dying   atomic.Bool // the daemon ends the connection: no more replies
 
 	mu          sync.Mutex
 	sendq       []queuedSend // sends waiting behind one that blocks, in order
@@ -137,14 +138,28 @@ func (dc *daemonConn) release() {
 // ErrDaemonLost rather than with what closing the socket makes them
 // return; then release closes the socket as close does.
 func (dc *daemonConn) shutdown() {
+	dc.dying.Store(true)
 	dc.c.Close()
 }
 
 // reply sends the answer to r with code err and body.
 func (dc *daemonConn) replyTo(h rdsdproto.Record, err error, body ...[]byte) error {
+	if dc.dying.Load() {
+		return net.ErrClosed // the client learns of the end from the connection, not from what it undoes
+	}
 	h.SetFlags(rdsdproto.FlagReply)
 	h.SetCode(codeOf(err))
 	return dc.c.Write(h, body...)
+}
+
+// replyCode sends the answer to r with a code that is no error's.
+func (dc *daemonConn) replyCode(h rdsdproto.Record, c rdsdproto.Code) error {
+	if dc.dying.Load() {
+		return net.ErrClosed
+	}
+	h.SetFlags(rdsdproto.FlagReply)
+	h.SetCode(c)
+	return dc.c.Write(h)
 }
 
 // header returns the reader's reply header for request r.
@@ -532,9 +547,7 @@ func (dc *daemonConn) wait(r, h rdsdproto.Record) error {
 		dc.mu.Unlock()
 		cancel()
 		if errors.Is(err, context.Canceled) {
-			h.SetCode(rdsdproto.CodeCanceled)
-			h.SetFlags(rdsdproto.FlagReply)
-			dc.c.Write(h)
+			dc.replyCode(h, rdsdproto.CodeCanceled)
 			return
 		}
 		h.SetA(uint64(ev))

@@ -132,8 +132,10 @@ func (c *Conn) UnixConn() *net.UnixConn { return c.uc }
 func (c *Conn) Close() error {
 	c.ringMu.Lock()
 	if c.rx != nil {
-		c.rx.Close()
+		// tx first: once a reader sees rx closed, nothing it does
+		// may still reach the peer.
 		c.tx.Close()
+		c.rx.Close()
 	}
 	c.ringMu.Unlock()
 	return c.uc.Close()
