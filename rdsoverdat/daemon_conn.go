@@ -106,7 +106,8 @@ func (dc *daemonConn) serve() {
 			break
 		}
 	}
-	if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+	if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) &&
+		!errors.Is(err, shmring.ErrPeerClosed) && !errors.Is(err, shmring.ErrClosed) {
 		dc.log.Warn().Err(err).Msg("closing client connection")
 	}
 	dc.release()
