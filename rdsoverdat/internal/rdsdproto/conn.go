@@ -36,9 +36,8 @@ type Conn struct {
 
 	// After UseRings, records without descriptors travel in shared
 	// memory: tx is the ring this side writes, rx the one it reads.
-	tx, rx  *shmring.Ring
-	ringBuf []byte     // one record read from rx
-	ringMu  sync.Mutex // UseRings against Close and ShutdownRings
+	tx, rx *shmring.Ring
+	ringMu sync.Mutex // UseRings against Close and ShutdownRings
 }
 
 // MaxFDs is the most descriptors one record carries (OpRings: two rings
@@ -55,10 +54,9 @@ const RingCapacity = 1 << 20
 // is gone: when it ends, Shutdown the rings. Call it when no record is
 // in flight on the socket.
 func (c *Conn) UseRings(tx, rx *shmring.Ring) {
-	buf := make([]byte, MaxRecord+1)
 	c.wmu.Lock()
 	c.ringMu.Lock()
-	c.tx, c.rx, c.ringBuf = tx, rx, buf
+	c.tx, c.rx = tx, rx
 	c.ringMu.Unlock()
 	c.wmu.Unlock()
 }
@@ -156,6 +154,9 @@ func (c *Conn) WriteFD(hdr Record, fd int, body ...[]byte) error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if c.tx != nil && fd < 0 {
+		return c.writeRing(hdr, total, body)
+	}
 	flags := hdr.Flags() &^ FlagMore
 	bi, bo := 0, 0 // position in body
 	for first := true; first || total > 0; first = false {
@@ -175,12 +176,6 @@ func (c *Conn) WriteFD(hdr Record, fd int, body ...[]byte) error {
 			f |= FlagMore
 		}
 		Record(w).SetFlags(f)
-		if c.tx != nil && fd < 0 {
-			if err := c.writeRing(w); err != nil {
-				return err
-			}
-			continue
-		}
 		var oob []byte
 		if first && fd >= 0 {
 			oob = unix.UnixRights(fd)
@@ -192,14 +187,38 @@ func (c *Conn) WriteFD(hdr Record, fd int, body ...[]byte) error {
 	return nil
 }
 
-// writeRing puts one record in tx, waiting for room.
-func (c *Conn) writeRing(w []byte) error {
-	b, err := c.tx.Reserve(context.Background(), len(w))
-	if err != nil {
-		return err
+// writeRing puts hdr and body in tx as records as long as the ring
+// allows, built in place (one copy of the body), waiting for room.
+func (c *Conn) writeRing(hdr Record, total int, body [][]byte) error {
+	chunk := min(c.tx.MaxRecord(), MaxRingRecord) - HeaderLen
+	flags := hdr.Flags() &^ FlagMore
+	bi, bo := 0, 0 // position in body
+	for first := true; first || total > 0; first = false {
+		n := min(total, chunk)
+		w, err := c.tx.Reserve(context.Background(), HeaderLen+n)
+		if err != nil {
+			return err
+		}
+		w = w[:HeaderLen+n]
+		copy(w, hdr[:HeaderLen])
+		for p := w[HeaderLen:]; len(p) > 0; {
+			k := copy(p, body[bi][bo:])
+			p, bo = p[k:], bo+k
+			if bo == len(body[bi]) {
+				bi, bo = bi+1, 0
+			}
+		}
+		total -= n
+		f := flags
+		if total > 0 {
+			f |= FlagMore
+		}
+		Record(w).SetFlags(f)
+		if err := c.tx.Commit(HeaderLen + n); err != nil {
+			return err
+		}
 	}
-	copy(b, w)
-	return c.tx.Commit(len(w))
+	return nil
 }
 
 // WriteFDs sends hdr with no body and the descriptors fds on the socket
@@ -240,18 +259,13 @@ func (c *Conn) readRecords(buf *[]byte, ring bool) (r Record, fds []int, err err
 			fds = nil
 		}
 	}()
+	if ring {
+		return c.readRing(buf)
+	}
 	out := (*buf)[:0]
 	for first := true; ; first = false {
-		var n, oobn, mflags int
-		var err error
-		var data []byte
-		if ring {
-			n, err = c.rx.Read(context.Background(), c.ringBuf)
-			data = c.ringBuf
-		} else {
-			n, oobn, mflags, err = c.readMsg()
-			data = c.rbuf
-		}
+		n, oobn, mflags, err := c.readMsg()
+		data := c.rbuf
 		if err != nil {
 			return nil, fds, err
 		}
@@ -289,6 +303,46 @@ func (c *Conn) readRecords(buf *[]byte, ring bool) (r Record, fds []int, err err
 			*buf = out
 			Record(out).SetFlags(Record(out).Flags() &^ FlagMore)
 			return Record(out), fds, nil
+		}
+	}
+}
+
+// readRing reads a request or reply from rx: each record is copied out
+// of shared memory before it is checked (the peer may change it at any
+// time), straight into *buf.
+func (c *Conn) readRing(buf *[]byte) (Record, []int, error) {
+	out := (*buf)[:0]
+	for first := true; ; first = false {
+		rec, err := c.rx.Peek(context.Background())
+		if err != nil {
+			return nil, nil, err
+		}
+		start := len(out)
+		if start+len(rec) > HeaderLen+MaxMessage+HeaderLen {
+			return nil, nil, fmt.Errorf("%w: body above MaxMessage", ErrLong)
+		}
+		out = append(out, rec...)
+		c.rx.Release()
+		r, err := Parse(out[start:])
+		if err != nil {
+			return nil, nil, err
+		}
+		more := r.Flags()&FlagMore != 0
+		if !first {
+			h := Record(out)
+			if r.ID() != h.ID() || r.Op() != h.Op() || r.Flags()&FlagReply != h.Flags()&FlagReply {
+				return nil, nil, fmt.Errorf("%w: continuation of another request", ErrBody)
+			}
+			n := copy(out[start:], out[start+HeaderLen:]) // the body over its header
+			out = out[:start+n]
+			if len(out) > HeaderLen+MaxMessage {
+				return nil, nil, fmt.Errorf("%w: body above MaxMessage", ErrLong)
+			}
+		}
+		if !more {
+			*buf = out
+			Record(out).SetFlags(Record(out).Flags() &^ FlagMore)
+			return Record(out), nil, nil
 		}
 	}
 }

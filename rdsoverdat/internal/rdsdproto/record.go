@@ -32,8 +32,11 @@ const (
 	// in FlagMore records. It keeps each datagram well inside a unix
 	// socket's default send buffer.
 	MaxBody = 64 << 10
-	// MaxRecord is the largest record.
+	// MaxRecord is the largest record on the socket.
 	MaxRecord = HeaderLen + MaxBody
+	// MaxRingRecord is the largest record in a ring, where a message
+	// travels in as few records as the ring's own limit allows.
+	MaxRingRecord = HeaderLen + MaxMessage
 	// MaxMessage bounds the reassembled body of one request or reply:
 	// an RDS message (1 MiB) plus its control messages.
 	MaxMessage = 1<<20 + 64<<10
@@ -55,7 +58,7 @@ const (
 // Errors of Parse and the decoders.
 var (
 	ErrShort   = errors.New("rdsdproto: record shorter than its header")
-	ErrLong    = errors.New("rdsdproto: record longer than MaxRecord")
+	ErrLong    = errors.New("rdsdproto: record longer than MaxRingRecord")
 	ErrVersion = errors.New("rdsdproto: unknown protocol version")
 	ErrOp      = errors.New("rdsdproto: unknown op")
 	ErrFlags   = errors.New("rdsdproto: unknown flags or reserved bits set")
@@ -67,7 +70,7 @@ func Parse(b []byte) (Record, error) {
 	if len(b) < HeaderLen {
 		return nil, ErrShort
 	}
-	if len(b) > MaxRecord {
+	if len(b) > MaxRingRecord {
 		return nil, ErrLong
 	}
 	r := Record(b)

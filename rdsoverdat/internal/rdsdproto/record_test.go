@@ -36,7 +36,7 @@ func TestParseRefuses(t *testing.T) {
 		want error
 	}{
 		{"short", func(r Record) []byte { return r[:HeaderLen-1] }, ErrShort},
-		{"long", func(r Record) []byte { return make([]byte, MaxRecord+1) }, ErrLong},
+		{"long", func(r Record) []byte { return make([]byte, MaxRingRecord+1) }, ErrLong},
 		{"version", func(r Record) []byte { r[offVer] = 9; return r }, ErrVersion},
 		{"op 0", func(r Record) []byte { r[offOp] = 0; return r }, ErrOp},
 		{"op past the end", func(r Record) []byte { r[offOp] = byte(opEnd); return r }, ErrOp},
