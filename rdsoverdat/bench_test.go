@@ -108,6 +108,11 @@ func BenchmarkRDSTCPTput64KSndbufOne(b *testing.B) {
 
 func benchRTT(b *testing.B, cfg Config) {
 	a, r := benchPair(b, cfg)
+	benchRTTOn(b, a, r)
+}
+
+// benchRTTOn measures 64 B round trips from a to r, which echoes.
+func benchRTTOn(b *testing.B, a, r *Socket) {
 	b.ReportAllocs()
 	go func() {
 		m := Msg{Data: make([]byte, 64)}
