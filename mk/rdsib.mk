@@ -1,0 +1,12 @@
+# RDS over DAT against the kernel's RDS over RDMA (rds_rdma) on RoCE, in two
+# lab VMs joined by rxe (tests/rdsib/lab.sh). Needs root; boots ib1
+# (192.168.77.31, the kernel's AF_RDS) and ib2 (.32, godapl) and stops them.
+# Included by the main Makefile.
+LAB_CACHE ?= /var/cache/ratlab
+LAB       ?= $(CURDIR)/tests/lab
+
+.PHONY: rds-ib-lab
+rds-ib-lab:
+	./scripts/install-deps.sh
+	LAB_CACHE=$(LAB_CACHE) scripts/lab-setup.sh
+	LAB=$(LAB) LAB_CACHE=$(LAB_CACHE) RUN='$(RUN)' tests/rdsib/lab.sh
