@@ -2,6 +2,7 @@ package dat
 
 import (
 	"github.com/godapl/godapl/dat/ia"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 )
 
 // The kernel's wire on InfiniBand and RoCE (docs/RDS-IB.md). The kernel's
@@ -24,6 +25,13 @@ import (
 //     fills only its struct) gets no handshake probe, whose NPATHS and
 //     GEN_NUM rds_rdma has no use for and whose generation update would
 //     reset its sequence numbers.
+//   - Nor any RDMA check frame (dat_rdma_check.go): rds_rdma would take
+//     one for a message from port 0 and reset its next expected sequence.
+//     An op on such a peer's memory runs unchecked, as between kernels: a
+//     bad one fails its work request, which reports the status and costs
+//     the connection. The kernel's cookies are zero-based (the offset in
+//     the cookie plus remote_vec.addr), which is what the core computes
+//     for a cookie that came without an address extension.
 
 // transportRoCE and transportIB are the values of the IA's TRANSPORT
 // provider attribute for the devices rds_rdma runs on.
@@ -89,4 +97,13 @@ func (dp *datPath) refuses(old *datEP) bool {
 		return old.state != datDead
 	}
 	return old.state == datConnecting && dp.isActive()
+}
+
+// admitUnchecked lets op to a kernel peer through without a check
+// (inXmit held): posted at once, and nothing to release afterwards.
+func (e *datEP) admitUnchecked(op xport.RDMAOp) {
+	if c := op.Check(); c.EP != e {
+		c.EP, c.Leased = e, false
+		c.State.Store(checkGranted)
+	}
 }

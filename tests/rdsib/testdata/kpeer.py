@@ -28,11 +28,14 @@ returns its answer when it is done. Operations:
   waitcounter name above [timeout]
                                 wait until that counter exceeds above
   sh cmd                        run a shell command; its output in "out"
-  rdmamap port dst size first   zerocopy (rds-rdma(7)): map size bytes with
+  rdmamap port dst size first write
+                                zerocopy (rds-rdma(7)): map size bytes with
                                 RDS_CMSG_RDMA_MAP on a 0-byte message to dst
-                                (USE_ONCE), answer the cookie, then wait for
-                                one message on port and return the buffer's
-                                hash and whether it holds pattern(first)
+                                (USE_ONCE; write: READWRITE, else holding
+                                pattern(first) for the peer to read), then
+                                wait for one message on port and answer the
+                                cookie and whether the buffer holds
+                                pattern(first)
   rdmaargs port dst cookie size first write
                                 an RDMA op on the peer's cookie with
                                 RDS_CMSG_RDMA_ARGS (NOTIFY_ME), tied to a
@@ -210,14 +213,18 @@ def rdma_buffer(n):
 
 
 def op_rdmamap(r):
-    s, t = sock(r["port"]), r.get("timeout", 60)
-    buf, cookie = rdma_buffer(r["size"]), ctypes.c_uint64(0)
-    args = struct.pack("=QQQQ", ctypes.addressof(buf), r["size"], ctypes.addressof(cookie), RDS_RDMA_USE_ONCE)
+    s, t, n = sock(r["port"]), r.get("timeout", 60), r["size"]
+    buf, cookie = rdma_buffer(n), ctypes.c_uint64(0)
+    flags = RDS_RDMA_USE_ONCE
+    if r["write"]:
+        flags |= RDS_RDMA_READWRITE
+    else:
+        ctypes.memmove(buf, pattern(r["first"], n), n)
+    args = struct.pack("=QQQQ", ctypes.addressof(buf), n, ctypes.addressof(cookie), flags)
     sendmsg(s, b"", dst(r["dst"]), [(SOL_RDS, RDS_CMSG_RDMA_MAP, args)], time.time() + t, [0])
-    cookie_v = cookie.value
     data, src = recv(s, t)
-    got = buf.raw[:r["size"]]
-    return {"cookie": cookie_v, "msg": len(data), "ok_pattern": got == pattern(r["first"], r["size"]),
+    got = buf.raw[:n]
+    return {"cookie": cookie.value, "msg": len(data), "ok_pattern": got == pattern(r["first"], n),
             "crc": zlib.crc32(got)}
 
 
