@@ -4,6 +4,7 @@ package rdsib
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -59,8 +60,6 @@ func (e *env) sock(t *testing.T, st *rdsoverdat.Stack, port uint16, d time.Durat
 	return s
 }
 
-func (e *env) kdst(port int) string { return fmt.Sprintf("%v:%d", e.peer, port) }
-
 // freshKernel drops every connection the kernel has: its sockets close and
 // rds_rdma is reloaded, so that the next connection is made by whichever
 // side sends first.
@@ -96,10 +95,9 @@ func recvAll(s *rdsoverdat.Socket, src netip.AddrPort, first int, sizes []int) e
 		}
 		want = pattern(want, uint64(first+i), n)
 		if m.Addr != src || !bytes.Equal(buf[:got], want) {
-			idx := -1
+			idx := int64(-1)
 			if got >= 8 {
-				idx = int(uint64(buf[0])<<56 | uint64(buf[1])<<48 | uint64(buf[2])<<40 | uint64(buf[3])<<32 |
-					uint64(buf[4])<<24 | uint64(buf[5])<<16 | uint64(buf[6])<<8 | uint64(buf[7]))
+				idx = int64(binary.BigEndian.Uint64(buf))
 			}
 			return fmt.Errorf("message %d: %d bytes (index %d) from %v, want %d bytes from %v", first+i, got, idx, m.Addr, n, src)
 		}

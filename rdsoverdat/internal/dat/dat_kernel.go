@@ -107,3 +107,15 @@ func (e *datEP) admitUnchecked(op xport.RDMAOp) {
 		c.State.Store(checkGranted)
 	}
 }
+
+// KernelWire reports, for the tests of package rdsoverdat, whether the
+// node speaks the kernel's wire and whether the connection carrying path
+// p (if it is up) runs without credits.
+func (n Node) KernelWire(p xport.Path) (kernel, noCredits bool) {
+	dp, ok := p.Data().Load().(*datPath)
+	if !ok {
+		return n.dn.kernel, false
+	}
+	e := dp.up.Load()
+	return n.dn.kernel, e != nil && e.credits.off.Load()
+}
