@@ -10,3 +10,11 @@ rds-ib-lab:
 	./scripts/install-deps.sh
 	LAB_CACHE=$(LAB_CACHE) scripts/lab-setup.sh
 	LAB=$(LAB) LAB_CACHE=$(LAB_CACHE) RUN='$(RUN)' tests/rdsib/lab.sh
+
+# godapl against the kernel's rds_rdma on the same two VMs, interleaved
+# (tests/rdsib/bench.sh): 64 KiB throughput, 64 B rate, 64 B round trip.
+.PHONY: rds-ib-bench
+rds-ib-bench:
+	./scripts/install-deps.sh
+	LAB_CACHE=$(LAB_CACHE) scripts/lab-setup.sh
+	LAB=$(LAB) LAB_CACHE=$(LAB_CACHE) REPS=$(REPS) tests/rdsib/bench.sh
