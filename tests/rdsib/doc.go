@@ -9,6 +9,8 @@
 // tests drive over a TCP control connection. They skip unless
 // RDSIB_LOCAL (this VM's address), RDSIB_PEER (the kernel VM's) and
 // RDSIB_CTL (kpeer's control address) are set; lab.sh, run by
-// `make rds-ib-lab`, boots both VMs and sets them. The wire facts they
-// check are in docs/RDS-IB.md, the findings in docs/INTEROP-FINDINGS.md.
+// `make rds-ib-lab`, boots both VMs and sets them. bench.sh (`make
+// rds-ib-bench`) sets godapl and the kernel side by side with
+// internal/ibbench. The wire facts the tests check are in
+// docs/RDS-IB.md, the findings in docs/INTEROP-FINDINGS.md.
 package rdsib

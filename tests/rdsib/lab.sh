@@ -1,10 +1,11 @@
 #!/bin/bash
 # RDS over DAT against the kernel's RDS over RDMA (rds_rdma) on RoCE, in
 # two VMs of the QEMU lab joined by rxe: first godapl on both (the dat
-# transport on the kernel's wire, rds-cat's 10,000 datagrams checked
-# byte for byte), then the kernel's AF_RDS on VM1 (testdata/kpeer.py,
-# rds_rdma loaded) against godapl on VM2 (the Go tests of this
-# directory). Run from the repository root as root (make rds-ib-lab).
+# transport on the kernel's wire: rds-cat's 10,000 datagrams checked
+# byte for byte, rds-stress with RDMA), then the kernel's AF_RDS on VM1
+# (testdata/kpeer.py, rds_rdma loaded) against godapl on VM2 (the Go
+# tests of this directory). Run from the repository root as root
+# (make rds-ib-lab).
 #   env: LAB        the lab directory (vm.sh)
 #        LAB_CACHE  the lab cache
 #        VM1_NAME, VM1_IP  the kernel's VM (default ib1, 192.168.77.31)
@@ -27,6 +28,7 @@ vm() { "$LAB/vm.sh" "$@"; }
 
 go test -c -tags rdmacore -o "$BIN/rdsib.test" ./tests/rdsib
 go build -tags rdmacore -o "$BIN/rds-cat" ./cmd/rds-cat
+go build -tags rdmacore -o "$BIN/rds-stress" ./cmd/rds-stress
 
 trap 'vm stop --name "$N1" >/dev/null 2>&1 || true; vm stop --name "$N2" >/dev/null 2>&1 || true' EXIT
 vm start --name "$N1" --ip "$IP1" --rdma "rxe0:rxe:eth0" --share "$REPO"
@@ -50,6 +52,17 @@ pair() {
 	else
 		status=1
 		cat "$BIN/rds-cat-listen.txt"
+	fi
+	echo "== godapl on both VMs over rxe (the kernel's wire): rds-stress with RDMA $IP2 -> $IP1"
+	vm exec --name "$N1" -- timeout 120 "$BIN/rds-stress" --transport dat --ia $IA -r "$IP1" -p 4000 \
+		>"$BIN/rds-stress-passive.txt" 2>&1 &
+	job=$!
+	if vm exec --name "$N2" -- timeout 120 "$BIN/rds-stress" -s "$IP1" -p 4000 --transport dat --ia $IA -T 5 -t 3 -d 4 \
+		-q 64,4K,64K -D 64K >"$BIN/rds-stress.txt" 2>&1 && wait $job; then
+		grep -E '^ +all ' "$BIN/rds-stress.txt" | sed 's/^/   /'
+	else
+		status=1
+		tail -5 "$BIN/rds-stress.txt" "$BIN/rds-stress-passive.txt"
 	fi
 }
 [ "${PAIR:-1}" = 0 ] || pair
