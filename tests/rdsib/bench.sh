@@ -39,11 +39,16 @@ one() {
 	shift
 	port=$((port + 2))
 	rm -f "$BIN/rx.ready"
-	vm exec --name "$N1" -- timeout 300 "$BIN/ibbench" -backend "$backend" rx -bind "$IP1:$port" -ready "$BIN/rx.ready" &
+	vm exec --name "$N1" -- timeout 600 "$BIN/ibbench" -backend "$backend" rx -bind "$IP1:$port" -ready "$BIN/rx.ready" &
 	local rxjob=$!
 	for _ in $(seq 600); do [ -e "$BIN/rx.ready" ] && break; sleep 0.1; done
-	vm exec --name "$N2" -- timeout 300 "$BIN/ibbench" -backend "$backend" tx -bind "$IP2:$((port + 1))" -to "$IP1:$port" "$@" |
-		grep RESULT
+	if ! vm exec --name "$N2" -- timeout 600 "$BIN/ibbench" -backend "$backend" tx -bind "$IP2:$((port + 1))" \
+		-to "$IP1:$port" "$@" >"$BIN/tx.txt" 2>&1; then
+		echo "ibbench $backend $* failed:" >&2
+		cat "$BIN/tx.txt" >&2
+		return 1
+	fi
+	grep RESULT "$BIN/tx.txt"
 	wait $rxjob
 }
 
@@ -68,7 +73,7 @@ for r in $(seq "$REPS"); do
 		fi
 		t=$(one $backend -mode tput -size 65536 -secs "$SECS")
 		m=$(one $backend -mode tput -size 64 -secs "$SECS")
-		p=$(one $backend -mode rtt -size 64 -iters 2000)
+		p=$(one $backend -mode rtt -size 64 -iters 500)
 		echo "RESULT round=$r backend=$backend tput_64k_MBps=$(value MBps "$t") rate_64_msgs=$(value msgps "$m") rtt_64_p50_us=$(value p50_us "$p")"
 		res[$backend.t]=$(value MBps "$t")
 		res[$backend.m]=$(value msgps "$m")
