@@ -232,7 +232,10 @@ func (ia *IA) Query() (dat.IAAttr, dat.ProviderAttr, error) {
 		OptimalBufferAlignment: dat.OptimalAlignment, SRQSupported: a.MaxSRQ > 0,
 		RDMAReadLMRRMRContextExposure: a.Transport == verbs.TransportIWARP,
 		RMRSupported:                  a.MaxMW > 0,
-		Specific:                      map[string]string{"DAT_IB_RDMA_READ": "TRUE", "DEVICE": a.Name},
+		// TRANSPORT names the device's wire (verbs.Transport): a
+		// consumer that must speak like the kernel on IB and RoCE, whose
+		// conventions differ from iWARP's, tells them apart by it.
+		Specific: map[string]string{"DAT_IB_RDMA_READ": "TRUE", "DEVICE": a.Name, "TRANSPORT": a.Transport.String()},
 	}
 	return iaAttr, pattr, nil
 }

@@ -38,6 +38,9 @@ import (
 //     (the larger side accepts the smaller's request and drops its own,
 //     the smaller side rejects the larger's). The private data is
 //     rds_ib_connect_private (dat_private.go).
+//   - On InfiniBand and RoCE, where the kernel's rds_rdma can be the
+//     peer, races, private data, credits and the probe follow the kernel
+//     instead (dat_kernel.go).
 //   - Messages travel as max(1, ceil(len/4096)) Sends of a header copy
 //     plus one fragment, the last one solicited, headers checksummed
 //     (dat_send.go); the receiver reassembles one message at a time per
@@ -129,6 +132,9 @@ type datNode struct {
 	rx    atomic.Pointer[[]*lmr.LMR]
 	nbufs atomic.Int64 // buffers posted so far: valid cookies
 	psp   *ep.PSP
+	// kernel: the IA's device is IB or RoCE, where the transport speaks
+	// like the kernel's rds_rdma (dat_kernel.go).
+	kernel bool
 
 	ctx     context.Context // cancelled by Close
 	cancel  context.CancelFunc
@@ -158,7 +164,7 @@ func (t *datTransport) Attach(n xport.Node) (xport.NodeTransport, error) {
 		return nil, fmt.Errorf("rds dat transport on %v: %w", n.Addr(), err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	dn := &datNode{cfg: t.cfg, node: n, ia: a, ctx: ctx, cancel: cancel, eps: make(map[*datEP]struct{})}
+	dn := &datNode{cfg: t.cfg, node: n, ia: a, ctx: ctx, cancel: cancel, eps: make(map[*datEP]struct{}), kernel: kernelWire(a)}
 	if err := dn.setup(); err != nil {
 		cancel()
 		a.Close(dat.CloseAbrupt)

@@ -21,7 +21,8 @@ import (
 // outstanding and our address is the smaller one; an established EP that
 // a new request finds is dropped first (the peer lost it before us). Lost
 // connections are retried with randomized exponential backoff by the
-// smaller address always, by the larger one while it has messages.
+// smaller address always, by the larger one while it has messages. On
+// IB and RoCE the kernel's rules apply instead (dat_kernel.go).
 
 // datPath is the dat transport's state of one connPath.
 type datPath struct {
@@ -85,7 +86,7 @@ func (dp *datPath) connect(retry bool) {
 	defer dp.mu.Unlock()
 	if retry {
 		dp.timer = nil
-		if !dp.isActive() && !dp.p.HasWork() {
+		if !dp.retries() && !dp.p.HasWork() {
 			return
 		}
 	}
@@ -95,8 +96,8 @@ func (dp *datPath) connect(retry bool) {
 	e, err := dn.newEP(dp, true)
 	if err == nil {
 		var pd [datPrivateLen]byte
-		ack, gen := dp.ackSpace()
-		encodeDatPrivate(pd[:], dn.node.Addr(), dp.p.Conn().RemoteAddr(), ack, gen, dn.node.GenNum(), uint32(e.grant))
+		ack, gen, credit := dp.offer(e)
+		encodeDatPrivate(pd[:], dn.node.Addr(), dp.p.Conn().RemoteAddr(), wire.Seq(ack), gen, dn.node.GenNum(), credit)
 		err = e.ep.Connect(dp.p.Conn().RemoteAddr(), dat.ConnQual(dn.cfg.Port), dn.cfg.ConnectTimeout, pd[:], dat.QoSBestEffort, dat.ConnectDefault)
 		if err != nil {
 			e.state = datDead
@@ -181,7 +182,7 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 		cr.Reject(nil)
 		return
 	}
-	peer, err := parseDatPrivate(q.PrivateData)
+	peer, err := dn.parsePeer(q.PrivateData)
 	if err != nil || peer.Daddr() != dn.node.Addr() || peer.Saddr() == dn.node.Addr() {
 		cr.Reject(nil)
 		return
@@ -194,9 +195,20 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 	dp := dn.dpath(conn.Path(0))
 	dp.mu.Lock()
 	old := dp.ep
-	if old != nil && old.state == datConnecting && dp.isActive() {
+	if dp.refuses(old) {
+		// Ours wins (iWARP), or the kernel's rule: wait for ours, or
+		// drop an established connection the peer has lost and let
+		// both sides reconnect.
+		wasUp := old.state == datUp
+		if wasUp {
+			dp.dropLocked(old)
+			dp.scheduleLocked()
+		}
 		dp.mu.Unlock()
-		cr.Reject(nil) // ours wins; the peer drops its request
+		cr.Reject(nil)
+		if wasUp {
+			dp.p.Down(errDatLost)
+		}
 		return
 	}
 	var wasUp bool
@@ -226,8 +238,8 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 		dp.p.Down(errDatLost)
 	}
 	var pd [datPrivateLen]byte
-	ack, gen := dp.ackSpace()
-	encodeDatPrivate(pd[:], dn.node.Addr(), peer.Saddr(), ack, gen, dn.node.GenNum(), uint32(e.grant))
+	ack, gen, credit := dp.offer(e)
+	encodeDatPrivate(pd[:], dn.node.Addr(), peer.Saddr(), wire.Seq(ack), gen, dn.node.GenNum(), credit)
 	if err := cr.Accept(e.ep, pd[:]); err != nil {
 		e.ep.Disconnect(dat.CloseAbrupt) // its failure event retires it
 	}
@@ -270,7 +282,7 @@ func (dn *datNode) onConnEvent(ev *dat.Event) {
 		if wasUp {
 			dp.backoff.Reset()
 		}
-		if dp.isActive() || dp.p.HasWork() {
+		if dp.retries() || dp.p.HasWork() {
 			dp.scheduleLocked()
 		}
 	}
@@ -297,7 +309,7 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 		}
 		copy(e.peer[:], pdata)
 	}
-	peer, err := parseDatPrivate(e.peer[:])
+	peer, err := dn.parsePeer(e.peer[:])
 	if err != nil || (e.active && (peer.Saddr() != dp.p.Conn().RemoteAddr() || peer.Daddr() != dn.node.Addr())) {
 		dn.node.Count(xport.CountBadHeader)
 		dp.dropLocked(e)
@@ -305,7 +317,11 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 		dp.mu.Unlock()
 		return
 	}
+	if peer.Credit() == 0 {
+		e.credits.disable() // the kernel's wire: RNR retry paces the sender
+	}
 	e.credits.addSend(min(peer.Credit(), datMaxCredits))
+	e.kernelPeer = dn.isKernelPeer(peer)
 	e.state = datUp
 	dp.backoff.Reset()
 	e.frag = datFragFor(peer)
@@ -318,7 +334,9 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 		dp.p.DropAckedSeq(peer.AckSeq())
 	}
 	dp.p.Up()
-	dp.p.SendProbe()
+	if !e.kernelPeer {
+		dp.p.SendProbe()
+	}
 }
 
 // syncPeerGen applies the generation e's peer announced in its private

@@ -34,11 +34,23 @@ import (
 // datMaxCredits is the most credits either half of the word holds.
 const datMaxCredits = 0xffff
 
-type datCredits struct{ v atomic.Uint32 }
+type datCredits struct {
+	v atomic.Uint32
+	// off: flow control is off (the peer granted no credits, which on
+	// the kernel's wire is the rule, dat_kernel.go); every grab succeeds,
+	// nothing is advertised.
+	off atomic.Bool
+}
+
+// disable turns flow control off for the connection's life.
+func (c *datCredits) disable() { c.off.Store(true) }
 
 // grab takes up to wanted send credits and, if any were taken, the posted
 // credits to advertise along (at most wire.MaxAdvCredit).
 func (c *datCredits) grab(wanted uint32) (got, adv uint32) {
+	if c.off.Load() {
+		return wanted, 0
+	}
 	for {
 		old := c.v.Load()
 		avail, posted := old&datMaxCredits, old>>16
@@ -60,10 +72,28 @@ func (c *datCredits) grab(wanted uint32) (got, adv uint32) {
 func (c *datCredits) addSend(n uint32) { c.v.Add(n) }
 
 // addPosted counts n reposted buffers to advertise.
-func (c *datCredits) addPosted(n uint32) uint32 { return c.v.Add(n<<16) >> 16 }
+// Without flow control nothing is counted and 0 is returned.
+func (c *datCredits) addPosted(n uint32) uint32 {
+	if c.off.Load() {
+		return 0
+	}
+	return c.v.Add(n<<16) >> 16
+}
 
 // unGrab returns credits grab handed out but a failed post did not use.
-func (c *datCredits) unGrab(got, adv uint32) { c.v.Add(got + adv<<16) }
+func (c *datCredits) unGrab(got, adv uint32) {
+	if !c.off.Load() {
+		c.v.Add(got + adv<<16)
+	}
+}
 
-func (c *datCredits) send() uint32   { return c.v.Load() & datMaxCredits }
-func (c *datCredits) posted() uint32 { return c.v.Load() >> 16 }
+func (c *datCredits) send() uint32 { return c.v.Load() & datMaxCredits }
+
+// posted is the posted credits not yet advertised: none without flow
+// control, so that they never ask for an ack-only frame.
+func (c *datCredits) posted() uint32 {
+	if c.off.Load() {
+		return 0
+	}
+	return c.v.Load() >> 16
+}

@@ -142,7 +142,9 @@ func (e *datEP) xmitRDMA(m xport.Msg) datXmit {
 		op.Complete(xport.RDMAOtherError) // a check cannot name it
 		return datXmitDrop
 	}
-	if op.Check().EP != e {
+	if e.kernelPeer {
+		e.admitUnchecked(op)
+	} else if op.Check().EP != e {
 		e.useLease(op)
 	}
 	if op.Check().EP != e || op.Check().State.Load() == checkAsked {
@@ -284,7 +286,9 @@ func (e *datEP) postRDMA(m xport.Msg) datRDMAResult {
 			r.tailRead = true
 		}
 	}
-	if (r.failed || op.Silent()) && !op.Check().Leased { // an op under a lease has no hold to release
+	// An op under a lease has no hold to release, one to rds_rdma no
+	// check at all.
+	if (r.failed || op.Silent()) && !op.Check().Leased && !e.kernelPeer {
 		if !e.releaseRDMA(op, r.failed || !op.Write() || r.tailRead) {
 			if e.dead.Load() {
 				return datRDMAStop

@@ -57,6 +57,9 @@ type datEP struct {
 	dead   atomic.Bool
 	// genKnown: syncPeerGen has applied the peer's my_gen (event goroutine).
 	genKnown bool
+	// kernelPeer: the peer is rds_rdma (dat_kernel.go); set before the
+	// EP is published as up.
+	kernelPeer bool
 
 	credits datCredits
 

@@ -1,0 +1,85 @@
+#!/bin/bash
+# godapl's RDS over DAT over rdmacore/rxe against the kernel's rds_rdma
+# over the same rxe, in one boot of two lab VMs, interleaved: each round
+# measures the kernel on both VMs (rds_rdma loaded), then godapl on both
+# (rds_rdma unloaded, its listener would hold port 18634), with
+# tests/rdsib/internal/ibbench: 64 KiB throughput, 64 B message rate and
+# 64 B round trip. Prints RESULT lines and each round's ratios godapl /
+# kernel (above 1 is better for throughput and rate, below 1 for the
+# round trip). Run from the repository root as root (make rds-ib-bench).
+#   env: LAB, LAB_CACHE, VM1_NAME, VM1_IP, VM2_NAME, VM2_IP as lab.sh
+#        REPS   rounds (default 3)
+#        SECS   seconds per throughput run (default 5)
+set -euo pipefail
+REPO=$(pwd -P)
+: "${LAB:?set LAB to the lab directory}"
+export LAB_CACHE=${LAB_CACHE:-/var/cache/ratlab}
+N1=${VM1_NAME:-ib1}
+IP1=${VM1_IP:-192.168.77.31}
+N2=${VM2_NAME:-ib2}
+IP2=${VM2_IP:-192.168.77.32}
+REPS=${REPS:-3}
+SECS=${SECS:-5}
+BIN=$REPO/bin/rdsib
+mkdir -p "$BIN"
+
+vm() { "$LAB/vm.sh" "$@"; }
+
+go build -tags rdmacore -o "$BIN/ibbench" ./tests/rdsib/internal/ibbench
+
+trap 'vm stop --name "$N1" >/dev/null 2>&1 || true; vm stop --name "$N2" >/dev/null 2>&1 || true' EXIT
+vm start --name "$N1" --ip "$IP1" --rdma "rxe0:rxe:eth0" --share "$REPO"
+vm start --name "$N2" --ip "$IP2" --rdma "rxe0:rxe:eth0" --share "$REPO"
+
+# one BACKEND ARGS...: one measurement, the receiver on VM1, the sender
+# on VM2; prints the sender's RESULT line.
+port=19000
+one() {
+	local backend=$1
+	shift
+	port=$((port + 2))
+	rm -f "$BIN/rx.ready"
+	vm exec --name "$N1" -- timeout 600 "$BIN/ibbench" -backend "$backend" rx -bind "$IP1:$port" -ready "$BIN/rx.ready" &
+	local rxjob=$!
+	for _ in $(seq 600); do [ -e "$BIN/rx.ready" ] && break; sleep 0.1; done
+	if ! vm exec --name "$N2" -- timeout 600 "$BIN/ibbench" -backend "$backend" tx -bind "$IP2:$((port + 1))" \
+		-to "$IP1:$port" "$@" >"$BIN/tx.txt" 2>&1; then
+		echo "ibbench $backend $* failed:" >&2
+		cat "$BIN/tx.txt" >&2
+		return 1
+	fi
+	grep RESULT "$BIN/tx.txt"
+	wait $rxjob
+}
+
+# value FIELD LINE: a field=value of a RESULT line.
+value() { tr ' ' '\n' <<<"$2" | sed -n "s|^$1=||p"; }
+
+# The kernel's RDS answers slowly in an idle TCG VM (tests/lab/README.md,
+# "Timing"): a loop that forks keeps both VMs awake for both sides alike.
+for n in "$N1" "$N2"; do
+	vm exec --name "$n" -- sh -c 'while :; do sleep 0.1; done' >/dev/null 2>&1 &
+done
+
+for r in $(seq "$REPS"); do
+	declare -A res=()
+	for backend in kernel dat; do
+		if [ $backend = kernel ]; then
+			vm exec --name "$N1" -- modprobe rds_rdma
+			vm exec --name "$N2" -- modprobe rds_rdma
+		else
+			vm exec --name "$N1" -- modprobe -r rds_rdma
+			vm exec --name "$N2" -- modprobe -r rds_rdma
+		fi
+		t=$(one $backend -mode tput -size 65536 -secs "$SECS")
+		m=$(one $backend -mode tput -size 64 -secs "$SECS")
+		p=$(one $backend -mode rtt -size 64 -iters 500)
+		echo "RESULT round=$r backend=$backend tput_64k_MBps=$(value MBps "$t") rate_64_msgs=$(value msgps "$m") rtt_64_p50_us=$(value p50_us "$p")"
+		res[$backend.t]=$(value MBps "$t")
+		res[$backend.m]=$(value msgps "$m")
+		res[$backend.p]=$(value p50_us "$p")
+	done
+	awk -v r="$r" -v a="${res[dat.t]}" -v b="${res[kernel.t]}" -v c="${res[dat.m]}" -v d="${res[kernel.m]}" \
+		-v e="${res[dat.p]}" -v f="${res[kernel.p]}" \
+		'BEGIN { printf "RATIO round=%d tput_64k=%.3f rate_64=%.3f rtt_64=%.3f\n", r, a / b, c / d, e / f }'
+done

@@ -1,0 +1,206 @@
+// Command ibbench measures RDS over RDMA between two lab VMs with one
+// workload over either side's implementation: -backend dat (rdsoverdat's
+// dat transport on a DAT IA, e.g. ofa-v2-rxe0-1 with the rdmacore build
+// tag) or -backend kernel (the kernel's AF_RDS on RDS_TRANS_IB, i.e.
+// rds_rdma), so that tests/rdsib/bench.sh can set them side by side in
+// one boot.
+//
+//	ibbench -backend dat -ia ofa-v2-rxe0-1 rx -bind 192.168.77.31:19001
+//	ibbench -backend dat -ia ofa-v2-rxe0-1 tx -bind 192.168.77.32:19002 -to 192.168.77.31:19001 -mode tput -size 65536 -secs 5
+//
+// tput: the sender sends -size byte messages for -secs, blocking while
+// SO_SNDBUF is full or the receiver's port congested, then a 1-byte
+// marker; the receiver answers the marker with the number of messages it
+// received, and the sender prints "RESULT tput size=N msgs=M MBps=X
+// msgps=Y" over the time until that answer, so every message counted
+// was delivered. rtt: -iters round trips of -size bytes, each echoed by
+// the receiver, after 20 warm-up ones; prints "RESULT rtt size=N iters=I
+// p50_us=P avg_us=A". The receiver serves one sender, then exits.
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/godapl/godapl/rdsoverdat"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "ibbench:", err)
+		os.Exit(1)
+	}
+}
+
+// Message kinds, the first payload byte.
+const (
+	kindData   = 'd' // tput: counted
+	kindEcho   = 'e' // rtt: sent back
+	kindMarker = 'm' // tput's end: answered with the count
+)
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("ibbench", flag.ContinueOnError)
+	backend := fs.String("backend", "dat", "dat (rdsoverdat) or kernel (AF_RDS)")
+	ia := fs.String("ia", "ofa-v2-rxe0-1", "the dat backend's DAT IA")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 || (fs.Arg(0) != "rx" && fs.Arg(0) != "tx") {
+		return errors.New("want a role: rx or tx")
+	}
+	role := fs.Arg(0)
+	sub := flag.NewFlagSet("ibbench "+role, flag.ContinueOnError)
+	bind := sub.String("bind", "", "local RDS address ip:port")
+	to := sub.String("to", "", "tx: the receiver's RDS address")
+	mode := sub.String("mode", "tput", "tx: tput or rtt")
+	size := sub.Int("size", 64, "tx: message size (2 to 1 MiB)")
+	secs := sub.Float64("secs", 5, "tput: seconds to send")
+	iters := sub.Int("iters", 2000, "rtt: timed round trips")
+	ready := sub.String("ready", "", "rx: create this file once bound")
+	if err := sub.Parse(fs.Args()[1:]); err != nil {
+		return err
+	}
+	local, err := netip.ParseAddrPort(*bind)
+	if err != nil {
+		return fmt.Errorf("-bind: %w", err)
+	}
+	cfg := rdsoverdat.Config{SendBuffer: 16 << 20, RecvBuffer: 16 << 20}
+	switch *backend {
+	case "kernel":
+		cfg.Kernel = true
+	case "dat":
+		cfg.Transports = []rdsoverdat.Transport{rdsoverdat.DAT(rdsoverdat.DATConfig{IA: *ia})}
+	default:
+		return fmt.Errorf("-backend %q: want dat or kernel", *backend)
+	}
+	st := rdsoverdat.NewStack(cfg)
+	defer st.Close()
+	s := st.Socket()
+	if err := s.SetOption(rdsoverdat.TransportOption(rdsoverdat.TransIB)); err != nil {
+		return err
+	}
+	if err := s.Bind(local); err != nil {
+		return err
+	}
+	if role == "rx" {
+		if *ready != "" {
+			if err := os.WriteFile(*ready, nil, 0o644); err != nil {
+				return err
+			}
+		}
+		return rx(s)
+	}
+	dst, err := netip.ParseAddrPort(*to)
+	if err != nil {
+		return fmt.Errorf("-to: %w", err)
+	}
+	if *size < 2 || *size > 1<<20 {
+		return fmt.Errorf("-size %d: want 2 to 1 MiB", *size)
+	}
+	buf := make([]byte, *size)
+	switch *mode {
+	case "tput":
+		return tput(s, dst, buf, time.Duration(*secs*float64(time.Second)))
+	case "rtt":
+		return rtt(s, dst, buf, *iters)
+	}
+	return fmt.Errorf("-mode %q: want tput or rtt", *mode)
+}
+
+// rx serves one sender: counts data, echoes echo messages, answers the
+// marker with the count and returns.
+func rx(s *rdsoverdat.Socket) error {
+	buf := make([]byte, 1<<20)
+	var n uint64
+	for {
+		m := rdsoverdat.Msg{Data: buf}
+		l, err := s.RecvMsg(&m, 0)
+		if err != nil {
+			return err
+		}
+		if l == 0 {
+			continue
+		}
+		switch buf[0] {
+		case kindData:
+			n++
+		case kindEcho:
+			if _, err := s.SendTo(buf[:l], m.Addr, 0); err != nil {
+				return err
+			}
+		case kindMarker:
+			var ans [8]byte
+			binary.BigEndian.PutUint64(ans[:], n)
+			_, err := s.SendTo(ans[:], m.Addr, 0)
+			return err
+		}
+	}
+}
+
+func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d time.Duration) error {
+	buf[0] = kindData
+	t0 := time.Now()
+	end := t0.Add(d)
+	var sent uint64
+	for ; sent%64 != 0 || time.Now().Before(end); sent++ {
+		if _, err := s.SendTo(buf, dst, 0); err != nil {
+			return err
+		}
+	}
+	if _, err := s.SendTo([]byte{kindMarker}, dst, 0); err != nil {
+		return err
+	}
+	var ans [8]byte
+	m := rdsoverdat.Msg{Data: ans[:]}
+	if _, err := s.RecvMsg(&m, 0); err != nil {
+		return err
+	}
+	el := time.Since(t0).Seconds()
+	got := binary.BigEndian.Uint64(ans[:])
+	if got != sent {
+		return fmt.Errorf("sent %d messages, the receiver counted %d", sent, got)
+	}
+	fmt.Printf("RESULT tput size=%d msgs=%d MBps=%.3f msgps=%.1f\n", len(buf), sent, float64(sent)*float64(len(buf))/el/1e6, float64(sent)/el)
+	return nil
+}
+
+func rtt(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, iters int) error {
+	buf[0] = kindEcho
+	in := make([]byte, len(buf))
+	var rtts []time.Duration
+	for i := range iters + 20 {
+		t0 := time.Now()
+		if _, err := s.SendTo(buf, dst, 0); err != nil {
+			return err
+		}
+		m := rdsoverdat.Msg{Data: in}
+		if _, err := s.RecvMsg(&m, 0); err != nil {
+			return err
+		}
+		if i >= 20 {
+			rtts = append(rtts, time.Since(t0))
+		}
+	}
+	if _, err := s.SendTo([]byte{kindMarker}, dst, 0); err != nil {
+		return err
+	}
+	m := rdsoverdat.Msg{Data: in}
+	if _, err := s.RecvMsg(&m, 0); err != nil {
+		return err
+	}
+	var sum time.Duration
+	for _, r := range rtts {
+		sum += r
+	}
+	slices.Sort(rtts)
+	fmt.Printf("RESULT rtt size=%d iters=%d p50_us=%.1f avg_us=%.1f\n", len(buf), iters,
+		float64(rtts[len(rtts)/2].Nanoseconds())/1e3, float64(sum.Nanoseconds())/float64(len(rtts))/1e3)
+	return nil
+}
