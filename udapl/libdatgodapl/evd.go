@@ -71,7 +71,7 @@ func gd_evd_create(h unsafe.Pointer, qlen C.DAT_COUNT, cnoH unsafe.Pointer, flag
 // Go: waking that thread is a futex wake and a thread switch, several
 // microseconds, where the next completion of a stream of small DTOs is
 // mostly nearer (see evd.SetWaitSpin).
-const waitSpin = 50 * time.Microsecond
+const waitSpin = 10 * time.Microsecond
 
 func evdOf(h unsafe.Pointer) (*object, *evd.EVD, C.DAT_RETURN) {
 	return getAs[*evd.EVD](h, dat.HandleTypeEVD)
