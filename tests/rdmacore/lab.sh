@@ -109,29 +109,44 @@ rping_interop() {
 
 # perftest TOOL SIZE N: wall-clock seconds of one server+client run of N
 # iterations (perftest's own figures are meaningless under TCG, whose
-# cycle calibration fails).
+# cycle calibration fails), or nan when the client failed. The client
+# starts once the server waits for it; both are bounded, as a server
+# whose client failed to connect waits for ever.
 perftest() {
 	local port=$((18500 + RANDOM % 1000))
-	vmx sh -c "$1 -d rxe0 -s $2 -n $3 -F -p $port >/dev/null 2>&1 & sleep 2; \
-		s=\$(date +%s.%N); $1 -d rxe0 -s $2 -n $3 -F -p $port $IP >/dev/null 2>&1; e=\$(date +%s.%N); wait; \
-		echo \"\$s \$e\"" | awk '{printf "%.6f\n", $2 - $1}'
+	vmx sh -c "f=/tmp/perftest-$port.txt; timeout 600 $1 -d rxe0 -s $2 -n $3 -F -p $port >\$f 2>&1 & \
+		for i in \$(seq 100); do grep -qs 'Waiting for client' \$f && break; sleep 0.1; done; \
+		s=\$(date +%s.%N); timeout 600 $1 -d rxe0 -s $2 -n $3 -F -p $port $IP >/dev/null 2>&1; c=\$?; e=\$(date +%s.%N); \
+		wait \$!; [ \$c = 0 ] && echo \"\$s \$e\" || echo 'nan nan'" |
+		awk '$1 == "nan" { print "nan"; next } { printf "%.6f\n", $2 - $1 }'
 }
 
-# perf_rate TOOL SIZE SHORT LONG: messages per second from the
+# rate SHORT LONG SHORT_S LONG_S: operations per second from the
 # difference of a short and a long run, which cancels the connection
 # setup (the long run should last seconds: setup varies by about one).
-perf_rate() {
-	local short long
-	short=$(perftest "$1" "$2" "$3")
-	long=$(perftest "$1" "$2" "$4")
-	awk -v s="$short" -v l="$long" -v n=$(($4 - $3)) 'BEGIN { printf "%.1f\n", n / (l - s) }'
+rate() {
+	awk -v s="$3" -v l="$4" -v n=$(($2 - $1)) 'BEGIN { if (s == "nan" || l == "nan") print "nan"; else printf "%.1f\n", n / (l - s) }'
 }
 
-# ours BENCH: operations per second of one of the package's benchmarks.
+# perf_rate TOOL SIZE SHORT LONG: perftest's messages per second.
+perf_rate() {
+	rate "$3" "$4" "$(perftest "$1" "$2" "$3")" "$(perftest "$1" "$2" "$4")"
+}
+
+# ours BENCH N: wall-clock seconds of one run of the test binary that
+# runs one of the package's benchmarks for N operations: the whole
+# process, as perftest is timed, setup included; nan when it failed.
 ours() {
-	vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" "$BIN/rdmacore.test" \
-		-test.run '^$' -test.bench "^$1\$" -test.benchtime 3s |
-		awk '/ns\/op/ { for (i = 1; i <= NF; i++) if ($(i+1) == "ns/op") printf "%.1f\n", 1e9 / $i }'
+	vmx sh -c "s=\$(date +%s.%N); timeout 600 env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR=$IP $BIN/rdmacore.test \
+		-test.run '^\$' -test.bench '^$1\$' -test.benchtime $2x >/dev/null 2>&1; c=\$?; e=\$(date +%s.%N); \
+		[ \$c = 0 ] && echo \"\$s \$e\" || echo 'nan nan'" |
+		awk '$1 == "nan" { print "nan"; next } { printf "%.6f\n", $2 - $1 }'
+}
+
+# ours_rate BENCH SHORT LONG: operations per second as perf_rate
+# measures perftest.
+ours_rate() {
+	rate "$2" "$3" "$(ours "$1" "$2")" "$(ours "$1" "$3")"
 }
 
 # rds: RDS over DAT over rdmacore, the dat transport on each VM's
@@ -199,15 +214,16 @@ bench() {
 	echo "== benchmarks on rxe0 (operations per second; ours / perftest)"
 	for r in $(seq "$REPS"); do
 		pw=$(perf_rate ib_write_bw 65536 200 3200)
-		ow=$(ours BenchmarkWrite64K)
+		ow=$(ours_rate BenchmarkWrite64K 200 3200)
 		ps=$(perf_rate ib_send_bw 64 2000 92000)
-		os=$(ours BenchmarkSendRate64)
+		os=$(ours_rate BenchmarkSendRate64 2000 92000)
 		echo "RESULT perftest_write_64k $pw op/s"
 		echo "RESULT rdmacore_write_64k $ow op/s"
 		echo "RESULT perftest_send_64 $ps op/s"
 		echo "RESULT rdmacore_send_64 $os op/s"
 		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" \
-			'BEGIN { printf "RESULT ratio_write_64k %.3f x\nRESULT ratio_send_64 %.3f x\n", a / b, c / d }'
+			'function r(x, y) { return x == "nan" || y == "nan" ? "nan" : sprintf("%.3f", x / y) }
+			BEGIN { printf "RESULT ratio_write_64k %s x\nRESULT ratio_send_64 %s x\n", r(a, b), r(c, d) }'
 	done | tee "$BIN/bench.txt"
 
 	echo "== DAT over rdmacore against bare rdmacore verbs on rxe0 (dat/verbs CPU per op, paired blocks)"
