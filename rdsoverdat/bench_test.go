@@ -15,7 +15,7 @@ import (
 // measured in the same run: 64 B message rate, 4 KiB and 64 KiB
 // throughput, 64 B round trip. Also the loop transport's 64 B rate.
 //
-// The stream benchmarks also report the process's CPU time (cpu-ns/op)
+// The stream and round-trip benchmarks also report the process's CPU time (cpu-ns/op)
 // and context switches (csw/op) per message, both ends together: on a
 // loaded machine ns/op counts the time spent waiting for a core, and the
 // switches are what a goroutine hand-off costs with two Ps.
@@ -108,6 +108,11 @@ func BenchmarkRDSTCPTput64KSndbufOne(b *testing.B) {
 
 func benchRTT(b *testing.B, cfg Config) {
 	a, r := benchPair(b, cfg)
+	benchRTTOn(b, a, r)
+}
+
+// benchRTTOn measures 64 B round trips from a to r, which echoes.
+func benchRTTOn(b *testing.B, a, r *Socket) {
 	b.ReportAllocs()
 	go func() {
 		m := Msg{Data: make([]byte, 64)}
@@ -122,12 +127,15 @@ func benchRTT(b *testing.B, cfg Config) {
 	msg := make([]byte, 64)
 	m := Msg{Data: make([]byte, 64)}
 	b.ResetTimer()
+	u := usageNow()
 	for range b.N {
 		a.SendTo(msg, r.BoundAddr(), 0)
 		if _, err := a.RecvMsg(&m, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
+	u.report(b)
 }
 
 var tcpBenchCfg = Config{Transports: []Transport{TCP(TCPConfig{})}}
@@ -216,12 +224,15 @@ func benchRawRTT(b *testing.B) {
 	}()
 	buf := make([]byte, 68)
 	b.ResetTimer()
+	u := usageNow()
 	for range b.N {
 		c1.Write(buf)
 		if _, err := io.ReadFull(c1, buf); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
+	u.report(b)
 }
 
 var _ = time.Second

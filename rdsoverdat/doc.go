@@ -11,8 +11,8 @@
 // RDS port); the node keeps one connection per remote address and
 // transport, brought up by the first send and kept for good, each with
 // one or more paths. A Socket is a handle on one of two backends
-// (socket.go): this package's own RDS (sock.go) or the host kernel's
-// AF_RDS (kernel*.go). Below the API, unexported, the core (sock.go,
+// (socket.go): this package's own RDS (sock.go), the host kernel's
+// AF_RDS (kernel*.go) or the rdsd daemon's (daemon*.go). Below the API, unexported, the core (sock.go,
 // node.go, conn.go, message.go, send.go, recv*.go, cong.go, rdma*.go)
 // owns sequence numbers, retransmission after reconnects, duplicate
 // suppression, SO_SNDBUF/SO_RCVBUF accounting, congestion maps and pings;
@@ -56,6 +56,13 @@
 // are the host kernel's own AF_RDS sockets (kernel.go) behind the same
 // API, so a program moves between in-kernel RDS and rdsoverdat by its
 // Config alone; KernelAvailable says whether the host has the rds module.
+// NewStack(Config{Daemon: path}) (or $RDSD_SOCKET) returns a Stack whose
+// Sockets are run by the rdsd daemon listening on path (daemon_client.go),
+// which owns the host's nodes so that every process shares one
+// connection per node pair; a Daemon (daemon.go) serves a Stack's sockets
+// that way, cmd/rdsd runs one. Their protocol is the internal package
+// rdsoverdat/internal/rdsdproto, over a unix socket and the shared-memory
+// rings of rdsoverdat/internal/shmring (docs/RDSD.md).
 //
 // Multipath with a Linux 6.1 kernel: the kernel has no SPORT_IDX, so it
 // puts each incoming lane on its first free slot, not on the lane this

@@ -117,7 +117,12 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 var _ = fmt.Sprintf
 
 // sock is the rdsoverdat backend of s, for tests that look inside it.
-func (s *Socket) sock() *sock { return s.b.(*sock) }
+func (s *Socket) sock() *sock {
+	if k, ok := s.b.(*daemonSocket); ok {
+		return daemonSide(k)
+	}
+	return s.b.(*sock)
+}
 
 // datNodeOf returns n's dat transport.
 func datNodeOf(t testing.TB, n *rdsNode) rdsdat.Node {

@@ -92,9 +92,17 @@ type Counter struct {
 	Value uint64 `json:"value"`
 }
 
-// Info returns a snapshot of the stack. Nodes are sorted by address,
+// Info returns a snapshot of the stack (of its daemon's Stack on a
+// daemon Stack: see DaemonInfo). Nodes are sorted by address,
 // sockets by port, connections by remote address and transport.
 func (st *Stack) Info() Info {
+	if st.cfg.Daemon != "" {
+		info, _ := st.DaemonInfo() // the host's view; empty if the daemon is gone
+		if info.Nodes == nil {
+			info.Nodes = []NodeInfo{}
+		}
+		return info
+	}
 	info := Info{GenNum: st.genNum, Kernel: st.cfg.Kernel, Nodes: []NodeInfo{}}
 	nodes := st.allNodes()
 	slices.SortFunc(nodes, func(a, b *rdsNode) int { return a.addr.Compare(b.addr) })

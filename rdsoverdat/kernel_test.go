@@ -26,6 +26,11 @@ func backends(t *testing.T, f func(t *testing.T, st *Stack)) {
 		requireKernel(t)
 		f(t, newTestStack(t, Config{Kernel: true}))
 	})
+	t.Run("daemon", func(t *testing.T) {
+		leakCheck(t)
+		st, _ := daemonStack(t, Config{})
+		f(t, st)
+	})
 }
 
 func requireKernel(t *testing.T) {

@@ -26,6 +26,16 @@ func transports(t *testing.T, f func(t *testing.T, st *Stack)) {
 		leakCheck(t)
 		f(t, datStack(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem"}))
 	})
+	t.Run("daemon-tcp", func(t *testing.T) {
+		leakCheck(t)
+		st, _ := daemonStack(t, Config{Transports: []Transport{TCP(TCPConfig{})}})
+		f(t, st)
+	})
+	t.Run("daemon-dat", func(t *testing.T) {
+		leakCheck(t)
+		st, _ := daemonStack(t, Config{Transports: []Transport{DAT(DATConfig{Registry: registryOn(mem.New()), IA: "mem"})}})
+		f(t, st)
+	})
 }
 
 func TestSendErrors(t *testing.T) {

@@ -47,6 +47,9 @@ func (st *Stack) Socket() *Socket {
 	if st.cfg.Kernel {
 		return &Socket{b: newKernelSocket(st)}
 	}
+	if st.cfg.Daemon != "" {
+		return &Socket{b: newDaemonSocket(st)}
+	}
 	return &Socket{b: newSock(st)}
 }
 

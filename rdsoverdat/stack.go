@@ -39,6 +39,14 @@ type Config struct {
 	// SendBuffer and RecvBuffer still set each new socket's buffers.
 	// KernelAvailable tells whether the host has the rds module.
 	Kernel bool
+	// Daemon makes every socket of the Stack a socket of the rdsd
+	// daemon listening on this unix socket path (daemon_client.go):
+	// the host's nodes, shared by every process, behind the same API.
+	// Empty: $RDSD_SOCKET (DaemonEnv) if set and Kernel is not, else
+	// none. Transports and IsLocal are then unused (the daemon has its
+	// own); SendBuffer and RecvBuffer still set each new socket's
+	// buffers.
+	Daemon string
 
 	userSendBuffer, userRecvBuffer bool // set explicitly (the kernel keeps its defaults otherwise)
 }
@@ -78,6 +86,11 @@ type Stack struct {
 
 	congGen atomic.Uint64 // bumped on every congestion map change
 
+	// daemonStack is, on a daemon Stack whose daemon runs in this
+	// process (tests), the daemon's Stack: nodeAt and defaultTransport
+	// look there.
+	daemonStack *Stack
+
 	mu      sync.RWMutex
 	nodes   map[netip.Addr]*rdsNode
 	sockets map[backend]struct{} // every open socket, for Close
@@ -92,6 +105,9 @@ func NewStack(cfg Config) *Stack {
 	}
 	if cfg.RecvBuffer <= 0 {
 		cfg.RecvBuffer = sysctlBuffer("/proc/sys/net/core/rmem_default", DefaultRecvBuffer)
+	}
+	if cfg.Daemon == "" && !cfg.Kernel {
+		cfg.Daemon = os.Getenv(DaemonEnv)
 	}
 	if cfg.IsLocal == nil {
 		cfg.IsLocal = IsLocalAddr
@@ -124,6 +140,9 @@ func (st *Stack) transport(t TransportType) Transport {
 }
 
 func (st *Stack) defaultTransport() Transport {
+	if st.daemonStack != nil {
+		return st.daemonStack.defaultTransport()
+	}
 	if len(st.cfg.Transports) > 0 {
 		return st.cfg.Transports[0]
 	}
@@ -137,6 +156,9 @@ func (st *Stack) Kernel() bool { return st.cfg.Kernel }
 // nodeAt returns the node of a local address, or nil if no socket has bound
 // to it yet (always nil for a kernel stack).
 func (st *Stack) nodeAt(addr netip.Addr) *rdsNode {
+	if st.daemonStack != nil {
+		return st.daemonStack.nodeAt(addr)
+	}
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	return st.nodes[addr]

@@ -52,14 +52,36 @@ field() { sed -n "s|.*$1=\([0-9.]*\).*|\1|p" <<<"$2"; }
 
 ip netns add rdsA; ip netns add rdsB
 # The kernel's RDS/TCP is slow in a VM that is otherwise idle under TCG: its 64 B round trip
-# (rdsbench, which blocks in recvfrom) took 2.2-4.0 ms at p50, and its 64 B rate fell to about
-# 1000 msg/s, against 0.26-0.28 ms with a shell loop beside it that forks `sleep 0.1` forever.
-# A loop that waits as long without forking did not help, nor did nohz=off or idle=poll on the
-# kernel command line. The Go programs, whose runtime spins before it sleeps, hardly notice. The
-# forking loop runs through every measurement, for all implementations alike.
-( while :; do sleep 0.1; done ) &
-WAKER=$!
-trap 'kill $WAKER; ip netns del rdsA 2>/dev/null; ip netns del rdsB 2>/dev/null; rm -rf "$TMP"' EXIT
+# (rdsbench, which blocks in recvfrom) took 2.2-4.0 ms at p50, against 0.26-0.28 ms with a shell
+# loop beside it that forks `sleep 0.1` forever. A loop that waits as long without forking did
+# not help, nor did nohz=off or idle=poll on the kernel command line. The Go programs, whose
+# runtime spins before it sleeps, hardly notice. But the forking loop is not free under TCG: it
+# keeps about a seventh of the machine's CPU busy (the WAKER line measures it), which streams
+# that use both vCPUs need. So it runs through the round-trip and rate workloads only, for all
+# implementations alike, where the C tool blocks for every message or sleeps 50 µs on every
+# full send buffer (without the loop the kernel's rate ranged from 1348 to 22520 msg/s over the
+# rounds of one boot); the 64 KiB
+# throughput workload runs without it (in one boot the kernel moved 38, 86 and 103 MB/s
+# without it against 32, 55 and 80 with it, alternating).
+WAKER=
+waker_on() { ( while :; do sleep 0.1; done ) & WAKER=$!; }
+waker_off() {
+  [ -n "$WAKER" ] || return 0
+  kill "$WAKER" 2>/dev/null || true
+  wait "$WAKER" 2>/dev/null || true # killed: a non-zero status
+  WAKER=
+}
+trap 'waker_off; ip netns del rdsA 2>/dev/null; ip netns del rdsB 2>/dev/null; rm -rf "$TMP"' EXIT
+# busyshare SECS: the share of the machine's CPU time (all vCPUs) that was busy over SECS.
+busyshare() {
+  local s0 s1
+  s0=$(head -1 /proc/stat); sleep "$1"; s1=$(head -1 /proc/stat)
+  awk 'NR == 1 { b0 = $2+$3+$4+$7+$8+$9; i0 = $5+$6 }
+    NR == 2 { b = $2+$3+$4+$7+$8+$9 - b0; i = $5+$6 - i0; printf "%.1f", 100 * b / (b + i) }' \
+    <(echo "$s0"; echo "$s1")
+}
+idle=$(busyshare 3); waker_on; woke=$(busyshare 3); waker_off
+echo "WAKER machine CPU busy: ${idle}% idle, ${woke}% with the waker" >&2
 ip link add vA netns rdsA type veth peer name vB netns rdsB
 ip -n rdsA addr add $A/24 dev vA; ip -n rdsB addr add $B/24 dev vB
 for n in rdsA rdsB; do ip -n $n link set lo up; done
@@ -151,7 +173,9 @@ for r in $(seq "$REPS"); do
   [ $((r % 2)) = 0 ] && order="raw go kapi kernel"
   echo "order: $order" >&2
   for w in rate tput rtt; do
+    [ $w != tput ] && waker_on
     for i in $order; do one "$i" "$w"; done
+    waker_off
   done | tee -a "$LOG"
 done
 echo "== paired: ours (rds_go) against the kernel (rds_kernel), round by round" >&2

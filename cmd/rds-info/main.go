@@ -3,6 +3,7 @@
 // the tables and with the letters of rds-tools' rds-info.
 //
 //	rds-info [-cknrstTIgv] [--socket PATH] [-json]
+//	rds-info [-cknrstTIgv] --rdsd PATH
 //	rds-info --transport kernel [-cknrstTIv]
 //
 // rdsoverdat's RDS state lives in the process that runs it, so every RDS
@@ -10,7 +11,8 @@
 // /run/godapl/TOOL-PID.sock) and rds-info reads it: every socket of that
 // directory, or the one --socket names. With --transport kernel it reads
 // the host kernel's own tables through getsockopt(RDS_INFO_*), as
-// rds-tools' rds-info does. With no table flags it prints every table;
+// rds-tools' rds-info does. With --rdsd (default $RDSD_SOCKET) it reads
+// the rdsd daemon's state, the host's. With no table flags it prints every table;
 // with no RDS node running, the tables are empty (exit 0), as the real
 // tool prints them on a quiet host. Letters combine as with getopt
 // ("-kn").
@@ -28,6 +30,7 @@ import (
 	"time"
 
 	"github.com/godapl/godapl/internal/rdstool"
+	"github.com/godapl/godapl/rdsoverdat"
 )
 
 const synopsis = `usage: rds-info [-cknrstTIgv] [--socket PATH] [-json]
@@ -46,6 +49,7 @@ type options struct {
 	tcp, ib                        bool
 	verbose                        int
 	socket                         string
+	rdsd                           string
 	json                           bool
 	transport                      string
 	log                            string
@@ -97,6 +101,8 @@ func tool(stdout, stderr io.Writer) rdstool.Tool {
 	})
 	fs.StringVar(&o.socket, "socket", "", "read this info socket only (default: every *.sock in $"+rdstool.InfoDirEnv+
 		",\nelse "+rdstool.DefaultInfoDir+")")
+	fs.StringVar(&o.rdsd, "rdsd", os.Getenv(rdsoverdat.DaemonEnv),
+		"read the host's state from the rdsd daemon listening on this unix socket (default $"+rdsoverdat.DaemonEnv+")")
 	fs.BoolVar(&o.json, "json", false, "print what the tools served, as JSON")
 	fs.StringVar(&o.transport, "transport", "", "kernel: read the host kernel's RDS_INFO tables instead of the tools'")
 	fs.StringVar(&o.log, "log", "", "log level (default $"+rdstool.LogEnv+", else "+rdstool.DefaultLogLevel+")")
@@ -138,6 +144,15 @@ func (o *options) run(args []string, stdout, stderr io.Writer) error {
 			o.transport)
 	}
 
+	if o.rdsd != "" && o.socket == "" {
+		st := rdsoverdat.NewStack(rdsoverdat.Config{Daemon: o.rdsd})
+		defer st.Close()
+		info, err := st.DaemonInfo()
+		if err != nil {
+			return fmt.Errorf("no rdsd answers on %s: %w", o.rdsd, err)
+		}
+		return o.print(stdout, []source{{name: o.rdsd, doc: rdstool.Document{Tool: "rdsd", Stacks: []rdsoverdat.Info{info}}}})
+	}
 	if o.socket != "" {
 		doc, err := rdstool.ReadInfo(o.socket, o.timeout)
 		if err != nil {

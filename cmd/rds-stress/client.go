@@ -210,7 +210,12 @@ func (c *client) mapRDMA(t *task) error {
 	if c.p.rdma != rdmaRead {
 		flags = rdsoverdat.RDMAReadWrite // the server may write it
 	}
-	mem := make([]byte, c.p.depth*c.p.rdmaSize)
+	// SharedMem: with --rdsd the daemon runs the transport and must see
+	// the memory; elsewhere it is ordinary memory.
+	mem, err := t.s.SharedMem(c.p.depth * c.p.rdmaSize)
+	if err != nil {
+		return fmt.Errorf("RDMA memory: %w", err)
+	}
 	for i := range c.p.depth {
 		b := mem[i*c.p.rdmaSize : (i+1)*c.p.rdmaSize]
 		ck, err := t.s.GetMR(b, flags)

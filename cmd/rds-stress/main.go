@@ -271,7 +271,7 @@ func (o *options) params() (params, error) {
 	if size > 0 {
 		p.rdma, p.rdmaSize = mode, int(size)
 		switch {
-		case o.common.Transport != rdstool.TransportDAT:
+		case o.common.Transport != rdstool.TransportDAT && o.common.Daemon == "":
 			return p, rdstool.Usagef("-D needs --transport dat (RDS has RDMA only over its RDMA transport)")
 		case o.tasks*o.depth > rdsoverdat.DefaultRDMAMaxMRs:
 			return p, rdstool.Usagef("-D maps -t x -d = %d buffers, more than a node may (%d)",

@@ -62,7 +62,7 @@ func (o *options) passive(ctx context.Context, stdout io.Writer) error {
 	}
 	defer info.Close()
 	fmt.Fprintf(stdout, "rds-stress: passive on %v over %s (task sockets from port %d); waiting for an active instance (-s)\n",
-		bound, o.common.Transport, o.port+1)
+		bound, o.common.TransportName(), o.port+1)
 	// The first server whose runs end ends the others: one active
 	// instance, one passive run, as in the real tool.
 	sctx, stop := context.WithCancel(ctx)
@@ -175,7 +175,7 @@ func (o *options) workload(ctx context.Context, st *rdsoverdat.Stack, p params, 
 	runErr := c.run(ctx, end)
 	r.finish()
 	c.bye()
-	res := c.result(o.common.Transport, time.Since(c.t0).Seconds(), r)
+	res := c.result(o.common.TransportName(), time.Since(c.t0).Seconds(), r)
 	res.Interrupted = ctx.Err() != nil
 	if runErr != nil {
 		res.Error = runErr.Error()
@@ -200,7 +200,7 @@ func (o *options) showParams(w io.Writer, p params, local netip.Addr, server net
 	}
 	fmt.Fprintf(w, "Options:\n  tasks %d, depth %d, req bytes %v, ack bytes %s, one-way %v\n"+
 		"  rdma %s, rdma bytes %d, verify %v, run time %v\n  local %v, remote %v, transport %s\n",
-		p.tasks, p.depth, p.sizes, ack, p.oneway, p.rdma, p.rdmaSize, p.verify, p.duration, local, server, o.common.Transport)
+		p.tasks, p.depth, p.sizes, ack, p.oneway, p.rdma, p.rdmaSize, p.verify, p.duration, local, server, o.common.TransportName())
 }
 
 // runDemo runs a passive node and an active node in this process, each
@@ -261,7 +261,7 @@ func (o *options) runDemo(ctx context.Context, p params, stdout, stderr io.Write
 	go func() { srvDone <- newServer(sst, base, 8<<20, o.common.Logger).run(sctx, ctl, o.timeout) }()
 	if !o.json {
 		fmt.Fprintf(stdout, "rds-stress: active node %v -> passive node %v in this process, over %s\n",
-			local, base, o.common.Transport)
+			local, base, o.common.TransportName())
 	}
 	err = o.workload(ctx, cst, p, local, base, stdout, stderr, true)
 	stopServer()

@@ -255,12 +255,13 @@ func (sv *server) serveTask(s *rdsoverdat.Socket) {
 			args := rdsoverdat.RDMAArgs{Cookie: cookie, RemoteBytes: uint64(size)}
 			if write {
 				if src == nil {
-					src = bytes.Repeat([]byte{rdmaPattern}, rdsoverdat.DefaultRDMAMaxBytes)
+					src = sharedMem(s, rdsoverdat.DefaultRDMAMaxBytes)
+					copy(src, bytes.Repeat([]byte{rdmaPattern}, len(src)))
 				}
 				args.Flags, args.Local = rdsoverdat.RDMAReadWrite, [][]byte{src[:size]}
 			} else {
 				if sink == nil {
-					sink = make([]byte, rdsoverdat.DefaultRDMAMaxBytes)
+					sink = sharedMem(s, rdsoverdat.DefaultRDMAMaxBytes)
 				}
 				args.Local = [][]byte{sink[:size]}
 			}
@@ -291,4 +292,14 @@ func (sv *server) serveTask(s *rdsoverdat.Socket) {
 			sv.log.Debug().Err(err).Stringer("to", m.Addr).Msg("request")
 		}
 	}
+}
+
+// sharedMem returns RDMA memory for s's ops (Socket.SharedMem: memory
+// the daemon can reach with --rdsd), or ordinary memory if that fails,
+// whose ops then fail with ErrNotShared and are reported as such.
+func sharedMem(s *rdsoverdat.Socket, n int) []byte {
+	if b, err := s.SharedMem(n); err == nil {
+		return b
+	}
+	return make([]byte, n)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -37,6 +38,7 @@ type Common struct {
 	Paths         int    // --paths
 	Log           string // --log
 	InfoSocket    string // --info-socket
+	Daemon        string // --rdsd: the rdsd socket whose nodes the tool uses ("": its own)
 
 	// Logger is set by Setup.
 	Logger zerolog.Logger
@@ -57,6 +59,11 @@ func (c *Common) Register(fs *flag.FlagSet, name string) {
 			"or the interfaces' siw-IFNAME IAs); default: soft-iWARP on every local address")
 	fs.IntVar(&c.Paths, "paths", 1, "tcp: RDS paths per connection announced with NPATHS (1-8; 1 suits a kernel peer)")
 	fs.StringVar(&c.Log, "log", "", "log level: trace, debug, info, warn, error, disabled (default $"+LogEnv+", else "+DefaultLogLevel+")")
+	if name != "rdsd" {
+		fs.StringVar(&c.Daemon, "rdsd", os.Getenv(rdsoverdat.DaemonEnv),
+			"use the RDS nodes of the rdsd daemon listening on this unix socket (default $"+rdsoverdat.DaemonEnv+");\n"+
+				"the daemon's transport then applies, and rds-info shows its state")
+	}
 	fs.StringVar(&c.InfoSocket, "info-socket", InfoAuto,
 		"unix socket on which this tool serves its RDS state to rds-info as JSON: a path, \"none\",\n"+
 			"or \"auto\" for "+DefaultInfoDir+"/NAME-PID.sock (directory from $"+InfoDirEnv+")")
@@ -75,6 +82,9 @@ func (c *Common) Setup(stderr io.Writer) error {
 	if c.IA != "" && c.Transport != TransportDAT {
 		return Usagef("--ia %q: only --transport dat opens a DAT IA", c.IA)
 	}
+	if c.Daemon != "" && c.Transport == TransportKernel {
+		return Usagef("--rdsd and --transport kernel exclude each other")
+	}
 	if c.Paths < 1 || c.Paths > 8 {
 		return Usagef("--paths %d: want 1-8", c.Paths)
 	}
@@ -90,6 +100,12 @@ func (c *Common) Setup(stderr io.Writer) error {
 // buffer sizes; its transports, logger and Kernel are set here.
 func (c *Common) NewStack(cfg rdsoverdat.Config) (*rdsoverdat.Stack, error) {
 	cfg.Logger = &c.Logger
+	if c.Daemon != "" {
+		cfg.Daemon = c.Daemon
+		st := rdsoverdat.NewStack(cfg)
+		stackPorts.Store(st, "the rdsd daemon at "+c.Daemon)
+		return st, nil
+	}
 	switch c.Transport {
 	case TransportKernel:
 		if err := rdsoverdat.KernelAvailable(); err != nil {
@@ -113,6 +129,15 @@ func (c *Common) NewStack(cfg rdsoverdat.Config) (*rdsoverdat.Stack, error) {
 // stackPorts maps each Stack NewStack made to the words that name its
 // transport's listening port, for Bind's "address in use" errors.
 var stackPorts sync.Map
+
+// TransportName names the transport the tool's sockets use, for its
+// reports: --transport, or the daemon's when --rdsd is given.
+func (c *Common) TransportName() string {
+	if c.Daemon != "" {
+		return "rdsd " + c.Daemon
+	}
+	return c.Transport
+}
 
 // transportPortDesc names the port the selected transport listens on.
 func (c *Common) transportPortDesc() string {
@@ -211,9 +236,10 @@ func SourceFor(dst netip.Addr) (netip.Addr, error) {
 const AckLinger = 250 * time.Millisecond
 
 // Linger waits AckLinger, or less if ctx ends (interrupted tools leave
-// at once); nothing for a kernel stack, whose connections outlive us.
+// at once); nothing for a kernel or daemon stack, whose connections
+// outlive us.
 func Linger(ctx context.Context, st *rdsoverdat.Stack) {
-	if st.Kernel() {
+	if st.Kernel() || st.Daemon() != "" {
 		return
 	}
 	select {

@@ -70,6 +70,9 @@ type InfoServer struct {
 // convenience; an explicit path that fails is an error.
 func (c *Common) ServeInfo(stacks ...*rdsoverdat.Stack) (*InfoServer, error) {
 	path := c.InfoSocket
+	if c.Daemon != "" {
+		return nil, nil // the daemon serves the host's state
+	}
 	switch path {
 	case InfoNone, "":
 		return nil, nil

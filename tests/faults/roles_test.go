@@ -6,6 +6,7 @@ package faults
 // configuration from GODAPL_FAULTS_CONF, and stop on SIGTERM.
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ const confEnv = "GODAPL_FAULTS_CONF"
 var roles = map[string]func() error{
 	"rds-recv": roleRecv,
 	"rds-send": roleSend,
+	"rdsd":     roleDaemon,
 }
 
 // roleConf configures a child.
@@ -63,7 +65,19 @@ type roleConf struct {
 	// soft-iWARP); RecvDepth sizes the dat transport's SRQ (0: default).
 	Transport string
 	RecvDepth int
+	// Daemon is the rdsd socket whose nodes the role uses (role rdsd:
+	// the socket it serves); empty: a node of the role's own.
+	Daemon string
+	// Port and DestPort replace basePort for the role's own sockets and
+	// for a sender's destinations (0: basePort), so that several client
+	// processes share one daemon's node.
+	Port, DestPort int
 }
+
+// port is the first RDS port of the role's sockets; destPort the first
+// of a sender's destinations.
+func (c roleConf) port() int     { return cmp.Or(c.Port, basePort) }
+func (c roleConf) destPort() int { return cmp.Or(c.DestPort, basePort) }
 
 const basePort = 4000
 
@@ -175,6 +189,9 @@ func checkMsg(b []byte) (sender uint32, seq uint64, ok bool) {
 }
 
 func newStack(c roleConf) *rdsoverdat.Stack {
+	if c.Daemon != "" {
+		return rdsoverdat.NewStack(rdsoverdat.Config{Daemon: c.Daemon, RecvBuffer: c.RecvBuffer})
+	}
 	// The node addresses are known: answering IsLocal from them spares
 	// every bind an rtnetlink round trip (thousands of sockets).
 	local := map[netip.Addr]bool{c.Local: true}
@@ -216,7 +233,7 @@ func roleRecv() error {
 	for _, addr := range append([]netip.Addr{c.Local}, c.Locals...) {
 		for i := range c.Sockets {
 			s := st.Socket()
-			if err := s.Bind(netip.AddrPortFrom(addr, uint16(basePort+i))); err != nil {
+			if err := s.Bind(netip.AddrPortFrom(addr, uint16(c.port()+i))); err != nil {
 				return err
 			}
 			socks = append(socks, s)
@@ -326,7 +343,7 @@ func roleSend() error {
 	socks := make([]*rdsoverdat.Socket, c.Sockets)
 	for i := range socks {
 		socks[i] = st.Socket()
-		if err := socks[i].Bind(netip.AddrPortFrom(c.Local, uint16(basePort+i))); err != nil {
+		if err := socks[i].Bind(netip.AddrPortFrom(c.Local, uint16(c.port()+i))); err != nil {
 			return err
 		}
 	}
@@ -350,9 +367,9 @@ func roleSend() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dst := netip.AddrPortFrom(c.Peer, uint16(basePort+i%max(c.Dests, 1)))
+			dst := netip.AddrPortFrom(c.Peer, uint16(c.destPort()+i%max(c.Dests, 1)))
 			if n := len(c.Peers); n > 0 {
-				dst = netip.AddrPortFrom(c.Peers[i%n], uint16(basePort+(i/n)%max(c.Dests, 1)))
+				dst = netip.AddrPortFrom(c.Peers[i%n], uint16(c.destPort()+(i/n)%max(c.Dests, 1)))
 			}
 			buf := make([]byte, c.Size)
 			for seq := uint64(0); (c.Count == 0 || seq < uint64(c.Count)) && !quit.Load(); {

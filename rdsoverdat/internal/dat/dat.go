@@ -25,7 +25,7 @@ import (
 // the kernel's rds_ib (net/rds/ib*.c; docs/WIRE.md, R4):
 //
 //   - Per node: one IA on the node's address, one PZ, one SRQ whose
-//     receive buffers (48-byte header slot + 4096-byte fragment each) come
+//     receive buffers (48-byte header slot + one fragment each) come
 //     from preregistered LMR chunks (more are added as connections need
 //     them, dat_credit.go) and are reposted as soon as their
 //     completion is consumed, one PSP on conn_qual 18634 (RDS_PORT, the
@@ -41,7 +41,8 @@ import (
 //   - Messages travel as max(1, ceil(len/4096)) Sends of a header copy
 //     plus one fragment, the last one solicited, headers checksummed
 //     (dat_send.go); the receiver reassembles one message at a time per
-//     connection (dat_recv.go).
+//     connection (dat_recv.go). Between two godapl nodes fragments are
+//     16 KiB instead, offered in the private data (dat_frag.go).
 //   - Credits (dat_credit.go) stop a sender from overrunning the peer's
 //     posted receives, which iWARP, having no RNR retry, would punish by
 //     terminating the connection.
@@ -106,7 +107,7 @@ func (*datTransport) Name() string { return "dat" }
 
 // Sizes of the buffers: a fragment slot is a header and one fragment.
 const (
-	datSlot = wire.HeaderLen + wire.FragSize
+	datSlot = wire.HeaderLen + datFragMax
 	// datSignalEvery: an unsuppressed send completion at least every
 	// this many fragments (rds_ib's max_unsignaled_wr is 16).
 	datSignalEvery = 16

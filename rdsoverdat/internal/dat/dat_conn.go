@@ -308,6 +308,7 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 	e.credits.addSend(min(peer.Credit(), datMaxCredits))
 	e.state = datUp
 	dp.backoff.Reset()
+	e.frag = datFragFor(peer)
 	dp.up.Store(e)
 	dp.mu.Unlock()
 	e.syncPeerGen() // before Up: nothing is sent in the space it may reset

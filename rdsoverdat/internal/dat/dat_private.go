@@ -32,6 +32,9 @@ import (
 // receive state: the new incarnation's first messages, retransmitted after
 // a failed connection, carry numbers below that incarnation's last ones and
 // were dropped as duplicates before the probe revealed the restart.
+//
+// Four more carry frag_max, the largest fragment the sender can receive
+// (dat_frag.go): two godapl nodes use larger fragments than rds_ib's.
 type datPrivate []byte
 
 const (
@@ -45,7 +48,8 @@ const (
 	privCreditOffset    = 24 // be32 ricpc_credit: receives granted (non-zero: flow control on)
 	privAckGenOffset    = 28 // be32 in the tail padding: ack_gen (ours, see above)
 	privMyGenOffset     = 32 // be32 past the struct: my_gen (ours, see above)
-	datPrivateLen       = 36
+	privFragOffset      = 36 // be32: frag_max, the largest fragment the sender takes (ours, dat_frag.go)
+	datPrivateLen       = 40
 
 	// datMinorMask is RDS_IB_SUPPORTED_PROTOCOLS: 3.0 and 3.1.
 	datMinorMask = 0x0003
@@ -73,6 +77,7 @@ func encodeDatPrivate(b []byte, saddr, daddr netip.Addr, ack wire.Seq, ackGen, m
 	binary.BigEndian.PutUint32(p[privCreditOffset:], credit)
 	binary.BigEndian.PutUint32(p[privAckGenOffset:], ackGen)
 	binary.BigEndian.PutUint32(p[privMyGenOffset:], myGen)
+	putFragOffer(p)
 	return p
 }
 

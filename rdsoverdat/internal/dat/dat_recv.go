@@ -9,7 +9,7 @@ import (
 )
 
 // The dat receive side (rds_ib_process_recv, ib_recv.c). Each SRQ buffer
-// holds one Send: a 48-byte header and at most 4096 payload bytes. The
+// holds one Send: a 48-byte header and one fragment of payload. The
 // header's checksum is verified; its h_ack frees acknowledged messages
 // and its h_credit adds send credits, on every fragment. An ack-only frame
 // (ports and length 0) ends there. Otherwise the fragment starts or
@@ -23,7 +23,7 @@ import (
 
 var (
 	errDatShort    = errors.New("rds dat: receive shorter than an RDS header")
-	errDatLong     = errors.New("rds dat: fragment longer than RDS_FRAG_SIZE")
+	errDatLong     = errors.New("rds dat: fragment longer than a receive buffer")
 	errDatChecksum = errors.New("rds dat: header checksum mismatch")
 	errDatFrag     = errors.New("rds dat: fragment does not continue the message in reassembly")
 	errDatTooBig   = errors.New("rds dat: message longer than RDS_MAX_MSG_SIZE")
@@ -57,28 +57,31 @@ type datReasm struct {
 	active bool
 	off    int
 	total  int
+	frag   int // the message's fragment size: its first fragment's
 }
 
 // next accepts a fragment of n payload bytes with header h. first: it
 // starts a message (the caller makes one for h); done: it completes one.
-// Every fragment but the last carries exactly 4096 bytes.
+// Every fragment but the last carries exactly as many bytes as the first,
+// 4096 (RDS_FRAG_SIZE) or, between godapl nodes, up to datFragMax
+// (dat_frag.go); the receiver need not know which the sender chose.
 func (r *datReasm) next(h wire.Header, n int) (first, done bool, err error) {
 	if !r.active {
 		l := int(h.Len())
 		if l > wire.MaxMsgSize {
 			return false, false, errDatTooBig
 		}
-		if n != min(l, wire.FragSize) {
+		if !datFirstFragOK(n, l) {
 			return false, false, errDatFrag
 		}
 		copy(r.hdr[:], h)
-		r.total, r.off = l, n
+		r.total, r.off, r.frag = l, n, n
 		r.active = n < l
 		return true, !r.active, nil
 	}
 	rh := wire.Header(r.hdr[:])
 	if h.Sequence() != rh.Sequence() || h.Len() != rh.Len() || h.Sport() != rh.Sport() ||
-		h.Dport() != rh.Dport() || n != min(wire.FragSize, r.total-r.off) {
+		h.Dport() != rh.Dport() || n != min(r.frag, r.total-r.off) {
 		return false, false, errDatFrag
 	}
 	r.off += n

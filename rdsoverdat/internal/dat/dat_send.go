@@ -20,7 +20,8 @@ import (
 //
 // Each fragment is copied into a send slot of the EP's LMR: the 48-byte
 // header, with this fragment's h_credit and checksum, then up to 4096
-// payload bytes, posted as one Send. Send completions are suppressed
+// payload bytes (more if both nodes offered it, dat_frag.go), posted as
+// one Send. Send completions are suppressed
 // except on every 16th slot (every SendDepth/2th if that is fewer) and on
 // a message's last fragment when the path's queue is empty; completions
 // arrive in order, so one completion frees every slot before it too.
@@ -69,6 +70,10 @@ type datEP struct {
 	signalEvery uint64
 	txDone      atomic.Uint64 // fragments completed
 	rdma        datRDMA       // RDMA work requests (dat_rdma.go)
+
+	// frag is the connection's fragment size for sending (0: 4096), set
+	// before the EP is published as up (dat_frag.go).
+	frag int
 
 	// Ack state: ackRequested by the receive side, cleared by a
 	// piggybacked ack; the rest is the event goroutine's.
@@ -174,7 +179,7 @@ func (dp *datPath) xmit(e *datEP) {
 				e.stalled.Store(false)
 			}
 			off := int(e.txPosted%depth) * datSlot
-			n := datFragment(e.tx.Bytes()[off:off+datSlot], m.Header(), m.Payload(), dp.txOff, uint8(adv))
+			n := datFragment(e.tx.Bytes()[off:off+datSlot], m.Header(), m.Payload(), dp.txOff, e.frag, uint8(adv))
 			last := dp.txOff+n == total
 			flags := dat.CompletionSuppress
 			if e.txPosted%e.signalEvery == e.signalEvery-1 {
@@ -213,9 +218,9 @@ func (dp *datPath) xmit(e *datEP) {
 
 // datFragment writes into slot the fragment of payload that starts at
 // off: header h with h_credit adv (and its checksum redone then), then up
-// to 4096 payload bytes. It returns the payload bytes written.
-func datFragment(slot []byte, h wire.Header, payload []byte, off int, adv uint8) int {
-	n := min(wire.FragSize, len(payload)-off)
+// to frag payload bytes (0: 4096). It returns the payload bytes written.
+func datFragment(slot []byte, h wire.Header, payload []byte, off, frag int, adv uint8) int {
+	n := min(fragOr4K(frag), len(payload)-off)
 	copy(slot, h)
 	if adv > 0 {
 		fh := wire.Header(slot[:wire.HeaderLen])

@@ -77,7 +77,8 @@ func TestDATFragments(t *testing.T) {
 		{"short last", [][]byte{two[0], two[1][:len(two[1])-1]}, errDatFrag},
 		{"short middle", [][]byte{two[0][:100]}, errDatFrag},
 		{"no header", [][]byte{two[0][:47]}, errDatShort},
-		{"too long", [][]byte{append(bytes.Clone(two[0]), 0)}, errDatLong},
+		{"first longer", [][]byte{append(bytes.Clone(two[0]), 0), two[1]}, errDatFrag},
+		{"too long", [][]byte{make([]byte, datSlot+1)}, errDatLong},
 		{"checksum", [][]byte{func() []byte { b := bytes.Clone(two[0]); b[60] = 1; b[0] ^= 1; return b }()}, errDatChecksum},
 		{"above 1 MiB", Frames(&wire.Fields{Sequence: 1}, nil, 0), nil},
 	} {
@@ -112,9 +113,10 @@ func TestDATPrivateData(t *testing.T) {
 		t.Fatalf("round trip: %v %v %v %d %d", err, p.Saddr(), p.Daddr(), p.AckSeq(), p.Credit())
 	}
 	// The kernel's layout: ack_seq at 16, credit at 24, 32 bytes; ack_gen
-	// in the tail padding, my_gen after it.
+	// in the tail padding, my_gen after it, then frag_max.
 	if binary.BigEndian.Uint64(b[16:]) != 77 || binary.BigEndian.Uint32(b[24:]) != 256 || b[8] != 3 || b[9] != 1 ||
-		binary.BigEndian.Uint32(b[28:]) != 0xabcdef01 || binary.BigEndian.Uint32(b[32:]) != 0x12345678 || len(b) != 36 {
+		binary.BigEndian.Uint32(b[28:]) != 0xabcdef01 || binary.BigEndian.Uint32(b[32:]) != 0x12345678 ||
+		binary.BigEndian.Uint32(b[36:]) != datFragMax || len(b) != 40 {
 		t.Fatalf("layout % x", b)
 	}
 	for _, c := range []struct {
@@ -146,6 +148,12 @@ func FuzzDATFragments(f *testing.F) {
 		}
 		f.Add(seed)
 	}
+	var big []byte // fragments of a connection between godapl nodes
+	for _, fr := range fragFrames(4, make([]byte, 40000), datFragMax) {
+		big = binary.BigEndian.AppendUint16(big, uint16(len(fr)))
+		big = append(big, fr...)
+	}
+	f.Add(big)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var frames [][]byte
 		for len(in) >= 2 {

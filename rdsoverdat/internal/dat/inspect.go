@@ -29,8 +29,9 @@ func EncodePrivate(b []byte, saddr, daddr netip.Addr, ack wire.Seq, ackGen, myGe
 	return encodeDatPrivate(b, saddr, daddr, ack, ackGen, myGen, credit)
 }
 
-// Frames fragments a message the way the sender does and returns each
-// Send's bytes; adv goes on the first fragment.
+// Frames fragments a message the way the sender does on a connection
+// of 4096-byte fragments and returns each Send's bytes; adv goes on the
+// first fragment.
 func Frames(f *wire.Fields, payload []byte, adv uint8) [][]byte {
 	h := make(wire.Header, wire.HeaderLen)
 	f.Len = uint32(len(payload))
@@ -39,7 +40,7 @@ func Frames(f *wire.Fields, payload []byte, adv uint8) [][]byte {
 	var out [][]byte
 	for off := 0; ; {
 		slot := make([]byte, datSlot)
-		n := datFragment(slot, h, payload, off, adv)
+		n := datFragment(slot, h, payload, off, 0, adv)
 		adv = 0
 		out = append(out, slot[:wire.HeaderLen+n])
 		if off += n; off >= len(payload) {

@@ -29,6 +29,9 @@ func FuzzDATPrivate(f *testing.F) {
 			q.AckGen() != p.AckGen() || q.MyGen() != p.MyGen() {
 			t.Fatalf("re-encoding changed the fields: %x -> %x", in, []byte(q))
 		}
+		if f := datFragFor(p); f < 4096 || f > datFragMax || (p.MyGen() == 0 && f != 4096) {
+			t.Fatalf("fragment size %d from %x", f, in)
+		}
 		if _, err := parseDatPrivate(q); err != nil {
 			t.Fatalf("own encoding refused: %v", err)
 		}

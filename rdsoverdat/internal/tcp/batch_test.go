@@ -65,7 +65,7 @@ func testBatchAndReaderStream(t *testing.T, readv bool) {
 		b := newTxBatch()
 		for _, m := range msgs {
 			if !b.fits(len(m.buf)) {
-				if err := b.write(wraw); err != nil {
+				if _, err := b.write(wraw, true); err != nil {
 					errc <- err
 					return
 				}
@@ -73,7 +73,8 @@ func testBatchAndReaderStream(t *testing.T, readv bool) {
 			b.add(m, m.hdr[:], m.buf)
 			m.Release() // the batch holds what it references
 		}
-		errc <- b.write(wraw)
+		_, err := b.write(wraw, true)
+		errc <- err
 	}()
 
 	rd := newTCPReader(rc, nil)

@@ -45,6 +45,10 @@ func (c Conn) ReaderState() RoleState {
 // poll timer.
 func (c Conn) AckPolls() uint64 { return c.c.ackPolls.Load() }
 
+// DirectWrites returns how often a sender wrote the path's queue itself
+// instead of waking the connection's writer.
+func (c Conn) DirectWrites() uint64 { return c.c.directs.Load() }
+
 // Abort shuts the connection down as a reset does and returns once its
 // writer has ended and asked for a reconnect.
 func (c Conn) Abort() {

@@ -143,7 +143,16 @@ func (tn *tcpNode) tpath(p xport.Path) *tcpPath {
 
 func (tn *tcpNode) Connect(p xport.Path) { tn.tpath(p).connect() }
 
-func (tn *tcpNode) Kick(p xport.Path) { xport.Signal(tn.tpath(p).kick) }
+// Kick has the sender write its message itself when the path's writer
+// is idle and the exchange looks like request and response
+// (sendDirect); otherwise it wakes the writer.
+func (tn *tcpNode) Kick(p xport.Path) {
+	tp := tn.tpath(p)
+	if c := tp.live.Load(); c != nil && c.rxSeen.Load() && c.sendDirect() {
+		return
+	}
+	xport.Signal(tp.kick)
+}
 
 // WakeForRoom wakes p's writer if it polls for its lone message's ack
 // slowly: a sender now waits for the room that ack frees (xport.RoomWaker). A

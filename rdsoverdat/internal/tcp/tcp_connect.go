@@ -28,6 +28,9 @@ type tcpPath struct {
 	// to the slow poll (ackPollLone), so that a sender blocked for
 	// SO_SNDBUF room wakes it (WakeForRoom) and no other sender does.
 	lone atomic.Bool
+	// live is cur for senders that write themselves (sendDirect),
+	// read without mu.
+	live atomic.Pointer[tcpConn]
 
 	mu         sync.Mutex
 	cur        *tcpConn      // nil while down
@@ -151,6 +154,7 @@ func (tp *tcpPath) attach(nc *net.TCPConn) {
 	c.upAt = time.Now()
 	c.refs.Store(2)
 	tp.cur, tp.rxDone = c, c.rdone
+	tp.live.Store(c)
 	tp.tn.wg.Add(2)
 	tp.mu.Unlock()
 	tp.p.Up() // before the writer can fail and take the path down
@@ -191,7 +195,22 @@ type tcpConn struct {
 	// tests and figures).
 	ackPolls atomic.Uint64
 
-	// Writer-owned.
+	// rxSeen: a header arrived alone since this side last wrote, the
+	// sign of a request-response exchange (sendDirect).
+	rxSeen atomic.Bool
+	// directs counts sendDirect's writes (for tests and figures).
+	directs atomic.Uint64
+
+	// The transmit role: the writer holds txMu except while it waits,
+	// a sender that writes in its place (sendDirect) while it holds it.
+	// The fields below are the role's.
+	txMu      sync.Mutex
+	txExited  bool        // the writer ended: nobody writes any more
+	txErr     error       // a sender's write failed: the writer ends with it
+	carry     xport.Msg   // taken for a batch a sender could not finish: the writer sends it first
+	timer     *time.Timer // the ack poll
+	armed     bool        // timer runs
+	polls     ackPollSchedule
 	batch     *txBatch
 	trusted   bool   // acks count: heard, or up for tcpAckTrust
 	written   uint64 // bytes handed to bw
@@ -237,6 +256,7 @@ func (c *tcpConn) writerExit(err error) {
 	tp.mu.Lock()
 	if tp.cur == c {
 		tp.cur = nil
+		tp.live.Store(nil)
 	}
 	tp.mu.Unlock()
 	if c.drain {

@@ -371,9 +371,7 @@ func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int
 	l := int(h.Len())
 	tgt := p.ReaderTarget(h)
 	if x.dst == dstNone {
-		if !c.heard.Load() {
-			c.heard.Store(true)
-		}
+		c.noteHeader(x.rd, h)
 		if tgt == s && !peek && l <= len(buf) && p.PlainInWindow(h) && s.QueueEmpty() {
 			x.dst, x.own = dstOwn, buf[:l]
 		} else {

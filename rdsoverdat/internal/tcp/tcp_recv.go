@@ -114,9 +114,7 @@ func (c *tcpConn) readerStep() (xport.Receiver, error) {
 	}
 	h := wire.Header(x.hdr[:])
 	if x.dst == dstNone {
-		if !c.heard.Load() {
-			c.heard.Store(true)
-		}
+		c.noteHeader(x.rd, h)
 		if d, ok := p.ClaimDirect(h); ok {
 			x.dst, x.d = dstClaim, d
 		} else {

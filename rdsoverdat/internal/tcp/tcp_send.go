@@ -22,7 +22,9 @@ import (
 // as rds_tcp_write_space does on every TCP ack. The writer reads that
 // count after every write; while messages wait for acks and nothing else
 // happens, it polls it with a backoff, except for a lone message, which
-// it leaves to the next write or to one slow poll (ackPollLone).
+// it leaves to the next write or to one slow poll (ackPollLone). In a
+// request-response exchange the sender writes instead of the writer
+// (tcp_direct.go).
 
 const (
 	ackPollMin = 100 * time.Microsecond
@@ -57,6 +59,9 @@ type txBatch struct {
 	// tail is the start in stage of the last segment while that segment
 	// is the staging buffer's tail (so the next copy extends it), or -1.
 	tail int
+	// started: segs holds what a write left (pending); nowait: the
+	// write in progress does not wait for room.
+	started, nowait bool
 	// writev's iovecs and error; writevFn is b.writev as a method value,
 	// made once, so that a write allocates nothing.
 	iov      []unix.Iovec
@@ -132,21 +137,33 @@ func (b *txBatch) copyIn(p []byte) {
 }
 
 // write hands the batch to the socket in one writev (more if the socket
-// takes it in parts, waiting for room in between), then empties it.
-func (b *txBatch) write(raw syscall.RawConn) error {
-	var err error
-	if b.bytes > 0 {
-		b.segs = b.back
-		if err = raw.Write(b.writevFn); err == nil {
-			err = b.werr
-		}
+// takes it in parts), then empties it. wait: wait for room until all is
+// written; otherwise stop when the socket is full and keep the rest for
+// the next write, which must come before anything is added (done false).
+func (b *txBatch) write(raw syscall.RawConn, wait bool) (done bool, err error) {
+	if b.bytes == 0 {
+		return true, nil
+	}
+	if !b.started {
+		b.segs, b.started = b.back, true
+	}
+	b.nowait = !wait
+	if err = raw.Write(b.writevFn); err == nil {
+		err = b.werr
+	}
+	if err == nil && len(b.segs) > 0 {
+		return false, nil
 	}
 	b.reset()
-	return err
+	return true, err
 }
 
+// pending reports a batch left part written by a write that did not wait.
+func (b *txBatch) pending() bool { return b.started }
+
 // writev is the RawConn.Write callback (tcp_sys.go): it writes what the
-// socket takes, consuming segs, and returns false to wait for room.
+// socket takes, consuming segs, and returns false to wait for room
+// (unless nowait).
 func (b *txBatch) writev(fd uintptr) bool {
 	b.werr = nil
 	for len(b.segs) > 0 {
@@ -158,7 +175,7 @@ func (b *txBatch) writev(fd uintptr) bool {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			return false
+			return b.nowait
 		default:
 			b.werr = e
 			return true
@@ -176,6 +193,7 @@ func (b *txBatch) reset() {
 	}
 	clear(b.back)
 	b.stage, b.back, b.held, b.segs, b.bytes, b.tail = b.stage[:0], b.back[:0], b.held[:0], nil, 0, -1
+	b.started = false
 }
 
 // ackPollLone is the first poll for a lone unacknowledged message, the
@@ -227,59 +245,81 @@ func (a *ackPollSchedule) next(progress, lone bool) time.Duration {
 	return a.poll
 }
 
+// routineSend is the connection's writer. It holds the transmit role
+// (txMu) except while it waits, so that a sender may write in its place
+// meanwhile (sendDirect); it takes the role back for every wake-up and
+// holds it while it ends, so that nothing is written after the path went
+// down.
 func (c *tcpConn) routineSend() {
 	defer c.tp.tn.wg.Done()
-	p := c.tp.p
-	b := newTxBatch()
-	c.batch = b
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	var polls ackPollSchedule
-	armed := false // timer runs
+	c.txMu.Lock()
+	c.batch = newTxBatch()
+	c.timer = time.NewTimer(time.Hour)
+	c.timer.Stop()
 	var err error
 	defer func() {
-		b.reset()
+		if c.carry != nil {
+			c.tp.p.TxDone(c.carry)
+			c.carry = nil
+		}
+		c.batch.reset()
+		c.txExited = true
 		c.writerExit(err)
+		c.txMu.Unlock()
 	}()
 	for {
-		m := p.NextTx()
-		if m == nil {
-			if b.bytes > 0 {
-				if err = b.write(c.raw); err != nil {
-					return
-				}
-			}
-			progress := c.checkAcks()
-			switch _, unacked := p.Pending(); {
-			case unacked == 0:
-				c.tp.lone.Store(false)
-				if armed {
-					timer.Stop() // Go 1.23 timers: no stale tick to drain
-					armed = false
-				}
-			case unacked == 1 && armed && !c.tp.tn.node.SendersBlocked():
-				// A lone message: the poll already pending will do.
-				// Moving it would read the clock and could wake the
-				// thread blocked in the netpoller, once per message.
-			default:
-				timer.Reset(polls.next(progress, c.goLone(unacked)))
-				armed = true
-			}
-			select {
-			case <-c.tp.kick:
-			case <-c.stop:
-				c.checkAcks()
-				return
-			case <-timer.C:
-				armed = false
-				c.ackPolls.Add(1)
-			}
-			continue
+		if err = c.txErr; err != nil {
+			return
 		}
+		if _, err = c.flushQueue(false); err != nil {
+			return
+		}
+		c.txMu.Unlock()
+		select {
+		case <-c.tp.kick:
+			c.txMu.Lock()
+		case <-c.stop:
+			c.txMu.Lock()
+			c.checkAcks()
+			return
+		case <-c.timer.C:
+			c.txMu.Lock()
+			c.armed = false
+			c.ackPolls.Add(1)
+		}
+	}
+}
+
+// flushQueue writes what the path has queued, then frees what TCP has
+// acknowledged and sets the ack poll timer. The caller holds the transmit
+// role. direct: a sender writes (sendDirect), which has just checked the
+// acks and does not wait for socket room: it stops when the socket is
+// full (left true: the writer must finish).
+func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
+	p, b := c.tp.p, c.batch
+	wait := !direct
+	if b.pending() {
+		if done, err := b.write(c.raw, wait); err != nil || !done {
+			return !done, err
+		}
+	}
+	for {
+		m := c.carry
+		if m == nil {
+			if m = p.NextTx(); m == nil {
+				break
+			}
+		}
+		c.carry = nil
 		if !b.fits(len(m.Payload())) {
-			if err = b.write(c.raw); err != nil {
-				p.TxDone(m)
-				return
+			done, err := b.write(c.raw, wait)
+			if err != nil {
+				p.TxDone(m) // on the retransmit list: the path's next connection sends it
+				return false, err
+			}
+			if !done {
+				c.carry = m // first in the writer's next batch
+				return true, nil
 			}
 			c.checkAcks()
 		}
@@ -292,6 +332,32 @@ func (c *tcpConn) routineSend() {
 		}
 		p.TxDone(m)
 	}
+	if b.bytes > 0 {
+		c.rxSeen.Store(false)
+		if done, err := b.write(c.raw, wait); err != nil || !done {
+			return !done, err
+		}
+	}
+	progress := false
+	if !direct {
+		progress = c.checkAcks()
+	}
+	switch _, unacked := p.Pending(); {
+	case unacked == 0:
+		c.tp.lone.Store(false)
+		if c.armed {
+			c.timer.Stop() // Go 1.23 timers: no stale tick to drain
+			c.armed = false
+		}
+	case unacked == 1 && c.armed && !c.tp.tn.node.SendersBlocked():
+		// A lone message: the poll already pending will do. Moving it
+		// would read the clock and could wake the thread blocked in the
+		// netpoller, once per message.
+	default:
+		c.timer.Reset(c.polls.next(progress, c.goLone(unacked)))
+		c.armed = true
+	}
+	return false, nil
 }
 
 // checkAcks frees the messages TCP has acknowledged. Bytes still in the
@@ -301,6 +367,9 @@ func (c *tcpConn) routineSend() {
 // peer may never carry anything back): messages written before then are
 // resent if the connection goes down.
 func (c *tcpConn) checkAcks() bool {
+	if c.txErr != nil {
+		return false // written counts bytes a failed write never gave the kernel
+	}
 	if !c.trusted {
 		if !c.heard.Load() && time.Since(c.upAt) < tcpAckTrust {
 			return false

@@ -1,0 +1,370 @@
+package rdsdproto
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/godapl/godapl/rdsoverdat/internal/shmring"
+	"golang.org/x/sys/unix"
+)
+
+// Conn is one end of a control connection (a unixpacket socket): it
+// writes requests or replies whole, splitting long bodies into FlagMore
+// records under one lock, and reads them whole.
+type Conn struct {
+	uc *net.UnixConn
+	rc syscall.RawConn
+
+	// The reader's recvmsg(2), made once so that a read allocates
+	// nothing (ReadMsgUnix makes a sockaddr per call).
+	rmsg   unix.Msghdr
+	riov   unix.Iovec
+	rn     int
+	rflags int
+	rerr   error
+	readFn func(fd uintptr) bool
+
+	wmu  sync.Mutex
+	wbuf []byte
+
+	rbuf []byte // one datagram (reader side; one reader at a time)
+	oob  []byte
+
+	// After UseRings, records without descriptors travel in shared
+	// memory: tx is the ring this side writes, rx the one it reads.
+	tx, rx *shmring.Ring
+	ringMu sync.Mutex // UseRings against Close and ShutdownRings
+}
+
+// MaxFDs is the most descriptors one record carries (OpRings: two rings
+// of three files).
+const MaxFDs = 8
+
+// RingCapacity is the data area of each ring of a connection: room for
+// a few records of MaxBody, and for the sends a client posts ahead.
+const RingCapacity = 1 << 20
+
+// UseRings moves the connection's records to shared memory: Write puts
+// records without a descriptor in tx, Read takes records from rx. The
+// socket stays for descriptors (ReadSocket) and to tell that the peer
+// is gone: when it ends, Shutdown the rings. Call it when no record is
+// in flight on the socket.
+func (c *Conn) UseRings(tx, rx *shmring.Ring) {
+	c.wmu.Lock()
+	c.ringMu.Lock()
+	c.tx, c.rx = tx, rx
+	c.ringMu.Unlock()
+	c.wmu.Unlock()
+}
+
+// Rings reports whether UseRings was called.
+func (c *Conn) Rings() bool { return c.rx != nil }
+
+// ShutdownRings tells the rings the peer is gone: blocked reads and
+// writes return.
+func (c *Conn) ShutdownRings() {
+	c.ringMu.Lock()
+	defer c.ringMu.Unlock()
+	if c.rx != nil {
+		c.rx.Shutdown()
+		c.tx.Shutdown()
+	}
+}
+
+// NewConn wraps a unixpacket connection.
+func NewConn(uc *net.UnixConn) *Conn {
+	c := &Conn{uc: uc, wbuf: make([]byte, MaxRecord), rbuf: make([]byte, MaxRecord+1),
+		oob: make([]byte, unix.CmsgSpace(MaxFDs*4))}
+	c.rc, c.rerr = uc.SyscallConn()
+	c.riov.Base = &c.rbuf[0]
+	c.riov.SetLen(len(c.rbuf))
+	c.rmsg.Iov = &c.riov
+	c.rmsg.Iovlen = 1
+	c.rmsg.Control = &c.oob[0]
+	c.readFn = c.recvmsg
+	return c
+}
+
+// recvmsg is one recvmsg(2) for RawConn.Read: false to wait for
+// readability.
+func (c *Conn) recvmsg(fd uintptr) bool {
+	c.rmsg.SetControllen(len(c.oob))
+	c.rmsg.Flags = 0
+	n, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&c.rmsg)), unix.MSG_CMSG_CLOEXEC)
+	if e == unix.EAGAIN {
+		return false
+	}
+	if e == unix.EINTR {
+		return c.recvmsg(fd)
+	}
+	c.rn, c.rflags, c.rerr = int(n), int(c.rmsg.Flags), nil
+	if e != 0 {
+		c.rn, c.rerr = 0, e
+	}
+	return true
+}
+
+// readMsg reads one datagram into rbuf and oob.
+func (c *Conn) readMsg() (n, oobn, flags int, err error) {
+	if c.rc == nil {
+		return 0, 0, 0, c.rerr
+	}
+	if err := c.rc.Read(c.readFn); err != nil {
+		return 0, 0, 0, err
+	}
+	if c.rerr != nil {
+		return 0, 0, 0, c.rerr
+	}
+	return c.rn, int(c.rmsg.Controllen), c.rflags, nil
+}
+
+// UnixConn returns the underlying connection.
+func (c *Conn) UnixConn() *net.UnixConn { return c.uc }
+
+// Close closes the connection and its rings; blocked reads and writes
+// return.
+func (c *Conn) Close() error {
+	c.ringMu.Lock()
+	if c.rx != nil {
+		// tx first: once a reader sees rx closed, nothing it does
+		// may still reach the peer.
+		c.tx.Close()
+		c.rx.Close()
+	}
+	c.ringMu.Unlock()
+	return c.uc.Close()
+}
+
+// Write sends hdr (a record of HeaderLen bytes whose fields are set) with
+// the concatenation of body as its body, in as many records as MaxBody
+// requires. Records of concurrent writers never interleave.
+func (c *Conn) Write(hdr Record, body ...[]byte) error {
+	return c.WriteFD(hdr, -1, body...)
+}
+
+// WriteFD is Write passing descriptor fd (if >= 0) with the first record.
+func (c *Conn) WriteFD(hdr Record, fd int, body ...[]byte) error {
+	total := 0
+	for _, b := range body {
+		total += len(b)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.tx != nil && fd < 0 {
+		return c.writeRing(hdr, total, body)
+	}
+	flags := hdr.Flags() &^ FlagMore
+	bi, bo := 0, 0 // position in body
+	for first := true; first || total > 0; first = false {
+		n := min(total, MaxBody)
+		w := c.wbuf[:HeaderLen+n]
+		copy(w, hdr[:HeaderLen])
+		for p := w[HeaderLen:]; len(p) > 0; {
+			k := copy(p, body[bi][bo:])
+			p, bo = p[k:], bo+k
+			if bo == len(body[bi]) {
+				bi, bo = bi+1, 0
+			}
+		}
+		total -= n
+		f := flags
+		if total > 0 {
+			f |= FlagMore
+		}
+		Record(w).SetFlags(f)
+		var oob []byte
+		if first && fd >= 0 {
+			oob = unix.UnixRights(fd)
+		}
+		if _, _, err := c.uc.WriteMsgUnix(w, oob, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRing puts hdr and body in tx as records as long as the ring
+// allows, built in place (one copy of the body), waiting for room.
+func (c *Conn) writeRing(hdr Record, total int, body [][]byte) error {
+	chunk := min(c.tx.MaxRecord(), MaxRingRecord) - HeaderLen
+	flags := hdr.Flags() &^ FlagMore
+	bi, bo := 0, 0 // position in body
+	for first := true; first || total > 0; first = false {
+		n := min(total, chunk)
+		w, err := c.tx.Reserve(context.Background(), HeaderLen+n)
+		if err != nil {
+			return err
+		}
+		w = w[:HeaderLen+n]
+		copy(w, hdr[:HeaderLen])
+		for p := w[HeaderLen:]; len(p) > 0; {
+			k := copy(p, body[bi][bo:])
+			p, bo = p[k:], bo+k
+			if bo == len(body[bi]) {
+				bi, bo = bi+1, 0
+			}
+		}
+		total -= n
+		f := flags
+		if total > 0 {
+			f |= FlagMore
+		}
+		Record(w).SetFlags(f)
+		if err := c.tx.Commit(HeaderLen + n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteFDs sends hdr with no body and the descriptors fds on the socket
+// (the rings of a connection), whatever UseRings said.
+func (c *Conn) WriteFDs(hdr Record, fds []int) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, _, err := c.uc.WriteMsgUnix(hdr[:HeaderLen], unix.UnixRights(fds...), nil)
+	return err
+}
+
+// Read reads one request or reply whole: its first record's header and
+// the reassembled body, in *buf (grown as needed, up to
+// HeaderLen+MaxMessage). fds are the descriptors that came with it (nil
+// almost always); the caller owns them. Descriptors on any record but
+// the first are closed, and a malformed sequence is an error after
+// which the connection must be closed. After UseRings it reads the rx
+// ring.
+func (c *Conn) Read(buf *[]byte) (r Record, fds []int, err error) {
+	if c.rx != nil {
+		return c.readRecords(buf, true)
+	}
+	return c.readRecords(buf, false)
+}
+
+// ReadSocket reads one request or reply from the socket, as Read did
+// before UseRings: after it, only records that carry descriptors come
+// there.
+func (c *Conn) ReadSocket(buf *[]byte) (r Record, fds []int, err error) {
+	return c.readRecords(buf, false)
+}
+
+// readRecords reads a request or reply from rx (ring) or the socket.
+func (c *Conn) readRecords(buf *[]byte, ring bool) (r Record, fds []int, err error) {
+	defer func() {
+		if err != nil {
+			CloseFDs(fds)
+			fds = nil
+		}
+	}()
+	if ring {
+		return c.readRing(buf)
+	}
+	out := (*buf)[:0]
+	for first := true; ; first = false {
+		n, oobn, mflags, err := c.readMsg()
+		data := c.rbuf
+		if err != nil {
+			return nil, fds, err
+		}
+		if oobn > 0 {
+			got := parseRights(c.oob[:oobn])
+			if first {
+				fds = got
+			} else {
+				CloseFDs(got)
+			}
+		}
+		if n == 0 {
+			return nil, fds, net.ErrClosed // orderly shutdown of a seqpacket peer
+		}
+		if mflags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
+			return nil, fds, fmt.Errorf("%w: truncated datagram", ErrLong)
+		}
+		rec, err := Parse(data[:n])
+		if err != nil {
+			return nil, fds, err
+		}
+		if first {
+			out = append(out, rec...)
+		} else {
+			h := Record(out)
+			if rec.ID() != h.ID() || rec.Op() != h.Op() || rec.Flags()&FlagReply != h.Flags()&FlagReply {
+				return nil, fds, fmt.Errorf("%w: continuation of another request", ErrBody)
+			}
+			if len(out)+len(rec.Body()) > HeaderLen+MaxMessage {
+				return nil, fds, fmt.Errorf("%w: body above MaxMessage", ErrLong)
+			}
+			out = append(out, rec.Body()...)
+		}
+		if rec.Flags()&FlagMore == 0 {
+			*buf = out
+			Record(out).SetFlags(Record(out).Flags() &^ FlagMore)
+			return Record(out), fds, nil
+		}
+	}
+}
+
+// readRing reads a request or reply from rx: each record is copied out
+// of shared memory before it is checked (the peer may change it at any
+// time), straight into *buf.
+func (c *Conn) readRing(buf *[]byte) (Record, []int, error) {
+	out := (*buf)[:0]
+	for first := true; ; first = false {
+		rec, err := c.rx.Peek(context.Background())
+		if err != nil {
+			return nil, nil, err
+		}
+		start := len(out)
+		if start+len(rec) > HeaderLen+MaxMessage+HeaderLen {
+			return nil, nil, fmt.Errorf("%w: body above MaxMessage", ErrLong)
+		}
+		out = append(out, rec...)
+		c.rx.Release()
+		r, err := Parse(out[start:])
+		if err != nil {
+			return nil, nil, err
+		}
+		more := r.Flags()&FlagMore != 0
+		if !first {
+			h := Record(out)
+			if r.ID() != h.ID() || r.Op() != h.Op() || r.Flags()&FlagReply != h.Flags()&FlagReply {
+				return nil, nil, fmt.Errorf("%w: continuation of another request", ErrBody)
+			}
+			n := copy(out[start:], out[start+HeaderLen:]) // the body over its header
+			out = out[:start+n]
+			if len(out) > HeaderLen+MaxMessage {
+				return nil, nil, fmt.Errorf("%w: body above MaxMessage", ErrLong)
+			}
+		}
+		if !more {
+			*buf = out
+			Record(out).SetFlags(Record(out).Flags() &^ FlagMore)
+			return Record(out), nil, nil
+		}
+	}
+}
+
+// parseRights returns the descriptors of SCM_RIGHTS messages in oob.
+func parseRights(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if f, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, f...)
+		}
+	}
+	return fds
+}
+
+// CloseFDs closes descriptors a record brought that nobody takes.
+func CloseFDs(fds []int) {
+	for _, f := range fds {
+		unix.Close(f)
+	}
+}
