@@ -2,6 +2,7 @@ package evd
 
 import (
 	"context"
+	"time"
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/ia"
@@ -141,3 +142,13 @@ func (e *EVD) ConsumerContext() (any, error) {
 }
 
 var _ dat.Handle = (*EVD)(nil)
+
+// SetWaitSpin lets a Wait with threshold 1 that finds no event poll for
+// up to d before it sleeps (0, the default, turns it off). It pays where
+// waking a sleeping waiter costs more than the next completion takes to
+// come: a C thread that calls in through cgo, as the uDAPL provider
+// library's callers do, is woken through its OS thread. The budget halves
+// each time it runs out without an event (down to d/16) and comes back
+// when events arrive within it. Only EVDs with DTO or RMR-bind streams
+// spin.
+func (e *EVD) SetWaitSpin(d time.Duration) { e.c().SetWaitSpin(d) }

@@ -33,6 +33,16 @@ type SendQueueLocker interface {
 	UnlockSend()
 }
 
+// RetireBlind is an optional SendQueueLocker interface for a provider
+// whose device retires a successful unsignalled request without telling
+// it (a hardware queue), so that SendInProgressLocked is always -1: the
+// layer above then posts every request signalled, as over a QP that
+// lends no lock, since a trailing unsignalled request would never be
+// seen to retire.
+type RetireBlind interface {
+	RetireBlind() bool
+}
+
 // RecvQueueLocker is SendQueueLocker for the receive queue.
 type RecvQueueLocker interface {
 	LockRecv()

@@ -16,6 +16,13 @@
 #        VM2_NAME, VM2_IP  the RDS peer VM (default rdmacore2, .22)
 #        DAT_STRICT      1: a failing DAT suite fails the run (it is
 #                        reported either way)
+#        STEPS      the steps to run, of: rxe-suite rping rxe-dat rds
+#                   port-events bench siw-suite interop siw-dat
+#                   (default all, in that order)
+#        INTEROP_REPS    how many times the interop step runs (default 1)
+#        HOST_PORT  the first port of the host end of the interop step
+#                   (default from the VM's address, so that runs with
+#                   distinct VMs never share one in the lab's netns)
 set -euo pipefail
 REPO=$(pwd -P)
 : "${LAB:?set LAB to the lab directory}"
@@ -26,6 +33,11 @@ IP=${VM_IP:-192.168.77.21}
 NAME2=${VM2_NAME:-rdmacore2}
 IP2=${VM2_IP:-192.168.77.22}
 BIN=$REPO/bin/rdmacore
+STEPS=${STEPS:-rxe-suite rping rxe-dat rds port-events bench siw-suite interop siw-dat}
+INTEROP_REPS=${INTEROP_REPS:-1}
+HOST_PORT=${HOST_PORT:-$((20000 + ${IP##*.} * 100))}
+# step NAME: whether NAME is one of the steps to run.
+step() { [[ " $STEPS " == *" $1 "* ]]; }
 mkdir -p "$BIN"
 
 vm() { "$LAB/vm.sh" "$@"; }
@@ -40,7 +52,8 @@ go build -tags rdmacore -o "$BIN/rds-cat" ./cmd/rds-cat
 GOEXPERIMENT=cgocheck2 go test -c -tags rdmacore -o "$BIN/rdmacore-cgocheck2.test" ./verbs/rdmacore
 
 vm start --name "$NAME" --ip "$IP" --rdma "rxe0:rxe:eth0" --share "$REPO"
-trap 'vm stop --name "$NAME" >/dev/null 2>&1 || true; vm stop --name "$NAME2" >/dev/null 2>&1 || true' EXIT
+CAPTURE=
+trap 'vm stop --name "$NAME" >/dev/null 2>&1 || true; vm stop --name "$NAME2" >/dev/null 2>&1 || true; [ -z "$CAPTURE" ] || kill "$CAPTURE" 2>/dev/null || true' EXIT
 
 status=0
 # suite DEVICE BINARY: the conformance suite on one device.
@@ -96,29 +109,44 @@ rping_interop() {
 
 # perftest TOOL SIZE N: wall-clock seconds of one server+client run of N
 # iterations (perftest's own figures are meaningless under TCG, whose
-# cycle calibration fails).
+# cycle calibration fails), or nan when the client failed. The client
+# starts once the server waits for it; both are bounded, as a server
+# whose client failed to connect waits for ever.
 perftest() {
 	local port=$((18500 + RANDOM % 1000))
-	vmx sh -c "$1 -d rxe0 -s $2 -n $3 -F -p $port >/dev/null 2>&1 & sleep 2; \
-		s=\$(date +%s.%N); $1 -d rxe0 -s $2 -n $3 -F -p $port $IP >/dev/null 2>&1; e=\$(date +%s.%N); wait; \
-		echo \"\$s \$e\"" | awk '{printf "%.6f\n", $2 - $1}'
+	vmx sh -c "f=/tmp/perftest-$port.txt; timeout 600 $1 -d rxe0 -s $2 -n $3 -F -p $port >\$f 2>&1 & \
+		for i in \$(seq 100); do grep -qs 'Waiting for client' \$f && break; sleep 0.1; done; \
+		s=\$(date +%s.%N); timeout 600 $1 -d rxe0 -s $2 -n $3 -F -p $port $IP >/dev/null 2>&1; c=\$?; e=\$(date +%s.%N); \
+		wait \$!; [ \$c = 0 ] && echo \"\$s \$e\" || echo 'nan nan'" |
+		awk '$1 == "nan" { print "nan"; next } { printf "%.6f\n", $2 - $1 }'
 }
 
-# perf_rate TOOL SIZE SHORT LONG: messages per second from the
+# rate SHORT LONG SHORT_S LONG_S: operations per second from the
 # difference of a short and a long run, which cancels the connection
 # setup (the long run should last seconds: setup varies by about one).
-perf_rate() {
-	local short long
-	short=$(perftest "$1" "$2" "$3")
-	long=$(perftest "$1" "$2" "$4")
-	awk -v s="$short" -v l="$long" -v n=$(($4 - $3)) 'BEGIN { printf "%.1f\n", n / (l - s) }'
+rate() {
+	awk -v s="$3" -v l="$4" -v n=$(($2 - $1)) 'BEGIN { if (s == "nan" || l == "nan") print "nan"; else printf "%.1f\n", n / (l - s) }'
 }
 
-# ours BENCH: operations per second of one of the package's benchmarks.
+# perf_rate TOOL SIZE SHORT LONG: perftest's messages per second.
+perf_rate() {
+	rate "$3" "$4" "$(perftest "$1" "$2" "$3")" "$(perftest "$1" "$2" "$4")"
+}
+
+# ours BENCH N: wall-clock seconds of one run of the test binary that
+# runs one of the package's benchmarks for N operations: the whole
+# process, as perftest is timed, setup included; nan when it failed.
 ours() {
-	vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" "$BIN/rdmacore.test" \
-		-test.run '^$' -test.bench "^$1\$" -test.benchtime 3s |
-		awk '/ns\/op/ { for (i = 1; i <= NF; i++) if ($(i+1) == "ns/op") printf "%.1f\n", 1e9 / $i }'
+	vmx sh -c "s=\$(date +%s.%N); timeout 600 env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR=$IP $BIN/rdmacore.test \
+		-test.run '^\$' -test.bench '^$1\$' -test.benchtime $2x >/dev/null 2>&1; c=\$?; e=\$(date +%s.%N); \
+		[ \$c = 0 ] && echo \"\$s \$e\" || echo 'nan nan'" |
+		awk '$1 == "nan" { print "nan"; next } { printf "%.6f\n", $2 - $1 }'
+}
+
+# ours_rate BENCH SHORT LONG: operations per second as perf_rate
+# measures perftest.
+ours_rate() {
+	rate "$2" "$3" "$(ours "$1" "$2")" "$(ours "$1" "$3")"
 }
 
 # rds: RDS over DAT over rdmacore, the dat transport on each VM's
@@ -173,32 +201,38 @@ port_events() {
 	vmx sh -c 'rdma link del rxe0 && rdma link add rxe0 type rxe netdev eth0'
 }
 
-suite rxe0 "$BIN/rdmacore.test"
-suite rxe0 "$BIN/rdmacore-cgocheck2.test"
-rping_interop
-dat rxe0
-rds
-port_events
+if step rxe-suite; then
+	suite rxe0 "$BIN/rdmacore.test"
+	suite rxe0 "$BIN/rdmacore-cgocheck2.test"
+fi
+step rping && rping_interop
+step rxe-dat && dat rxe0
+step rds && rds
+step port-events && port_events
 
-echo "== benchmarks on rxe0 (operations per second; ours / perftest)"
-for r in $(seq "$REPS"); do
-	pw=$(perf_rate ib_write_bw 65536 200 3200)
-	ow=$(ours BenchmarkWrite64K)
-	ps=$(perf_rate ib_send_bw 64 2000 92000)
-	os=$(ours BenchmarkSendRate64)
-	echo "RESULT perftest_write_64k $pw op/s"
-	echo "RESULT rdmacore_write_64k $ow op/s"
-	echo "RESULT perftest_send_64 $ps op/s"
-	echo "RESULT rdmacore_send_64 $os op/s"
-	awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" \
-		'BEGIN { printf "RESULT ratio_write_64k %.3f x\nRESULT ratio_send_64 %.3f x\n", a / b, c / d }'
-done | tee "$BIN/bench.txt"
+bench() {
+	echo "== benchmarks on rxe0 (operations per second; ours / perftest)"
+	for r in $(seq "$REPS"); do
+		pw=$(perf_rate ib_write_bw 65536 200 3200)
+		ow=$(ours_rate BenchmarkWrite64K 200 3200)
+		ps=$(perf_rate ib_send_bw 64 2000 92000)
+		os=$(ours_rate BenchmarkSendRate64 2000 92000)
+		echo "RESULT perftest_write_64k $pw op/s"
+		echo "RESULT rdmacore_write_64k $ow op/s"
+		echo "RESULT perftest_send_64 $ps op/s"
+		echo "RESULT rdmacore_send_64 $os op/s"
+		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" \
+			'function r(x, y) { return x == "nan" || y == "nan" ? "nan" : sprintf("%.3f", x / y) }
+			BEGIN { printf "RESULT ratio_write_64k %s x\nRESULT ratio_send_64 %s x\n", r(a, b), r(c, d) }'
+	done | tee "$BIN/bench.txt"
 
-echo "== DAT over rdmacore against bare rdmacore verbs on rxe0 (dat/verbs CPU per op, paired blocks)"
-vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" "$BIN/dattest.test" -test.run '^$' \
-	-test.bench 'DTOPaired/rdmacore/(send|write)/(64B|4KiB)$' -test.benchtime 40000x |
-	awk '/dat\/verbs/ { for (i = 1; i <= NF; i++) if ($(i+1) == "dat/verbs") printf "RESULT %s %s x\n", $1, $i }' |
-	tee -a "$BIN/bench.txt"
+	echo "== DAT over rdmacore against bare rdmacore verbs on rxe0 (dat/verbs CPU per op, paired blocks)"
+	vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" "$BIN/dattest.test" -test.run '^$' \
+		-test.bench 'DTOPaired/rdmacore/(send|write)/(64B|4KiB)$' -test.benchtime 40000x |
+		awk '/dat\/verbs/ { for (i = 1; i <= NF; i++) if ($(i+1) == "dat/verbs") printf "RESULT %s %s x\n", $1, $i }' |
+		tee -a "$BIN/bench.txt"
+}
+step bench && bench
 
 # listening FILE: waits until the peer writing FILE listens.
 listening() {
@@ -209,34 +243,87 @@ listening() {
 	return 1
 }
 
-# interop: godapl's pure-Go siw on the host (netns ratlab) against
-# rdmacore on the VM's kernel siw, each end passive once.
-interop() {
-	local out=$BIN/interop-vm.txt
-	echo "== interop: host siw (active) -> VM rdmacore on siw0 (passive, SRQ)"
-	vmx "$BIN/peer" -provider rdmacore -device siw0 -listen "$IP:7310" -srq >"$out" 2>&1 &
-	local vmjob=$!
-	if listening "$out" && vm nsexec "$BIN/peer" -provider siw -connect "$IP:7310" && wait $vmjob; then
-		echo "   both ends: peer: OK"
-	else
-		status=1
-		cat "$out"
-	fi
-	out=$BIN/interop-host.txt
-	echo "== interop: VM rdmacore on siw0 (active) -> host siw (passive, SRQ)"
-	vm nsexec "$BIN/peer" -provider siw -listen 192.168.77.1:7311 -srq >"$out" 2>&1 &
-	local hostjob=$!
-	if listening "$out" && vmx "$BIN/peer" -provider rdmacore -device siw0 -connect 192.168.77.1:7311 && wait $hostjob; then
-		echo "   both ends: peer: OK"
-	else
-		status=1
-		cat "$out"
-	fi
+# capture NAME FILTER: records the frames on the lab's bridge matching
+# FILTER into $BIN/NAME.pcap in the background (CAPTURE holds the pid);
+# it returns once tcpdump listens. Without tcpdump it does nothing.
+capture() {
+	CAPTURE=
+	command -v tcpdump >/dev/null || return 0
+	rm -f "$BIN/$1.pcap" "$BIN/$1.tcpdump"
+	ip netns exec ratlab tcpdump -i br77 -s 256 -U -w "$BIN/$1.pcap" "$2" 2>"$BIN/$1.tcpdump" &
+	CAPTURE=$!
+	for _ in $(seq 100); do
+		grep -qs listening "$BIN/$1.tcpdump" && return 0
+		sleep 0.1
+	done
 }
 
-vmx sh -c 'rdma link del rxe0 && rdma link add siw0 type siw netdev eth0'
-suite siw0 "$BIN/rdmacore.test"
-suite siw0 "$BIN/rdmacore-cgocheck2.test"
-interop
-dat siw0
+# uncapture NAME KEEP: stops the capture; the file stays when KEEP is 1.
+uncapture() {
+	[ -n "$CAPTURE" ] || return 0
+	kill "$CAPTURE" && wait "$CAPTURE" || true
+	CAPTURE=
+	if [ "$2" = 1 ]; then
+		echo "   frames: $BIN/$1.pcap"
+	else
+		rm -f "$BIN/$1.pcap"
+	fi
+	rm -f "$BIN/$1.tcpdump"
+}
+
+# interop REP: godapl's pure-Go siw on the host (netns ratlab) against
+# rdmacore on the VM's kernel siw, each end passive once. The frames of
+# a failed case are kept, and the VM kernel's last messages shown.
+interop() {
+	local out=$BIN/interop-vm.txt vport=$((7310 + 2 * $1)) hport=$((HOST_PORT + $1)) failed
+	echo "== interop: host siw (active) -> VM rdmacore on siw0 (passive, SRQ)"
+	capture interop-$1-vm "host $IP and tcp port $vport"
+	# A file left by an earlier run or rep says "listening" already:
+	# the other end would connect before this one listens.
+	rm -f "$out"
+	vmx "$BIN/peer" -provider rdmacore -device siw0 -listen "$IP:$vport" -srq >"$out" 2>&1 &
+	local vmjob=$!
+	failed=1
+	if listening "$out" && vm nsexec "$BIN/peer" -provider siw -connect "$IP:$vport" && wait $vmjob; then
+		echo "   both ends: peer: OK"
+		failed=0
+	else
+		wait $vmjob || true
+		status=1
+		cat "$out"
+		vmx dmesg | tail -20
+	fi
+	uncapture interop-$1-vm $failed
+	out=$BIN/interop-host.txt
+	echo "== interop: VM rdmacore on siw0 (active) -> host siw (passive, SRQ)"
+	capture interop-$1-host "host $IP and tcp port $hport"
+	rm -f "$out"
+	vm nsexec "$BIN/peer" -provider siw -listen "192.168.77.1:$hport" -srq >"$out" 2>&1 &
+	local hostjob=$!
+	failed=1
+	if listening "$out" && vmx "$BIN/peer" -provider rdmacore -device siw0 -connect "192.168.77.1:$hport" && wait $hostjob; then
+		echo "   both ends: peer: OK"
+		failed=0
+	else
+		wait $hostjob || true
+		status=1
+		cat "$out"
+		vmx dmesg | tail -20
+	fi
+	uncapture interop-$1-host $failed
+}
+
+if step siw-suite || step interop || step siw-dat; then
+	vmx sh -c 'rdma link del rxe0 && rdma link add siw0 type siw netdev eth0'
+fi
+if step siw-suite; then
+	suite siw0 "$BIN/rdmacore.test"
+	suite siw0 "$BIN/rdmacore-cgocheck2.test"
+fi
+if step interop; then
+	for r in $(seq 0 $((INTEROP_REPS - 1))); do
+		interop "$r"
+	done
+fi
+step siw-dat && dat siw0
 exit $status

@@ -207,7 +207,7 @@ func BenchmarkPerfRDMAWrite64K(b *testing.B) {
 // startDattest starts dattest -T S until the benchmark ends and returns
 // its port.
 func startDattest(b *testing.B, bin, conf string) string {
-	cmd := exec.Command(bin, "-T", "S", "-D", "bench", "-p", "0")
+	cmd := exec.Command(bin, "-T", "S", "-D", "bench", "-n", "0")
 	cmd.Env = append(os.Environ(), dat.ConfEnv+"="+conf)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -228,10 +228,10 @@ func startDattest(b *testing.B, bin, conf string) string {
 	return m[1]
 }
 
-var dattestMB = regexp.MustCompile(`([0-9.]+) MB/s`)
+var dattestMB = regexp.MustCompile(`, ([0-9.]+) MB/s, latency`)
 
 func dattestPerf(b *testing.B, bin, conf string, a netip.Addr, port string, iters int) float64 {
-	cmd := exec.Command(bin, "-T", "P", "-D", "bench", "-s", a.String(), "-p", port, "-o", "write", "-S", "64k", "-q", "8",
+	cmd := exec.Command(bin, "-T", "P", "-D", "bench", "-s", a.String(), "-n", port, "-o", "write", "-S", "64k", "-p", "8",
 		"-i", strconv.Itoa(iters))
 	cmd.Env = append(os.Environ(), dat.ConfEnv+"="+conf)
 	out, err := cmd.CombinedOutput()

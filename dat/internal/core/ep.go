@@ -141,6 +141,9 @@ func (ep *EP) storeCfgLocked() {
 	}
 	a := &ep.attr
 	_, lent := ep.qp.(fastpath.SendQueueLocker)
+	if b, ok := ep.qp.(fastpath.RetireBlind); ok && b.RetireBlind() {
+		lent = false // suppressed DTOs stay signalled (RetireBlind)
+	}
 	sc, ok := ep.qp.(fastpath.SGLChecker)
 	c := &postCfg{
 		qp: ep.qp, sq: sendQueue(ep.qp), rq: recvQueue(ep.qp), unsigSuppressed: lent, own: ep.own, pz: ep.pz,

@@ -118,6 +118,10 @@ type EVD struct {
 	lastKey uint64    // guarded by cql
 	lastQ   *slotRing // guarded by cql
 
+	// spin is the wait spin (see evd_spin.go): spinMax the budget set,
+	// spinCur what the next wait may spend.
+	spinMax, spinCur atomic.Int64
+
 	wake      chan struct{} // capacity 1
 	arm       chan struct{} // capacity 1
 	stopCtx   context.Context

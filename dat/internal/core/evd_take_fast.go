@@ -130,6 +130,12 @@ func (e *EVD) unlockFull(ctx context.Context, threshold int, ev *dat.Event, mode
 
 // full is the full path of a wait or a dequeue.
 func (e *EVD) full(ctx context.Context, threshold int, ev *dat.Event, mode TakeMode) (n int, err error) {
+	if mode == TakeWait && threshold == 1 && e.spinCur.Load() > 0 {
+		if n, ok := e.spinTake(ev, mode); ok {
+			ev.EVD = e.handle
+			return n, nil
+		}
+	}
 	if mode == TakeWait {
 		n, err = e.WaitSlow(ctx, threshold, ev)
 	} else {

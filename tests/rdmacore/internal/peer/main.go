@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -50,6 +51,9 @@ type side struct {
 		rkey uint32
 	}
 	nextID uint64
+	// conn is the connection once made: a wait ends when it does, as
+	// receives posted to an SRQ are not flushed when the QP fails.
+	conn verbs.Conn
 	// Completions that arrived while another kind was awaited: a
 	// message from the peer may land before this end's own send
 	// completes.
@@ -66,7 +70,8 @@ func main() {
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := run(ctx, *provider, *device, *listen, *connect, *useSRQ); err != nil {
+	listening := func(a net.Addr) { fmt.Println("peer: listening on", a) }
+	if err := run(ctx, *provider, *device, *listen, *connect, *useSRQ, listening); err != nil {
 		fmt.Fprintln(os.Stderr, "peer:", err)
 		os.Exit(1)
 	}
@@ -91,7 +96,9 @@ func open(provider, device, addr string) (verbs.Device, error) {
 	return nil, fmt.Errorf("unknown provider %q", provider)
 }
 
-func run(ctx context.Context, provider, device, listen, connect string, useSRQ bool) error {
+// run is one end of the exchange; the passive end calls listening once
+// it listens.
+func run(ctx context.Context, provider, device, listen, connect string, useSRQ bool, listening func(net.Addr)) error {
 	addr := listen
 	if addr == "" {
 		addr = connect
@@ -150,7 +157,7 @@ func run(ctx context.Context, provider, device, listen, connect string, useSRQ b
 		if err != nil {
 			return err
 		}
-		fmt.Println("peer: listening on", lis.Addr())
+		listening(lis.Addr())
 		req, err := lis.Accept(ctx)
 		if err != nil {
 			return err
@@ -163,6 +170,19 @@ func run(ctx context.Context, provider, device, listen, connect string, useSRQ b
 		}
 		lis.Close()
 	}
+	s.conn = conn
+	// Every wait below ends when the connection does: receives posted
+	// to an SRQ stay posted when the QP fails, so without this a
+	// passive end with -srq would only see its deadline.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() {
+		select {
+		case <-conn.Done():
+			stop(connEnded(conn))
+		case <-ctx.Done():
+		}
+	}()
 
 	// The buffer's address and rkey, the active end first.
 	var me [12]byte
@@ -281,14 +301,46 @@ func (s *side) wait(ctx context.Context, what string, recv bool) (verbs.WC, erro
 	for {
 		for s.cq.Poll(wcs[:]) == 0 {
 			if err := s.cq.Wait(ctx, false); err != nil {
+				if cause := context.Cause(ctx); cause != nil && cause != err {
+					err = fmt.Errorf("%w (%w)", err, cause)
+				}
 				return verbs.WC{}, fmt.Errorf("waiting for %s: %w", what, err)
 			}
 		}
-		if (wcs[0].Opcode == verbs.WCRecv) == recv || wcs[0].Status != verbs.WCSuccess {
-			return wcs[0], status(what, wcs[0])
+		if wcs[0].Status != verbs.WCSuccess {
+			return wcs[0], s.failed(ctx, what, wcs[0])
+		}
+		if (wcs[0].Opcode == verbs.WCRecv) == recv {
+			return wcs[0], nil
 		}
 		s.early = append(s.early, wcs[0])
 	}
+}
+
+// failed describes a failed completion with the reason the connection
+// ended, which a flush follows: the error that matters is that reason.
+func (s *side) failed(ctx context.Context, what string, wc verbs.WC) error {
+	if s.conn == nil {
+		return status(what, wc)
+	}
+	select {
+	case <-s.conn.Done():
+	case <-ctx.Done():
+	}
+	select {
+	case <-s.conn.Done():
+		return fmt.Errorf("%s: completion %+v; %w", what, wc, connEnded(s.conn))
+	default:
+		return fmt.Errorf("%s: completion %+v; the connection is still up", what, wc)
+	}
+}
+
+// connEnded says that conn has ended, and why.
+func connEnded(conn verbs.Conn) error {
+	if err := conn.Err(); err != nil {
+		return fmt.Errorf("the connection ended: %w", err)
+	}
+	return errors.New("the connection ended")
 }
 
 func status(what string, wc verbs.WC) error {
