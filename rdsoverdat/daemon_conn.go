@@ -37,6 +37,8 @@ type daemonConn struct {
 
 	mu          sync.Mutex
 	sendq       []queuedSend // sends waiting behind one that blocks, in order
+	sendHead    int          // sendq[sendHead:] are still to send
+	sendFree    [][]byte     // copies of sent data, for the next queued sends
 	sending     bool         // a goroutine drains sendq
 	recvq       []queuedRecv // receives that wait for a message, in order
 	recvWaiting bool         // recvq is not empty or its head runs
@@ -372,8 +374,20 @@ func (dc *daemonConn) sendQueued(h rdsdproto.Record, m Msg, flags MsgFlags, cook
 	if h != nil {
 		q.h = append(rdsdproto.Record(nil), h...)
 	}
-	q.m.Data = append([]byte(nil), m.Data...)
 	dc.mu.Lock()
+	var buf []byte
+	if n := len(dc.sendFree); n > 0 {
+		buf = dc.sendFree[n-1][:0]
+		dc.sendFree[n-1] = nil
+		dc.sendFree = dc.sendFree[:n-1]
+	}
+	q.m.Data = append(buf, m.Data...)
+	if dc.sendHead > 0 && len(dc.sendq) == cap(dc.sendq) {
+		// Reuse the room of the sends already made rather than grow.
+		n := copy(dc.sendq, dc.sendq[dc.sendHead:])
+		clear(dc.sendq[n:])
+		dc.sendq, dc.sendHead = dc.sendq[:n], 0
+	}
 	dc.sendq = append(dc.sendq, q)
 	start := !dc.sending
 	dc.sending = true
@@ -384,24 +398,44 @@ func (dc *daemonConn) sendQueued(h rdsdproto.Record, m Msg, flags MsgFlags, cook
 	return nil
 }
 
-// drainSends sends the queued sends in order until none is left.
+// drainSends sends the queued sends in order until none is left. The
+// queue and the copies of the data are kept for the next sends that
+// block: a stream that keeps the daemon's socket full (the usual case
+// of a fast sender) then allocates nothing.
 func (dc *daemonConn) drainSends() {
 	for {
 		dc.mu.Lock()
-		if len(dc.sendq) == 0 || dc.closed {
+		if dc.sendHead == len(dc.sendq) || dc.closed {
 			dc.sending = false
-			dc.sendq = nil
+			clear(dc.sendq)
+			dc.sendq, dc.sendHead = dc.sendq[:0], 0
+			if dc.closed {
+				dc.sendq, dc.sendFree = nil, nil
+			}
 			dc.mu.Unlock()
 			return
 		}
-		q := dc.sendq[0]
-		dc.sendq[0] = queuedSend{}
-		dc.sendq = dc.sendq[1:]
+		q := dc.sendq[dc.sendHead]
+		dc.sendq[dc.sendHead] = queuedSend{}
+		dc.sendHead++
 		dc.mu.Unlock()
 		n, err := dc.s.SendMsg(&q.m, q.flags)
 		dc.sendDone(q.h, n, err, *q.cookie)
+		dc.mu.Lock()
+		if len(dc.sendFree) < maxSendFree && cap(q.m.Data) <= maxKeptSend {
+			dc.sendFree = append(dc.sendFree, q.m.Data[:0])
+		}
+		dc.mu.Unlock()
 	}
 }
+
+// How many copies of queued sends a connection keeps, and up to what
+// size: enough for a stream of small messages behind a full SO_SNDBUF,
+// without holding large ones.
+const (
+	maxSendFree = 256
+	maxKeptSend = 64 << 10
+)
 
 // rdmaCapable reports whether the socket is bound on a transport with
 // RDMA, where memory the daemon cannot see must be refused (elsewhere
