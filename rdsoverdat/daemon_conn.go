@@ -56,6 +56,7 @@ type daemonConn struct {
 	mem                        *daemonMem
 	closed                     bool
 	wg                         sync.WaitGroup // calls that block
+	ahead                      aheadLedger    // messages handed ahead (daemon_ahead.go)
 
 	// The reader goroutine's buffers.
 	req  []byte
@@ -453,11 +454,20 @@ func (dc *daemonConn) recv(r, h rdsdproto.Record) error {
 		return rdsdproto.ErrBody
 	}
 	flags := MsgFlags(r.A())
+	if r.B()&recvCredit != 0 {
+		return dc.credit(r)
+	}
+	if r.B()&^recvAhead != 0 || r.ID() == 0 {
+		return rdsdproto.ErrBody
+	}
 	dc.mu.Lock()
 	waiting := dc.recvWaiting
 	dc.mu.Unlock()
 	if flags&MsgDontWait == 0 && waiting {
 		return dc.recvQueued(h, room, flags) // behind the receive that waits
+	}
+	if dc.aheadFirst(flags) {
+		return dc.replyCode(h, rdsdproto.CodeAhead)
 	}
 	if cap(dc.rbuf) < room {
 		dc.rbuf = make([]byte, room)
@@ -468,6 +478,11 @@ func (dc *daemonConn) recv(r, h rdsdproto.Record) error {
 	dc.cm = m.Control[:0]
 	if flags&MsgDontWait == 0 && errors.Is(err, syscall.EAGAIN) {
 		return dc.recvQueued(h, room, flags)
+	}
+	if err == nil && r.B()&recvAhead != 0 && flags&^MsgDontWait == 0 {
+		if err := dc.handAhead(); err != nil {
+			return err
+		}
 	}
 	return dc.recvReply(h, m, n, err, &dc.enc)
 }
@@ -523,6 +538,10 @@ func (dc *daemonConn) drainRecvs() {
 		q := dc.recvq[0]
 		dc.recvq = append(dc.recvq[:0], dc.recvq[1:]...)
 		dc.mu.Unlock()
+		if dc.aheadFirst(q.flags) {
+			dc.replyCode(q.hdr[:], rdsdproto.CodeAhead)
+			continue
+		}
 		if cap(dc.wbuf) < q.room {
 			dc.wbuf = make([]byte, q.room)
 		}

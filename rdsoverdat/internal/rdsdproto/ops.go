@@ -82,6 +82,9 @@ const (
 	CodeNotShared
 	// CodeCanceled: a wait the client canceled.
 	CodeCanceled
+	// CodeAhead: a receive whose message the client holds already,
+	// handed ahead of it (the oldest of those it has not read).
+	CodeAhead
 )
 
 // OptionCode names a socket option in OpSetOption and OpOption.
