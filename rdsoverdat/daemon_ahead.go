@@ -33,7 +33,7 @@ const (
 // receiver most of its requests, few enough bytes to keep the count
 // the core sees close to what the client has read.
 const (
-	aheadMsgs  = 32
+	aheadMsgs  = 256
 	aheadBytes = 64 << 10
 )
 
