@@ -46,6 +46,8 @@ type daemonSocket struct {
 
 	// What decides whether a send may be posted (daemon_post.go).
 	post postState
+	// Messages the daemon handed ahead of receives (daemon_held.go).
+	held heldQueue
 
 	done chan struct{} // the reader ended
 
@@ -125,6 +127,12 @@ func (k *daemonSocket) reader() {
 			err = rdsdproto.ErrFlags
 			break
 		}
+		if r.ID() == 0 && r.Op() == rdsdproto.OpRecv {
+			if err = k.hold(r); err != nil {
+				break
+			}
+			continue
+		}
 		if r.ID() == 0 {
 			k.postFailed(errOf(r.Code())) // a posted send the daemon could not queue
 			continue
@@ -200,6 +208,7 @@ func (k *daemonSocket) callWith(ctx context.Context, c *dcall, h rdsdproto.Recor
 		written()
 		return nil, k.err
 	}
+	k.sendCredit()
 	id := h.ID()
 	k.mu.Lock()
 	if k.dead != nil {
@@ -370,6 +379,9 @@ func (k *daemonSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage
 	if len(cm) == 0 && flags == 0 && k.mayPost(dst, len(p)) {
 		return k.postSend(p, dst)
 	}
+	if len(cm) > 0 {
+		k.holdOff() // an RDMA op can complete with a notification
+	}
 	c, h := k.getCall(rdsdproto.OpSend)
 	defer putCall(c)
 	h.SetAddrPort(dst)
@@ -411,19 +423,40 @@ func (k *daemonSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage
 func (k *daemonSocket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 	m.Control = m.Control[:0]
 	m.Flags = 0
-	c, h := k.getCall(rdsdproto.OpRecv)
-	defer putCall(c)
-	h.SetA(uint64(flags))
-	h.SetN(uint32(min(len(m.Data), rdsdproto.MaxMessage)))
-	c.m = m
-	r, err := k.call(nil, c, h)
-	if err != nil {
-		return 0, err
+	for {
+		if n, ok := k.takeHeld(m, flags, false); ok {
+			return n, nil
+		}
+		c, h := k.getCall(rdsdproto.OpRecv)
+		h.SetA(uint64(flags))
+		h.SetN(uint32(min(len(m.Data), rdsdproto.MaxMessage)))
+		if k.mayHold(flags) {
+			h.SetB(recvAhead)
+		}
+		c.m = m
+		r, err := k.call(nil, c, h)
+		ahead, n := r != nil && r.Code() == rdsdproto.CodeAhead, 0
+		if r != nil {
+			n = int(r.N())
+		}
+		putCall(c)
+		if ahead {
+			if n, ok := k.takeHeld(m, flags, true); ok {
+				return n, nil
+			}
+			continue // another receive of this socket took it: ask again
+		}
+		if err != nil {
+			return 0, err
+		}
+		return n, nil
 	}
-	return int(r.N()), nil
 }
 
 func (k *daemonSocket) setOption(o Option) error {
+	if _, ok := o.(CongMonitor); ok {
+		k.holdOff() // congestion updates are notifications
+	}
 	err := k.simple(rdsdproto.OpSetOption, func(h rdsdproto.Record) { putOption(h, o) }, nil)
 	if err == nil {
 		k.optionSet(o)
@@ -458,6 +491,7 @@ func (k *daemonSocket) wait(ctx context.Context, want Events) (Events, error) {
 }
 
 func (k *daemonSocket) getMR(mem []byte, flags RDMAFlags) (Cookie, error) {
+	k.holdOff()
 	c, h := k.getCall(rdsdproto.OpGetMR)
 	defer putCall(c)
 	h.SetA(uint64(flags))

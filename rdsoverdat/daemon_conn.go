@@ -37,6 +37,8 @@ type daemonConn struct {
 
 	mu          sync.Mutex
 	sendq       []queuedSend // sends waiting behind one that blocks, in order
+	sendHead    int          // sendq[sendHead:] are still to send
+	sendFree    [][]byte     // copies of sent data, for the next queued sends
 	sending     bool         // a goroutine drains sendq
 	recvq       []queuedRecv // receives that wait for a message, in order
 	recvWaiting bool         // recvq is not empty or its head runs
@@ -54,6 +56,7 @@ type daemonConn struct {
 	mem                        *daemonMem
 	closed                     bool
 	wg                         sync.WaitGroup // calls that block
+	ahead                      aheadLedger    // messages handed ahead (daemon_ahead.go)
 
 	// The reader goroutine's buffers.
 	req  []byte
@@ -372,8 +375,20 @@ func (dc *daemonConn) sendQueued(h rdsdproto.Record, m Msg, flags MsgFlags, cook
 	if h != nil {
 		q.h = append(rdsdproto.Record(nil), h...)
 	}
-	q.m.Data = append([]byte(nil), m.Data...)
 	dc.mu.Lock()
+	var buf []byte
+	if n := len(dc.sendFree); n > 0 {
+		buf = dc.sendFree[n-1][:0]
+		dc.sendFree[n-1] = nil
+		dc.sendFree = dc.sendFree[:n-1]
+	}
+	q.m.Data = append(buf, m.Data...)
+	if dc.sendHead > 0 && len(dc.sendq) == cap(dc.sendq) {
+		// Reuse the room of the sends already made rather than grow.
+		n := copy(dc.sendq, dc.sendq[dc.sendHead:])
+		clear(dc.sendq[n:])
+		dc.sendq, dc.sendHead = dc.sendq[:n], 0
+	}
 	dc.sendq = append(dc.sendq, q)
 	start := !dc.sending
 	dc.sending = true
@@ -384,24 +399,44 @@ func (dc *daemonConn) sendQueued(h rdsdproto.Record, m Msg, flags MsgFlags, cook
 	return nil
 }
 
-// drainSends sends the queued sends in order until none is left.
+// drainSends sends the queued sends in order until none is left. The
+// queue and the copies of the data are kept for the next sends that
+// block: a stream that keeps the daemon's socket full (the usual case
+// of a fast sender) then allocates nothing.
 func (dc *daemonConn) drainSends() {
 	for {
 		dc.mu.Lock()
-		if len(dc.sendq) == 0 || dc.closed {
+		if dc.sendHead == len(dc.sendq) || dc.closed {
 			dc.sending = false
-			dc.sendq = nil
+			clear(dc.sendq)
+			dc.sendq, dc.sendHead = dc.sendq[:0], 0
+			if dc.closed {
+				dc.sendq, dc.sendFree = nil, nil
+			}
 			dc.mu.Unlock()
 			return
 		}
-		q := dc.sendq[0]
-		dc.sendq[0] = queuedSend{}
-		dc.sendq = dc.sendq[1:]
+		q := dc.sendq[dc.sendHead]
+		dc.sendq[dc.sendHead] = queuedSend{}
+		dc.sendHead++
 		dc.mu.Unlock()
 		n, err := dc.s.SendMsg(&q.m, q.flags)
 		dc.sendDone(q.h, n, err, *q.cookie)
+		dc.mu.Lock()
+		if len(dc.sendFree) < maxSendFree && cap(q.m.Data) <= maxKeptSend {
+			dc.sendFree = append(dc.sendFree, q.m.Data[:0])
+		}
+		dc.mu.Unlock()
 	}
 }
+
+// How many copies of queued sends a connection keeps, and up to what
+// size: enough for a stream of small messages behind a full SO_SNDBUF,
+// without holding large ones.
+const (
+	maxSendFree = 256
+	maxKeptSend = 64 << 10
+)
 
 // rdmaCapable reports whether the socket is bound on a transport with
 // RDMA, where memory the daemon cannot see must be refused (elsewhere
@@ -419,11 +454,20 @@ func (dc *daemonConn) recv(r, h rdsdproto.Record) error {
 		return rdsdproto.ErrBody
 	}
 	flags := MsgFlags(r.A())
+	if r.B()&recvCredit != 0 {
+		return dc.credit(r)
+	}
+	if r.B()&^recvAhead != 0 || r.ID() == 0 {
+		return rdsdproto.ErrBody
+	}
 	dc.mu.Lock()
 	waiting := dc.recvWaiting
 	dc.mu.Unlock()
 	if flags&MsgDontWait == 0 && waiting {
 		return dc.recvQueued(h, room, flags) // behind the receive that waits
+	}
+	if dc.aheadFirst(flags) {
+		return dc.replyCode(h, rdsdproto.CodeAhead)
 	}
 	if cap(dc.rbuf) < room {
 		dc.rbuf = make([]byte, room)
@@ -434,6 +478,11 @@ func (dc *daemonConn) recv(r, h rdsdproto.Record) error {
 	dc.cm = m.Control[:0]
 	if flags&MsgDontWait == 0 && errors.Is(err, syscall.EAGAIN) {
 		return dc.recvQueued(h, room, flags)
+	}
+	if err == nil && r.B()&recvAhead != 0 && flags&^MsgDontWait == 0 {
+		if err := dc.handAhead(); err != nil {
+			return err
+		}
 	}
 	return dc.recvReply(h, m, n, err, &dc.enc)
 }
@@ -489,6 +538,10 @@ func (dc *daemonConn) drainRecvs() {
 		q := dc.recvq[0]
 		dc.recvq = append(dc.recvq[:0], dc.recvq[1:]...)
 		dc.mu.Unlock()
+		if dc.aheadFirst(q.flags) {
+			dc.replyCode(q.hdr[:], rdsdproto.CodeAhead)
+			continue
+		}
 		if cap(dc.wbuf) < q.room {
 			dc.wbuf = make([]byte, q.room)
 		}

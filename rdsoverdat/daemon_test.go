@@ -194,6 +194,13 @@ func TestDaemonHostileClient(t *testing.T) {
 			return r
 		}()},
 		{"region without a descriptor", rdsdproto.New(nil, rdsdproto.OpRegion, 1, 0)},
+		{"credit for messages never handed", func() []byte {
+			r := rdsdproto.New(nil, rdsdproto.OpRecv, 0, 0)
+			r.SetB(recvCredit)
+			r.SetC(5)
+			return r
+		}()},
+		{"recv with unknown flags", func() []byte { r := rdsdproto.New(nil, rdsdproto.OpRecv, 1, 0); r.SetB(1 << 5); return r }()},
 		{"unknown option", func() []byte { r := rdsdproto.New(nil, rdsdproto.OpOption, 1, 0); r.SetA(99); return r }()},
 	} {
 		uc, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
@@ -474,6 +481,14 @@ func FuzzDaemonRingRecord(f *testing.F) {
 	more.SetFlags(rdsdproto.FlagMore)
 	f.Add([]byte(more))
 	f.Add([]byte{0, 1})
+	recv := rdsdproto.New(nil, rdsdproto.OpRecv, 3, 0)
+	recv.SetB(recvAhead)
+	recv.SetN(64)
+	f.Add([]byte(recv))
+	credit := rdsdproto.New(nil, rdsdproto.OpRecv, 0, 0)
+	credit.SetB(recvCredit)
+	credit.SetC(1)
+	f.Add([]byte(credit))
 	path := filepath.Join(f.TempDir(), "rdsd.sock")
 	srv := NewStack(Config{})
 	d, err := NewDaemon(srv, DaemonConfig{})

@@ -169,7 +169,7 @@ func (s *sock) info() SocketInfo {
 		SendBuffer: s.sndbuf,
 		RecvBuffer: s.rcvbuf,
 		SendQueued: s.sndBytes,
-		RecvQueued: s.rcvBytes,
+		RecvQueued: s.rcvBytes + s.ahead,
 		Congested:  s.congested,
 	}
 	if s.trans != nil {

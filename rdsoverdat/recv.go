@@ -149,7 +149,7 @@ func (s *sock) deliver(m *message) bool {
 	s.rxq.push(m)
 	s.cancelOffer() // a direct message must not overtake m
 	s.rcvBytes += len(m.buf)
-	congest := !s.congested && s.rcvBytes > s.rcvbuf
+	congest := !s.congested && s.rcvBytes+s.ahead > s.rcvbuf
 	if congest {
 		s.congested = true
 	}
@@ -233,7 +233,7 @@ func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			}
 			s.rxq.pop()
 			s.rcvBytes -= len(in.buf)
-			uncongest := s.congested && s.rcvBytes < s.rcvbuf/2
+			uncongest := s.congested && s.rcvBytes+s.ahead < s.rcvbuf/2
 			if uncongest {
 				s.congested = false
 			}

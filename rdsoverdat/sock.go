@@ -36,6 +36,8 @@ type sock struct {
 	rcvbuf      int
 	sndBytes    int // payload bytes queued and not yet acknowledged
 	rcvBytes    int // payload bytes waiting in rxq
+	ahead       int // payload bytes handed ahead to a daemon client, unread there (recv_ahead.go)
+	aheadN      int // messages handed ahead, unread
 	rxq         rxQueue
 	congested   bool // our port's bit is set in the node's map
 	congMonitor bool
@@ -158,7 +160,7 @@ func (s *sock) boundNode() *rdsNode {
 func (s *sock) buffered() (send, recv int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sndBytes, s.rcvBytes
+	return s.sndBytes, s.rcvBytes + s.ahead
 }
 
 // close is rds_release: see Socket.Close.
@@ -174,7 +176,7 @@ func (s *sock) close() error {
 	n, bound, congested := s.node, s.bound, s.congested
 	var rx rxQueue
 	rx, s.rxq = s.rxq, rxQueue{}
-	s.rcvBytes, s.congested = 0, false
+	s.rcvBytes, s.ahead, s.aheadN, s.congested = 0, 0, 0, false
 	rr := s.dropReader()
 	s.mu.Unlock()
 	if rr != nil {

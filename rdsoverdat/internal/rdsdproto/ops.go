@@ -17,9 +17,13 @@ const (
 	// messages, payload) → N (bytes sent), A (cookie of an RDMA_MAP with
 	// a cookie address, else 0).
 	OpSend
-	// OpRecv: A (MsgFlags), N (room) → N (recvmsg's result), A (msg
-	// flags), AddrPort (sender), B (payload bytes in the body), C (bytes
-	// of control messages at the body's start), body.
+	// OpRecv: A (MsgFlags), N (room), B (the client takes messages
+	// handed ahead) → N (recvmsg's result), A (msg flags), AddrPort
+	// (sender), B (payload bytes in the body), C (bytes of control
+	// messages at the body's start), body; or CodeAhead (the client holds
+	// the message). With ID 0: a reply is a message handed ahead of the
+	// receives, a request a credit (B marks it, C counts the handed
+	// messages read so far) with no reply.
 	OpRecv
 	// OpSetOption: A (OptionCode), B, C (values), AddrPort
 	// (CancelSentTo) → nothing.
@@ -82,6 +86,9 @@ const (
 	CodeNotShared
 	// CodeCanceled: a wait the client canceled.
 	CodeCanceled
+	// CodeAhead: a receive whose message the client holds already,
+	// handed ahead of it (the oldest of those it has not read).
+	CodeAhead
 )
 
 // OptionCode names a socket option in OpSetOption and OpOption.

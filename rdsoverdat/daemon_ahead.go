@@ -1,0 +1,142 @@
+package rdsoverdat
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
+)
+
+// Receives handed ahead (docs/RDSD.md). When the daemon answers a
+// receive with a message and more are queued, it writes them to the
+// client too, before the reply, as OpRecv replies with ID 0; the client
+// keeps them in order and its next receives take them with no request.
+// They remain the socket's until the client reports them read (a credit:
+// an OpRecv request with ID 0, recvCredit and the count of handed
+// messages read so far in C, with no reply), written before its next
+// request and whenever it has read all it holds; until then the core
+// counts them against SO_RCVBUF and as readable (recv_ahead.go).
+//
+// A receive request that arrives while the client holds messages it has
+// not read (as the daemon knows it) is answered CodeAhead: the client
+// takes the oldest it holds. The reply follows the handed messages in
+// the ring, so they are there when it arrives. A notification waiting
+// in the core goes first, as a receive would return it first.
+
+// Flags of an OpRecv request's B.
+const (
+	recvAhead  = 1 << 0 // the client takes messages handed ahead
+	recvCredit = 1 << 1 // a credit: C handed messages read, no reply
+)
+
+// The most a client holds ahead: enough messages to spare a busy
+// receiver most of its requests, few enough bytes to keep the count
+// the core sees close to what the client has read.
+const (
+	aheadMsgs  = 256
+	aheadBytes = 64 << 10
+)
+
+// aheadLedger is what the daemon handed a client ahead and what it
+// reported read.
+type aheadLedger struct {
+	mu    sync.Mutex
+	lens  []int // sizes of the handed messages not reported read, oldest first
+	head  int   // lens[head:] are those
+	bytes int   // their sum
+	sent  uint64
+	read  uint64
+	buf   []byte // the reader's buffer for handed messages
+}
+
+// unread returns the handed messages and bytes not reported read.
+func (l *aheadLedger) unread() (int, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lens) - l.head, l.bytes
+}
+
+// aheadFirst reports whether a receive with flags must take what the
+// client holds: it holds messages unread, no notification comes before
+// them, and the flags are those a held message serves (heldFlags; the
+// core answers the others, MSG_OOB's at once).
+func (dc *daemonConn) aheadFirst(flags MsgFlags) bool {
+	if flags&^heldFlags != 0 {
+		return false
+	}
+	if n, _ := dc.ahead.unread(); n == 0 {
+		return false
+	}
+	sk, ok := dc.s.b.(*sock)
+	return ok && !sk.notePending()
+}
+
+// credit applies a client's report of the handed messages it has read.
+// An older report than one applied (two goroutines of the client) says
+// nothing new; one beyond what was handed is malformed.
+func (dc *daemonConn) credit(r rdsdproto.Record) error {
+	if r.ID() != 0 || r.B() != recvCredit || len(r.Body()) != 0 {
+		return rdsdproto.ErrBody
+	}
+	l := &dc.ahead
+	l.mu.Lock()
+	c := r.C()
+	if c > l.sent {
+		l.mu.Unlock()
+		return errors.New("a credit for messages never handed ahead")
+	}
+	msgs, bytes := 0, 0
+	for ; l.read < c; l.read++ {
+		bytes += l.lens[l.head]
+		l.head++
+		msgs++
+	}
+	l.bytes -= bytes
+	if l.head == len(l.lens) {
+		l.lens, l.head = l.lens[:0], 0
+	}
+	l.mu.Unlock()
+	if sk, ok := dc.s.b.(*sock); ok && msgs > 0 {
+		sk.aheadRead(msgs, bytes)
+	}
+	return nil
+}
+
+// handAhead writes the messages queued on the socket to the client,
+// within the client's allowance.
+func (dc *daemonConn) handAhead() error {
+	sk, ok := dc.s.b.(*sock)
+	if !ok {
+		return nil
+	}
+	l := &dc.ahead
+	if l.buf == nil {
+		l.buf = make([]byte, aheadBytes)
+	}
+	var hb [rdsdproto.HeaderLen]byte
+	for {
+		l.mu.Lock()
+		n, room := len(l.lens)-l.head, aheadBytes-l.bytes
+		l.mu.Unlock()
+		if n >= aheadMsgs || room < 0 || dc.dying.Load() {
+			return nil
+		}
+		got, from, ok := sk.takeAhead(l.buf[:room])
+		if !ok {
+			return nil
+		}
+		l.mu.Lock()
+		l.lens = append(l.lens, got)
+		l.bytes += got
+		l.sent++
+		l.mu.Unlock()
+		h := rdsdproto.New(hb[:], rdsdproto.OpRecv, 0, 0)
+		h.SetFlags(rdsdproto.FlagReply)
+		h.SetN(uint32(got))
+		h.SetB(uint64(got))
+		h.SetAddrPort(from)
+		if err := dc.c.Write(h, l.buf[:got]); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package rdsoverdat
+
+import (
+	"net/netip"
+	"sync"
+
+	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
+)
+
+// The client's side of receives handed ahead (daemon_ahead.go): the
+// messages the daemon wrote ahead of the socket's receives, oldest
+// first, which RecvMsg takes with no request, and the count of those
+// read, reported to the daemon as a credit.
+//
+// A socket that sends control messages (RDMA), registers memory or
+// turns RDS_CONG_MONITOR on can receive notifications, which a receive
+// returns before any message: it stops asking for messages ahead, and
+// whatever it still holds it takes only when the daemon answers a
+// receive with CodeAhead, that is when no notification comes first.
+type heldQueue struct {
+	msgs  []heldMsg // msgs[head:] are held, oldest first
+	head  int
+	free  [][]byte // buffers of read messages, for the next ones
+	read  uint64   // handed messages read
+	off   bool     // notifications possible: ask the daemon first
+	cmu   sync.Mutex
+	cread uint64 // the last credit written (under cmu)
+}
+
+// heldFlags are the receive flags a held message serves.
+const heldFlags = MsgPeek | MsgDontWait | MsgTrunc
+
+type heldMsg struct {
+	data []byte
+	from netip.AddrPort
+}
+
+// hold keeps a message the daemon handed ahead (the reader).
+func (k *daemonSocket) hold(r rdsdproto.Record) error {
+	body := r.Body()
+	if r.Flags() != rdsdproto.FlagReply || r.Code() != rdsdproto.CodeOK || r.A() != 0 || r.C() != 0 ||
+		r.B() != uint64(len(body)) || uint64(r.N()) != r.B() {
+		return rdsdproto.ErrBody
+	}
+	k.mu.Lock()
+	q := &k.held
+	var buf []byte
+	if n := len(q.free); n > 0 {
+		buf = q.free[n-1][:0]
+		q.free[n-1] = nil
+		q.free = q.free[:n-1]
+	}
+	if q.head > 0 && len(q.msgs) == cap(q.msgs) {
+		n := copy(q.msgs, q.msgs[q.head:])
+		clear(q.msgs[n:])
+		q.msgs, q.head = q.msgs[:n], 0
+	}
+	q.msgs = append(q.msgs, heldMsg{data: append(buf, body...), from: r.AddrPort()})
+	k.mu.Unlock()
+	return nil
+}
+
+// takeHeld is a receive from the held messages: false if there is
+// none, or if the daemon must be asked first (asked is false and
+// notifications are possible), or for flags only the daemon serves.
+func (k *daemonSocket) takeHeld(m *Msg, flags MsgFlags, asked bool) (int, bool) {
+	if flags&^heldFlags != 0 || k.closed.Load() {
+		return 0, false
+	}
+	k.mu.Lock()
+	q := &k.held
+	if q.head == len(q.msgs) || (q.off && !asked) || k.dead != nil {
+		k.mu.Unlock()
+		return 0, false
+	}
+	e := &q.msgs[q.head]
+	n := copy(m.Data, e.data)
+	if len(e.data) > len(m.Data) {
+		m.Flags |= MsgTrunc
+	}
+	if flags&MsgTrunc != 0 {
+		n = len(e.data)
+	}
+	m.Addr = e.from
+	if flags&MsgPeek != 0 {
+		k.mu.Unlock()
+		return n, true
+	}
+	q.free = append(q.free, e.data[:0])
+	*e = heldMsg{}
+	q.head++
+	q.read++
+	empty := q.head == len(q.msgs)
+	if empty {
+		q.msgs, q.head = q.msgs[:0], 0
+	}
+	k.mu.Unlock()
+	if empty {
+		k.sendCredit() // all read: the daemon stops counting them now
+	}
+	return n, true
+}
+
+// mayHold reports whether a receive with flags asks for messages ahead.
+func (k *daemonSocket) mayHold(flags MsgFlags) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return !k.held.off && flags&^MsgDontWait == 0
+}
+
+// holdOff stops asking for messages ahead: notifications are possible.
+func (k *daemonSocket) holdOff() {
+	k.mu.Lock()
+	k.held.off = true
+	k.mu.Unlock()
+}
+
+// sendCredit reports the handed messages read since the last report.
+// Credits are cumulative and written in order, so the daemon applies
+// each once.
+func (k *daemonSocket) sendCredit() {
+	q := &k.held
+	k.mu.Lock()
+	read := q.read
+	k.mu.Unlock()
+	q.cmu.Lock()
+	defer q.cmu.Unlock()
+	if read <= q.cread || k.c == nil {
+		return
+	}
+	q.cread = read
+	var hb [rdsdproto.HeaderLen]byte
+	h := rdsdproto.New(hb[:], rdsdproto.OpRecv, 0, 0)
+	h.SetB(recvCredit)
+	h.SetC(read)
+	k.c.Write(h) // a dead connection shows at the caller's next request
+}
