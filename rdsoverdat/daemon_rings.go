@@ -16,17 +16,16 @@ import (
 // goroutine on each side reads it and shuts the rings down at its end.
 // Where rings cannot be made (no memfd), the socket carries everything.
 
-// useRings moves the socket's records to rings, if it can, and reports
-// whether it did.
-func (k *daemonSocket) useRings() bool {
+// useRings moves the socket's records to rings, if it can.
+func (k *daemonSocket) useRings() {
 	c2d, err := shmring.Create(rdsdproto.RingCapacity)
 	if err != nil {
-		return false
+		return
 	}
 	d2c, err := shmring.Create(rdsdproto.RingCapacity)
 	if err != nil {
 		c2d.Close()
-		return false
+		return
 	}
 	h := rdsdproto.New(nil, rdsdproto.OpRings, k.newID(), 0)
 	files := append(c2d.Files(), d2c.Files()...)
@@ -42,30 +41,21 @@ func (k *daemonSocket) useRings() bool {
 		// socket; a broken connection shows at the first call.
 		c2d.Close()
 		d2c.Close()
-		return false
+		return
 	}
 	k.c.UseRings(c2d, d2c)
-	k.lead = make(chan struct{}, 1)
-	k.lead <- struct{}{}
 	k.watching, k.watched = true, make(chan struct{})
 	go k.watchSocket()
-	return true
 }
 
 // watchSocket waits for the end of the socket (the daemon closed it,
-// exited or died) and shuts the rings down, so that a call reading them
-// reads what was written and then fails; then it takes the reading
-// token and ends the connection, so that every call fails at once, not
-// only those that read. The daemon sends nothing on the socket once the
-// rings are in use.
+// exited or died) and shuts the rings down, so that the reader sees it.
+// The daemon sends nothing on the socket once the rings are in use.
 func (k *daemonSocket) watchSocket() {
 	defer close(k.watched)
+	defer k.c.ShutdownRings()
 	var buf []byte
-	_, fds, _ := k.c.ReadSocket(&buf)
+	r, fds, err := k.c.ReadSocket(&buf)
 	rdsdproto.CloseFDs(fds)
-	k.c.ShutdownRings()
-	<-k.lead
-	k.drainRing()
-	k.finish()
-	k.lead <- struct{}{}
+	_, _ = r, err
 }
