@@ -16,8 +16,9 @@ import (
 // Sockets run by the rdsd daemon listening on path (daemon.go), so that
 // every process of the host shares its nodes and connections. Each
 // Socket is one unixpacket connection to the daemon; every call is a
-// request the daemon answers (rdsdproto), and a reader goroutine per
-// socket hands each reply to the call waiting for it. The daemon holds
+// request the daemon answers (rdsdproto); a call waiting for its reply
+// reads the daemon's records itself and hands the others' replies to
+// their calls (daemon_lead.go). The daemon holds
 // the socket's state: when the connection ends (this process exits or
 // is killed) it closes the socket as Close would; when the daemon goes
 // away, every call, blocked or later, fails with ErrDaemonLost.
@@ -49,7 +50,12 @@ type daemonSocket struct {
 	// Messages the daemon handed ahead of receives (daemon_held.go).
 	held heldQueue
 
-	done chan struct{} // the reader ended
+	done chan struct{} // the connection ended (finish)
+
+	// With rings, the reading token (daemon_lead.go): the call that
+	// holds it reads the daemon's records. nil without rings.
+	lead chan struct{}
+	rbuf []byte // the token holder's buffer
 
 	watching bool          // the socket watcher runs (rings in use)
 	watched  chan struct{} // closed when it ended
@@ -88,8 +94,9 @@ func newDaemonSocket(st *Stack) *daemonSocket {
 		return k
 	}
 	k.c = rdsdproto.NewConn(uc)
-	k.useRings()
-	go k.reader()
+	if !k.useRings() {
+		go k.reader()
+	}
 	st.mu.Lock()
 	closed := st.closed
 	if !closed {
@@ -110,52 +117,64 @@ func newDaemonSocket(st *Stack) *daemonSocket {
 }
 
 // reader hands each reply to its call until the connection ends, then
-// fails every call still waiting.
+// fails every call still waiting. It serves a socket without rings;
+// with rings the calls read themselves (daemon_lead.go).
 func (k *daemonSocket) reader() {
-	defer close(k.done)
 	var buf []byte
-	var err error
 	for {
-		var r rdsdproto.Record
-		var fds []int
-		r, fds, err = k.c.Read(&buf)
+		r, fds, err := k.c.Read(&buf)
+		if err == nil {
+			err = k.dispatch(r, fds)
+		}
 		if err != nil {
-			break
+			k.finish()
+			return
 		}
-		if len(fds) > 0 || r.Flags()&rdsdproto.FlagReply == 0 {
-			rdsdproto.CloseFDs(fds)
-			err = rdsdproto.ErrFlags
-			break
-		}
-		if r.ID() == 0 && r.Op() == rdsdproto.OpRecv {
-			if err = k.hold(r); err != nil {
-				break
-			}
-			continue
-		}
-		if r.ID() == 0 {
-			k.postFailed(errOf(r.Code())) // a posted send the daemon could not queue
-			continue
-		}
-		k.mu.Lock()
-		c := k.calls[r.ID()]
-		delete(k.calls, r.ID())
-		k.mu.Unlock()
-		if c == nil {
-			continue // the answer to a call whose waiter gave up
-		}
-		copy(c.reply[:], r[:rdsdproto.HeaderLen])
-		if c.m != nil && r.Code() == rdsdproto.CodeOK {
-			c.decErr = k.fillRecv(c.m, r)
-		}
-		c.done <- struct{}{}
 	}
-	if k.closed.Load() {
-		err = errClosed
-	} else {
-		err = ErrDaemonLost
+}
+
+// dispatch hands one record read from the daemon to its call, or keeps
+// it (a message handed ahead, a posted send's failure). An error is a
+// record no daemon sends: the connection must end.
+func (k *daemonSocket) dispatch(r rdsdproto.Record, fds []int) error {
+	if len(fds) > 0 || r.Flags()&rdsdproto.FlagReply == 0 {
+		rdsdproto.CloseFDs(fds)
+		return rdsdproto.ErrFlags
+	}
+	if r.ID() == 0 && r.Op() == rdsdproto.OpRecv {
+		return k.hold(r)
+	}
+	if r.ID() == 0 {
+		k.postFailed(errOf(r.Code())) // a posted send the daemon could not queue
+		return nil
 	}
 	k.mu.Lock()
+	c := k.calls[r.ID()]
+	delete(k.calls, r.ID())
+	k.mu.Unlock()
+	if c == nil {
+		return nil // the answer to a call whose waiter gave up
+	}
+	copy(c.reply[:], r[:rdsdproto.HeaderLen])
+	if c.m != nil && r.Code() == rdsdproto.CodeOK {
+		c.decErr = k.fillRecv(c.m, r)
+	}
+	c.done <- struct{}{}
+	return nil
+}
+
+// finish ends the connection once: every call still waiting, and every
+// later one, fails with ErrDaemonLost (or net.ErrClosed after Close).
+func (k *daemonSocket) finish() {
+	err := ErrDaemonLost
+	if k.closed.Load() {
+		err = errClosed
+	}
+	k.mu.Lock()
+	if k.dead != nil {
+		k.mu.Unlock()
+		return
+	}
 	k.dead = err
 	calls := k.calls
 	k.calls = map[uint32]*dcall{}
@@ -165,6 +184,7 @@ func (k *daemonSocket) reader() {
 		c.done <- struct{}{}
 	}
 	k.c.Close()
+	close(k.done)
 }
 
 // fillRecv copies a receive's reply into m.
@@ -238,17 +258,11 @@ func (k *daemonSocket) callWith(ctx context.Context, c *dcall, h rdsdproto.Recor
 		}
 		return nil, ErrDaemonLost
 	}
-	var done <-chan struct{}
-	if ctx != nil {
-		done = ctx.Done()
-	}
-	select {
-	case <-c.done:
-	case <-done:
+	if k.await(ctx, c) != nil {
 		cancel := k.newHeader(rdsdproto.OpCancel)
 		cancel.SetA(uint64(id))
 		k.c.Write(cancel)
-		<-c.done // the daemon answers the canceled wait (or the connection ends)
+		k.await(nil, c) // the daemon answers the canceled wait (or the connection ends)
 		if c.err == nil && rdsdproto.Record(c.reply[:]).Code() == rdsdproto.CodeCanceled {
 			return nil, ctx.Err()
 		}
@@ -373,6 +387,7 @@ func (k *daemonSocket) setDeadline(t time.Time, read bool) error {
 }
 
 func (k *daemonSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags MsgFlags) (int, error) {
+	k.pollRing()
 	if err := k.takePostErr(); err != nil {
 		return 0, err
 	}

@@ -16,16 +16,17 @@ import (
 // goroutine on each side reads it and shuts the rings down at its end.
 // Where rings cannot be made (no memfd), the socket carries everything.
 
-// useRings moves the socket's records to rings, if it can.
-func (k *daemonSocket) useRings() {
+// useRings moves the socket's records to rings, if it can, and reports
+// whether it did.
+func (k *daemonSocket) useRings() bool {
 	c2d, err := shmring.Create(rdsdproto.RingCapacity)
 	if err != nil {
-		return
+		return false
 	}
 	d2c, err := shmring.Create(rdsdproto.RingCapacity)
 	if err != nil {
 		c2d.Close()
-		return
+		return false
 	}
 	h := rdsdproto.New(nil, rdsdproto.OpRings, k.newID(), 0)
 	files := append(c2d.Files(), d2c.Files()...)
@@ -41,21 +42,30 @@ func (k *daemonSocket) useRings() {
 		// socket; a broken connection shows at the first call.
 		c2d.Close()
 		d2c.Close()
-		return
+		return false
 	}
 	k.c.UseRings(c2d, d2c)
+	k.lead = make(chan struct{}, 1)
+	k.lead <- struct{}{}
 	k.watching, k.watched = true, make(chan struct{})
 	go k.watchSocket()
+	return true
 }
 
 // watchSocket waits for the end of the socket (the daemon closed it,
-// exited or died) and shuts the rings down, so that the reader sees it.
-// The daemon sends nothing on the socket once the rings are in use.
+// exited or died) and shuts the rings down, so that a call reading them
+// reads what was written and then fails; then it takes the reading
+// token and ends the connection, so that every call fails at once, not
+// only those that read. The daemon sends nothing on the socket once the
+// rings are in use.
 func (k *daemonSocket) watchSocket() {
 	defer close(k.watched)
-	defer k.c.ShutdownRings()
 	var buf []byte
-	r, fds, err := k.c.ReadSocket(&buf)
+	_, fds, _ := k.c.ReadSocket(&buf)
 	rdsdproto.CloseFDs(fds)
-	_, _ = r, err
+	k.c.ShutdownRings()
+	<-k.lead
+	k.drainRing()
+	k.finish()
+	k.lead <- struct{}{}
 }

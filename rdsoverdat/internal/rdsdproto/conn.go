@@ -239,29 +239,43 @@ func (c *Conn) WriteFDs(hdr Record, fds []int) error {
 // ring.
 func (c *Conn) Read(buf *[]byte) (r Record, fds []int, err error) {
 	if c.rx != nil {
-		return c.readRecords(buf, true)
+		return c.readRing(context.Background(), buf, false)
 	}
-	return c.readRecords(buf, false)
+	return c.readRecords(buf)
+}
+
+// ReadRing is Read after UseRings, waiting for the first record of a
+// request or reply until ctx ends (then it returns ctx's error); once
+// that record is there it reads the rest of the request whatever ctx
+// does, so that no request is ever taken in part.
+func (c *Conn) ReadRing(ctx context.Context, buf *[]byte) (Record, error) {
+	r, _, err := c.readRing(ctx, buf, false)
+	return r, err
+}
+
+// TryReadRing is ReadRing for a record that is there now: nil (and no
+// error) when the ring is empty, or when it cannot be read now for a
+// reason ReadRing would report.
+func (c *Conn) TryReadRing(buf *[]byte) (Record, error) {
+	r, _, err := c.readRing(context.Background(), buf, true)
+	return r, err
 }
 
 // ReadSocket reads one request or reply from the socket, as Read did
 // before UseRings: after it, only records that carry descriptors come
 // there.
 func (c *Conn) ReadSocket(buf *[]byte) (r Record, fds []int, err error) {
-	return c.readRecords(buf, false)
+	return c.readRecords(buf)
 }
 
-// readRecords reads a request or reply from rx (ring) or the socket.
-func (c *Conn) readRecords(buf *[]byte, ring bool) (r Record, fds []int, err error) {
+// readRecords reads a request or reply from the socket.
+func (c *Conn) readRecords(buf *[]byte) (r Record, fds []int, err error) {
 	defer func() {
 		if err != nil {
 			CloseFDs(fds)
 			fds = nil
 		}
 	}()
-	if ring {
-		return c.readRing(buf)
-	}
 	out := (*buf)[:0]
 	for first := true; ; first = false {
 		n, oobn, mflags, err := c.readMsg()
@@ -309,11 +323,24 @@ func (c *Conn) readRecords(buf *[]byte, ring bool) (r Record, fds []int, err err
 
 // readRing reads a request or reply from rx: each record is copied out
 // of shared memory before it is checked (the peer may change it at any
-// time), straight into *buf.
-func (c *Conn) readRing(buf *[]byte) (Record, []int, error) {
+// time), straight into *buf. ctx bounds the wait for the first record;
+// try takes a first record only if it is there now (nil if not).
+func (c *Conn) readRing(ctx context.Context, buf *[]byte, try bool) (Record, []int, error) {
 	out := (*buf)[:0]
 	for first := true; ; first = false {
-		rec, err := c.rx.Peek(context.Background())
+		var rec []byte
+		var err error
+		switch {
+		case first && try:
+			var ok bool
+			if rec, ok = c.rx.TryPeek(); !ok {
+				return nil, nil, nil
+			}
+		case first:
+			rec, err = c.rx.Peek(ctx)
+		default:
+			rec, err = c.rx.Peek(context.Background())
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -176,6 +176,7 @@ func newRing(mem []byte, c uint64, memf *os.File, dataEv, spaceEv *evfd) *Ring {
 		resvN:   -1,
 	}
 	r.refs.Store(1)
+	dataEv.unsignalled = func() bool { return r.sh.consWait.Load() == 1 }
 	for _, e := range []*evfd{dataEv, spaceEv} {
 		e.kick = func() {
 			if r.acquire() {

@@ -40,6 +40,14 @@ type evfd struct {
 	// kick signals the eventfd for a context's end; it holds a reference
 	// on the ring, as it may run after the waiting call returned.
 	kick func()
+	// unsignalled, if set, reports that the peer has not signalled the
+	// sleep the caller announced (its waiting flag is still set): the
+	// first look of a wait then needs no system call, since a signal
+	// for this sleep, written later, wakes the netpoller anyway. A
+	// hostile peer that sets the flag itself only delays the wake-ups of
+	// its own ring, as one that never signals does.
+	unsignalled func() bool
+	fresh       bool // the next tryRead is a wait's first look
 }
 
 // one is the value a signal adds to an eventfd's counter.
@@ -113,6 +121,12 @@ func (e *evfd) interrupt() {
 // peer shares the file's status flags and could have made it blocking,
 // and a read of a zero counter would then hold a thread.
 func (e *evfd) tryRead(fd uintptr) bool {
+	if e.fresh {
+		e.fresh = false
+		if e.unsignalled() {
+			return false
+		}
+	}
 	pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for {
 		n, err := unix.Poll(pfd[:], 0)
@@ -142,6 +156,7 @@ func (e *evfd) wait(ctx context.Context) error {
 		stop := context.AfterFunc(ctx, e.kick)
 		defer stop()
 	}
+	e.fresh = e.unsignalled != nil
 	err := e.rc.Read(e.read)
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		return fmt.Errorf("shmring: eventfd wait: %w", err)
