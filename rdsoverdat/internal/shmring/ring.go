@@ -180,6 +180,12 @@ func newRing(mem []byte, c uint64, memf *os.File, dataEv, spaceEv *evfd) *Ring {
 	for _, e := range []*evfd{dataEv, spaceEv} {
 		e.kick = func() {
 			if r.acquire() {
+				if e == dataEv {
+					// A signal with the flag still set would be skipped by
+					// a wait's first look (unsignalled) and, written before
+					// that wait armed the netpoller, lost.
+					r.sh.consWait.Store(0)
+				}
 				e.signal()
 				r.release()
 			}
@@ -216,6 +222,7 @@ func (r *Ring) Close() error {
 		return ErrClosed
 	}
 	r.sh.closed.Store(1)
+	r.sh.consWait.Store(0) // so that the peer's first look reads the signal (kick)
 	r.dataEv.signal()
 	r.spaceEv.signal()
 	r.dataEv.interrupt()
