@@ -274,14 +274,11 @@ func decodeRecvCmsgs(enc rdsdproto.Cmsgs, cm []ControlMessage) ([]ControlMessage
 		enc = rest
 		switch typ {
 		case wire.RDS_CMSG_CONG_UPDATE, wire.RDS_CMSG_RDMA_DEST:
-			if len(v) != 8 {
-				return cm, rdsdproto.ErrBody
+			c, err := decodeWordCmsg(typ, v)
+			if err != nil {
+				return cm, err
 			}
-			if typ == wire.RDS_CMSG_CONG_UPDATE {
-				cm = append(cm, CongUpdate(dle.Uint64(v)))
-			} else {
-				cm = append(cm, RDMADest(dle.Uint64(v)))
-			}
+			cm = append(cm, c)
 		case wire.RDS_CMSG_RDMA_STATUS:
 			if len(v) != 12 {
 				return cm, rdsdproto.ErrBody
@@ -291,6 +288,19 @@ func decodeRecvCmsgs(enc rdsdproto.Cmsgs, cm []ControlMessage) ([]ControlMessage
 			return cm, rdsdproto.ErrBody
 		}
 	}
+}
+
+// decodeWordCmsg decodes the control messages whose value is one
+// 64-bit word, which both directions carry: RDS_CMSG_CONG_UPDATE and
+// RDS_CMSG_RDMA_DEST.
+func decodeWordCmsg(typ uint32, v []byte) (ControlMessage, error) {
+	if len(v) != 8 {
+		return nil, rdsdproto.ErrBody
+	}
+	if typ == wire.RDS_CMSG_CONG_UPDATE {
+		return CongUpdate(dle.Uint64(v)), nil
+	}
+	return RDMADest(dle.Uint64(v)), nil
 }
 
 // cmsgUnknown marks a control message type the protocol does not carry;
@@ -337,7 +347,7 @@ func appendSendCmsgs(b []byte, cm []ControlMessage, mem func([]byte) rdsdproto.M
 }
 
 // decodeSendCmsgs decodes a send request's control messages; mem maps
-// the memory of the RDMA ones. hasMap reports an RDMA_MAP.
+// the memory of the RDMA ones.
 func decodeSendCmsgs(enc rdsdproto.Cmsgs, mem func(rdsdproto.Mem) ([]byte, error)) (cm []ControlMessage, err error) {
 	for {
 		typ, v, rest, ok, err := enc.Next()
@@ -347,14 +357,11 @@ func decodeSendCmsgs(enc rdsdproto.Cmsgs, mem func(rdsdproto.Mem) ([]byte, error
 		enc = rest
 		switch typ {
 		case wire.RDS_CMSG_CONG_UPDATE, wire.RDS_CMSG_RDMA_DEST:
-			if len(v) != 8 {
-				return nil, rdsdproto.ErrBody
+			c, err := decodeWordCmsg(typ, v)
+			if err != nil {
+				return nil, err
 			}
-			if typ == wire.RDS_CMSG_CONG_UPDATE {
-				cm = append(cm, CongUpdate(dle.Uint64(v)))
-			} else {
-				cm = append(cm, RDMADest(dle.Uint64(v)))
-			}
+			cm = append(cm, c)
 		case wire.RDS_CMSG_RDMA_MAP:
 			if len(v) != 8+rdsdproto.MemLen {
 				return nil, rdsdproto.ErrBody
