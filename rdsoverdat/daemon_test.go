@@ -21,7 +21,7 @@ import (
 
 // startDaemon serves a Stack of cfg on a new socket path; stop closes
 // the daemon (the Stack stays until cleanup).
-func startDaemon(t *testing.T, cfg Config, path string) (d *Daemon, stop func()) {
+func startDaemon(t testing.TB, cfg Config, path string) (d *Daemon, stop func()) {
 	t.Helper()
 	srv := NewStack(cfg)
 	d, err := NewDaemon(srv, DaemonConfig{})
@@ -315,17 +315,7 @@ func FuzzDaemonRecord(f *testing.F) {
 		f.Add(r)
 	}
 	path := filepath.Join(f.TempDir(), "rdsd.sock")
-	srv := NewStack(Config{})
-	d, err := NewDaemon(srv, DaemonConfig{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	ln, err := ListenDaemon(path, 0o600, -1)
-	if err != nil {
-		f.Fatal(err)
-	}
-	go d.Serve(ln)
-	f.Cleanup(func() { d.Close(); srv.Close() })
+	startDaemon(f, Config{}, path)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		uc, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
 		if err != nil {
@@ -490,17 +480,7 @@ func FuzzDaemonRingRecord(f *testing.F) {
 	credit.SetC(1)
 	f.Add([]byte(credit))
 	path := filepath.Join(f.TempDir(), "rdsd.sock")
-	srv := NewStack(Config{})
-	d, err := NewDaemon(srv, DaemonConfig{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	ln, err := ListenDaemon(path, 0o600, -1)
-	if err != nil {
-		f.Fatal(err)
-	}
-	go d.Serve(ln)
-	f.Cleanup(func() { d.Close(); srv.Close() })
+	startDaemon(f, Config{}, path)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		uc, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
 		if err != nil {
