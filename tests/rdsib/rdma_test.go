@@ -66,19 +66,7 @@ func TestRDMAKernelMaps(t *testing.T) {
 				flags |= rdsoverdat.RDMAReadWrite
 			}
 			args := rdsoverdat.RDMAArgs{Cookie: cookie, RemoteBytes: uint64(c.size), Local: [][]byte{local}, Flags: flags, UserToken: 77}
-			if _, err := s.SendMsg(&rdsoverdat.Msg{Data: []byte("done"), Addr: kaddr, Control: []rdsoverdat.ControlMessage{args}}, 0); err != nil {
-				t.Fatal(err)
-			}
-			n := rdsoverdat.Msg{Data: make([]byte, 64)}
-			if _, err := s.RecvMsg(&n, 0); err != nil {
-				t.Fatal(err)
-			}
-			var note *rdsoverdat.RDMANotify
-			for _, cm := range n.Control {
-				if x, ok := cm.(rdsoverdat.RDMANotify); ok {
-					note = &x
-				}
-			}
+			note := sendRDMA(t, s, kaddr, "done", args)
 			if note == nil || note.UserToken != 77 || note.Status != rdsoverdat.RDMASuccess {
 				t.Errorf("notification %+v, want token 77 RDS_RDMA_SUCCESS", note)
 			}
@@ -119,7 +107,25 @@ func TestRDMABadCookie(t *testing.T) {
 	local := make([]byte, 4096)
 	args := rdsoverdat.RDMAArgs{Cookie: rdsoverdat.MakeCookie(0x7fff00, 0), RemoteBytes: 4096, Local: [][]byte{local},
 		Flags: rdsoverdat.RDMANotifyMe | rdsoverdat.RDMAReadWrite, UserToken: 78}
-	if _, err := s.SendMsg(&rdsoverdat.Msg{Data: []byte("lost"), Addr: kaddr, Control: []rdsoverdat.ControlMessage{args}}, 0); err != nil {
+	note := sendRDMA(t, s, kaddr, "lost", args)
+	if note == nil || note.UserToken != 78 || note.Status != rdsoverdat.RDMARemoteError {
+		t.Errorf("notification %+v, want token 78 RDS_RDMA_REMOTE_ERROR", note)
+	}
+	// The kernel's next message is the one after the failed op's.
+	if err := sendAll(s, kaddr, 1, []int{8}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sendRDMA sends data to dst with the RDMA op args, which asks for a
+// notification, and returns the RDMANotify of the next message s
+// receives (nil if it carries none).
+func sendRDMA(t *testing.T, s *rdsoverdat.Socket, dst netip.AddrPort, data string, args rdsoverdat.RDMAArgs) *rdsoverdat.RDMANotify {
+	t.Helper()
+	if _, err := s.SendMsg(&rdsoverdat.Msg{Data: []byte(data), Addr: dst, Control: []rdsoverdat.ControlMessage{args}}, 0); err != nil {
 		t.Fatal(err)
 	}
 	n := rdsoverdat.Msg{Data: make([]byte, 64)}
@@ -132,14 +138,5 @@ func TestRDMABadCookie(t *testing.T) {
 			note = &x
 		}
 	}
-	if note == nil || note.UserToken != 78 || note.Status != rdsoverdat.RDMARemoteError {
-		t.Errorf("notification %+v, want token 78 RDS_RDMA_REMOTE_ERROR", note)
-	}
-	// The kernel's next message is the one after the failed op's.
-	if err := sendAll(s, kaddr, 1, []int{8}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := wait(); err != nil {
-		t.Fatal(err)
-	}
+	return note
 }
