@@ -306,10 +306,17 @@ func (dc *daemonConn) send(r, h rdsdproto.Record) error {
 	}
 	cookie := noCookie // an RDMA_MAP's cookie goes in its own variable
 	for i, c := range m.Control {
-		if mp, ok := c.(RDMAMap); ok {
+		switch x := c.(type) {
+		case RDMAMap:
 			cookie = new(Cookie)
-			mp.CookieAddr = cookie
-			m.Control[i] = mp
+			x.CookieAddr = cookie
+			m.Control[i] = x
+		case RDMAArgs:
+			// The op's message holds the client's regions until it is
+			// freed: the transport may still reach its local buffers
+			// after the client went (daemonMem.close).
+			x.pin = dc.mem.t
+			m.Control[i] = x
 		}
 	}
 	if !shared && dc.rdmaCapable() {
