@@ -269,6 +269,16 @@ func (dc *daemonConn) handle(r rdsdproto.Record) error {
 			return err
 		}
 		return dc.replyTo(h, nil, b)
+	case rdsdproto.OpStats:
+		ns, ok := dc.d.st.NodeStats(r.AddrPort().Addr())
+		if !ok {
+			return dc.replyTo(h, eADDRNOTAVAIL)
+		}
+		b, err := json.Marshal(ns)
+		if err != nil {
+			return err
+		}
+		return dc.replyTo(h, nil, b)
 	}
 	return rdsdproto.ErrOp
 }

@@ -56,12 +56,16 @@ const (
 	// the ring the daemon writes (shmring) → nothing, on the socket.
 	// Every later record without descriptors travels in the rings.
 	OpRings
+	// OpStats: AddrPort (its address names a node) → body (the
+	// daemon's NodeStats of that node as JSON); EADDRNOTAVAIL when the
+	// daemon has no node there.
+	OpStats
 
 	opEnd
 )
 
 var opNames = [...]string{"", "bind", "close", "deadline", "send", "recv", "setsockopt", "getsockopt",
-	"poll", "wait", "cancel", "buffered", "get_mr", "free_mr", "mrs", "info", "region", "rings"}
+	"poll", "wait", "cancel", "buffered", "get_mr", "free_mr", "mrs", "info", "region", "rings", "stats"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) && o != 0 {
