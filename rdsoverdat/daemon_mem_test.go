@@ -21,18 +21,7 @@ func TestDaemonRegionOutlivesClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := cli.b.(*daemonSocket)
-	var dc *daemonConn
-	d.mu.Lock()
-	for c := range d.conns {
-		if c.s.BoundAddr() == k.boundAddr() {
-			dc = c
-		}
-	}
-	d.mu.Unlock()
-	if dc == nil {
-		t.Fatal("no daemon connection for the socket")
-	}
+	dc := daemonConnOf(cli.b.(*daemonSocket))
 	tab := dc.mem.t
 	sk := dc.s.b.(*sock)
 

@@ -14,7 +14,7 @@ import (
 )
 
 // Wake-ups. A side about to sleep sets its waiting flag in the header,
-// looks at the ring again, and only then blocks reading its eventfd; the
+// looks at the ring again, and only then sleeps on its eventfd; the
 // other side, after publishing a position, reads the flag and writes the
 // eventfd only when it is set, clearing it with a compare-and-swap so
 // that one sleep costs one write. The flag store and the position load
