@@ -50,6 +50,18 @@ func BenchmarkDaemonTCPRTT64(b *testing.B) {
 	w.report(b, a, r)
 }
 
+// BenchmarkDaemonTCPDrain64 is the receive path alone: a receiver
+// draining a queue of 64 B messages that is already full (filled
+// untimed, 20000 messages at a time), against BenchmarkRDSTCPDrain64.
+// cpu-ns/op is the CPU of both processes' sides of a receive.
+func BenchmarkDaemonTCPDrain64(b *testing.B) {
+	a, r := daemonBenchPair(b)
+	benchDrainOn(b, a, r, func() int {
+		_, n := daemonSide(r.b.(*daemonSocket)).buffered()
+		return n
+	})
+}
+
 // wakeups counts the ring wake-ups (eventfd writes) of daemon sockets'
 // connections, both ends.
 type wakeups uint64
