@@ -138,6 +138,50 @@ func benchRTTOn(b *testing.B, a, r *Socket) {
 	u.report(b)
 }
 
+// BenchmarkRDSTCPDrain64 times a receiver draining a full queue of 64 B
+// messages (BenchmarkDaemonTCPDrain64's baseline).
+func BenchmarkRDSTCPDrain64(b *testing.B) {
+	a, r := benchPair(b, tcpBenchCfg)
+	benchDrainOn(b, a, r, func() int { _, n := r.b.(*sock).buffered(); return n })
+}
+
+// benchDrainOn sends b.N 64 B messages from a to r in rounds of at most
+// 20000, waits untimed until queued (queued: r's bytes waiting), and
+// times r receiving them.
+func benchDrainOn(b *testing.B, a, r *Socket, queued func() int) {
+	msg := make([]byte, 64)
+	m := Msg{Data: make([]byte, 64)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.StopTimer()
+	var cpu time.Duration
+	for done := 0; done < b.N; {
+		n := min(b.N-done, 20000)
+		for range n {
+			if _, err := a.SendTo(msg, r.BoundAddr(), 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for end := time.Now().Add(time.Minute); queued() < n*len(msg); {
+			if time.Now().After(end) {
+				b.Fatalf("%d of %d bytes queued", queued(), n*len(msg))
+			}
+			time.Sleep(time.Millisecond)
+		}
+		b.StartTimer()
+		u := usageNow()
+		for range n {
+			if _, err := r.RecvMsg(&m, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu += usageNow().cpu - u.cpu
+		b.StopTimer()
+		done += n
+	}
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+}
+
 var tcpBenchCfg = Config{Transports: []Transport{TCP(TCPConfig{})}}
 
 func BenchmarkRDSTCPRate64(b *testing.B)  { benchStream(b, tcpBenchCfg, 64) }

@@ -9,7 +9,8 @@ import (
 
 // Receives handed ahead (docs/RDSD.md). When the daemon answers a
 // receive with a message and more are queued, it writes them to the
-// client too, before the reply, as OpRecv replies with ID 0; the client
+// client too, before the reply, as one OpRecv reply with ID 0 carrying
+// a batch of them (rdsdproto's ahead.go); the client
 // keeps them in order and its next receives take them with no request.
 // They remain the socket's until the client reports them read (a credit:
 // an OpRecv request with ID 0, recvCredit and the count of handed
@@ -103,7 +104,7 @@ func (dc *daemonConn) credit(r rdsdproto.Record) error {
 }
 
 // handAhead writes the messages queued on the socket to the client,
-// within the client's allowance.
+// within the client's allowance, as one batch.
 func (dc *daemonConn) handAhead() error {
 	sk, ok := dc.s.b.(*sock)
 	if !ok {
@@ -111,32 +112,41 @@ func (dc *daemonConn) handAhead() error {
 	}
 	l := &dc.ahead
 	if l.buf == nil {
-		l.buf = make([]byte, aheadBytes)
+		l.buf = make([]byte, aheadBytes+aheadMsgs*rdsdproto.AheadHeaderLen)
 	}
-	var hb [rdsdproto.HeaderLen]byte
-	for {
-		l.mu.Lock()
-		n, room := len(l.lens)-l.head, aheadBytes-l.bytes
-		l.mu.Unlock()
-		if n >= aheadMsgs || room < 0 || dc.dying.Load() {
-			return nil
-		}
-		got, from, ok := sk.takeAhead(l.buf[:room])
+	l.mu.Lock()
+	held, room := len(l.lens)-l.head, aheadBytes-l.bytes
+	l.mu.Unlock()
+	body, count, bytes := l.buf[:0], 0, 0
+	for held+count < aheadMsgs && room-bytes > 0 && !dc.dying.Load() {
+		at := len(body) + rdsdproto.AheadHeaderLen
+		got, from, ok := sk.takeAhead(l.buf[at : at+room-bytes])
 		if !ok {
-			return nil
+			break
 		}
-		l.mu.Lock()
-		l.lens = append(l.lens, got)
-		l.bytes += got
-		l.sent++
-		l.mu.Unlock()
-		h := rdsdproto.New(hb[:], rdsdproto.OpRecv, 0, 0)
-		h.SetFlags(rdsdproto.FlagReply)
-		h.SetN(uint32(got))
-		h.SetB(uint64(got))
-		h.SetAddrPort(from)
-		if err := dc.c.Write(h, l.buf[:got]); err != nil {
-			return err
-		}
+		rdsdproto.AheadEntry(l.buf[len(body):at]).Set(got, from)
+		body = l.buf[:at+got]
+		count++
+		bytes += got
 	}
+	if count == 0 {
+		return nil
+	}
+	// Counted before the client can see them, so that its credits
+	// never run ahead of the ledger.
+	l.mu.Lock()
+	for at := 0; at < len(body); {
+		n := int(rdsdproto.AheadEntry(body[at:]).Len())
+		l.lens = append(l.lens, n)
+		at += rdsdproto.AheadHeaderLen + n
+	}
+	l.bytes += bytes
+	l.sent += uint64(count)
+	l.mu.Unlock()
+	var hb [rdsdproto.HeaderLen]byte
+	h := rdsdproto.New(hb[:], rdsdproto.OpRecv, 0, 0)
+	h.SetFlags(rdsdproto.FlagReply)
+	h.SetB(uint64(len(body)))
+	h.SetC(uint64(count))
+	return dc.c.Write(h, body)
 }

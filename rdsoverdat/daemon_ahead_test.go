@@ -200,15 +200,21 @@ func TestDaemonHeldAfterMonitor(t *testing.T) {
 	}
 }
 
-// FuzzHeld hands arbitrary records to a client as messages ahead: it
-// keeps a well-formed one, which a receive returns whole, and refuses
-// the rest.
+// FuzzHeld hands arbitrary records to a client as a batch of messages
+// ahead: it keeps a well-formed one, whose messages receives return
+// whole and in order, and refuses the rest, keeping none of it.
 func FuzzHeld(f *testing.F) {
-	ok := rdsdproto.New(nil, rdsdproto.OpRecv, 0, 3)
+	var body []byte
+	for i, s := range []string{"one", "", "three"} {
+		e := make([]byte, rdsdproto.AheadHeaderLen)
+		rdsdproto.AheadEntry(e).Set(len(s), netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(9+i)))
+		body = append(append(body, e...), s...)
+	}
+	ok := rdsdproto.New(nil, rdsdproto.OpRecv, 0, len(body))
 	ok.SetFlags(rdsdproto.FlagReply)
-	ok.SetN(3)
-	ok.SetB(3)
-	ok.SetAddrPort(netip.MustParseAddrPort("127.0.0.1:9"))
+	ok.SetB(uint64(len(body)))
+	ok.SetC(3)
+	copy(ok.Body(), body)
 	f.Add([]byte(ok))
 	f.Add([]byte(rdsdproto.New(nil, rdsdproto.OpRecv, 0, 0)))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -223,10 +229,21 @@ func FuzzHeld(f *testing.F) {
 			}
 			return
 		}
-		m := Msg{Data: make([]byte, len(r.Body()))}
-		n, got := k.takeHeld(&m, 0, false)
-		if !got || n != len(r.Body()) || !bytes.Equal(m.Data, r.Body()) || m.Addr != r.AddrPort() {
-			t.Fatalf("kept record read back as %d %v %x from %v", n, got, m.Data, m.Addr)
+		n := 0
+		for rest := r.Body(); len(rest) > 0; n++ {
+			from, data, next, err := rdsdproto.NextAhead(rest)
+			if err != nil {
+				t.Fatalf("kept a batch whose message %d is malformed: %v", n, err)
+			}
+			rest = next
+			m := Msg{Data: make([]byte, len(data))}
+			got, ok := k.takeHeld(&m, 0, false)
+			if !ok || got != len(data) || !bytes.Equal(m.Data, data) || m.Addr != from {
+				t.Fatalf("message %d read back as %d %v %x from %v", n, got, ok, m.Data, m.Addr)
+			}
+		}
+		if uint64(n) != r.C() || heldCount(&Socket{b: k}) != 0 {
+			t.Fatalf("kept %d messages of a batch of %d, %d left", n, r.C(), heldCount(&Socket{b: k}))
 		}
 	})
 }

@@ -31,17 +31,56 @@ func daemonBenchPair(b *testing.B) (a, r *Socket) {
 
 func BenchmarkDaemonTCPRate64(b *testing.B) {
 	a, r := daemonBenchPair(b)
+	w := wakeupsNow(a, r)
 	benchStreamOn(b, a, r, 64)
+	w.report(b, a, r)
 }
 
 func BenchmarkDaemonTCPTput64K(b *testing.B) {
 	a, r := daemonBenchPair(b)
+	w := wakeupsNow(a, r)
 	benchStreamOn(b, a, r, 64<<10)
+	w.report(b, a, r)
 }
 
 func BenchmarkDaemonTCPRTT64(b *testing.B) {
 	a, r := daemonBenchPair(b)
+	w := wakeupsNow(a, r)
 	benchRTTOn(b, a, r)
+	w.report(b, a, r)
+}
+
+// BenchmarkDaemonTCPDrain64 is the receive path alone: a receiver
+// draining a queue of 64 B messages that is already full (filled
+// untimed, 20000 messages at a time), against BenchmarkRDSTCPDrain64.
+// cpu-ns/op is the CPU of both processes' sides of a receive.
+func BenchmarkDaemonTCPDrain64(b *testing.B) {
+	a, r := daemonBenchPair(b)
+	benchDrainOn(b, a, r, func() int {
+		_, n := daemonSide(r.b.(*daemonSocket)).buffered()
+		return n
+	})
+}
+
+// wakeups counts the ring wake-ups (eventfd writes) of daemon sockets'
+// connections, both ends.
+type wakeups uint64
+
+func wakeupsNow(socks ...*Socket) wakeups {
+	var n uint64
+	for _, s := range socks {
+		k := s.b.(*daemonSocket)
+		tx, rx := k.c.RingStats()
+		n += tx.Signals + rx.Signals
+		dtx, drx := daemonConnOf(k).c.RingStats()
+		n += dtx.Signals + drx.Signals
+	}
+	return wakeups(n)
+}
+
+// report reports the wake-ups since w per iteration of b (wakeups/op).
+func (w wakeups) report(b *testing.B, socks ...*Socket) {
+	b.ReportMetric(float64(wakeupsNow(socks...)-w)/float64(b.N), "wakeups/op")
 }
 
 // A send and a receive through the daemon allocate nothing in steady

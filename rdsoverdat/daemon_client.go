@@ -24,8 +24,8 @@ import (
 // away, every call, blocked or later, fails with ErrDaemonLost.
 //
 // Differences from the in-process backend:
-//   - Stack.Info is the daemon's (the host's view); NodeStats reports
-//     nothing (false), as on a kernel Stack.
+//   - Stack.Info and NodeStats are the daemon's (the host's view), as
+//     rds-info shows them.
 //   - RDMA memory (GetMR, RDMAMap, RDMAArgs' local buffers) must come
 //     from Socket.SharedMem, which the daemon maps too: other memory
 //     fails with ErrNotShared where the transport would use it.

@@ -269,6 +269,16 @@ func (dc *daemonConn) handle(r rdsdproto.Record) error {
 			return err
 		}
 		return dc.replyTo(h, nil, b)
+	case rdsdproto.OpStats:
+		ns, ok := dc.d.st.NodeStats(r.AddrPort().Addr())
+		if !ok {
+			return dc.replyTo(h, eADDRNOTAVAIL)
+		}
+		b, err := json.Marshal(ns)
+		if err != nil {
+			return err
+		}
+		return dc.replyTo(h, nil, b)
 	}
 	return rdsdproto.ErrOp
 }
@@ -306,10 +316,17 @@ func (dc *daemonConn) send(r, h rdsdproto.Record) error {
 	}
 	cookie := noCookie // an RDMA_MAP's cookie goes in its own variable
 	for i, c := range m.Control {
-		if mp, ok := c.(RDMAMap); ok {
+		switch x := c.(type) {
+		case RDMAMap:
 			cookie = new(Cookie)
-			mp.CookieAddr = cookie
-			m.Control[i] = mp
+			x.CookieAddr = cookie
+			m.Control[i] = x
+		case RDMAArgs:
+			// The op's message holds the client's regions until it is
+			// freed: the transport may still reach its local buffers
+			// after the client went (daemonMem.close).
+			x.pin = dc.mem.t
+			m.Control[i] = x
 		}
 	}
 	if !shared && dc.rdmaCapable() {

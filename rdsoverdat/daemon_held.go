@@ -35,27 +35,43 @@ type heldMsg struct {
 	from netip.AddrPort
 }
 
-// hold keeps a message the daemon handed ahead (the reader).
+// hold keeps a batch of messages the daemon handed ahead (the reader):
+// all of them, or none if the batch is malformed.
 func (k *daemonSocket) hold(r rdsdproto.Record) error {
 	body := r.Body()
-	if r.Flags() != rdsdproto.FlagReply || r.Code() != rdsdproto.CodeOK || r.A() != 0 || r.C() != 0 ||
-		r.B() != uint64(len(body)) || uint64(r.N()) != r.B() {
+	if r.Flags() != rdsdproto.FlagReply || r.Code() != rdsdproto.CodeOK || r.A() != 0 || r.N() != 0 ||
+		r.B() != uint64(len(body)) || r.C() == 0 || r.C() > uint64(len(body)/rdsdproto.AheadHeaderLen) ||
+		r.AddrPort() != netip.AddrPortFrom(netip.IPv4Unspecified(), 0) {
+		return rdsdproto.ErrBody
+	}
+	n := 0
+	for rest := body; len(rest) > 0; n++ {
+		var err error
+		if _, _, rest, err = rdsdproto.NextAhead(rest); err != nil {
+			return err
+		}
+	}
+	if uint64(n) != r.C() {
 		return rdsdproto.ErrBody
 	}
 	k.mu.Lock()
 	q := &k.held
-	var buf []byte
-	if n := len(q.free); n > 0 {
-		buf = q.free[n-1][:0]
-		q.free[n-1] = nil
-		q.free = q.free[:n-1]
+	if q.head > 0 && len(q.msgs)+n > cap(q.msgs) {
+		m := copy(q.msgs, q.msgs[q.head:])
+		clear(q.msgs[m:])
+		q.msgs, q.head = q.msgs[:m], 0
 	}
-	if q.head > 0 && len(q.msgs) == cap(q.msgs) {
-		n := copy(q.msgs, q.msgs[q.head:])
-		clear(q.msgs[n:])
-		q.msgs, q.head = q.msgs[:n], 0
+	for rest := body; len(rest) > 0; {
+		from, data, next, _ := rdsdproto.NextAhead(rest)
+		rest = next
+		var buf []byte
+		if f := len(q.free); f > 0 {
+			buf = q.free[f-1][:0]
+			q.free[f-1] = nil
+			q.free = q.free[:f-1]
+		}
+		q.msgs = append(q.msgs, heldMsg{data: append(buf, data...), from: from})
 	}
-	q.msgs = append(q.msgs, heldMsg{data: append(buf, body...), from: r.AddrPort()})
 	k.mu.Unlock()
 	return nil
 }

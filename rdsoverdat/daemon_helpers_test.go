@@ -13,6 +13,12 @@ var testDaemons sync.Map
 // tests that look inside the core: the daemon's connection whose socket
 // is bound where k is.
 func daemonSide(k *daemonSocket) *sock {
+	return daemonConnOf(k).s.b.(*sock)
+}
+
+// daemonConnOf returns the daemon's connection of a bound client
+// socket.
+func daemonConnOf(k *daemonSocket) *daemonConn {
 	v, ok := testDaemons.Load(k.stack)
 	if !ok {
 		panic("daemon socket of no test daemon")
@@ -23,7 +29,7 @@ func daemonSide(k *daemonSocket) *sock {
 	defer d.mu.Unlock()
 	for dc := range d.conns {
 		if dc.s.BoundAddr() == want {
-			return dc.s.b.(*sock)
+			return dc
 		}
 	}
 	panic("no daemon socket bound at " + want.String())

@@ -62,6 +62,9 @@ func (dm *daemonMem) at(m rdsdproto.Mem) (b []byte, shared bool, err error) {
 	return b, true, nil
 }
 
-// close unmaps every region. The core holds no reference by then: the
-// socket, and with it every mapping and op, is closed first.
+// close drops every region. The socket is closed first, which frees
+// its MRs (a transport waits for the ops on a freed MR); a message of
+// an op that the transport may still run on the client's memory holds
+// the table (RDMAArgs.pin), and the regions stay mapped until it is
+// freed.
 func (dm *daemonMem) close() { dm.t.Close() }

@@ -109,6 +109,9 @@ func (m *message) release() {
 	case r < 0:
 		panic("rdsoverdat: message released twice")
 	}
+	if m.rdma != nil && m.rdma.pin != nil {
+		m.rdma.pin.Release()
+	}
 	buf := m.buf
 	*m = message{buf: buf[:0]}
 	switch c := cap(buf); {

@@ -179,6 +179,10 @@ type rdmaOpArgs struct {
 	raddr  uint64
 	n      int
 	local  [][]byte
+	// pin, if set, keeps local mapped: the op's message holds it from
+	// init until it is freed, the last moment a transport may touch
+	// local (it holds the message while a work request is posted).
+	pin memPin
 
 	sock   *sock
 	token  uint64
@@ -187,10 +191,20 @@ type rdmaOpArgs struct {
 	stats  *nodeCounters // the sending node's, counting outcomes
 }
 
+// memPin keeps memory that is not the Go heap's mapped (a daemon
+// client's shared region, shmring.RegionTable) while an op may reach it.
+type memPin interface {
+	Hold()
+	Release()
+}
+
 // init makes o the op of args; args.local is copied.
 func (o *rdmaOp) init(args *rdmaOpArgs) {
 	o.rdmaOpArgs = *args
 	o.local = append(o.localBuf[:0], args.local...)
+	if o.pin != nil {
+		o.pin.Hold()
+	}
 	o.outcome.Store(0)
 	o.check = xport.OpCheck{}
 	if o.silent {

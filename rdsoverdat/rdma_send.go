@@ -38,6 +38,10 @@ type RDMAArgs struct {
 	Local       [][]byte
 	Flags       RDMAFlags // RDMAReadWrite, RDMAFence, RDMANotifyMe, RDMASilent
 	UserToken   uint64
+
+	// pin, set by a daemon for a client's shared memory, keeps Local
+	// mapped while the op's message lives (rdmaOp.pin).
+	pin memPin
 }
 
 // RDMANotify is RDS_CMSG_RDMA_STATUS (struct rds_rdma_notify, receive):
@@ -190,6 +194,7 @@ func (s *sock) rdmaOp(args *RDMAArgs, conn *connection, rc rdmaCapable, payload 
 		raddr:  conn.rdmaAddrs.get(c.RKey()) + uint64(c.Offset()) + args.RemoteAddr,
 		n:      int(total),
 		local:  args.Local,
+		pin:    args.pin,
 		sock:   s,
 		token:  args.UserToken,
 		notify: args.Flags&RDMANotifyMe != 0,

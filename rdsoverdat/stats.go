@@ -54,8 +54,13 @@ type NodeStats struct {
 
 // NodeStats returns the counters of the node of local address addr;
 // false if no socket of the stack has bound to it, which is always the
-// case on a kernel stack (rds-info -c shows the kernel's).
+// case on a kernel stack (rds-info -c shows the kernel's). On a daemon
+// Stack they are the daemon's node's, the host's, as rds-info shows
+// them; false if the daemon has no node there or cannot be reached.
 func (st *Stack) NodeStats(addr netip.Addr) (NodeStats, bool) {
+	if st.cfg.Daemon != "" {
+		return st.daemonNodeStats(addr)
+	}
 	n := st.nodeAt(addr)
 	if n == nil {
 		return NodeStats{}, false
@@ -64,8 +69,14 @@ func (st *Stack) NodeStats(addr netip.Addr) (NodeStats, bool) {
 }
 
 // NodeStats returns the counters of the node s is bound on; false if it
-// is unbound or a kernel socket.
+// is unbound or a kernel socket. A daemon socket's node is the daemon's.
 func (s *Socket) NodeStats() (NodeStats, bool) {
+	if k, ok := s.b.(*daemonSocket); ok {
+		if b := k.boundAddr(); b.IsValid() {
+			return k.stack.daemonNodeStats(b.Addr())
+		}
+		return NodeStats{}, false
+	}
 	n := s.b.boundNode()
 	if n == nil {
 		return NodeStats{}, false

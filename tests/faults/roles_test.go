@@ -397,7 +397,9 @@ func roleSend() error {
 	}
 	snapshot := func(kind string) report {
 		var ns rdsoverdat.NodeStats
-		ns, _ = st.NodeStats(c.Local)
+		if c.Daemon == "" { // a daemon's counters are the host's: every client's together
+			ns, _ = st.NodeStats(c.Local)
+		}
 		unacked := 0
 		for _, s := range socks {
 			snd, _ := s.Buffered()

@@ -61,6 +61,17 @@ func (c *Conn) UseRings(tx, rx *shmring.Ring) {
 	c.wmu.Unlock()
 }
 
+// RingStats returns the wake-up counts of this end's rings (zero
+// without rings).
+func (c *Conn) RingStats() (tx, rx shmring.Stats) {
+	c.ringMu.Lock()
+	defer c.ringMu.Unlock()
+	if c.rx == nil {
+		return
+	}
+	return c.tx.Stats(), c.rx.Stats()
+}
+
 // Rings reports whether UseRings was called.
 func (c *Conn) Rings() bool { return c.rx != nil }
 

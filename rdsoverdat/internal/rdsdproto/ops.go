@@ -21,9 +21,10 @@ const (
 	// handed ahead) → N (recvmsg's result), A (msg flags), AddrPort
 	// (sender), B (payload bytes in the body), C (bytes of control
 	// messages at the body's start), body; or CodeAhead (the client holds
-	// the message). With ID 0: a reply is a message handed ahead of the
-	// receives, a request a credit (B marks it, C counts the handed
-	// messages read so far) with no reply.
+	// the message). With ID 0: a reply is a batch of messages handed
+	// ahead of the receives (C messages, B body bytes; ahead.go), a
+	// request a credit (B marks it, C counts the handed messages read so
+	// far) with no reply.
 	OpRecv
 	// OpSetOption: A (OptionCode), B, C (values), AddrPort
 	// (CancelSentTo) → nothing.
@@ -56,12 +57,16 @@ const (
 	// the ring the daemon writes (shmring) → nothing, on the socket.
 	// Every later record without descriptors travels in the rings.
 	OpRings
+	// OpStats: AddrPort (its address names a node) → body (the
+	// daemon's NodeStats of that node as JSON); EADDRNOTAVAIL when the
+	// daemon has no node there.
+	OpStats
 
 	opEnd
 )
 
 var opNames = [...]string{"", "bind", "close", "deadline", "send", "recv", "setsockopt", "getsockopt",
-	"poll", "wait", "cancel", "buffered", "get_mr", "free_mr", "mrs", "info", "region", "rings"}
+	"poll", "wait", "cancel", "buffered", "get_mr", "free_mr", "mrs", "info", "region", "rings", "stats"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) && o != 0 {

@@ -41,8 +41,9 @@ const (
 	// an RDS message (1 MiB) plus its control messages.
 	MaxMessage = 1<<20 + 64<<10
 
-	// Version is the protocol version every record carries.
-	Version = 1
+	// Version is the protocol version every record carries; 2 hands
+	// messages ahead in batches (ahead.go).
+	Version = 2
 )
 
 // Flags of a record.

@@ -129,3 +129,65 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAhead splits arbitrary batch bodies: every message it returns
+// lies inside the body and the walk ends, on the body's end or an error.
+func FuzzAhead(f *testing.F) {
+	var body []byte
+	for i, s := range []string{"one", "", "three"} {
+		e := make([]byte, AheadHeaderLen)
+		AheadEntry(e).Set(len(s), netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(i)}), uint16(i)))
+		body = append(append(body, e...), s...)
+	}
+	f.Add(body)
+	f.Add(body[:AheadHeaderLen+1])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rest := b
+		for len(rest) > 0 {
+			_, data, next, err := NextAhead(rest)
+			if err != nil {
+				return
+			}
+			if len(next) >= len(rest) || len(data)+AheadHeaderLen+len(next) != len(rest) {
+				t.Fatalf("split %d bytes into %d + %d", len(rest), len(data), len(next))
+			}
+			rest = next
+		}
+	})
+}
+
+func TestAheadRoundTrip(t *testing.T) {
+	from := netip.MustParseAddrPort("10.1.2.3:4000")
+	var body []byte
+	for _, s := range []string{"first", "", "third message"} {
+		e := make([]byte, AheadHeaderLen)
+		AheadEntry(e).Set(len(s), from)
+		body = append(append(body, e...), s...)
+	}
+	var got []string
+	for rest := body; len(rest) > 0; {
+		f, data, next, err := NextAhead(rest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f != from {
+			t.Fatalf("sender %v, want %v", f, from)
+		}
+		got = append(got, string(data))
+		rest = next
+	}
+	if len(got) != 3 || got[0] != "first" || got[1] != "" || got[2] != "third message" {
+		t.Fatalf("messages %q", got)
+	}
+	bad := bytes.Clone(body)
+	bad[10] = 1
+	if _, _, _, err := NextAhead(bad); !errors.Is(err, ErrBody) {
+		t.Errorf("reserved bits: %v", err)
+	}
+	if _, _, _, err := NextAhead(body[:AheadHeaderLen+2]); !errors.Is(err, ErrBody) {
+		t.Errorf("a message past the body: %v", err)
+	}
+	if _, _, _, err := NextAhead(body[:5]); !errors.Is(err, ErrBody) {
+		t.Errorf("a header cut short: %v", err)
+	}
+}

@@ -19,7 +19,9 @@
 // that the daemon maps too (RegionTable) and registers with verbs, so
 // that the daemon reaches a client's buffer by (region id, offset,
 // length). Memory outside a region the daemon was given is refused
-// (ErrNotShared).
+// (ErrNotShared). An operation that may outlive the client's regions
+// (an RDMA op already posted) holds the table, which keeps them mapped
+// until it is done.
 //
 // The peer may be hostile. Every shared memfd must be sealed against
 // shrinking (a shrunk file would make accesses fault); every index and

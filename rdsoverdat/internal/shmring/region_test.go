@@ -173,3 +173,70 @@ func TestRegionTable(t *testing.T) {
 		t.Errorf("Add after Close: %v", err)
 	}
 }
+
+// A held table keeps the mappings that Remove and Close drop until the
+// last Release: an op still posted on a client's memory after the
+// client went reads and writes it rather than fault.
+func TestRegionTableHold(t *testing.T) {
+	g, err := NewRegion(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	g2, err := NewRegion(1 << 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g2.Close()
+	tab := NewRegionTable(4, 1<<20)
+	for _, r := range []*Region{g, g2} {
+		if err := tab.Add(r.ID(), r.File()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := int64(g.Size() + g2.Size())
+	if got := tab.Mapped(); got != all {
+		t.Fatalf("Mapped %d, want %d", got, all)
+	}
+	d, err := tab.Bytes(g.ID(), 100, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := tab.Bytes(g2.ID(), 0, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab.Hold()
+	tab.Hold()
+	if err := tab.Remove(g2.ID()); err != nil {
+		t.Fatal(err)
+	}
+	tab.Close()
+	if _, err := tab.Bytes(g.ID(), 100, 64); !errors.Is(err, ErrNotShared) {
+		t.Fatalf("Bytes after Close: %v", err)
+	}
+	if got := tab.Mapped(); got != all {
+		t.Fatalf("Mapped %d while held, want %d", got, all)
+	}
+	// The late accesses of a held op: a fault here would kill the test.
+	copy(d, "late write")
+	copy(d2, "late")
+	b := g.mem[100:110]
+	if string(b) != "late write" {
+		t.Fatalf("client sees %q", b)
+	}
+	tab.Release()
+	if got := tab.Mapped(); got != all {
+		t.Fatalf("Mapped %d with one hold left, want %d", got, all)
+	}
+	tab.Release()
+	if got := tab.Mapped(); got != 0 {
+		t.Fatalf("Mapped %d after the last Release", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a Release without Hold did not panic")
+		}
+	}()
+	tab.Release()
+}

@@ -14,8 +14,9 @@ import (
 // connection.
 //
 // A RegionTable is safe for concurrent use. A slice from Bytes or Mem is
-// valid until Remove or Close of its region: deregister and finish what
-// uses it first.
+// valid until Remove or Close of its region, or, for an operation that
+// may outlive them (an RDMA op the transport posted before the client
+// went), until the last Release of a Hold taken while it was valid.
 type RegionTable struct {
 	mu         sync.RWMutex
 	regions    map[uint64][]byte
@@ -23,6 +24,12 @@ type RegionTable struct {
 	maxBytes   int64
 	bytes      int64
 	closed     bool
+	// holds counts the operations that may still reach the mappings;
+	// while it is not zero, Remove and Close leave what they drop in
+	// doomed, unmapped by the last Release.
+	holds  int
+	doomed [][]byte
+	mapped int64 // bytes mapped, doomed ones included
 }
 
 // NewRegionTable returns a table holding at most maxRegions regions of
@@ -66,6 +73,7 @@ func (t *RegionTable) Add(id uint64, f *os.File) error {
 	}
 	t.regions[id] = mem
 	t.bytes += size
+	t.mapped += size
 	return nil
 }
 
@@ -105,7 +113,7 @@ func (t *RegionTable) Remove(id uint64) error {
 	}
 	delete(t.regions, id)
 	t.bytes -= int64(len(mem))
-	closeAll(mem)
+	t.unmap(mem)
 	return nil
 }
 
@@ -118,9 +126,59 @@ func (t *RegionTable) Close() error {
 	}
 	t.closed = true
 	for id, mem := range t.regions {
-		closeAll(mem)
+		t.unmap(mem)
 		delete(t.regions, id)
 	}
 	t.bytes = 0
 	return nil
+}
+
+// Hold keeps every mapping of the table, those Remove or Close drop
+// included, until the matching Release: an operation that may reach a
+// client's memory after the client is gone (a posted RDMA op of a
+// canceled message) holds the table, so that its late access reads or
+// writes memory that is still mapped instead of faulting. Take it while
+// the slices it covers are valid.
+func (t *RegionTable) Hold() {
+	t.mu.Lock()
+	t.holds++
+	t.mu.Unlock()
+}
+
+// Release ends a Hold; the last one unmaps what Remove and Close
+// dropped meanwhile.
+func (t *RegionTable) Release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.holds <= 0 {
+		panic("shmring: RegionTable.Release without Hold")
+	}
+	t.holds--
+	if t.holds > 0 {
+		return
+	}
+	for i, mem := range t.doomed {
+		t.mapped -= int64(len(mem))
+		closeAll(mem)
+		t.doomed[i] = nil
+	}
+	t.doomed = t.doomed[:0]
+}
+
+// Mapped returns the bytes of client memory the table keeps mapped:
+// its regions, and those Remove or Close dropped while held.
+func (t *RegionTable) Mapped() int64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.mapped
+}
+
+// unmap drops mem now, or at the last Release while held (t.mu held).
+func (t *RegionTable) unmap(mem []byte) {
+	if t.holds > 0 {
+		t.doomed = append(t.doomed, mem)
+		return
+	}
+	t.mapped -= int64(len(mem))
+	closeAll(mem)
 }

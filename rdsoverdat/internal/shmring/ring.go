@@ -176,16 +176,16 @@ func newRing(mem []byte, c uint64, memf *os.File, dataEv, spaceEv *evfd) *Ring {
 		resvN:   -1,
 	}
 	r.refs.Store(1)
-	dataEv.unsignalled = func() bool { return r.sh.consWait.Load() == 1 }
+	dataEv.taken = func() bool { return r.sh.consWait.Load() != 1 }
+	spaceEv.taken = func() bool { return r.sh.prodWait.Load() == 0 }
 	for _, e := range []*evfd{dataEv, spaceEv} {
+		flag := r.sh.consWait
+		if e == spaceEv {
+			flag = r.sh.prodWait
+		}
 		e.kick = func() {
 			if r.acquire() {
-				if e == dataEv {
-					// A signal with the flag still set would be skipped by
-					// a wait's first look (unsignalled) and, written before
-					// that wait armed the netpoller, lost.
-					r.sh.consWait.Store(0)
-				}
+				flag.Store(0) // for a wait whose first look is still to come
 				e.signal()
 				r.release()
 			}
@@ -222,7 +222,10 @@ func (r *Ring) Close() error {
 		return ErrClosed
 	}
 	r.sh.closed.Store(1)
-	r.sh.consWait.Store(0) // so that the peer's first look reads the signal (kick)
+	// Taken flags, so that a peer's wait whose first look is still to
+	// come ends on them (wait.go).
+	r.sh.consWait.Store(0)
+	r.sh.prodWait.Store(0)
 	r.dataEv.signal()
 	r.spaceEv.signal()
 	r.dataEv.interrupt()

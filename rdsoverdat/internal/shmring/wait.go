@@ -14,7 +14,7 @@ import (
 )
 
 // Wake-ups. A side about to sleep sets its waiting flag in the header,
-// looks at the ring again, and only then blocks reading its eventfd; the
+// looks at the ring again, and only then sleeps on its eventfd; the
 // other side, after publishing a position, reads the flag and writes the
 // eventfd only when it is set, clearing it with a compare-and-swap so
 // that one sleep costs one write. The flag store and the position load
@@ -23,31 +23,40 @@ import (
 // store: a sleeper is never missed, and a busy stream, whose consumer
 // finds records without sleeping, makes no system call per record.
 //
-// The blocked read goes through Go's netpoller (the eventfd is
-// non-blocking), so no thread is parked in a system call. Close and
-// Shutdown interrupt it with a read deadline in the past, which a peer
-// cannot undo; a context's end interrupts it with a write to the
-// eventfd, which a hostile peer could steal by reading it, delaying only
-// its own client's call until Close or Shutdown.
+// The sleep is a wait for the eventfd's readiness in Go's netpoller,
+// which watches it edge-triggered: every write to the eventfd makes an
+// event, whatever its counter holds, so the counter is never read and
+// a wake-up costs the sleeper no system call of its own (reading it
+// would cost two: a poll first, since the peer shares the file's
+// status flags and could make it blocking). The netpoller forgets an
+// event that came before the wait began, so the wait's first look, made
+// once it is armed, asks the flag instead: a flag no longer set was
+// taken by a signal (or a context's kick, which clears it too), whose
+// write may have come too early to be seen. A look that finds it set
+// sleeps: the signal for it is written later, and wakes it. An event
+// left from an earlier sleep only makes a spurious wake-up, which the
+// caller tolerates. The counter only grows; a peer that fills it stops
+// its own writes, which only delays the wake-ups of its own ring, as
+// one that never signals does.
+//
+// Close and Shutdown interrupt a wait with a read deadline in the
+// past, which a peer cannot undo; a context's end interrupts it with a
+// write to the eventfd.
 
 // evfd is an eventfd, either made here or received from the peer.
 type evfd struct {
-	f    *os.File
-	fd   int // f's descriptor, for writes that must not go through f's locks
-	rc   syscall.RawConn
-	buf  [8]byte
-	read func(fd uintptr) bool // rc.Read's callback, made once
-	// kick signals the eventfd for a context's end; it holds a reference
-	// on the ring, as it may run after the waiting call returned.
+	f  *os.File
+	fd int // f's descriptor, for writes that must not go through f's locks
+	rc syscall.RawConn
+	// kick clears the flag and signals the eventfd for a context's end;
+	// it holds a reference on the ring, as it may run after the waiting
+	// call returned.
 	kick func()
-	// unsignalled, if set, reports that the peer has not signalled the
-	// sleep the caller announced (its waiting flag is still set): the
-	// first look of a wait then needs no system call, since a signal
-	// for this sleep, written later, wakes the netpoller anyway. A
-	// hostile peer that sets the flag itself only delays the wake-ups of
-	// its own ring, as one that never signals does.
-	unsignalled func() bool
-	fresh       bool // the next tryRead is a wait's first look
+	// taken reports that the waiting flag of this eventfd's sleeper is no
+	// longer set: its signal is written or on its way.
+	taken  func() bool
+	looked bool                  // the wait's first look was made
+	look   func(fd uintptr) bool // rc.Read's callback, made once
 }
 
 // one is the value a signal adds to an eventfd's counter.
@@ -102,7 +111,7 @@ func wrapEventfd(fd int) (*evfd, error) {
 		return nil, fmt.Errorf("shmring: eventfd: %w", err)
 	}
 	e.rc = rc
-	e.read = e.tryRead
+	e.look = e.lookOnce
 	return e, nil
 }
 
@@ -117,31 +126,15 @@ func (e *evfd) interrupt() {
 	e.f.SetReadDeadline(time.Unix(1, 0))
 }
 
-// tryRead drains the counter if it is non-zero. It polls first: the
-// peer shares the file's status flags and could have made it blocking,
-// and a read of a zero counter would then hold a thread.
-func (e *evfd) tryRead(fd uintptr) bool {
-	if e.fresh {
-		e.fresh = false
-		if e.unsignalled() {
-			return false
-		}
-	}
-	pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(pfd[:], 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err == nil && n == 0 {
-			// Not readable: the netpoller waits for the next write.
-			return false
-		}
-		// A peer reading the counter in between makes this fail with
-		// EAGAIN: a spurious wake-up, which the caller tolerates.
-		unix.Read(int(fd), e.buf[:])
+// lookOnce is rc.Read's callback: its first call, once the netpoller
+// is armed, ends the wait only if the flag was taken; the next, after
+// an event, ends it.
+func (e *evfd) lookOnce(uintptr) bool {
+	if e.looked {
 		return true
 	}
+	e.looked = true
+	return e.taken()
 }
 
 // wait blocks until the eventfd is signalled, ctx ends, or the wait is
@@ -156,8 +149,8 @@ func (e *evfd) wait(ctx context.Context) error {
 		stop := context.AfterFunc(ctx, e.kick)
 		defer stop()
 	}
-	e.fresh = e.unsignalled != nil
-	err := e.rc.Read(e.read)
+	e.looked = false
+	err := e.rc.Read(e.look)
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		return fmt.Errorf("shmring: eventfd wait: %w", err)
 	}
