@@ -146,6 +146,8 @@ type rdmaMR interface {
 	// Addr is the address peers name the MR's first byte with (0 for a
 	// zero-based MR). It travels with the cookie (wire.ExtRDMAAddr).
 	Addr() uint64
+	// Offset is the offset in the MR's cookie (xport.MR.Offset).
+	Offset() uint32
 	// Free revokes the MR: once it returns, no peer access succeeds.
 	// A transport that lets ops through by checking them with this node
 	// first (dat) waits for the ops it let through to end.

@@ -44,8 +44,9 @@ type memMR struct {
 	write bool
 }
 
-func (r *memMR) RKey() uint32 { return r.key }
-func (r *memMR) Addr() uint64 { return 0 } // zero based, like the kernel's MRs
+func (r *memMR) RKey() uint32   { return r.key }
+func (r *memMR) Addr() uint64   { return 0 } // zero based, like the kernel's MRs
+func (r *memMR) Offset() uint32 { return 0 }
 
 func (r *memMR) Free() error {
 	r.t.mu.Lock()

@@ -92,7 +92,7 @@ func (s *sock) getMR(mem []byte, flags RDMAFlags) (Cookie, error) {
 	if err != nil {
 		return 0, err
 	}
-	return MakeCookie(sm.mr.RKey(), 0), nil
+	return MakeCookie(sm.mr.RKey(), sm.mr.Offset()), nil
 }
 
 // registerMR is __rds_rdma_map: check the limits, register, and file

@@ -144,9 +144,9 @@ func (s *sock) rdmaPrepare(r *rdmaCmsgs, conn *connection, payload int, a *rdmaA
 		if err != nil {
 			return err
 		}
-		rkey := sm.mr.RKey()
-		a.mapped, a.cookie, a.cookieAddr = sm, MakeCookie(rkey, 0), r.mapArg.CookieAddr
-		a.addExt(wire.RDMADestExt(rkey, 0))
+		rkey, off := sm.mr.RKey(), sm.mr.Offset()
+		a.mapped, a.cookie, a.cookieAddr = sm, MakeCookie(rkey, off), r.mapArg.CookieAddr
+		a.addExt(wire.RDMADestExt(rkey, off))
 		if addr := sm.mr.Addr(); addr != 0 {
 			a.addExt(wire.RDMAAddrExt(addr))
 		}

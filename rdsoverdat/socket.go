@@ -259,9 +259,10 @@ func (s *Socket) Wait(ctx context.Context, want Events) (Events, error) {
 //
 // Send the cookie to the server with an RDMADest control message: with
 // it goes the address the mapping starts at (wire.ExtRDMAAddr), which a
-// transport addressing MRs by virtual address (dat) needs. A cookie
-// passed inside a message's payload reaches only zero-based mappings;
-// over dat the server's ops on it fail with a remote error.
+// transport addressing MRs by virtual address (dat over iWARP) needs. A
+// cookie passed inside a message's payload reaches only zero-based
+// mappings (dat on IB and RoCE, as the kernel's); over dat on iWARP the
+// server's ops on it fail with a remote error.
 func (s *Socket) GetMR(mem []byte, flags RDMAFlags) (Cookie, error) {
 	c, err := s.b.getMR(mem, flags)
 	if err != nil {

@@ -3,11 +3,17 @@ package rdsoverdat
 import "github.com/godapl/godapl/verbs/mem"
 
 // The zerocopy tests over the dat transport, on the in-memory verbs
-// provider and on soft-iWARP.
+// provider, on it posing as RoCE (the kernel's wire: zero-based mappings
+// named by their cookies' offsets) and on soft-iWARP.
 func init() {
 	rdmaRigs = append(rdmaRigs,
 		rigMaker{"dat-mem", func(t tb, lim RDMALimits) *rdmaRig {
 			return newDATRig(t, DATConfig{Registry: registryOn(mem.New()), IA: "mem", RDMA: lim})
+		}, ""},
+		rigMaker{"dat-roce", func(t tb, lim RDMALimits) *rdmaRig {
+			r := newDATRig(t, DATConfig{Registry: registryOn(roceProvider{mem.New()}), IA: "mem", RDMA: lim})
+			r.kernelWire = true
+			return r
 		}, ""},
 		rigMaker{"dat-siw", func(t tb, lim RDMALimits) *rdmaRig {
 			return newDATRig(t, DATConfig{RDMA: lim})

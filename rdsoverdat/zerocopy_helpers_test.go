@@ -48,6 +48,9 @@ type rdmaRig struct {
 	cliNode  netip.Addr
 	srvNode  netip.Addr
 	mem      *memRDMA // the in-memory transport, nil on others
+	// kernelWire: the dat transport speaks rds_rdma's wire, whose
+	// reconnection carries no ack (dp_ack_seq 0).
+	kernelWire bool
 
 	// Notifications a helper received while waiting for something else.
 	stashMu sync.Mutex

@@ -104,6 +104,12 @@ func expectAny(t tb, s *Socket) []byte {
 // op is notified exactly once and the status matches what the client got.
 func TestRDMAResetAfterDelivery(t *testing.T) {
 	forEachRig(t, RDMALimits{}, func(t *testing.T, r *rdmaRig) {
+		if r.kernelWire {
+			// As between kernels: the new connection's dp_ack_seq is 0,
+			// so an op whose message arrived but was not yet acked is
+			// DROPPED (docs/RDS-IB.md, sections 2 and 7).
+			t.Skip("on rds_rdma's wire a reconnection acknowledges nothing")
+		}
 		const ops = 32
 		const size = 4 << 10
 		rounds := 12

@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"os"
 	"strings"
 	"unsafe"
 )
@@ -57,6 +58,15 @@ type PD interface {
 	// Dereg. Go heap memory never moves, so any []byte works for software
 	// providers; hardware providers want memory from AllocMem.
 	RegMR(buf []byte, access Access) (MR, error)
+	// RegMRAt registers buf as RegMR does, but with its first byte at
+	// address iova of the MR's address space (ibv_reg_mr_iova2): SGEs
+	// and the peer's RDMA requests name buf[i] as iova+i, and
+	// nothing else. A peer that names memory by offset (a zero-based
+	// region, as the kernel's fast registrations are) needs it. iova
+	// must sit at buf's offset within a page (IOVAValid), which is what
+	// the kernel's verbs require of every device; ErrInvalidArgument
+	// otherwise.
+	RegMRAt(buf []byte, iova uint64, access Access) (MR, error)
 	// AllocMW allocates an unbound memory window.
 	AllocMW() (MW, error)
 	// CreateQP creates a reliable-connected queue pair in state RESET.
@@ -109,6 +119,19 @@ func AddrOf(b []byte) uint64 {
 	}
 	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
 }
+
+// IOVAValid reports whether buf may be registered at iova (PD.RegMRAt):
+// iova has buf's offset within a page, and the range does not wrap.
+func IOVAValid(buf []byte, iova uint64) bool {
+	page := uint64(os.Getpagesize())
+	return iova%page == AddrOf(buf)%page && iova+uint64(len(buf)) >= iova
+}
+
+// ZeroBased returns the address of buf's first byte in a region that
+// starts at 0 at the beginning of buf's first page: the iova with which
+// PD.RegMRAt registers buf the way the kernel's fast registrations map
+// memory, addressed by offset from that page.
+func ZeroBased(buf []byte) uint64 { return AddrOf(buf) % uint64(os.Getpagesize()) }
 
 // SGEOf returns the SGE naming n bytes at offset off of mr.
 func SGEOf(mr MR, off, n int) SGE {

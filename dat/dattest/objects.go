@@ -391,8 +391,8 @@ var memTests = []testCase{
 		WantErr(t, err, dat.InvalidParameter, dat.NoSubtype) // size 0 (dapltest mem 2)
 		_, err = lmr.Create(e.a, nil, make([]byte, 8), dat.MemPrivAll, dat.VATypeVA)
 		WantErr(t, err, dat.InvalidHandle, dat.InvalidHandlePZ) // no PZ (dapltest mem 3)
-		_, err = lmr.Create(e.a, s.PZ, make([]byte, 8), dat.MemPrivAll, dat.VATypeZB)
-		WantErr(t, err, dat.ModelNotSupported, dat.NoSubtype)
+		_, err = lmr.Create(e.a, s.PZ, make([]byte, 8), dat.MemPrivAll, dat.VAType(2))
+		WantErr(t, err, dat.InvalidParameter, dat.InvalidArg7)
 		var nilLMR *lmr.LMR
 		WantErr(t, nilLMR.Free(), dat.InvalidHandle, dat.InvalidHandleLMR) // dapltest mem 4
 		l, err := lmr.Create(e.a, s.PZ, make([]byte, 100), dat.MemPrivLocalRead|dat.MemPrivLocalWrite, dat.VATypeVA)

@@ -3,8 +3,10 @@ package dattest
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/ep"
@@ -249,6 +251,62 @@ var dtoTests = []testCase{
 			t.Fatal("read data")
 		}
 		WantErr(t, cep.PostRDMAWrite([]dat.LMRTriplet{cli.Buf.Triplet(0, 100)}, 3, srv.Buf.RMRTriplet(0, 50), 0), dat.LengthError, dat.NoSubtype)
+	}},
+	{"RDMAZeroBased", func(t *testing.T, e *env) {
+		// A zero-based LMR: triplets, local and remote, name its bytes by
+		// their offset from the start of its first page.
+		srv, cli := NewSide(t, e.a, 4096), NewSide(t, e.b, 1<<16)
+		sep, cep := Connect(t, srv, cli, nil)
+		mem := make([]byte, 1<<15+4096)[333 : 333+1<<15]
+		zb, err := lmr.Create(e.a, srv.PZ, mem, dat.MemPrivAll, dat.VATypeZB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zb.Free()
+		page := uint64(os.Getpagesize())
+		if a := uint64(zb.Addr()); a >= page || a != uint64(uintptr(unsafe.Pointer(&mem[0])))%page {
+			t.Fatalf("zero-based LMR at %#x", a)
+		}
+		if p, err := zb.Query(); err != nil || p.VAType != dat.VATypeZB || p.RegisteredAddress != zb.Addr() || p.RegisteredSize != uint64(len(mem)) {
+			t.Fatalf("lmr_query: %+v %v", p, err)
+		}
+		if a, _, _ := e.a.Query(); !a.ZBSupported {
+			t.Fatal("ia_query: zb_supported false")
+		}
+		data := verbstest.Pattern(20000, 5)
+		copy(cli.Buf.Bytes(), data)
+		if err := cep.PostRDMAWrite([]dat.LMRTriplet{cli.Buf.Triplet(0, 20000)}, 1, zb.RMRTriplet(100, 20000), 0); err != nil {
+			t.Fatal(err)
+		}
+		ExpectDTO(t, cli.EVD, 1, dat.DTOSuccess)
+		syncSend(t, srv, cli, sep, cep)
+		if !bytes.Equal(mem[100:20100], data) {
+			t.Fatal("write data")
+		}
+		copy(mem[25000:], verbstest.Pattern(5000, 6))
+		if err := cep.PostRDMARead([]dat.LMRTriplet{cli.Buf.Triplet(40000, 5000)}, 2, zb.RMRTriplet(25000, 5000), 0); err != nil {
+			t.Fatal(err)
+		}
+		ExpectDTO(t, cli.EVD, 2, dat.DTOSuccess)
+		if !bytes.Equal(cli.Buf.Bytes()[40000:45000], verbstest.Pattern(5000, 6)) {
+			t.Fatal("read data")
+		}
+		// Locally too: a Send gathered from it.
+		copy(mem[7:], verbstest.Pattern(300, 7))
+		if err := cep.PostRecv([]dat.LMRTriplet{cli.Buf.Triplet(0, 300)}, 3, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := sep.PostSend([]dat.LMRTriplet{zb.Triplet(7, 300)}, 4, 0); err != nil {
+			t.Fatal(err)
+		}
+		ExpectDTO(t, srv.EVD, 4, dat.DTOSuccess)
+		ExpectDTO(t, cli.EVD, 3, dat.DTOSuccess)
+		if !bytes.Equal(cli.Buf.Bytes()[:300], verbstest.Pattern(300, 7)) {
+			t.Fatal("send data")
+		}
+		// The memory's virtual address is outside it.
+		va := dat.LMRTriplet{VirtualAddress: dat.VAddr(uintptr(unsafe.Pointer(&mem[0]))), SegmentLength: 8, LMRContext: zb.Context()}
+		WantErr(t, sep.PostSend([]dat.LMRTriplet{va}, 5, 0), dat.InvalidParameter, dat.NoSubtype)
 	}},
 	{"ReadSplit", func(t *testing.T, e *env) {
 		srv, cli := NewSide(t, e.a, 8192), NewSide(t, e.b, 8192)

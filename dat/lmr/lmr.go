@@ -36,9 +36,13 @@ func wrap(c *core.LMR, err error) (*LMR, error) {
 }
 
 // Create registers buf in pz with privileges priv (dat_lmr_create with
-// DAT_MEM_TYPE_VIRTUAL). buf must stay referenced until Free; its
-// registered address is the address of buf[0] (va must be
-// dat.VATypeVA: zero-based addressing is DAT_MODEL_NOT_SUPPORTED).
+// DAT_MEM_TYPE_VIRTUAL). buf must stay referenced until Free. Its
+// registered address (Addr), by which local triplets and peers name
+// buf[0], depends on va: with dat.VATypeVA it is buf's virtual address;
+// with dat.VATypeZB the region is zero-based at the start of buf's
+// first page, so buf[0] is at its offset in that page (below the page
+// size), the layout of the Linux kernel's fast registrations, which a
+// kernel peer addresses by offset.
 func Create(i *ia.IA, pz *ia.PZ, buf []byte, priv dat.MemPriv, va dat.VAType) (*LMR, error) {
 	return wrap(core.CreateLMR((*core.IA)(i), (*core.PZ)(pz), buf, nil, dat.MemTypeVirtual, priv, va))
 }

@@ -113,6 +113,7 @@ type mr struct {
 	pd     *pd
 	m      *C.struct_ibv_mr
 	buf    []byte
+	iova   uint64 // the address of buf[0] in the MR's address space
 	access verbs.Access
 	pin    runtime.Pinner
 
@@ -128,6 +129,23 @@ type mr struct {
 // garbage collector never moves or frees what the device may access;
 // memory from verbs.AllocMem is outside the Go heap and needs no pin.
 func (p *pd) RegMR(buf []byte, access verbs.Access) (verbs.MR, error) {
+	return p.regMR(buf, verbs.AddrOf(buf), access)
+}
+
+// RegMRAt registers buf at iova (ibv_reg_mr_iova2). The kernel's verbs
+// refuse an iova whose page offset differs from the memory's, which is
+// checked here first to give the same error on every device.
+func (p *pd) RegMRAt(buf []byte, iova uint64, access verbs.Access) (verbs.MR, error) {
+	if !verbs.IOVAValid(buf, iova) {
+		if err := p.alive(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("rdmacore: RegMRAt %#x: not at the memory's page offset %#x: %w", iova, verbs.ZeroBased(buf), verbs.ErrInvalidArgument)
+	}
+	return p.regMR(buf, iova, access)
+}
+
+func (p *pd) regMR(buf []byte, iova uint64, access verbs.Access) (verbs.MR, error) {
 	if err := p.alive(); err != nil {
 		return nil, err
 	}
@@ -137,17 +155,17 @@ func (p *pd) RegMR(buf []byte, access verbs.Access) (verbs.MR, error) {
 	if len(buf) == 0 {
 		return nil, fmt.Errorf("rdmacore: RegMR of an empty buffer: %w", verbs.ErrInvalidArgument)
 	}
-	m := &mr{pd: p, buf: buf, access: access}
+	m := &mr{pd: p, buf: buf, iova: iova, access: access}
 	ptr := unsafe.Pointer(unsafe.SliceData(buf))
 	m.pin.Pin(ptr)
-	m.m = C.ibv_reg_mr(p.p, ptr, C.size_t(len(buf)), ibvAccess(access))
+	m.m = C.ibv_reg_mr_iova2(p.p, ptr, C.size_t(len(buf)), C.uint64_t(iova), C.uint(ibvAccess(access)))
 	if m.m == nil {
 		errno := errnoOf()
 		m.pin.Unpin()
 		if errno == syscall.EFAULT {
 			return nil, fmt.Errorf("rdmacore: RegMR: the device cannot pin this memory (use verbs.AllocMem or Go heap memory): %w", verbs.ErrInvalidArgument)
 		}
-		return nil, errnoErr("ibv_reg_mr", errno)
+		return nil, errnoErr("ibv_reg_mr_iova2", errno)
 	}
 	m.lkey, m.rkey = uint32(m.m.lkey), uint32(m.m.rkey)
 	if m.rkey == 0 {
@@ -170,7 +188,7 @@ func (p *pd) checkLocal(sge *verbs.SGE) error {
 		if m.invalidated {
 			return verbs.ErrInvalidKey
 		}
-		start := verbs.AddrOf(m.buf)
+		start := m.iova
 		if sge.Addr < start || sge.Addr+uint64(sge.Length) < sge.Addr || sge.Addr+uint64(sge.Length) > start+uint64(len(m.buf)) {
 			return verbs.ErrBounds
 		}
@@ -185,7 +203,7 @@ func (m *mr) LKey() uint32 { return m.lkey }
 // rights none (0) get its lkey, as godapl's STags are one key, and a peer
 // using it is refused all the same.
 func (m *mr) RKey() uint32         { return m.rkey }
-func (m *mr) Addr() uint64         { return verbs.AddrOf(m.buf) }
+func (m *mr) Addr() uint64         { return m.iova }
 func (m *mr) Bytes() []byte        { return m.buf }
 func (m *mr) Access() verbs.Access { return m.access }
 func (m *mr) PD() verbs.PD         { return m.pd }

@@ -619,7 +619,7 @@ func (q *qp) checkSend(wr *verbs.SendWR) error {
 			(wr.Bind.Access&verbs.AccessRemoteWrite != 0 && m.access&verbs.AccessLocalWrite == 0) {
 			return verbs.ErrAccess
 		}
-		start := verbs.AddrOf(m.buf)
+		start := m.iova
 		if wr.Bind.Addr < start || wr.Bind.Addr+wr.Bind.Length > start+uint64(len(m.buf)) || wr.Bind.Addr+wr.Bind.Length < wr.Bind.Addr {
 			return verbs.ErrBounds
 		}

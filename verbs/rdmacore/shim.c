@@ -220,9 +220,24 @@ int gd_cm_modify(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state s,
 		return 0;
 	if (s == IBV_QPS_RTR && resp_res > 0)
 		attr.max_dest_rd_atomic = resp_res;
+	if (s == IBV_QPS_RTR && (mask & IBV_QP_MIN_RNR_TIMER))
+		attr.min_rnr_timer = GD_MIN_RNR_TIMER;
 	if (s == IBV_QPS_RTS && init_depth > 0)
 		attr.max_rd_atomic = init_depth;
 	return ibv_modify_qp(qp, &attr, mask) ? errno : 0;
+}
+
+// gd_min_rnr_timer returns qp's minimum RNR timer (IB encoding), or
+// -errno.
+int gd_min_rnr_timer(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+
+	memset(&attr, 0, sizeof(attr));
+	if (ibv_query_qp(qp, &attr, IBV_QP_MIN_RNR_TIMER, &init))
+		return -errno;
+	return attr.min_rnr_timer;
 }
 
 int gd_get_cm_event(struct rdma_event_channel *ch, struct gd_cm_event *out)

@@ -83,6 +83,17 @@ int gd_probe_inline(struct ibv_context *ctx);
 int gd_probe_resize(struct ibv_context *ctx);
 int gd_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
 int gd_modify_qp_state(struct ibv_qp *qp, enum ibv_qp_state s, int port, int access);
+// GD_MIN_RNR_TIMER is the minimum RNR timer of connected QPs (IB
+// encoding 10: 0.32 ms). rdma_cm gives a userspace RC QP the encoding 0,
+// which IB reads as 655.36 ms: a Send that finds the receive queue empty
+// waited that long before its retry, as over rxe the peer that sends
+// without credits (the kernel's rds_rdma, and godapl on its wire) did
+// whenever the receiver fell behind. 0.32 ms is what the kernel's RDS
+// asks of rdma_cm for its own QPs (rdma_set_min_rnr_timer).
+#define GD_MIN_RNR_TIMER 10
+
+int gd_min_rnr_timer(struct ibv_qp *qp);
+
 int gd_cm_modify(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state s,
 		 int resp_res, int init_depth);
 

@@ -28,6 +28,7 @@ var faultTests = []testCase{
 	{"WriteInvalidatedMR", testFaultWriteInvalidatedMR},
 	{"WriteAfterSendWithInv", testFaultWriteAfterSendWithInv},
 	{"WriteDeregisteredMR", testFaultWriteDeregisteredMR},
+	{"WriteZeroBasedAtVA", testFaultWriteZeroBasedAtVA},
 	{"ReadBadRKey", testFaultReadBadRKey},
 	{"ReadOutOfBounds", testFaultReadOutOfBounds},
 	{"ReadNoRemoteRead", testFaultReadNoRemoteRead},

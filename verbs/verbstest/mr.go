@@ -18,6 +18,7 @@ var mrTests = []testCase{
 	{"KeysDistinct", testMRKeys},
 	{"DeregThenPost", testMRDeregThenPost},
 	{"InvalidateThenPost", testMRInvalidateThenPost},
+	{"RegAt", testMRRegAt},
 }
 
 // smallCaps are queue sizes for QPs that only need to exist.

@@ -12,6 +12,7 @@ var rdmaTests = []testCase{
 	{"WriteThenSend", testRDMAWriteThenSend},
 	{"ReadsUpToORD", testRDMAReadsUpToORD},
 	{"SendQueueOrder", testSendQueueOrder},
+	{"ZeroBased", testRDMAZeroBased},
 }
 
 // remoteOff is where RDMA tests aim inside the peer's MR: not aligned to

@@ -222,6 +222,7 @@ func (ia *IA) Query() (dat.IAAttr, dat.ProviderAttr, error) {
 		MaxRMRTargetAddress: ^uint64(0), MaxSRQs: a.MaxSRQ, MaxEPPerSRQ: a.MaxQP,
 		MaxRecvPerSRQ: a.MaxSRQWR, MaxIOVSegmentsPerRead: a.MaxSGERead,
 		MaxIOVSegmentsPerWrite: a.MaxSGE, MaxRDMAReadIn: a.MaxIRD, MaxRDMAReadOut: a.MaxORD,
+		ZBSupported: true,
 	}
 	pattr := dat.ProviderAttr{
 		ProviderName: ia.entry.Provider, ProviderVersionMajor: 1, DAPLVersionMajor: dat.VersionMajor,

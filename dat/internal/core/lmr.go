@@ -19,6 +19,7 @@ type LMR struct {
 	buf     []byte
 	priv    dat.MemPriv
 	memType dat.MemType
+	va      dat.VAType
 	ctx     dat.LMRContext
 	rctx    dat.RMRContext // 0 without remote privileges
 	mu      sync.Mutex     // serialises Free
@@ -69,7 +70,10 @@ func verbsEnforces(p dat.MemPriv) bool {
 }
 
 // CreateLMR registers buf (lmr_create with DAT_MEM_TYPE_VIRTUAL). mem, if
-// set, is the allocation buf came from, freed with the LMR.
+// set, is the allocation buf came from, freed with the LMR. With
+// dat.VATypeVA triplets and peers name buf's bytes by their virtual
+// address; with dat.VATypeZB by their offset from the start of buf's
+// first page.
 func CreateLMR(ia *IA, pz *PZ, buf []byte, mem *verbs.Mem, memType dat.MemType, priv dat.MemPriv, va dat.VAType) (*LMR, error) {
 	const op = "lmr_create"
 	if err := ia.live(op); err != nil {
@@ -87,12 +91,7 @@ func CreateLMR(ia *IA, pz *PZ, buf []byte, mem *verbs.Mem, memType dat.MemType, 
 	if priv&^dat.MemPrivAll != 0 {
 		return nil, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg6)
 	}
-	if va == dat.VATypeZB {
-		// Zero-based remote addressing would need the peer to translate
-		// addresses; IAAttr.ZBSupported is false.
-		return nil, dat.NewError(op, dat.ModelNotSupported, dat.InvalidArg7)
-	}
-	if va != dat.VATypeVA {
+	if va != dat.VATypeVA && va != dat.VATypeZB {
 		return nil, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg7)
 	}
 	// Counted before verbs knows the MR, so that no post trusts the
@@ -101,7 +100,16 @@ func CreateLMR(ia *IA, pz *PZ, buf []byte, mem *verbs.Mem, memType dat.MemType, 
 	if loose {
 		pz.loose.Add(1)
 	}
-	mr, err := pz.pd.RegMR(buf, ia.access(priv))
+	var mr verbs.MR
+	var err error
+	if va == dat.VATypeZB {
+		// Zero-based from the start of buf's first page, as the kernel's
+		// fast registrations are (and as verbs lets every device do):
+		// buf[0] is at its offset in that page.
+		mr, err = pz.pd.RegMRAt(buf, verbs.ZeroBased(buf), ia.access(priv))
+	} else {
+		mr, err = pz.pd.RegMR(buf, ia.access(priv))
+	}
 	if err != nil {
 		if loose {
 			pz.loose.Add(-1)
@@ -112,7 +120,7 @@ func CreateLMR(ia *IA, pz *PZ, buf []byte, mem *verbs.Mem, memType dat.MemType, 
 		}
 		return nil, dat.Wrap(op, code, sub, err)
 	}
-	l := &LMR{ia: ia, pz: pz, mr: mr, mem: mem, buf: buf, priv: priv, memType: memType, ctx: dat.LMRContext(mr.LKey())}
+	l := &LMR{ia: ia, pz: pz, mr: mr, mem: mem, buf: buf, priv: priv, memType: memType, va: va, ctx: dat.LMRContext(mr.LKey())}
 	if priv&(dat.MemPrivRemoteRead|dat.MemPrivRemoteWrite) != 0 {
 		l.rctx = dat.RMRContext(mr.RKey())
 	}
@@ -166,7 +174,7 @@ func (l *LMR) Query() (LMRParam, error) {
 	}
 	n := uint64(len(l.buf))
 	return LMRParam{
-		MemType: l.memType, Length: n, PZ: l.pz, Privileges: l.priv, VAType: dat.VATypeVA,
+		MemType: l.memType, Length: n, PZ: l.pz, Privileges: l.priv, VAType: l.va,
 		LMRContext: l.ctx, RMRContext: l.rctx, RegisteredSize: n, RegisteredAddress: l.Addr(),
 	}, nil
 }

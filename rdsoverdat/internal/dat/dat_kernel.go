@@ -1,6 +1,7 @@
 package dat
 
 import (
+	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/ia"
 	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 )
@@ -32,6 +33,12 @@ import (
 //     the connection. The kernel's cookies are zero-based (the offset in
 //     the cookie plus remote_vec.addr), which is what the core computes
 //     for a cookie that came without an address extension.
+//   - The mappings it lends are zero-based the kernel's way
+//     (mapVAType): the kernel sends no address extension and knows none,
+//     and addresses a cookie's memory from the start of its first page,
+//     the cookie's offset naming the first byte. Every peer of the node
+//     gets the same cookie, and a godapl peer computes the same address
+//     for its check (the address extension is sent only for VA LMRs).
 
 // transportRoCE and transportIB are the values of the IA's TRANSPORT
 // provider attribute for the devices rds_rdma runs on.
@@ -48,6 +55,16 @@ func kernelWire(a *ia.IA) bool {
 	}
 	t := pa.Specific["TRANSPORT"]
 	return t == transportRoCE || t == transportIB
+}
+
+// mapVAType is how the LMRs of mappings are addressed: zero-based on the
+// kernel's wire, where a kernel peer names memory by cookie offset; by
+// virtual address elsewhere, the address going with the cookie.
+func (dn *datNode) mapVAType() dat.VAType {
+	if dn.kernel {
+		return dat.VATypeZB
+	}
+	return dat.VATypeVA
 }
 
 // parsePeer checks the private data a peer sent. On the kernel's wire a

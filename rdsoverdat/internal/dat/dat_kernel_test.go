@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+
+	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
 func TestKernelWirePrivate(t *testing.T) {
@@ -73,5 +75,23 @@ func TestKernelWireRaces(t *testing.T) {
 	}
 	if dp.refuses(nil) || !dp.retries() {
 		t.Errorf("kernel wire: refuses with no EP %v, retries %v", dp.refuses(nil), dp.retries())
+	}
+}
+
+// A kernel peer's op on a use-once mapping comes unchecked, its message
+// naming the mapping: that ends the op, where from a godapl peer it is a
+// protocol error (no check admitted it).
+func TestKernelWireUncheckedUseOnce(t *testing.T) {
+	dn := &datNode{kernel: true}
+	dn.mrs.mrs = map[uint32]*datMR{0x1234: {rkey: 0x1234, useOnce: true}}
+	h := wire.Header(make([]byte, wire.HeaderLen))
+	if err := h.AddExt(wire.RDMAExt(0x1234)); err != nil {
+		t.Fatal(err)
+	}
+	for _, kernel := range []bool{true, false} {
+		e := &datEP{dn: dn, kernelPeer: kernel}
+		if ok := e.rdmaArrived(h); ok != kernel {
+			t.Errorf("kernel peer %v: message on an unchecked use-once mapping accepted %v", kernel, ok)
+		}
 	}
 }

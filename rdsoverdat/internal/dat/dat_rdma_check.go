@@ -438,9 +438,11 @@ func (e *datEP) endGrant() {
 // another mapping ran under a lease (maybe returned since: the revoked
 // record may overtake the message of the lease's last op, not its data);
 // but naming a live use-once mapping it was not admitted for is a
-// protocol error (the core would release that mapping).
+// protocol error (the core would release that mapping). A kernel peer
+// checks nothing (dat_kernel.go): its op on a use-once mapping ends with
+// its message, as between kernels.
 func (e *datEP) rdmaArrived(h wire.Header) bool {
-	if h.ExtArea()[0] == byte(wire.ExtNone) {
+	if h.ExtArea()[0] == byte(wire.ExtNone) || e.kernelPeer {
 		return true
 	}
 	for it := h.Exts(); it.Next(); {

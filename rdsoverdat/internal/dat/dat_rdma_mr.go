@@ -22,9 +22,10 @@ import (
 // reaches that range in that direction and nothing else, and freeing the
 // LMR revokes it at once. (An RMR bound inside a larger LMR would grant
 // the same, but binding needs an EP and a round of completions; an LMR
-// per mapping is what the kernel's FMR pools amount to.) LMRs are
-// addressed by virtual address, so the address of the first byte goes
-// with the cookie (wire.ExtRDMAAddr).
+// per mapping is what the kernel's FMR pools amount to.) Over iWARP LMRs
+// are addressed by virtual address, so the address of the first byte
+// goes with the cookie (wire.ExtRDMAAddr); on the kernel's wire they are
+// zero-based as the kernel's own (dat_kernel.go).
 //
 // The node's table of mappings is what checks are answered from: a
 // request is let through only for a live mapping, inside its range, in a
@@ -42,10 +43,11 @@ type datMR struct {
 	dn      *datNode
 	l       *lmr.LMR
 	rkey    uint32
-	addr    uint64
+	addr    uint64 // the first byte's address in the LMR
 	n       uint64
 	write   bool
 	useOnce bool
+	zb      bool // zero-based: addr is the cookie's offset
 
 	used    bool // a use-once mapping let its op through
 	pins    int  // ops let through and not over
@@ -62,7 +64,22 @@ type datMRTable struct {
 }
 
 func (m *datMR) RKey() uint32 { return m.rkey }
-func (m *datMR) Addr() uint64 { return m.addr }
+
+// Addr and Offset implement xport.MR: a zero-based mapping is named by
+// its cookie's offset alone, a VA one by its address (wire.ExtRDMAAddr).
+func (m *datMR) Addr() uint64 {
+	if m.zb {
+		return 0
+	}
+	return m.addr
+}
+
+func (m *datMR) Offset() uint32 {
+	if m.zb {
+		return uint32(m.addr)
+	}
+	return 0
+}
 
 var errDatMRFreed = errors.New("rds dat: mapping freed twice")
 
@@ -131,7 +148,7 @@ func (dn *datNode) RegisterMR(mem []byte, write, useOnce bool) (xport.MR, error)
 	if write {
 		priv |= dat.MemPrivLocalWrite | dat.MemPrivRemoteWrite
 	}
-	l, err := lmr.Create(dn.ia, dn.pz, mem, priv, dat.VATypeVA)
+	l, err := lmr.Create(dn.ia, dn.pz, mem, priv, dn.mapVAType())
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +158,7 @@ func (dn *datNode) RegisterMR(mem []byte, write, useOnce bool) (xport.MR, error)
 		return nil, errDatMRAddr
 	}
 	m := &datMR{dn: dn, l: l, rkey: uint32(l.RMRContext()), addr: a, n: uint64(len(mem)),
-		write: write, useOnce: useOnce}
+		write: write, useOnce: useOnce, zb: dn.mapVAType() == dat.VATypeZB}
 	t := &dn.mrs
 	t.mu.Lock()
 	if t.mrs == nil {

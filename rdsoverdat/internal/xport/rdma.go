@@ -41,6 +41,11 @@ type MR interface {
 	// Addr is the address peers name the MR's first byte with (0 for a
 	// zero-based MR).
 	Addr() uint64
+	// Offset is the cookie's offset (rds_rdma_cookie_offset): a peer's
+	// op at remote address a reaches mem[a] as Addr()+Offset()+a of the
+	// MR. It is not 0 only for an MR zero-based at the start of mem's
+	// first page, as the kernel's are: mem's offset in that page.
+	Offset() uint32
 	// Free revokes the MR: once it returns, no peer access succeeds.
 	Free() error
 }

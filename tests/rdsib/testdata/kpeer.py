@@ -36,13 +36,16 @@ returns its answer when it is done. Operations:
                                 wait for one message on port and answer the
                                 cookie and whether the buffer holds
                                 pattern(first)
-  rdmaargs port dst cookie size first write
+  rdmaargs port dst [cookie] size first write [remote_addr] [badkey]
                                 an RDMA op on the peer's cookie with
                                 RDS_CMSG_RDMA_ARGS (NOTIFY_ME), tied to a
                                 message of first; write: our buffer, holding
                                 pattern(first), goes to the peer; read: the
-                                peer's comes into it. Answers the status
-                                notification and, for a read, the check
+                                peer's comes into it. Without cookie, the
+                                cookie is the RDS_CMSG_RDMA_DEST of the next
+                                message on port (badkey: its R_Key xor
+                                badkey). Answers the status notification,
+                                the cookie and, for a read, the check
 
 Message k's bytes are pattern(k, n): its 8-byte big-endian index then a
 byte ramp starting at k % 251, cut to n bytes (tests/rdsib makes the same).
@@ -230,13 +233,25 @@ def op_rdmamap(r):
 
 def op_rdmaargs(r):
     s, t, n = sock(r["port"]), r.get("timeout", 60), r["size"]
+    cookie = r.get("cookie")
+    if cookie is None:
+        rd, _, _ = select.select([s], [], [], t)
+        if not rd:
+            raise TimeoutError("no message with a cookie on port %d" % r["port"])
+        _, anc, _, _ = s.recvmsg(64, 256)
+        for lvl, typ, v in anc:
+            if lvl == SOL_RDS and typ == RDS_CMSG_RDMA_DEST:
+                cookie = struct.unpack("=Q", v[:8])[0]
+        if cookie is None:
+            raise ValueError("message without RDS_CMSG_RDMA_DEST")
+        cookie ^= r.get("badkey", 0)
     buf = rdma_buffer(n)
     if r["write"]:
         ctypes.memmove(buf, pattern(r["first"], n), n)
     vec = struct.pack("=QQ", ctypes.addressof(buf), n)
     vecbuf = ctypes.create_string_buffer(vec, len(vec))
     flags = RDS_RDMA_NOTIFY_ME | (RDS_RDMA_READWRITE if r["write"] else 0) | RDS_RDMA_FENCE
-    args = struct.pack("=QQQQQQQ", r["cookie"], r.get("remote_addr", 0), n, ctypes.addressof(vecbuf), 1, flags, 0x1234)
+    args = struct.pack("=QQQQQQQ", cookie, r.get("remote_addr", 0), n, ctypes.addressof(vecbuf), 1, flags, 0x1234)
     sendmsg(s, pattern(r["first"], 64), dst(r["dst"]), [(SOL_RDS, RDS_CMSG_RDMA_ARGS, args)], time.time() + t, [0])
     # The status comes as a 0-byte message with RDS_CMSG_RDMA_STATUS.
     rd, _, _ = select.select([s], [], [], t)
@@ -248,7 +263,7 @@ def op_rdmaargs(r):
         if lvl == SOL_RDS and typ == RDS_CMSG_RDMA_STATUS:
             token, status = struct.unpack("=Qi", v[:12])
     got = buf.raw[:n]
-    return {"status": status, "ok_pattern": got == pattern(r["first"], n), "crc": zlib.crc32(got)}
+    return {"status": status, "cookie": cookie, "ok_pattern": got == pattern(r["first"], n), "crc": zlib.crc32(got)}
 
 
 def run(r):

@@ -27,13 +27,31 @@ func (pd *PD) live() error {
 
 // RegMR implements verbs.PD.
 func (pd *PD) RegMR(buf []byte, access verbs.Access) (verbs.MR, error) {
+	return pd.regMR(buf, verbs.AddrOf(buf), access)
+}
+
+// RegMRAt implements verbs.PD. Every check of a region works on its
+// extent's base, so an MR at another address needs nothing else; the
+// page rule is checked all the same, so that code written against a
+// soft provider also runs on a kernel device.
+func (pd *PD) RegMRAt(buf []byte, iova uint64, access verbs.Access) (verbs.MR, error) {
+	if !verbs.IOVAValid(buf, iova) {
+		if err := pd.live(); err != nil {
+			return nil, err
+		}
+		return nil, verbs.ErrInvalidArgument
+	}
+	return pd.regMR(buf, iova, access)
+}
+
+func (pd *PD) regMR(buf []byte, base uint64, access verbs.Access) (verbs.MR, error) {
 	if err := pd.live(); err != nil {
 		return nil, err
 	}
 	if !access.Valid() || uint64(len(buf)) > pd.dev.attr.MaxMRSize {
 		return nil, verbs.ErrInvalidArgument
 	}
-	mr := &MR{pd: pd, ext: extent{base: verbs.AddrOf(buf), buf: buf, access: access}}
+	mr := &MR{pd: pd, ext: extent{base: base, buf: buf, access: access}}
 	mr.region.pd = pd
 	mr.region.ext.Store(&mr.ext)
 	stag, err := pd.dev.stags.add(&mr.region)

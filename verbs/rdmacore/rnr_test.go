@@ -1,0 +1,32 @@
+//go:build rdmacore
+
+package rdmacore
+
+import (
+	"testing"
+
+	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/verbs/verbstest"
+)
+
+// Both ends of a connection have the minimum RNR timer of minRNRTimer,
+// not rdma_cm's 655 ms.
+func TestMinRNRTimer(t *testing.T) {
+	name, addr := testDevice(t)
+	a, b := openPair(t, name)
+	defer a.Close()
+	defer b.Close()
+	if a.Query().Transport == verbs.TransportIWARP {
+		t.Skip("iWARP has no RNR: rdma_cm drives its QPs and no timer applies")
+	}
+	sa, sb := verbstest.ConnectPair(t, a, b, addr+":0", verbstest.PairAttr{})
+	for _, s := range []*verbstest.Side{sa, sb} {
+		got, err := s.QP.(*qp).queryMinRNRTimer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != minRNRTimer {
+			t.Errorf("QP %d: min_rnr_timer %d, want %d (0.32 ms)", s.QP.QPN(), got, minRNRTimer)
+		}
+	}
+}
