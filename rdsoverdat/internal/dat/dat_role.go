@@ -54,7 +54,7 @@ const datRoleGrace = 2 * time.Millisecond
 
 // datRoleCooldown is how many batches of events the event goroutine
 // handles before it lends the role again after a batch that delivered
-// more than one message.
+// more than one message, or after a RecvMsg with a deadline refused it.
 const datRoleCooldown = 64
 
 // datRoleState is who holds the event role.
@@ -86,6 +86,11 @@ type datEventRole struct {
 	timer       *time.Timer   // the check on a lent role
 	armed       bool
 	takes, seen uint64 // RecvMsg takes so far; at the timer's arming
+	// refused: a RecvMsg with a deadline gave the lent role back
+	// unused; the event goroutine then lends again only after a
+	// cooldown, as a receiver that sets a deadline on every call would
+	// cost it a park and a wake-up per message.
+	refused bool
 
 	// intr: the holder's socket has something to return; phase says
 	// whether the holder is blocked on the EVD and must be woken.
@@ -156,6 +161,10 @@ func (r *datEventRole) park() {
 		if r.state == roleGoroutine {
 			r.armed = false
 			r.timer.Stop()
+			if r.refused {
+				r.refused = false
+				r.dn.cool = datRoleCooldown
+			}
 			r.mu.Unlock()
 			return
 		}
@@ -244,6 +253,7 @@ func (r *datEventRole) Run(s xport.Receiver, _ []byte, _ bool, limit time.Time) 
 		return 0, netip.AddrPort{}, xport.RRGone
 	case !limit.IsZero():
 		r.state = roleGoroutine
+		r.refused = true
 		r.mu.Unlock()
 		xport.Signal(r.back)
 		s.ReaderDone(&r.ref, true)
