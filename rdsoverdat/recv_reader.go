@@ -101,6 +101,18 @@ func (s *sock) dropReader() *xport.RoleRef {
 	return r
 }
 
+// releaseReader gives a role lent to s back to its transport before a
+// send of s blocks: what frees the room or the port it waits for (acks,
+// credits, congestion maps) may come only through that role.
+func (s *sock) releaseReader() {
+	s.mu.Lock()
+	r := s.dropReader()
+	s.mu.Unlock()
+	if r != nil {
+		r.R.GiveBack()
+	}
+}
+
 // QueueEmpty reports whether nothing waits in s's queue, so that a
 // message read into a caller's buffer overtakes nothing.
 func (s *sock) QueueEmpty() bool {

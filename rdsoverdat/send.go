@@ -115,6 +115,7 @@ type roomWaker interface{ WakeForRoom(p *connPath) }
 func (s *sock) blockForRoom(node *rdsNode, conn *connection, until time.Time) error {
 	node.sndBlocked.Add(1)
 	defer node.sndBlocked.Add(-1)
+	s.releaseReader()
 	if w, ok := conn.nt.(roomWaker); ok {
 		for _, p := range conn.allPaths() {
 			w.WakeForRoom(p)
@@ -141,6 +142,7 @@ func (s *sock) congWait(conn *connection, dport wire.Port, nonblock bool, until 
 		return nil
 	}
 	node.stats.congSendBlocked.Add(1)
+	s.releaseReader()
 	for conn.fcong.test(dport) {
 		if err := s.block(s.txSig, until, false); err != nil {
 			return err

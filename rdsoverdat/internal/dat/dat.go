@@ -31,7 +31,9 @@ import (
 //     completion is consumed, one PSP on conn_qual 18634 (RDS_PORT, the
 //     historical RDS-over-IB port), and one EVD that takes every stream:
 //     receive and send completions, connection requests and connection
-//     events. One goroutine (dat_event.go) owns that EVD.
+//     events. One goroutine at a time takes its events: the node's
+//     event goroutine (dat_event.go), or a RecvMsg it lent that role
+//     to (dat_role.go).
 //   - Per connection (one path: like rds_ib the transport is not
 //     multipath): one DAT EP created with the node's SRQ. Either side may
 //     connect; when both do at once the smaller address's connection wins
@@ -142,10 +144,19 @@ type datNode struct {
 	wg      sync.WaitGroup // the event goroutine and reconnect timers
 	xmits   atomic.Int32   // transmissions running in callers' goroutines
 
-	// Event-goroutine state.
-	rxIOV  [1]dat.LMRTriplet
-	wakes  []*datEP // EPs to ack or restart after the current batch
-	evdLen int
+	// The event role's state (dat_role.go): the event goroutine's, or
+	// the RecvMsg's that holds the role.
+	role    datEventRole
+	ev      dat.Event
+	rxIOV   [1]dat.LMRTriplet
+	wakes   []*datEP // EPs to ack or restart after the current batch
+	holding bool     // a RecvMsg holds the role
+	// lendTo: a socket whose waiting RecvMsg got a message in this batch.
+	lendTo xport.Receiver
+	// batchMsgs: messages delivered by this batch; cool: batches left
+	// before the event goroutine lends the role again (dat_role.go).
+	batchMsgs, cool int
+	evdLen          int
 
 	mu       sync.Mutex
 	paths    []*datPath
@@ -173,6 +184,7 @@ func (t *datTransport) Attach(n xport.Node) (xport.NodeTransport, error) {
 		}
 		return nil, fmt.Errorf("rds dat transport on %v: %w", n.Addr(), err)
 	}
+	dn.role.init(dn)
 	dn.wg.Add(1)
 	go dn.routineEvents()
 	return dn, nil

@@ -6,10 +6,12 @@ import (
 	"github.com/godapl/godapl/dat"
 )
 
-// The node's event goroutine: the one consumer of the node's EVD, which
-// carries every stream of every EP of the node (receive completions from
-// the SRQ, send completions, connection requests, connection events) and
-// the transport's own software events (reconnect timers, EP retirement).
+// The node's event goroutine: the consumer of the node's EVD, unless it
+// lent that role to a receiver (dat_role.go), which handles the events
+// the same way. The EVD carries every stream of every EP of the node
+// (receive completions from the SRQ, send completions, connection
+// requests, connection events) and the transport's own software events
+// (reconnect timers, EP retirement).
 // One EVD keeps them in arrival order: a DISCONNECTED event never
 // overtakes the completions before it, and an EP's retire event, posted
 // after its connection ended, comes after all of them, which is what
@@ -27,19 +29,35 @@ import (
 
 func (dn *datNode) routineEvents() {
 	defer dn.wg.Done()
-	var ev dat.Event
+	defer dn.role.end()
 	for {
-		if _, err := dn.evd.WaitInto(dn.ctx, 1, &ev); err != nil {
+		if _, err := dn.evd.WaitInto(dn.ctx, 1, &dn.ev); err != nil {
 			if dn.ctx.Err() != nil {
 				return
 			}
 			continue
 		}
-		dn.handle(&ev)
-		for dn.evd.DequeueInto(&ev) == nil {
-			dn.handle(&ev)
-		}
+		dn.batch()
 		dn.flushWakes()
+		if dn.batchMsgs > 1 {
+			dn.cool = datRoleCooldown // a stream (dat_role.go)
+		} else if dn.cool > 0 {
+			dn.cool--
+		}
+		if s := dn.lendTo; s != nil {
+			dn.lendTo = nil
+			dn.role.lend(s)
+			dn.flushWakes() // what the last holder left
+		}
+	}
+}
+
+// batch handles the event in dn.ev and every event queued behind it.
+func (dn *datNode) batch() {
+	dn.batchMsgs = 0
+	dn.handle(&dn.ev)
+	for dn.evd.DequeueInto(&dn.ev) == nil {
+		dn.handle(&dn.ev)
 	}
 }
 
@@ -65,6 +83,8 @@ func (dn *datNode) handle(ev *dat.Event) {
 			dn.retired(x)
 		case *datRevoke:
 			x.e.queueRevoke(x.rkey)
+		case *datEventRole:
+			// An interrupt of the holder (dat_role.go): it only wakes.
 		}
 	default:
 		if ev.Number.Stream() == dat.EVDConnection {
@@ -84,14 +104,25 @@ func (dn *datNode) wake(e *datEP) {
 // flushWakes restarts stalled senders (whose messages carry acks and
 // credits too), then sends the ack-only frames still wanted.
 func (dn *datNode) flushWakes() {
+	dn.flushKicks()
+	// A receiver woken by this batch may answer at once, and its reply
+	// carries the ack: let it run before deciding on ack-only frames.
+	runtime.Gosched()
+	dn.flushAcks()
+}
+
+// flushKicks restarts the stalled senders among the woken EPs.
+func (dn *datNode) flushKicks() {
 	for _, e := range dn.wakes {
 		if e.stalled.Load() && !e.dead.Load() {
 			e.dp.kick()
 		}
 	}
-	// A receiver woken by this batch may answer at once, and its reply
-	// carries the ack: let it run before deciding on ack-only frames.
-	runtime.Gosched()
+}
+
+// flushAcks sends the ack-only frames and RDMA check answers the woken
+// EPs still want, and empties the list.
+func (dn *datNode) flushAcks() {
 	for i, e := range dn.wakes {
 		e.queued = false
 		e.sendAck()

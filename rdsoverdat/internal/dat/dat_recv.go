@@ -177,6 +177,9 @@ func (e *datEP) recv(b []byte) {
 	}
 	seq, cong := h.Sequence(), h.IsCongMap()
 	ackReq := !cong && h.Flags()&wire.FlagAckRequired != 0
+	if !cong {
+		e.dn.noteDelivery(p, m)
+	}
 	p.Receive(m)
 	if cong {
 		return

@@ -2,6 +2,7 @@ package dat
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/rdsoverdat/internal/xport"
@@ -141,3 +142,29 @@ func (pr Probe) Recv(frame []byte) { pr.e.recv(frame) }
 // included, as the path does when it transmits on the probe (a
 // DetachedProbe only: another path transmits on its own endpoints).
 func (pr Probe) Prepare(m xport.Msg) { pr.e.dp.prepare(m) }
+
+// RoleState names who holds the node's event role: "goroutine", "idle"
+// (lent, nobody holds it), "recv" (a RecvMsg) or "dead".
+func (n Node) RoleState() string {
+	r := &n.dn.role
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return [...]string{"goroutine", "idle", "recv", "dead"}[r.state]
+}
+
+// RoleCounts are the counts of the node's event role: lends by the
+// event goroutine, RecvMsg runs that ended with something for their
+// socket, take-backs by the event goroutine's check or stop.
+func (n Node) RoleCounts() (lends, held, resumes uint64) {
+	r := &n.dn.role
+	return r.lends.Load(), r.held.Load(), r.resumes.Load()
+}
+
+// SetRoleGrace sets how long a lent event role may stay idle before the
+// event goroutine takes it back, from the next lend on.
+func (n Node) SetRoleGrace(d time.Duration) {
+	r := &n.dn.role
+	r.mu.Lock()
+	r.grace = d
+	r.mu.Unlock()
+}

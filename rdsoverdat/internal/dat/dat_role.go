@@ -1,0 +1,314 @@
+package dat
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
+)
+
+// The node's event role: taking the node's events off its EVD (and
+// reading the soft-iWARP streams behind it, which a waiter on the EVD
+// does itself) is a role that one goroutine holds at a time, the node's
+// event goroutine or a RecvMsg of a socket it was lent to (the core's
+// recv_reader.go has the socket's side, shared with the tcp transport's
+// reader roles). A message handed by the event goroutine to a waiting
+// RecvMsg costs a second goroutine's wake-up, on another thread when the
+// receiver sleeps; a RecvMsg that waits on the EVD itself is woken by
+// the network directly, as a plain TCP receiver is. What this package
+// calls the event goroutine's state belongs to whoever holds the role.
+//
+//   - The event goroutine lends the role after a batch of events that
+//     delivered a message to a socket whose RecvMsg was waiting for it:
+//     that receiver returns and most likely calls again at once. The role
+//     is then idle and the event goroutine parks.
+//   - A RecvMsg of that socket that finds its queue empty takes the idle
+//     role, waits on the EVD and handles every event as the event
+//     goroutine would (other connections, other sockets, credits,
+//     connection events), until its socket has something to return; it
+//     leaves the role idle and returns.
+//   - Acks and credit advertisements are decided after a batch. A holder
+//     that returns with a message for its caller leaves them for later
+//     (the next holder, or the event goroutine when it takes the role
+//     back): its caller's reply, most likely its next step, carries them
+//     in its header, as the event goroutine's yield lets a woken
+//     receiver's reply do.
+//   - A timer checks on a lent role as the tcp transport's does: the
+//     event goroutine takes the role back if nobody took it for a
+//     datRoleGrace period, so that what arrives for others waits at most
+//     two periods behind a receiver that stopped receiving. It takes it
+//     back at once when the socket closes, polls, reads with
+//     MsgDontWait or with a deadline, or blocks in a send, and when the
+//     node closes.
+//   - A holder waiting on the EVD is interrupted by a software event
+//     (the role itself) when its socket gets something to return from
+//     elsewhere (another transport, a notification, Close).
+
+// datRoleGrace is how long a lent role may stay idle before the event
+// goroutine takes it back (twice that at most). A check per period costs
+// one timer wake-up of the parked event goroutine, small beside the
+// round trips of a period.
+const datRoleGrace = 2 * time.Millisecond
+
+// datRoleCooldown is how many batches of events the event goroutine
+// handles before it lends the role again after a batch that delivered
+// more than one message, or after a RecvMsg with a deadline refused it.
+const datRoleCooldown = 64
+
+// datRoleState is who holds the event role.
+type datRoleState uint8
+
+const (
+	roleGoroutine datRoleState = iota // the event goroutine
+	roleIdle                          // lent: a RecvMsg may take it
+	roleRecv                          // a RecvMsg holds it
+	roleDead                          // the event goroutine has ended
+)
+
+// Phases of a holder (datEventRole.phase).
+const (
+	phaseBusy        int32 = iota // handling events, or not holding
+	phaseWaiting                  // blocked on the EVD: an interrupt posts
+	phaseInterrupted              // an interrupt was posted
+)
+
+// datEventRole is a node's event role.
+type datEventRole struct {
+	dn  *datNode
+	ref xport.RoleRef
+
+	mu          sync.Mutex
+	state       datRoleState
+	back        chan struct{} // the role went back to the event goroutine
+	grace       time.Duration // datRoleGrace, but for tests
+	timer       *time.Timer   // the check on a lent role
+	armed       bool
+	takes, seen uint64 // RecvMsg takes so far; at the timer's arming
+	// refused: a RecvMsg with a deadline gave the lent role back
+	// unused; the event goroutine then lends again only after a
+	// cooldown, as a receiver that sets a deadline on every call would
+	// cost it a park and a wake-up per message.
+	refused bool
+
+	// intr: the holder's socket has something to return; phase says
+	// whether the holder is blocked on the EVD and must be woken.
+	intr  atomic.Bool
+	phase atomic.Int32
+
+	// For tests and figures: lends, holder runs that ended with a
+	// message for their socket, take-backs by the timer or a stop.
+	lends, held, resumes atomic.Uint64
+}
+
+func (r *datEventRole) init(dn *datNode) {
+	r.dn = dn
+	r.ref.R = r
+	r.back = make(chan struct{}, 1)
+	r.grace = datRoleGrace
+	r.timer = time.NewTimer(time.Hour)
+	r.timer.Stop()
+}
+
+// noteDelivery records, before the complete message m is delivered on
+// p, whether its socket's RecvMsg waits for it: if so, and m is the
+// batch's only message for a socket, the event goroutine lends that
+// socket the role after the batch. A holder never lends.
+func (dn *datNode) noteDelivery(p xport.Path, m xport.Msg) {
+	s := p.ReaderTarget(m.Header())
+	if s == nil {
+		return // not data for a socket: a ping, a handshake
+	}
+	dn.batchMsgs++
+	if dn.holding || dn.batchMsgs > 1 || dn.cool > 0 {
+		dn.lendTo = nil
+		return
+	}
+	if s.Waiting() {
+		dn.lendTo = s
+	}
+}
+
+// lend leaves the role idle for s's receivers and parks the event
+// goroutine until the role is its own again.
+func (r *datEventRole) lend(s xport.Receiver) {
+	r.mu.Lock()
+	r.state = roleIdle
+	r.arm()
+	r.mu.Unlock()
+	r.lends.Add(1)
+	if !s.LendReader(&r.ref) {
+		r.GiveBack()
+	}
+	r.park()
+}
+
+// arm starts the check on the idle role unless one is pending; r.mu is
+// held.
+func (r *datEventRole) arm() {
+	if !r.armed {
+		r.armed, r.seen = true, r.takes
+		r.timer.Reset(r.grace)
+	}
+}
+
+// park waits until the role is the event goroutine's again.
+func (r *datEventRole) park() {
+	stop := r.dn.ctx.Done()
+	for {
+		r.mu.Lock()
+		if r.state == roleGoroutine {
+			r.armed = false
+			r.timer.Stop()
+			if r.refused {
+				r.refused = false
+				r.dn.cool = datRoleCooldown
+			}
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.back:
+		case <-stop:
+			stop = nil
+			r.takeBack(false)
+		case <-r.timer.C:
+			r.takeBack(true)
+		}
+	}
+}
+
+// takeBack makes an idle role the event goroutine's: at once, or (check)
+// if nobody took it since the timer was armed; a role taken and idle
+// again gets another period.
+func (r *datEventRole) takeBack(check bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if check {
+		r.armed = false
+	}
+	if r.state != roleIdle {
+		return
+	}
+	if check && r.takes != r.seen {
+		r.arm()
+		return
+	}
+	r.state = roleGoroutine
+	r.resumes.Add(1)
+}
+
+// end marks the role dead when the event goroutine ends (it holds it).
+func (r *datEventRole) end() {
+	r.mu.Lock()
+	r.state = roleDead
+	r.mu.Unlock()
+	r.timer.Stop()
+}
+
+// GiveBack returns an idle role to the event goroutine
+// (xport.ReaderRole).
+func (r *datEventRole) GiveBack() {
+	r.mu.Lock()
+	idle := r.state == roleIdle
+	if idle {
+		r.state = roleGoroutine
+	}
+	r.mu.Unlock()
+	if idle {
+		xport.Signal(r.back)
+	}
+}
+
+// Interrupt makes the holder return to look at its socket
+// (xport.ReaderRole): at once if it is blocked on the EVD, else after
+// the batch it is handling.
+func (r *datEventRole) Interrupt() {
+	r.intr.Store(true)
+	if r.phase.CompareAndSwap(phaseWaiting, phaseInterrupted) {
+		// The EVD has room for software events beyond its completions
+		// (datEVDSpare), and the phase lets one such post out per wait.
+		r.dn.evd.PostSE(r)
+	}
+}
+
+// Run is xport.ReaderRole.Run: it takes the idle role and handles the
+// node's events until s has something to return. Messages always go
+// through s's queue (RRAgain): buf and peek are not needed. A caller with
+// a deadline gives the role back and waits the ordinary way, as the EVD
+// wait takes the node's context, and a context of its own per call would
+// cost an allocation and a timer.
+func (r *datEventRole) Run(s xport.Receiver, _ []byte, _ bool, limit time.Time) (int, netip.AddrPort, xport.RRResult) {
+	r.mu.Lock()
+	switch {
+	case r.state == roleRecv:
+		r.mu.Unlock()
+		s.ReaderDone(&r.ref, false)
+		return 0, netip.AddrPort{}, xport.RRBusy
+	case r.state != roleIdle:
+		r.mu.Unlock()
+		s.ReaderDone(&r.ref, true)
+		return 0, netip.AddrPort{}, xport.RRGone
+	case !limit.IsZero():
+		r.state = roleGoroutine
+		r.refused = true
+		r.mu.Unlock()
+		xport.Signal(r.back)
+		s.ReaderDone(&r.ref, true)
+		return 0, netip.AddrPort{}, xport.RRGone
+	}
+	r.state = roleRecv
+	r.takes++
+	r.mu.Unlock()
+	back := r.hold()
+	if back || s.Closed() {
+		r.mu.Lock()
+		r.state = roleGoroutine
+		r.mu.Unlock()
+		xport.Signal(r.back)
+	} else {
+		r.held.Add(1)
+		r.mu.Lock()
+		r.state = roleIdle
+		r.arm()
+		r.mu.Unlock()
+	}
+	s.ReaderDone(&r.ref, false)
+	return 0, netip.AddrPort{}, xport.RRAgain
+}
+
+// hold handles the node's events as the role's holder until an
+// interrupt; true if the role must go back to the event goroutine: the
+// EVD failed (the node is closing) or a stream came.
+func (r *datEventRole) hold() (back bool) {
+	dn := r.dn
+	dn.holding = true
+	defer func() { dn.holding = false }()
+	dn.flushAcks() // what the previous holder left for its caller's reply
+	for {
+		r.phase.Store(phaseWaiting)
+		if r.intr.Swap(false) {
+			r.phase.Store(phaseBusy)
+			return false
+		}
+		_, err := dn.evd.WaitInto(dn.ctx, 1, &dn.ev)
+		r.phase.Store(phaseBusy)
+		if err != nil {
+			return true
+		}
+		dn.batch()
+		dn.flushKicks()
+		if dn.batchMsgs > 1 {
+			// A stream: the event goroutine receives it in parallel
+			// with the application, which beats saving wake-ups.
+			dn.cool = datRoleCooldown
+			return true
+		}
+		if r.intr.Swap(false) {
+			return false // acks and credits wait for the caller's reply
+		}
+		dn.flushAcks()
+	}
+}
