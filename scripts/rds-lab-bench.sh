@@ -33,6 +33,12 @@ REPO=$(cd "$(dirname "$0")/.." && pwd -P)
 REPS=${REPS:-3}
 SECS=${SECS:-3}
 ITERS=${ITERS:-2000}
+# WORKLOADS (optional) picks the workloads of each round, in this order: rate, tput and rtt by
+# default; WORKLOADS=rtt runs the round trip alone, for an experiment that touches nothing else.
+WORKLOADS=${WORKLOADS:-rate tput rtt}
+for w in $WORKLOADS; do
+  case $w in rate | tput | rtt) ;; *) echo "rds-lab-bench.sh: WORKLOADS: unknown workload $w" >&2; exit 2 ;; esac
+done
 # GO_MAXPROCS (optional) sets GOMAXPROCS for every Go process: the C tool's processes are single
 # threaded, a Go process runs one P per vCPU unless told otherwise.
 GOENV=()
@@ -144,24 +150,25 @@ one() {
 backend() { case $1 in kapi) echo kernel ;; go) echo tcp ;; raw) echo rawtcp ;; esac; }
 prefix() { case $1 in kernel | kapi | go) echo "rds_$1" ;; raw) echo raw_go ;; esac; }
 
-# paired NAME UNIT: the per-round ratios rds_go / rds_kernel of RESULT lines NAME (from $LOG),
-# and their median and range; for a round trip the ratio is the kernel's over ours, so that
-# above 1 is ours better in every line.
+# paired NAME INV [BASE]: the per-round ratios rds_go / BASE (rds_kernel unless given) of RESULT
+# lines NAME (from $LOG), and their median and range; for a round trip (INV non-empty) the
+# ratio is the base's over ours, so that above 1 is ours better in every line.
 paired() {
-  awk -v name="$1" -v inv="$2" '
-    $1 == "RESULT" && $2 == "rds_kernel_" name { k[++nk] = $3 }
+  awk -v name="$1" -v inv="$2" -v base="${3:-rds_kernel}" '
+    $1 == "RESULT" && $2 == base "_" name { k[++nk] = $3 }
     $1 == "RESULT" && $2 == "rds_go_" name { g[++ng] = $3 }
     END {
       n = nk < ng ? nk : ng; line = ""
-      if (n == 0) { printf "PAIRED %s: no rounds\n", name; exit }
+      if (n == 0) { printf "PAIRED %s %s: no rounds\n", name, base; exit }
       for (i = 1; i <= n; i++) {
         r[i] = (inv ? (g[i] > 0 ? k[i] / g[i] : 0) : (k[i] > 0 ? g[i] / k[i] : 0))
         line = line sprintf(" %.3f", r[i])
       }
       for (i = 2; i <= n; i++) for (j = i; j > 1 && r[j-1] > r[j]; j--) { t = r[j]; r[j] = r[j-1]; r[j-1] = t }
       med = n % 2 ? r[(n+1)/2] : (r[n/2] + r[n/2+1]) / 2
+      b = base == "rds_kernel" ? "kernel" : base
       printf "PAIRED %s %s per round:%s | median %.3f [%.3f..%.3f] over %d rounds\n", name,
-        (inv ? "kernel/go" : "go/kernel"), line, med, r[1], r[n], n
+        (inv ? b "/go" : "go/" b), line, med, r[1], r[n], n
     }' "$LOG"
 }
 
@@ -172,11 +179,20 @@ for r in $(seq "$REPS"); do
   order="kernel kapi go raw"
   [ $((r % 2)) = 0 ] && order="raw go kapi kernel"
   echo "order: $order" >&2
-  for w in rate tput rtt; do
+  for w in $WORKLOADS; do
     [ $w != tput ] && waker_on
     for i in $order; do one "$i" "$w"; done
     waker_off
   done | tee -a "$LOG"
 done
 echo "== paired: ours (rds_go) against the kernel (rds_kernel), round by round" >&2
-{ paired tput_65536 ""; paired rate_64 ""; paired rtt_64 1; } >&2
+{
+  for w in $WORKLOADS; do
+    case $w in rate) paired rate_64 "" ;; tput) paired tput_65536 "" ;; rtt) paired rtt_64 1 ;; esac
+  done
+  # The round trip against plain Go TCP in the same rounds: what the transport adds to the Go
+  # runtime's own cost, which the kernel's figure includes.
+  for w in $WORKLOADS; do
+    if [ $w = rtt ]; then paired rtt_64 1 raw_go; fi
+  done
+} >&2
