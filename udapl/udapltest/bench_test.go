@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,18 +58,32 @@ func cbin(b testing.TB, name string) string {
 	return filepath.Join(cbins.dir, name)
 }
 
-var nsPerOp = regexp.MustCompile(`ns/op ([0-9.]+)`)
+var nsPerOp = regexp.MustCompile(`ns/op ([0-9.]+) cs/op ([0-9.]+)`)
 
-// cRun runs dtobench and returns its ns/op.
-func cRun(b *testing.B, i cIA, args ...string) float64 {
+// cRun runs dtobench and returns what it measured per operation: the
+// time and the context switches of its process.
+func cRun(b *testing.B, i cIA, args ...string) perOp {
 	b.Helper()
 	out, err := i.run(b, 5*time.Minute, cbin(b, "dtobench"), append([]string{iaName}, args...)...)
 	m := nsPerOp.FindStringSubmatch(out)
 	if err != nil || m == nil {
 		b.Fatalf("dtobench %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	v, _ := strconv.ParseFloat(m[1], 64)
-	return v
+	ns, _ := strconv.ParseFloat(m[1], 64)
+	cs, _ := strconv.ParseFloat(m[2], 64)
+	return perOp{ns, cs}
+}
+
+// perOp is one side's time and context switches per operation. The
+// switches are the process's (every thread's sleeps and preemptions):
+// for a DTO loop, how often a wait slept and a thread had to be woken.
+type perOp struct{ ns, cs float64 }
+
+// switches is the context switches of this process so far.
+func switches() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Nvcsw + ru.Nivcsw)
 }
 
 // goIA opens an IA of the Go API on siw's device at a loopback address.
@@ -90,22 +105,30 @@ func goIA(b testing.TB) *ia.IA {
 // report times the Go loop and the C side for b.N operations each, three
 // times in turn, and reports the best of each and their ratio: the
 // machine's load changes between runs, and alternating with best-of keeps
-// it out of the ratio.
-func report(b *testing.B, goLoop func(n int), cSide func(n int) float64) {
+// it out of the ratio. It also reports each side's context switches per
+// operation, from the run with the best time.
+func report(b *testing.B, goLoop func(n int), cSide func(n int) perOp) {
 	b.ResetTimer()
-	goNs, cNs := math.Inf(1), math.Inf(1)
+	g, c := perOp{ns: math.Inf(1)}, perOp{ns: math.Inf(1)}
 	for r := 0; r < 3; r++ {
+		cs0 := switches()
 		start := time.Now()
 		goLoop(b.N)
-		goNs = min(goNs, float64(time.Since(start).Nanoseconds())/float64(b.N))
+		if ns := float64(time.Since(start).Nanoseconds()) / float64(b.N); ns < g.ns {
+			g = perOp{ns, (switches() - cs0) / float64(b.N)}
+		}
 		b.StopTimer()
-		cNs = min(cNs, cSide(b.N))
+		if cr := cSide(b.N); cr.ns < c.ns {
+			c = cr
+		}
 		b.StartTimer()
 	}
 	b.StopTimer()
-	b.ReportMetric(goNs, "go-ns/op")
-	b.ReportMetric(cNs, "c-ns/op")
-	b.ReportMetric(cNs/goNs, "c/go")
+	b.ReportMetric(g.ns, "go-ns/op")
+	b.ReportMetric(c.ns, "c-ns/op")
+	b.ReportMetric(c.ns/g.ns, "c/go")
+	b.ReportMetric(g.cs, "go-cs/op")
+	b.ReportMetric(c.cs, "c-cs/op")
 }
 
 // BenchmarkDequeueEmpty is the crossing alone: dat_evd_dequeue on an
@@ -126,7 +149,7 @@ func BenchmarkDequeueEmpty(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-	}, func(n int) float64 { return cRun(b, i, "dequeue", strconv.Itoa(max(n, 100000))) })
+	}, func(n int) perOp { return cRun(b, i, "dequeue", strconv.Itoa(max(n, 100000))) })
 }
 
 // benchWrite is RDMA Writes of size bytes, eight in flight, between two
@@ -164,7 +187,7 @@ func benchWrite(b *testing.B, size int) {
 		for j := min(n, depth); j > 0; j-- {
 			wait()
 		}
-	}, func(n int) float64 {
+	}, func(n int) perOp {
 		return cRun(b, i, "write", strconv.Itoa(max(n, 2000)), strconv.Itoa(size), "7001")
 	})
 }
