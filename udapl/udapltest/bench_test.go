@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"net/netip"
@@ -204,10 +205,10 @@ func BenchmarkRDMAWrite64K(b *testing.B) { benchWrite(b, 64<<10) }
 // The host's load changes while a run lasts, and one transfer of either
 // side scatters by a third on a busy machine: a round is C, Go, Go, C,
 // so that a load that rises or falls through the round weighs on both
-// sides alike, and its ratio is the C pair's mean over the Go pair's. A
-// round per b.N, at least perfRounds. Each transfer is perfIters Writes
-// (2 GB, most of a second); dapltest then runs its latency phase, which
-// is not in its bandwidth.
+// sides alike, and its ratio is the C pair's mean over the Go pair's.
+// A run is -udapl.rounds rounds whatever b.N (a round lasts seconds).
+// Each transfer is perfIters Writes (2 GB, most of a second); dapltest
+// then runs its latency phase, which is not in its bandwidth.
 func BenchmarkPerfRDMAWrite64K(b *testing.B) {
 	need(b, "dapltest")
 	i := newIA(b)
@@ -227,7 +228,7 @@ func BenchmarkPerfRDMAWrite64K(b *testing.B) {
 	goSide := func() float64 { return dattestPerf(b, dattestBin, conf, a, port, perfIters) }
 	b.ResetTimer()
 	var cMB, goMB, ratios []float64
-	for r := range max(b.N, perfRounds) {
+	for r := range max(*perfRounds, 1) {
 		c1, g1, g2, c2 := cSide(), goSide(), goSide(), cSide()
 		cMB, goMB = append(cMB, c1, c2), append(goMB, g1, g2)
 		ratios = append(ratios, (c1+c2)/(g1+g2))
@@ -247,10 +248,9 @@ func BenchmarkPerfRDMAWrite64K(b *testing.B) {
 // 1 is nothing), one 65536-byte segment per Write, -p 8 in flight.
 var perfWorkload = []string{"-m", "b", "RW", "65536", "1"}
 
-const (
-	perfRounds = 5
-	perfIters  = 30000
-)
+var perfRounds = flag.Int("udapl.rounds", 5, "rounds of C, Go, Go, C transfers in BenchmarkPerfRDMAWrite64K")
+
+const perfIters = 30000
 
 // median returns the median of v (the mean of the middle two for an even
 // count); v is sorted.
