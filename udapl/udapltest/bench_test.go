@@ -244,8 +244,9 @@ func BenchmarkPerfRDMAWrite64K(b *testing.B) {
 
 // The workload of BenchmarkPerfRDMAWrite64K, in the arguments both
 // programs take: dapltest -T P's blocking mode (-m b: dat_evd_wait with
-// threshold 1, then a dequeue of what else is queued, which at threshold
-// 1 is nothing), one 65536-byte segment per Write, -p 8 in flight.
+// threshold 1 and no timeout, then as many dequeues as its queue count,
+// which it leaves at zero), one 65536-byte segment per Write, -p 8 in
+// flight.
 var perfWorkload = []string{"-m", "b", "RW", "65536", "1"}
 
 var perfRounds = flag.Int("udapl.rounds", 5, "rounds of C, Go, Go, C transfers in BenchmarkPerfRDMAWrite64K")
