@@ -2,15 +2,18 @@
 # godapl's uDAPL provider against OFA dapl (libdaplofa, ofa-v2-siw) over the Linux kernel's siw in
 # the QEMU lab: dapltest -T T with data validation both ways (host: libdatgodapl on the pure-Go
 # soft-iWARP at 192.168.77.1; VM: OFA dapl on the kernel's siw0), then dapltest -T P RDMA Write
-# 64 KiB inside the VM on OFA dapl and on libdatgodapl in the same boot, as a ratio. Needs root.
+# 64 KiB inside the VM on OFA dapl and on libdatgodapl in the same boot, in rounds of OFA, godapl,
+# godapl, OFA, each round's ratio and their median. Needs root.
 #   make udapl-lab      (or udapl/lab.sh after make udapl)
-# env: GODAPL_LAB the lab directory (default tests/lab), LAB_CACHE its cache (default /var/cache/ratlab)
+# env: GODAPL_LAB the lab directory (default tests/lab), LAB_CACHE its cache (default /var/cache/ratlab),
+#   UDAPL_LAB_VM and UDAPL_LAB_IP the VM's name and address (default udapl, 192.168.77.41), so that
+#   several lab VMs can run at once, UDAPL_LAB_ROUNDS the -T P rounds (default 3)
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd -P)
 LAB=${GODAPL_LAB:-$REPO/tests/lab}
 OFA_CONF=$REPO/udapl/ofa-dat.conf
 export LAB_CACHE=${LAB_CACHE:-/var/cache/ratlab}
-VM=udapl IP=192.168.77.41 HOST=192.168.77.1
+VM=${UDAPL_LAB_VM:-udapl} IP=${UDAPL_LAB_IP:-192.168.77.41} HOST=192.168.77.1 ROUNDS=${UDAPL_LAB_ROUNDS:-3}
 OUT=$REPO/bin/udapl-lab
 [ -f "$REPO/bin/libdatgodapl.so" ] || { echo "lab.sh: run make udapl first" >&2; exit 1; }
 mkdir -p "$OUT"
@@ -56,8 +59,16 @@ perf() {
 	  timeout 600 dapltest -T P -s $IP -D $1 -i 2000 -p 8 -m b RW 65536 1; kill \$S 2>/dev/null; wait \$S; true" |
 		sed -n 's/.*Bandwidth *: *\([0-9.]*\) MB\/sec.*/\1/p' || true
 }
-for r in 1 2 3; do
-	ofa=$(perf ofa-v2-siw "$OFA_CONF"); go=$(perf godapl-vm "$OUT/vm.conf")
-	echo "dapltest -T P RW 65536 in the VM, run $r: OFA dapl/kernel siw $ofa MB/s, libdatgodapl $go MB/s, ratio $(echo "$go $ofa" | awk '{ if ($2 > 0) printf "%.2f", $1 / $2; else print "-" }')"
+# A round is OFA, godapl, godapl, OFA, so that a host load that changes through the round weighs on
+# both alike; its ratio is godapl's pair over OFA's.
+ratios=
+for r in $(seq "$ROUNDS"); do
+	o1=$(perf ofa-v2-siw "$OFA_CONF"); g1=$(perf godapl-vm "$OUT/vm.conf")
+	g2=$(perf godapl-vm "$OUT/vm.conf"); o2=$(perf ofa-v2-siw "$OFA_CONF")
+	ratio=$(echo "${o1:-0} ${g1:-0} ${g2:-0} ${o2:-0}" | awk '{ if ($1 > 0 && $4 > 0 && $2 > 0 && $3 > 0) printf "%.3f", ($2 + $3) / ($1 + $4); else print "-" }')
+	echo "dapltest -T P RW 65536 in the VM, round $r: OFA dapl/kernel siw $o1 $o2 MB/s, libdatgodapl $g1 $g2 MB/s, ratio $ratio"
+	[ "$ratio" = - ] || ratios="$ratios $ratio"
 done
+echo "$ratios" | tr ' ' '\n' | sed '/^$/d' | sort -n |
+	awk '{ v[NR] = $1 } END { if (NR) printf "median ratio libdatgodapl/OFA over %d rounds: %.3f\n", NR, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 exit $fail

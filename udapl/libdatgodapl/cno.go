@@ -34,13 +34,10 @@ func gd_cno_create(h unsafe.Pointer, data, fn unsafe.Pointer, out *C.DAT_CNO_HAN
 	if err != nil {
 		return ret(err)
 	}
-	co := &object{typ: dat.HandleTypeCNO, ia: o.ia, h: c}
-	ch, err := newObject(co, false)
-	if err != nil {
-		c.Free()
-		return ret(err)
+	ch, r := registerObject(&object{typ: dat.HandleTypeCNO, ia: o.ia, h: c}, false)
+	if r != 0 {
+		return r
 	}
-	c.SetConsumerContext(co)
 	*out = C.DAT_CNO_HANDLE(ch)
 	return 0
 }

@@ -118,13 +118,10 @@ func createEP(h, pzH, recvH, reqH, connH, srqH unsafe.Pointer, attr *C.DAT_EP_AT
 	if err != nil {
 		return ret(err)
 	}
-	eo := &object{typ: dat.HandleTypeEP, ia: o.ia, h: e}
-	eh, err := newObject(eo, true)
-	if err != nil {
-		e.Free()
-		return ret(err)
+	eh, r := registerObject(&object{typ: dat.HandleTypeEP, ia: o.ia, h: e}, true)
+	if r != 0 {
+		return r
 	}
-	e.SetConsumerContext(eo)
 	*out = C.DAT_EP_HANDLE(eh)
 	return 0
 }

@@ -55,13 +55,10 @@ func gd_evd_create(h unsafe.Pointer, qlen C.DAT_COUNT, cnoH unsafe.Pointer, flag
 	if err != nil {
 		return ret(err)
 	}
-	eo := &object{typ: dat.HandleTypeEVD, ia: o.ia, h: e}
-	eh, err := newObject(eo, false)
-	if err != nil {
-		e.Free()
-		return ret(err)
+	eh, r := registerObject(&object{typ: dat.HandleTypeEVD, ia: o.ia, h: e}, false)
+	if r != 0 {
+		return r
 	}
-	e.SetConsumerContext(eo)
 	e.SetWaitSpin(waitSpin)
 	*out = C.DAT_EVD_HANDLE(eh)
 	return 0

@@ -109,6 +109,23 @@ func newObject(o *object, withBox bool) (unsafe.Pointer, error) {
 	return unsafe.Pointer(s), nil
 }
 
+// registerObject gives o, whose godapl object was just created, its
+// handle (and a box if withBox) and makes o that object's consumer
+// context, by which events and queries find the handle. When no handle
+// can be had, the godapl object is freed again: the create fails with
+// nothing left behind.
+func registerObject(o *object, withBox bool) (unsafe.Pointer, C.DAT_RETURN) {
+	p, err := newObject(o, withBox)
+	if err != nil {
+		if f, ok := o.h.(interface{ Free() error }); ok {
+			f.Free()
+		}
+		return nil, ret(err)
+	}
+	o.h.SetConsumerContext(o)
+	return p, 0
+}
+
 func slotAt(idx uint32) *C.struct_gd_slot {
 	return (*C.struct_gd_slot)(unsafe.Pointer(&slots.region[int(idx)*slotSize]))
 }

@@ -267,13 +267,10 @@ func gd_pz_create(h unsafe.Pointer, out *C.DAT_PZ_HANDLE) C.DAT_RETURN {
 	if err != nil {
 		return ret(err)
 	}
-	po := &object{typ: dat.HandleTypePZ, ia: o.ia, h: pz}
-	ph, err := newObject(po, false)
-	if err != nil {
-		pz.Free()
-		return ret(err)
+	ph, r := registerObject(&object{typ: dat.HandleTypePZ, ia: o.ia, h: pz}, false)
+	if r != 0 {
+		return r
 	}
-	pz.SetConsumerContext(po)
 	*out = C.DAT_PZ_HANDLE(ph)
 	return 0
 }

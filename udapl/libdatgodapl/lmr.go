@@ -95,13 +95,10 @@ func gd_lmr_create(h unsafe.Pointer, mt C.DAT_MEM_TYPE, region unsafe.Pointer, l
 	if err != nil {
 		return ret(err)
 	}
-	lo := &object{typ: dat.HandleTypeLMR, ia: o.ia, h: l}
-	lh, err := newObject(lo, false)
-	if err != nil {
-		l.Free()
-		return ret(err)
+	lh, r := registerObject(&object{typ: dat.HandleTypeLMR, ia: o.ia, h: l}, false)
+	if r != 0 {
+		return r
 	}
-	l.SetConsumerContext(lo)
 	*out = C.DAT_LMR_HANDLE(lh)
 	if lctx != nil {
 		*lctx = C.DAT_LMR_CONTEXT(l.Context())
@@ -198,13 +195,10 @@ func gd_rmr_create(pzH unsafe.Pointer, out *C.DAT_RMR_HANDLE) C.DAT_RETURN {
 	if err != nil {
 		return ret(err)
 	}
-	ro := &object{typ: dat.HandleTypeRMR, ia: pzo.ia, h: rm}
-	rh, err := newObject(ro, false)
-	if err != nil {
-		rm.Free()
-		return ret(err)
+	rh, r := registerObject(&object{typ: dat.HandleTypeRMR, ia: pzo.ia, h: rm}, false)
+	if r != 0 {
+		return r
 	}
-	rm.SetConsumerContext(ro)
 	*out = C.DAT_RMR_HANDLE(rh)
 	return 0
 }

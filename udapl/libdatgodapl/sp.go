@@ -26,14 +26,6 @@ type csp struct {
 
 func (c *csp) HandleType() dat.HandleType { return dat.HandleTypeCSP }
 
-func newSP(o *object, box bool) (unsafe.Pointer, C.DAT_RETURN) {
-	p, err := newObject(o, box)
-	if err != nil {
-		return nil, ret(err)
-	}
-	return p, 0
-}
-
 func pspCreate(h unsafe.Pointer, qual C.DAT_CONN_QUAL, any bool, evdH unsafe.Pointer, flags C.DAT_PSP_FLAGS,
 	outQual *C.DAT_CONN_QUAL, out *C.DAT_PSP_HANDLE) C.DAT_RETURN {
 	o, r := get(h, dat.HandleTypeIA)
@@ -68,12 +60,10 @@ func pspCreate(h unsafe.Pointer, qual C.DAT_CONN_QUAL, any bool, evdH unsafe.Poi
 	if any {
 		po.qual = uint64(*outQual)
 	}
-	ph, r := newSP(po, false)
+	ph, r := registerObject(po, false)
 	if r != 0 {
-		p.Free()
 		return r
 	}
-	p.SetConsumerContext(po)
 	*out = C.DAT_PSP_HANDLE(ph)
 	return 0
 }
@@ -146,12 +136,10 @@ func gd_rsp_create(h unsafe.Pointer, qual C.DAT_CONN_QUAL, epH, evdH unsafe.Poin
 		return ret(err)
 	}
 	so := &object{typ: dat.HandleTypeRSP, ia: o.ia, h: s, qual: uint64(qual)}
-	sh, r := newSP(so, false)
+	sh, r := registerObject(so, false)
 	if r != 0 {
-		s.Free()
 		return r
 	}
-	s.SetConsumerContext(so)
 	*out = C.DAT_RSP_HANDLE(sh)
 	return 0
 }
@@ -221,13 +209,11 @@ func gd_csp_create(h unsafe.Pointer, comm unsafe.Pointer, addr *C.struct_sockadd
 	}
 	c := &csp{PSP: p, comm: comm}
 	co := &object{typ: dat.HandleTypeCSP, ia: o.ia, h: c, qual: uint64(port)}
-	ch, r := newSP(co, true)
+	ch, r := registerObject(co, true)
 	if r != 0 {
-		p.Free()
 		return r
 	}
 	putAddr(&co.box.local, netip.AddrPortFrom(o.ia.ia.Addr(), port))
-	p.SetConsumerContext(co)
 	*out = C.DAT_CSP_HANDLE(ch)
 	return 0
 }

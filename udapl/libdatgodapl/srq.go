@@ -36,13 +36,10 @@ func gd_srq_create(h, pzH unsafe.Pointer, attr *C.DAT_SRQ_ATTR, out *C.DAT_SRQ_H
 	if err != nil {
 		return ret(err)
 	}
-	so := &object{typ: dat.HandleTypeSRQ, ia: o.ia, h: s}
-	sh, err := newObject(so, false)
-	if err != nil {
-		s.Free()
-		return ret(err)
+	sh, r := registerObject(&object{typ: dat.HandleTypeSRQ, ia: o.ia, h: s}, false)
+	if r != 0 {
+		return r
 	}
-	s.SetConsumerContext(so)
 	*out = C.DAT_SRQ_HANDLE(sh)
 	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"net/netip"
@@ -13,9 +14,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,18 +59,32 @@ func cbin(b testing.TB, name string) string {
 	return filepath.Join(cbins.dir, name)
 }
 
-var nsPerOp = regexp.MustCompile(`ns/op ([0-9.]+)`)
+var nsPerOp = regexp.MustCompile(`ns/op ([0-9.]+) cs/op ([0-9.]+)`)
 
-// cRun runs dtobench and returns its ns/op.
-func cRun(b *testing.B, i cIA, args ...string) float64 {
+// cRun runs dtobench and returns what it measured per operation: the
+// time and the context switches of its process.
+func cRun(b *testing.B, i cIA, args ...string) perOp {
 	b.Helper()
 	out, err := i.run(b, 5*time.Minute, cbin(b, "dtobench"), append([]string{iaName}, args...)...)
 	m := nsPerOp.FindStringSubmatch(out)
 	if err != nil || m == nil {
 		b.Fatalf("dtobench %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	v, _ := strconv.ParseFloat(m[1], 64)
-	return v
+	ns, _ := strconv.ParseFloat(m[1], 64)
+	cs, _ := strconv.ParseFloat(m[2], 64)
+	return perOp{ns, cs}
+}
+
+// perOp is one side's time and context switches per operation. The
+// switches are the process's (every thread's sleeps and preemptions):
+// for a DTO loop, how often a wait slept and a thread had to be woken.
+type perOp struct{ ns, cs float64 }
+
+// switches is the context switches of this process so far.
+func switches() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Nvcsw + ru.Nivcsw)
 }
 
 // goIA opens an IA of the Go API on siw's device at a loopback address.
@@ -89,22 +106,30 @@ func goIA(b testing.TB) *ia.IA {
 // report times the Go loop and the C side for b.N operations each, three
 // times in turn, and reports the best of each and their ratio: the
 // machine's load changes between runs, and alternating with best-of keeps
-// it out of the ratio.
-func report(b *testing.B, goLoop func(n int), cSide func(n int) float64) {
+// it out of the ratio. It also reports each side's context switches per
+// operation, from the run with the best time.
+func report(b *testing.B, goLoop func(n int), cSide func(n int) perOp) {
 	b.ResetTimer()
-	goNs, cNs := math.Inf(1), math.Inf(1)
+	g, c := perOp{ns: math.Inf(1)}, perOp{ns: math.Inf(1)}
 	for r := 0; r < 3; r++ {
+		cs0 := switches()
 		start := time.Now()
 		goLoop(b.N)
-		goNs = min(goNs, float64(time.Since(start).Nanoseconds())/float64(b.N))
+		if ns := float64(time.Since(start).Nanoseconds()) / float64(b.N); ns < g.ns {
+			g = perOp{ns, (switches() - cs0) / float64(b.N)}
+		}
 		b.StopTimer()
-		cNs = min(cNs, cSide(b.N))
+		if cr := cSide(b.N); cr.ns < c.ns {
+			c = cr
+		}
 		b.StartTimer()
 	}
 	b.StopTimer()
-	b.ReportMetric(goNs, "go-ns/op")
-	b.ReportMetric(cNs, "c-ns/op")
-	b.ReportMetric(cNs/goNs, "c/go")
+	b.ReportMetric(g.ns, "go-ns/op")
+	b.ReportMetric(c.ns, "c-ns/op")
+	b.ReportMetric(c.ns/g.ns, "c/go")
+	b.ReportMetric(g.cs, "go-cs/op")
+	b.ReportMetric(c.cs, "c-cs/op")
 }
 
 // BenchmarkDequeueEmpty is the crossing alone: dat_evd_dequeue on an
@@ -125,7 +150,7 @@ func BenchmarkDequeueEmpty(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-	}, func(n int) float64 { return cRun(b, i, "dequeue", strconv.Itoa(max(n, 100000))) })
+	}, func(n int) perOp { return cRun(b, i, "dequeue", strconv.Itoa(max(n, 100000))) })
 }
 
 // benchWrite is RDMA Writes of size bytes, eight in flight, between two
@@ -163,7 +188,7 @@ func benchWrite(b *testing.B, size int) {
 		for j := min(n, depth); j > 0; j-- {
 			wait()
 		}
-	}, func(n int) float64 {
+	}, func(n int) perOp {
 		return cRun(b, i, "write", strconv.Itoa(max(n, 2000)), strconv.Itoa(size), "7001")
 	})
 }
@@ -171,12 +196,21 @@ func benchWrite(b *testing.B, size int) {
 func BenchmarkRDMAWrite64(b *testing.B)  { benchWrite(b, 64) }
 func BenchmarkRDMAWrite64K(b *testing.B) { benchWrite(b, 64<<10) }
 
-// BenchmarkPerfRDMAWrite64K runs dapltest -T P (RDMA Write, 64 KiB, eight
-// in flight, blocking waits) on the C provider and godapl's own dattest
-// -T P on the same workload, and reports both bandwidths and their ratio.
+// BenchmarkPerfRDMAWrite64K runs dapltest -T P on the C provider and
+// godapl's own dattest -T P on the same workload (RDMA Write, one 64 KiB
+// segment, eight in flight, each completion reaped with a blocking wait
+// and the next Write posted), over siw's device on loopback, and reports
+// the median bandwidth of each and the median of the rounds' ratios.
+//
+// The host's load changes while a run lasts, and one transfer of either
+// side scatters by a third on a busy machine: a round is C, Go, Go, C,
+// so that a load that rises or falls through the round weighs on both
+// sides alike, and its ratio is the C pair's mean over the Go pair's.
+// A run is -udapl.rounds rounds whatever b.N (a round lasts seconds).
+// Each transfer is perfIters Writes (2 GB, most of a second); dapltest
+// then runs its latency phase, which is not in its bandwidth.
 func BenchmarkPerfRDMAWrite64K(b *testing.B) {
 	need(b, "dapltest")
-	const iters = 5000
 	i := newIA(b)
 	dapltestServer(b, i)
 	dattestBin := filepath.Join(b.TempDir(), "dattest")
@@ -189,19 +223,45 @@ func BenchmarkPerfRDMAWrite64K(b *testing.B) {
 		b.Fatal(err)
 	}
 	port := startDattest(b, dattestBin, conf)
+	// dapltest counts 2^20 bytes in a MB, dattest 10^6.
+	cSide := func() float64 { return perf(b, i, perfIters, perfWorkload...) * (1 << 20) / 1e6 }
+	goSide := func() float64 { return dattestPerf(b, dattestBin, conf, a, port, perfIters) }
 	b.ResetTimer()
-	var cMB, goMB float64
-	for j := 0; j < b.N; j++ {
-		// Best of three runs each, in turn (see report). dapltest counts
-		// 2^20 bytes in a MB, dattest 10^6.
-		for r := 0; r < 3; r++ {
-			cMB = max(cMB, perf(b, i, iters, "-m", "b", "RW", "65536", "1")*(1<<20)/1e6)
-			goMB = max(goMB, dattestPerf(b, dattestBin, conf, a, port, iters))
-		}
+	var cMB, goMB, ratios []float64
+	for r := range max(*perfRounds, 1) {
+		c1, g1, g2, c2 := cSide(), goSide(), goSide(), cSide()
+		cMB, goMB = append(cMB, c1, c2), append(goMB, g1, g2)
+		ratios = append(ratios, (c1+c2)/(g1+g2))
+		b.Logf("round %d: C %.0f %.0f MB/s, Go %.0f %.0f MB/s, c/go %.3f", r+1, c1, c2, g1, g2, ratios[r])
 	}
-	b.ReportMetric(cMB, "c-MB/s")
-	b.ReportMetric(goMB, "go-MB/s")
-	b.ReportMetric(cMB/goMB, "c/go")
+	b.StopTimer()
+	b.ReportMetric(median(cMB), "c-MB/s")
+	b.ReportMetric(median(goMB), "go-MB/s")
+	b.ReportMetric(median(ratios), "c/go")
+	b.ReportMetric(slices.Min(ratios), "c/go-min")
+	b.ReportMetric(slices.Max(ratios), "c/go-max")
+}
+
+// The workload of BenchmarkPerfRDMAWrite64K, in the arguments both
+// programs take: dapltest -T P's blocking mode (-m b: dat_evd_wait with
+// threshold 1 and no timeout, then as many dequeues as its queue count,
+// which it leaves at zero), one 65536-byte segment per Write, -p 8 in
+// flight.
+var perfWorkload = []string{"-m", "b", "RW", "65536", "1"}
+
+var perfRounds = flag.Int("udapl.rounds", 5, "rounds of C, Go, Go, C transfers in BenchmarkPerfRDMAWrite64K")
+
+const perfIters = 30000
+
+// median returns the median of v (the mean of the middle two for an even
+// count); v is sorted.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // startDattest starts dattest -T S until the benchmark ends and returns
@@ -231,8 +291,8 @@ func startDattest(b *testing.B, bin, conf string) string {
 var dattestMB = regexp.MustCompile(`, ([0-9.]+) MB/s, latency`)
 
 func dattestPerf(b *testing.B, bin, conf string, a netip.Addr, port string, iters int) float64 {
-	cmd := exec.Command(bin, "-T", "P", "-D", "bench", "-s", a.String(), "-n", port, "-o", "write", "-S", "64k", "-p", "8",
-		"-i", strconv.Itoa(iters))
+	args := append([]string{"-T", "P", "-D", "bench", "-s", a.String(), "-n", port, "-p", "8", "-i", strconv.Itoa(iters)}, perfWorkload...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), dat.ConfEnv+"="+conf)
 	out, err := cmd.CombinedOutput()
 	m := dattestMB.FindStringSubmatch(string(out))

@@ -9,13 +9,16 @@
  *                                 a PSP on QUAL, each completion reaped
  *                                 with dat_evd_wait
  *
- * Prints "ns/op X" and exits 0, or prints the failing call and exits 1.
+ * Prints "ns/op X cs/op Y" (Y: the process's context switches, voluntary
+ * and not, per operation: its threads' sleeps and wake-ups) and exits 0,
+ * or prints the failing call and exits 1.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <dat2/udat.h>
 
 #define DEPTH 8
@@ -36,6 +39,19 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static double switches(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+static void report(double t0, double cs0, long n)
+{
+	printf("ns/op %.1f cs/op %.3f\n", (now() - t0) / n, (switches() - cs0) / n);
 }
 
 static void expect(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER n, const char *what)
@@ -75,7 +91,7 @@ int main(int argc, char **argv)
 	DAT_RMR_TRIPLET rmr;
 	DAT_DTO_COOKIE cookie;
 	long n, i, size;
-	double t0;
+	double t0, cs0;
 	char *src, *dst;
 
 	if (argc < 4) {
@@ -86,11 +102,12 @@ int main(int argc, char **argv)
 	must("dat_ia_open", dat_ia_open(argv[1], 8, &async, &ia));
 	must("dat_evd_create", dat_evd_create(ia, 256, DAT_HANDLE_NULL, DAT_EVD_DEFAULT_FLAG, &sevd));
 	if (strcmp(argv[2], "dequeue") == 0) {
+		cs0 = switches();
 		t0 = now();
 		for (i = 0; i < n; i++)
 			if (DAT_GET_TYPE(dat_evd_dequeue(sevd, &ev)) != DAT_QUEUE_EMPTY)
 				must("dat_evd_dequeue", DAT_INTERNAL_ERROR);
-		printf("ns/op %.1f\n", (now() - t0) / n);
+		report(t0, cs0, n);
 		return 0;
 	}
 	if (strcmp(argv[2], "write") != 0 || argc != 6) {
@@ -136,6 +153,7 @@ int main(int argc, char **argv)
 	rmr.virtual_address = daddr;
 	rmr.segment_length = size;
 	rmr.rmr_context = drctx;
+	cs0 = switches();
 	t0 = now();
 	for (i = 0; i < n; i++) {
 		if (i >= DEPTH)
@@ -145,7 +163,7 @@ int main(int argc, char **argv)
 	}
 	for (i = n < DEPTH ? n : DEPTH; i > 0; i--)
 		expect(cevd, DAT_DTO_COMPLETION_EVENT, "dat_evd_wait");
-	printf("ns/op %.1f\n", (now() - t0) / n);
+	report(t0, cs0, n);
 	dat_ep_disconnect(cep, DAT_CLOSE_ABRUPT_FLAG);
 	must("dat_ia_close", dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG));
 	return 0;
