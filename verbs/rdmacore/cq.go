@@ -17,7 +17,7 @@ import (
 )
 
 // pollBatch is how many completions one cgo call takes from the device.
-const pollBatch = 64
+const pollBatch = C.GD_POLL_BATCH
 
 // fixedCQDepth is the device depth of a CQ on a device that cannot
 // resize them (siw): DAT grows an EVD's CQ as it adds endpoints.
@@ -29,9 +29,8 @@ const fixedCQDepth = 1 << 16
 type cq struct {
 	d     *Device
 	c     *C.struct_ibv_cq
+	x     *C.struct_gd_cq // C memory: c and the records a poll fills
 	depth int
-	raw   *C.struct_ibv_wc // pollBatch entries, C memory
-	out   *C.struct_gd_wc  // pollBatch entries, C memory
 
 	mu       sync.Mutex
 	ring     fastpath.CQRing
@@ -69,11 +68,11 @@ func (d *Device) CreateCQ(attr verbs.CQAttr) (verbs.CQ, error) {
 	}
 	q := &cq{
 		d: d, c: c, depth: depth,
-		raw:  (*C.struct_ibv_wc)(C.calloc(pollBatch, C.sizeof_struct_ibv_wc)),
-		out:  (*C.struct_gd_wc)(C.calloc(pollBatch, C.sizeof_struct_gd_wc)),
+		x:    (*C.struct_gd_cq)(C.calloc(1, C.sizeof_struct_gd_cq)),
 		ring: fastpath.NewCQRing(depth),
 		wake: make(chan struct{}),
 	}
+	q.x.cq = c
 	d.cqs[c] = q
 	return q, nil
 }
@@ -84,13 +83,12 @@ func (q *cq) pollDevice(wcs []verbs.WC) int {
 	got := 0
 	for got < len(wcs) {
 		n := min(len(wcs)-got, pollBatch)
-		k := int(C.gd_poll_cq(q.c, q.raw, q.out, C.int(n)))
+		k := int(C.gd_poll_cq(cAddr(q.x), C.int(n)))
 		if k <= 0 {
 			break
 		}
-		out := unsafe.Slice(q.out, k)
-		for i := range out {
-			o := &out[i]
+		for i := range k {
+			o := &q.x.out[i]
 			w := &wcs[got+i]
 			*w = verbs.WC{
 				ID: uint64(o.id), Status: verbs.WCStatus(o.status), Opcode: verbs.WCOpcode(o.opcode),
@@ -205,7 +203,7 @@ func (q *cq) armAndDrain() (<-chan struct{}, bool) {
 		return nil, false
 	}
 	w := q.wake
-	C.gd_req_notify(q.c, 0)
+	C.gd_req_notify(cAddr(q.x), 0)
 	q.fill()
 	return w, true
 }
@@ -228,7 +226,7 @@ func (q *cq) Wait(ctx context.Context, solicitedOnly bool) error {
 		if solicitedOnly {
 			sol = 1
 		}
-		if rc := C.gd_req_notify(q.c, sol); rc != 0 {
+		if rc := C.gd_req_notify(cAddr(q.x), sol); rc != 0 {
 			q.mu.Unlock()
 			return errnoErr("ibv_req_notify_cq", syscall.Errno(rc))
 		}
@@ -356,8 +354,7 @@ func (q *cq) destroy(force bool) error {
 	delete(q.d.cqs, q.c)
 	q.d.mu.Unlock()
 	rc := C.ibv_destroy_cq(q.c)
-	C.free(unsafe.Pointer(q.raw))
-	C.free(unsafe.Pointer(q.out))
+	C.free(unsafe.Pointer(q.x))
 	if rc != 0 {
 		return errnoErr("ibv_destroy_cq", syscall.Errno(rc))
 	}

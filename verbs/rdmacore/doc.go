@@ -23,4 +23,10 @@
 // network poller, so no goroutine blocks inside C. Posting a list of work
 // requests and polling a batch of completions are one cgo call each, with
 // the requests built in C memory each queue owns.
+//
+// A program that spins on its CQs should leave one P idle
+// (runtime.GOMAXPROCS one above its spinning goroutines): a post on a
+// software device (rxe, siw) runs the device's send path inside the C
+// call, and when no P is idle Go's sysmon hands such a call's P to
+// another thread, which costs a thread wake-up per post.
 package rdmacore

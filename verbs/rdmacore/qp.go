@@ -18,7 +18,11 @@ import (
 
 // postBatch is how many work requests one cgo call posts; a longer list
 // takes several calls, in order.
-const postBatch = 64
+const postBatch = C.GD_POST_BATCH
+
+// The shim's records hold verbs.MaxSGE SGEs per request.
+var _ [C.GD_MAX_SGE - verbs.MaxSGE]struct{}
+var _ [verbs.MaxSGE - C.GD_MAX_SGE]struct{}
 
 // qp is an RC QP. Its state is kept here as well as in the device: a QP
 // without a connection cannot reach RTR on a real device (it needs the
@@ -40,18 +44,15 @@ type qp struct {
 
 	mu        sync.Mutex
 	dead      bool
+	gone      atomic.Bool // dead, for the posts to read without mu
 	conn      *conn
 	connected atomic.Bool
 	ird, ord  int
 
 	sendMu sync.Mutex
-	swr    *C.struct_gd_swr
-	ssge   *C.struct_ibv_sge
-	sscr   *C.struct_ibv_send_wr
+	sq     *C.struct_gd_sq // C memory: q and the records a post fills
 	recvMu sync.Mutex
-	rwr    *C.struct_gd_rwr
-	rsge   *C.struct_ibv_sge
-	rscr   *C.struct_ibv_recv_wr
+	rq     *C.struct_gd_rq
 
 	// Queue accounting: the device may hold more than the QP was created
 	// for, so the limits of the verbs contract are kept here. Posts
@@ -127,13 +128,11 @@ func (p *pd) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
 			MaxRecvSGE:    min(int(ia.cap.max_recv_sge), verbs.MaxSGE),
 			MaxInlineData: int(ia.cap.max_inline_data),
 		},
-		swr:  (*C.struct_gd_swr)(C.calloc(postBatch, C.sizeof_struct_gd_swr)),
-		ssge: (*C.struct_ibv_sge)(C.calloc(postBatch*verbs.MaxSGE, C.sizeof_struct_ibv_sge)),
-		sscr: (*C.struct_ibv_send_wr)(C.calloc(postBatch, C.sizeof_struct_ibv_send_wr)),
-		rwr:  (*C.struct_gd_rwr)(C.calloc(postBatch, C.sizeof_struct_gd_rwr)),
-		rsge: (*C.struct_ibv_sge)(C.calloc(postBatch*verbs.MaxSGE, C.sizeof_struct_ibv_sge)),
-		rscr: (*C.struct_ibv_recv_wr)(C.calloc(postBatch, C.sizeof_struct_ibv_recv_wr)),
+		sq: (*C.struct_gd_sq)(C.calloc(1, C.sizeof_struct_gd_sq)),
+		rq: (*C.struct_gd_rq)(C.calloc(1, C.sizeof_struct_gd_rq)),
 	}
+	q.sq.qp = hq
+	q.rq.qp = hq
 	if s != nil {
 		q.caps.MaxRecvWR, q.caps.MaxRecvSGE = 0, 0
 	}
@@ -297,16 +296,15 @@ func (q *qp) destroy(force bool) error {
 	}
 	q.mu.Lock()
 	q.dead = true
+	q.gone.Store(true)
 	q.setState(verbs.QPStateError)
 	q.mu.Unlock()
 	// Posts hold these locks while they use the C arrays.
 	q.sendMu.Lock()
 	q.recvMu.Lock()
 	rc := C.ibv_destroy_qp(q.q)
-	for _, p := range []unsafe.Pointer{unsafe.Pointer(q.swr), unsafe.Pointer(q.ssge), unsafe.Pointer(q.sscr),
-		unsafe.Pointer(q.rwr), unsafe.Pointer(q.rsge), unsafe.Pointer(q.rscr)} {
-		C.free(p)
-	}
+	C.free(unsafe.Pointer(q.sq))
+	C.free(unsafe.Pointer(q.rq))
 	q.recvMu.Unlock()
 	q.sendMu.Unlock()
 	q.d.mu.Lock()
@@ -401,15 +399,11 @@ func (q *qp) postSendLocked(wrs []verbs.SendWR) (int, error) {
 	if st == verbs.QPStateError {
 		return q.flushSends(wrs)
 	}
-	q.mu.Lock()
-	dead := q.dead
-	q.mu.Unlock()
-	if dead {
+	if q.gone.Load() {
 		return 0, verbs.ErrClosed
 	}
 	done := 0
-	swr := unsafe.Slice(q.swr, postBatch)
-	sge := unsafe.Slice(q.ssge, postBatch*verbs.MaxSGE)
+	swr, sge := &q.sq.w, &q.sq.sge
 	var bytes uint64
 	for done < len(wrs) {
 		n, ns := 0, 0
@@ -471,7 +465,7 @@ func (q *qp) postSendLocked(wrs []verbs.SendWR) (int, error) {
 			// may complete, and be polled, before the post returns.
 			t0, p0 := q.sigTail.Load(), q.sqPosted.Load()
 			q.sent(wrs[done : done+n])
-			r := int64(C.gd_post_send(q.q, q.swr, q.ssge, C.int(n), q.sscr))
+			r := int64(C.gd_post_send(cAddr(q.sq), C.int(n)))
 			posted, rc := int(uint32(r)), C.int(r>>32)
 			if rc != 0 {
 				// What the device refused never completes: take back
@@ -680,10 +674,7 @@ func (q *qp) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 	if !q.State().CanPostRecv() {
 		return 0, verbs.ErrInvalidState
 	}
-	q.mu.Lock()
-	dead := q.dead
-	q.mu.Unlock()
-	if dead {
+	if q.gone.Load() {
 		return 0, verbs.ErrClosed
 	}
 	if q.State() == verbs.QPStateError {
@@ -698,7 +689,7 @@ func (q *qp) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 	// Counted before the post, as a receive may complete before it
 	// returns; what the device refused is taken back.
 	q.rqPosted.Add(uint64(len(take)))
-	n, err := postRecvs(take, q.caps.MaxRecvSGE, q.q, nil, q.rwr, q.rsge, q.rscr)
+	n, err := postRecvs(take, q.caps.MaxRecvSGE, q.rq)
 	q.rqPosted.Add(-uint64(len(take) - n))
 	if err == nil && n < len(wrs) {
 		err = verbs.ErrQueueFull
@@ -706,13 +697,11 @@ func (q *qp) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 	return n, err
 }
 
-// postRecvs fills the C arrays of a receive queue batch by batch and
-// posts each batch to hq, or to hs when hq is nil.
-func postRecvs(wrs []verbs.RecvWR, maxSGE int, hq *C.struct_ibv_qp, hs *C.struct_ibv_srq,
-	rwr *C.struct_gd_rwr, rsge *C.struct_ibv_sge, rscr *C.struct_ibv_recv_wr) (int, error) {
+// postRecvs fills the records of a receive queue batch by batch and
+// posts each batch.
+func postRecvs(wrs []verbs.RecvWR, maxSGE int, rq *C.struct_gd_rq) (int, error) {
 	done := 0
-	ws := unsafe.Slice(rwr, postBatch)
-	sge := unsafe.Slice(rsge, postBatch*verbs.MaxSGE)
+	ws, sge := &rq.w, &rq.sge
 	for done < len(wrs) {
 		n, ns := 0, 0
 		var bad error
@@ -734,7 +723,7 @@ func postRecvs(wrs []verbs.RecvWR, maxSGE int, hq *C.struct_ibv_qp, hs *C.struct
 			n++
 		}
 		if n > 0 {
-			r := int64(C.gd_post_recv(hq, hs, rwr, rsge, C.int(n), rscr))
+			r := int64(C.gd_post_recv(cAddr(rq), C.int(n)))
 			if rc := C.int(r >> 32); rc != 0 {
 				return done + int(uint32(r)), postErr(rc)
 			}

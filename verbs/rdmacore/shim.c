@@ -35,9 +35,12 @@ static unsigned int gd_send_flags(uint8_t f)
 	return r;
 }
 
-int64_t gd_post_send(struct ibv_qp *qp, struct gd_swr *w, struct ibv_sge *sge, int n,
-		     struct ibv_send_wr *scratch)
+int64_t gd_post_send(uintptr_t sqp, int n)
 {
+	struct gd_sq *sq = (struct gd_sq *)sqp;
+	struct gd_swr *w = sq->w;
+	struct ibv_sge *sge = sq->sge;
+	struct ibv_send_wr *scratch = sq->scratch;
 	struct ibv_send_wr *badwr = NULL;
 	int i, ret;
 
@@ -71,7 +74,7 @@ int64_t gd_post_send(struct ibv_qp *qp, struct gd_swr *w, struct ibv_sge *sge, i
 			break;
 		}
 	}
-	ret = ibv_post_send(qp, scratch, &badwr);
+	ret = ibv_post_send(sq->qp, scratch, &badwr);
 	if (ret == 0)
 		return n;
 	return ((int64_t)ret << 32) | (uint32_t)(badwr ? badwr - scratch : 0);
@@ -91,17 +94,18 @@ static void gd_fill_recv(struct gd_rwr *w, struct ibv_sge *sge, int n, struct ib
 	}
 }
 
-int64_t gd_post_recv(struct ibv_qp *qp, struct ibv_srq *srq, struct gd_rwr *w, struct ibv_sge *sge,
-		     int n, struct ibv_recv_wr *scratch)
+int64_t gd_post_recv(uintptr_t rqp, int n)
 {
+	struct gd_rq *rq = (struct gd_rq *)rqp;
+	struct ibv_recv_wr *scratch = rq->scratch;
 	struct ibv_recv_wr *badwr = NULL;
 	int ret;
 
-	gd_fill_recv(w, sge, n, scratch);
-	if (qp)
-		ret = ibv_post_recv(qp, scratch, &badwr);
+	gd_fill_recv(rq->w, rq->sge, n, scratch);
+	if (rq->qp)
+		ret = ibv_post_recv(rq->qp, scratch, &badwr);
 	else
-		ret = ibv_post_srq_recv(srq, scratch, &badwr);
+		ret = ibv_post_srq_recv(rq->srq, scratch, &badwr);
 	if (ret == 0)
 		return n;
 	return ((int64_t)ret << 32) | (uint32_t)(badwr ? badwr - scratch : 0);
@@ -129,9 +133,12 @@ static uint8_t gd_wc_opcode(enum ibv_wc_opcode op)
 	return 0;
 }
 
-int gd_poll_cq(struct ibv_cq *cq, struct ibv_wc *raw, struct gd_wc *out, int n)
+int gd_poll_cq(uintptr_t cqp, int n)
 {
-	int i, got = ibv_poll_cq(cq, n, raw);
+	struct gd_cq *cq = (struct gd_cq *)cqp;
+	struct ibv_wc *raw = cq->raw;
+	struct gd_wc *out = cq->out;
+	int i, got = ibv_poll_cq(cq->cq, n, raw);
 
 	for (i = 0; i < got; i++) {
 		struct ibv_wc *wc = &raw[i];
@@ -152,9 +159,9 @@ int gd_poll_cq(struct ibv_cq *cq, struct ibv_wc *raw, struct gd_wc *out, int n)
 	return got;
 }
 
-int gd_req_notify(struct ibv_cq *cq, int solicited)
+int gd_req_notify(uintptr_t cqp, int solicited)
 {
-	return ibv_req_notify_cq(cq, solicited);
+	return ibv_req_notify_cq(((struct gd_cq *)cqp)->cq, solicited);
 }
 
 int gd_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq)

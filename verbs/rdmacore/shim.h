@@ -61,17 +61,47 @@ struct gd_wc {
 	uint8_t flags;
 };
 
-// The post functions return how many requests the device took in the
-// low 32 bits and the errno of the one it refused in the high 32 bits, so
-// that Go passes no pointer to its own memory (which would move the
-// variable to the heap on every post).
-int64_t gd_post_send(struct ibv_qp *qp, struct gd_swr *w, struct ibv_sge *sge, int n,
-		     struct ibv_send_wr *scratch);
-// gd_post_recv posts to qp, or to srq when qp is NULL.
-int64_t gd_post_recv(struct ibv_qp *qp, struct ibv_srq *srq, struct gd_rwr *w, struct ibv_sge *sge,
-		     int n, struct ibv_recv_wr *scratch);
-int gd_poll_cq(struct ibv_cq *cq, struct ibv_wc *raw, struct gd_wc *out, int n);
-int gd_req_notify(struct ibv_cq *cq, int solicited);
+// Sizes of the C arrays below, which package rdmacore mirrors: the
+// requests one post call takes, the SGEs per request (verbs.MaxSGE) and
+// the completions one poll call takes.
+#define GD_POST_BATCH 64
+#define GD_MAX_SGE 6
+#define GD_POLL_BATCH 64
+
+// gd_sq is the C half of a QP's send queue: the QP and the records one
+// post call fills. gd_rq is a receive queue's (qp, or srq when qp is
+// NULL), gd_cq a CQ's with the records one poll call fills. Go keeps each
+// in C memory and passes its address as an integer, so that cgo has no
+// pointer argument to check on the hot path.
+struct gd_sq {
+	struct ibv_qp *qp;
+	struct gd_swr w[GD_POST_BATCH];
+	struct ibv_sge sge[GD_POST_BATCH * GD_MAX_SGE];
+	struct ibv_send_wr scratch[GD_POST_BATCH];
+};
+struct gd_rq {
+	struct ibv_qp *qp;
+	struct ibv_srq *srq;
+	struct gd_rwr w[GD_POST_BATCH];
+	struct ibv_sge sge[GD_POST_BATCH * GD_MAX_SGE];
+	struct ibv_recv_wr scratch[GD_POST_BATCH];
+};
+struct gd_cq {
+	struct ibv_cq *cq;
+	struct ibv_wc raw[GD_POLL_BATCH];
+	struct gd_wc out[GD_POLL_BATCH];
+};
+
+// The post functions post the first n records of sq or rq. They return
+// how many requests the device took in the low 32 bits and the errno of
+// the one it refused in the high 32 bits, so that Go passes no pointer to
+// its own memory (which would move the variable to the heap on every
+// post).
+int64_t gd_post_send(uintptr_t sq, int n);
+int64_t gd_post_recv(uintptr_t rq, int n);
+// gd_poll_cq polls up to n completions of cq into its out records.
+int gd_poll_cq(uintptr_t cq, int n);
+int gd_req_notify(uintptr_t cq, int solicited);
 // gd_get_cq_event takes one completion event from a non-blocking channel:
 // 1 with *cq set, 0 when none is pending, -errno on failure.
 int gd_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq);

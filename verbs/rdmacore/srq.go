@@ -30,9 +30,7 @@ type srq struct {
 	posted atomic.Int64
 
 	postMu sync.Mutex
-	rwr    *C.struct_gd_rwr
-	rsge   *C.struct_ibv_sge
-	rscr   *C.struct_ibv_recv_wr
+	rq     *C.struct_gd_rq // C memory: s and the records a post fills
 }
 
 var _ verbs.SRQ = (*srq)(nil)
@@ -55,10 +53,9 @@ func (p *pd) CreateSRQ(attr verbs.SRQAttr) (verbs.SRQ, error) {
 	}
 	s := &srq{
 		d: p.d, pd: p, s: hs, maxWR: int(ia.attr.max_wr), maxSGE: min(int(ia.attr.max_sge), verbs.MaxSGE), limit: attr.Limit,
-		rwr:  (*C.struct_gd_rwr)(C.calloc(postBatch, C.sizeof_struct_gd_rwr)),
-		rsge: (*C.struct_ibv_sge)(C.calloc(postBatch*verbs.MaxSGE, C.sizeof_struct_ibv_sge)),
-		rscr: (*C.struct_ibv_recv_wr)(C.calloc(postBatch, C.sizeof_struct_ibv_recv_wr)),
+		rq: (*C.struct_gd_rq)(C.calloc(1, C.sizeof_struct_gd_rq)),
 	}
+	s.rq.srq = hs
 	// Some devices take a limit only through ibv_modify_srq.
 	if attr.Limit > 0 {
 		s.armLimit(attr.Limit)
@@ -100,7 +97,7 @@ func (s *srq) PostRecv(wrs []verbs.RecvWR) (int, error) {
 	// Counted before the post, as a receive may complete before it
 	// returns; what the device refused is taken back.
 	s.posted.Add(int64(len(take)))
-	n, err := postRecvs(take, s.maxSGE, nil, s.s, s.rwr, s.rsge, s.rscr)
+	n, err := postRecvs(take, s.maxSGE, s.rq)
 	s.posted.Add(-int64(len(take) - n))
 	if err == nil && n < len(wrs) {
 		err = verbs.ErrQueueFull
@@ -214,9 +211,7 @@ func (s *srq) destroy(force bool) error {
 	s.mu.Unlock()
 	s.postMu.Lock()
 	rc := C.ibv_destroy_srq(s.s)
-	C.free(unsafe.Pointer(s.rwr))
-	C.free(unsafe.Pointer(s.rsge))
-	C.free(unsafe.Pointer(s.rscr))
+	C.free(unsafe.Pointer(s.rq))
 	s.postMu.Unlock()
 	s.d.mu.Lock()
 	delete(s.d.srqs, s.s)
