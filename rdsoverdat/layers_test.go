@@ -28,7 +28,7 @@ func TestNoVerbsImport(t *testing.T) {
 // they import nothing else of the module but xport, the wire codecs and
 // the DAT API (the dat transport reaches nothing below DAT), besides the
 // standard library, golang.org/x/sys/unix for the tcp transport's system
-// calls and the module's generic ring buffer.
+// calls, the module's generic ring buffer and its unmap notices.
 func TestTransportsUseXportOnly(t *testing.T) {
 	allowed := func(imp string) bool {
 		switch {
@@ -37,7 +37,8 @@ func TestTransportsUseXportOnly(t *testing.T) {
 			imp == "github.com/godapl/godapl/dat",
 			strings.HasPrefix(imp, "github.com/godapl/godapl/dat/"),
 			imp == "golang.org/x/sys/unix",
-			imp == "github.com/godapl/godapl/internal/ring":
+			imp == "github.com/godapl/godapl/internal/ring",
+			imp == "github.com/godapl/godapl/internal/memhook":
 			return true
 		}
 		// A standard library path has no dot in its first element.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/godapl/godapl/internal/memhook"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,12 +35,19 @@ func AllocMem(size int) (*Mem, error) {
 // Bytes returns the memory, exactly as long as requested.
 func (m *Mem) Bytes() []byte { return m.b[:m.size:m.size] }
 
-// Free unmaps the memory. Deregister every MR on it first: a software
-// provider touching freed memory faults.
+// Free unmaps the memory. It does not refuse while MRs are registered
+// on it (a Mem does not know the MRs over it): deregister every MR on
+// it first. One left behind on a software provider reaches unmapped
+// pages (an access faults) or whatever is mapped there next; on a
+// hardware device it keeps the old pages pinned, so the device goes on
+// reading and writing those instead of the memory now at that address.
+// Before unmapping, Free tells the module's registration caches, which
+// drop what they registered on the range.
 func (m *Mem) Free() error {
 	if m.b == nil {
 		return ErrClosed
 	}
+	memhook.Unmapping(m.b)
 	err := unix.Munmap(m.b)
 	m.b = nil
 	return err

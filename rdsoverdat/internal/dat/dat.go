@@ -185,6 +185,7 @@ func (t *datTransport) Attach(n xport.Node) (xport.NodeTransport, error) {
 		return nil, fmt.Errorf("rds dat transport on %v: %w", n.Addr(), err)
 	}
 	dn.role.init(dn)
+	dn.locals.watch()
 	dn.wg.Add(1)
 	go dn.routineEvents()
 	return dn, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/lmr"
+	"github.com/godapl/godapl/internal/memhook"
 	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
@@ -242,10 +243,21 @@ func (t *datMRTable) wakeAll() {
 // Local registrations: an op's buffers are registered as LMRs, and the
 // registrations are kept for the next ops on the same memory (a server
 // reusing its buffers pays the registration once), in a small cache of
-// the most recently used ranges. A cached LMR keeps its memory from the
-// garbage collector until it is evicted or the node closes, so the cache
-// is small: datLocalCacheSize ranges, at most RDMALimits.MaxBytes each.
-// An entry is freed when it is evicted and no work request uses it.
+// the most recently used ranges. A cached LMR keeps Go heap memory from
+// the garbage collector until it is evicted or the node closes, so the
+// cache is small: datLocalCacheSize ranges, at most RDMALimits.MaxBytes
+// each. An entry is freed when it is evicted and no work request uses
+// it.
+//
+// Memory outside the Go heap is not kept alive that way: it can be
+// unmapped and another mapping placed at the same address, which a
+// lookup by address would take for the old one (and on a device whose
+// MR pins the old pages, the op would move the wrong memory). So the
+// cache subscribes to the module's unmap notices (memhook: verbs.Mem's
+// Free, the daemon's shared regions) and evicts every entry overlapping
+// a range about to be unmapped. Memory the application maps and unmaps
+// itself is not announced: it must not be unmapped while the node may
+// still hold a registration on it, that is until the node closes.
 
 const datLocalCacheSize = 32
 
@@ -257,8 +269,15 @@ type datLocal struct {
 }
 
 type datLocalCache struct {
-	mu   sync.Mutex
-	ents []*datLocal // least recently used first
+	mu    sync.Mutex
+	ents  []*datLocal // least recently used first
+	drops uint64      // unmapped ranges announced
+	sub   *memhook.Subscription
+}
+
+// watch subscribes the cache to unmap notices until clear.
+func (c *datLocalCache) watch() {
+	c.sub = memhook.Subscribe(c.drop)
 }
 
 // get returns a registration covering b, with a reference for one work
@@ -275,20 +294,27 @@ func (c *datLocalCache) get(dn *datNode, b []byte) (*datLocal, int, error) {
 			return x, int(base - x.base), nil
 		}
 	}
+	drops := c.drops
 	c.mu.Unlock()
 	l, err := lmr.Create(dn.ia, dn.pz, b, dat.MemPrivLocalRead|dat.MemPrivLocalWrite, dat.VATypeVA)
 	if err != nil {
 		return nil, 0, err
 	}
-	x := &datLocal{l: l, base: base, n: len(b), refs: 2}
+	x := &datLocal{l: l, base: base, n: len(b), refs: 1}
 	var old *datLocal
 	c.mu.Lock()
-	if len(c.ents) == datLocalCacheSize {
-		old = c.ents[0]
-		copy(c.ents, c.ents[1:])
-		c.ents = c.ents[:len(c.ents)-1]
+	// An unmap announced meantime may have been b's (an op racing the
+	// free of its own memory): serve this op, but cache nothing that
+	// may already be stale.
+	if c.drops == drops {
+		x.refs++
+		if len(c.ents) == datLocalCacheSize {
+			old = c.ents[0]
+			copy(c.ents, c.ents[1:])
+			c.ents = c.ents[:len(c.ents)-1]
+		}
+		c.ents = append(c.ents, x)
 	}
-	c.ents = append(c.ents, x)
 	c.mu.Unlock()
 	if old != nil {
 		c.put(old)
@@ -307,8 +333,36 @@ func (c *datLocalCache) put(x *datLocal) {
 	}
 }
 
-// clear drops the cache's references (the node is closing).
+// drop evicts every entry overlapping the n bytes at base, about to be
+// unmapped (a memhook subscriber, so it runs in the unmapping
+// goroutine, possibly after clear).
+func (c *datLocalCache) drop(base, n uintptr) {
+	end := base + n
+	var gone []*datLocal
+	c.mu.Lock()
+	c.drops++
+	kept := c.ents[:0]
+	for _, x := range c.ents {
+		if x.base < end && base < x.base+uintptr(x.n) {
+			gone = append(gone, x)
+		} else {
+			kept = append(kept, x)
+		}
+	}
+	clear(c.ents[len(kept):])
+	c.ents = kept
+	c.mu.Unlock()
+	for _, x := range gone {
+		c.put(x)
+	}
+}
+
+// clear ends the subscription and drops the cache's references (the
+// node is closing).
 func (c *datLocalCache) clear() {
+	if c.sub != nil {
+		c.sub.Unsubscribe()
+	}
 	c.mu.Lock()
 	ents := c.ents
 	c.ents = nil

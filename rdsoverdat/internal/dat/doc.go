@@ -7,6 +7,7 @@
 // module: the core reaches it only through the transport interfaces of
 // package xport, and it reaches the core only through xport's Node,
 // Conn, Path, Msg and RDMAOp, so besides xport it imports the wire
-// codecs, the DAT API, the module's ring buffer and the standard library
-// only: nothing below DAT. rdsoverdat.DAT wraps New for users.
+// codecs, the DAT API, the module's ring buffer, its unmap notices
+// (memhook, which its cache of local registrations follows) and the
+// standard library only: nothing below DAT. rdsoverdat.DAT wraps New for users.
 package dat

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/godapl/godapl/internal/memhook"
 	"golang.org/x/sys/unix"
 )
 
@@ -182,8 +183,12 @@ func dupFile(f *os.File) (*os.File, error) {
 }
 
 // closeAll unmaps mem and closes files, for error paths and the end.
+// Every mapping of the package ends here, announced first (memhook):
+// the daemon registers regions for RDMA, and a registration cached by
+// address must not outlive the mapping it was made on.
 func closeAll(mem []byte, files ...*os.File) {
 	if mem != nil {
+		memhook.Unmapping(mem)
 		unix.Munmap(mem)
 	}
 	for _, f := range files {
