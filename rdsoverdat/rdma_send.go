@@ -31,6 +31,13 @@ type RDMADest Cookie
 // The remote range is RemoteAddr (an offset from the cookie) and
 // RemoteBytes; Local are the sender's buffers, which must total
 // RemoteBytes (EINVAL) and stay untouched until the op completes.
+//
+// The transport keeps Local's registrations for later ops on the same
+// memory. Go memory stays valid while cached (the registration keeps it
+// alive), and memory from verbs.AllocMem or Socket.SharedMem leaves the
+// cache when it is freed; memory the program maps and unmaps itself
+// must stay mapped while the Stack lives, or a later op on a new mapping
+// at the same address could use the old registration.
 type RDMAArgs struct {
 	Cookie      Cookie
 	RemoteAddr  uint64 // remote_vec.addr
