@@ -146,6 +146,14 @@ func (dp *datPath) xmit(e *datEP) {
 	for {
 		m := dp.txm
 		if m == nil {
+			if dp.up.Load() != e || e.dead.Load() {
+				// The path moved on to another EP (or e died) while this
+				// round held e: a message taken now would be posted on an
+				// EP whose messages the path already requeued, and the new
+				// EP's later sequences would then ack it unseen.
+				dp.want.Store(true)
+				return
+			}
 			if m = dp.nextTx(); m == nil {
 				return
 			}
