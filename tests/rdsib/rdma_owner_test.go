@@ -4,7 +4,6 @@ package rdsib
 
 import (
 	"bytes"
-	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -95,15 +94,8 @@ func untouchedGuards(t *testing.T, mem []byte) {
 // reply arrived.
 func TestRDMAKernelOps(t *testing.T) {
 	s, kaddr, k := ownerSetup(t, 4810)
-	for i, c := range []struct {
-		write bool
-		size  int
-	}{{true, 64}, {true, 65536}, {true, 1 << 20}, {false, 64}, {false, 65536}, {false, 1 << 20}} {
-		name := fmt.Sprintf("write-%d", c.size)
-		if !c.write {
-			name = fmt.Sprintf("read-%d", c.size)
-		}
-		t.Run(name, func(t *testing.T) {
+	for i, c := range rdmaOpCases {
+		t.Run(c.name(), func(t *testing.T) {
 			first := 2000 + i
 			mem, win := guarded(c.size)
 			flags := rdsoverdat.RDMAUseOnce

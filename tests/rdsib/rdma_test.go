@@ -33,15 +33,8 @@ func TestRDMAKernelMaps(t *testing.T) {
 	if _, err := warm(); err != nil {
 		t.Fatal(err)
 	}
-	for i, c := range []struct {
-		write bool
-		size  int
-	}{{true, 64}, {true, 65536}, {true, 1 << 20}, {false, 64}, {false, 65536}, {false, 1 << 20}} {
-		name := fmt.Sprintf("write-%d", c.size)
-		if !c.write {
-			name = fmt.Sprintf("read-%d", c.size)
-		}
-		t.Run(name, func(t *testing.T) {
+	for i, c := range rdmaOpCases {
+		t.Run(c.name(), func(t *testing.T) {
 			first := 1000 + i
 			wait := k.bg(t, map[string]any{"op": "rdmamap", "port": 4801, "dst": s.BoundAddr().String(),
 				"size": c.size, "first": first, "write": c.write})
@@ -139,4 +132,22 @@ func sendRDMA(t *testing.T, s *rdsoverdat.Socket, dst netip.AddrPort, data strin
 		}
 	}
 	return note
+}
+
+// rdmaOpCase is one RDMA op of the kernel-RDMA tests: a write or a read
+// of size bytes.
+type rdmaOpCase struct {
+	write bool
+	size  int
+}
+
+// rdmaOpCases are the sizes both directions of RDMA are tried with.
+var rdmaOpCases = []rdmaOpCase{{true, 64}, {true, 65536}, {true, 1 << 20}, {false, 64}, {false, 65536}, {false, 1 << 20}}
+
+// name is the subtest's name: write-SIZE or read-SIZE.
+func (c rdmaOpCase) name() string {
+	if c.write {
+		return fmt.Sprintf("write-%d", c.size)
+	}
+	return fmt.Sprintf("read-%d", c.size)
 }
