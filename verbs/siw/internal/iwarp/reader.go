@@ -112,9 +112,12 @@ func (fr *FrameReader) fill(n int) error {
 	if fr.wr-fr.rd >= n {
 		return nil
 	}
+	// Move the few bytes left (fewer than n) to the front, so that the
+	// read may fill the whole buffer: a large buffer with its tail
+	// nearly used would otherwise be refilled by small reads.
 	if fr.rd == fr.wr {
 		fr.rd, fr.wr = 0, 0
-	} else if len(fr.buf)-fr.rd < n {
+	} else if fr.rd > 0 {
 		fr.wr = copy(fr.buf, fr.buf[fr.rd:fr.wr])
 		fr.rd = 0
 	}
