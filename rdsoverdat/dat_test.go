@@ -468,4 +468,58 @@ func TestDATSRQGrows(t *testing.T) {
 	if c < 20 || r > c {
 		t.Errorf("SRQ of %d buffers, %d granted", c, r)
 	}
+	if p, lazy := datNodeOf(t, st.nodeAt(as[0])).Posted(); !lazy || p < r || p > c {
+		t.Errorf("%d buffers posted (lazy %v), %d granted of %d", p, lazy, r, c)
+	}
+}
+
+// A node keeps only its connections' shares (plus a few) of its receive
+// buffers on the SRQ, so that a stream cycles through buffers that stay
+// in the cache; a stream of large messages through them, in both
+// directions, arrives whole and in order.
+func TestDATSRQPostsShares(t *testing.T) {
+	leakCheck(t)
+	st := datStack(t, DATConfig{})
+	as := testAddrs(2)
+	a, b := mustBind(t, st, ap(as[0], 0)), mustBind(t, st, ap(as[1], 0))
+	const n, size = 200, 65536
+	errc := make(chan error, 2)
+	for _, s := range []*Socket{a, b} {
+		to := b.BoundAddr()
+		if s == b {
+			to = a.BoundAddr()
+		}
+		go func() {
+			msg := make([]byte, size)
+			for i := range n {
+				msg[0], msg[size-1] = byte(i), byte(i)
+				if _, err := s.SendTo(msg, to, 0); err != nil { // blocks for room
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	buf := make([]byte, size)
+	for i := range n {
+		for _, s := range []*Socket{a, b} {
+			if k, _ := recvTimeout(t, s, buf, 10*time.Second); k != size || buf[0] != byte(i) || buf[size-1] != byte(i) {
+				t.Fatalf("message %d: %d bytes, first %d last %d", i, k, buf[0], buf[size-1])
+			}
+		}
+	}
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, addr := range as {
+		nd := datNodeOf(t, st.nodeAt(addr))
+		c, r := nd.SRQ()
+		p, lazy := nd.Posted()
+		if !lazy || p < r || p > r+16 || p >= c {
+			t.Errorf("node %v: %d buffers posted (lazy %v), %d granted of %d", addr, p, lazy, r, c)
+		}
+	}
 }

@@ -12,7 +12,7 @@ import (
 
 // TestBulkStream streams large RDMA Writes with Sends between them, so
 // that the receiver reads many FPDUs per syscall and places most of them
-// out of its read-ahead spill: every Write lands exactly in its target,
+// out of its grown frame buffer: every Write lands exactly in its target,
 // the guard bytes between targets stay untouched, and every Send arrives
 // whole and in order. Odd sizes exercise the pads; a small MaxULPDU puts
 // many FPDUs, tagged and untagged, into one read.

@@ -109,6 +109,9 @@ func (s *stream) rxStep() bool {
 	if err != nil {
 		return s.rxFailed(h, err)
 	}
+	if h.PayloadLen() >= rxBulkPayload && rx.fr.BufferSize() < rxBulkBufferSize {
+		rx.fr.Grow(rxBulkBufferSize)
+	}
 	if !rx.started {
 		// Before the handler, which may complete a receive: whoever
 		// sees that completion sees the peer as having spoken.
@@ -472,8 +475,19 @@ func (rx *rxState) drain(s *stream) {
 	}
 }
 
-// rxBufferSize is the frame reader's buffer. Small FPDUs are parsed out
-// of it many per read; the payload of a large FPDU mostly bypasses it and
-// goes from the socket straight into its destination, so a buffer much
-// larger than this would only make large payloads be copied twice.
-const rxBufferSize = 16 << 10
+// The frame reader's buffer. Small FPDUs are parsed out of it many per
+// read: rxBufferSize is enough for them. The payload of a large FPDU goes
+// from the socket straight into its destination when the buffer is empty
+// as it starts, and through the buffer when a read brought it in behind
+// the FPDU before it. A peer that streams large FPDUs keeps the socket
+// full, so most of its payload comes through the buffer whatever its
+// size: a larger buffer then only means fewer reads, one per several
+// FPDUs instead of one or two per FPDU. So the first FPDU with a payload
+// of rxBulkPayload bytes or more grows the buffer to rxBulkBufferSize.
+// Much more than that stops paying: the buffer and its copy out no longer
+// stay in the cache.
+const (
+	rxBufferSize     = 16 << 10
+	rxBulkPayload    = 8 << 10
+	rxBulkBufferSize = 256 << 10
+)

@@ -9,34 +9,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sockReader is the socket as the frame reader sees it. It saves
-// syscalls on large FPDUs: when the frame reader reads a payload straight
-// into its destination, sockReader reads with readv into the destination
-// and a spill buffer at once, so that the pad, CRC and next header — and,
-// when the peer is streaming, the next few FPDUs whole — arrive with the
-// payload instead of in reads of their own; the next reads are served
-// from the spill first. Byte order is preserved, so the frame reader
-// notices nothing, and every byte still reaches its destination only
-// through the frame reader, after the header it belongs to has been
-// validated: nothing is placed speculatively.
+// sockReader is the socket as the frame reader sees it: reads through
+// the raw connection (no allocation, no poll.FD bookkeeping beyond the
+// wait), and a vector read (iwarp.VectorReader) with which the frame
+// reader reads a large payload straight into its destination and what
+// follows it — pad, CRC, the next header and, when the peer is
+// streaming, the next few FPDUs whole — into its own buffer in the same
+// call. Every byte still reaches its destination only through the frame
+// reader, after the header it belongs to has been validated: nothing is
+// placed speculatively.
 //
-// Why a large spill and not speculation. While a large RDMA Write
-// streams in, the kernel has many FPDUs queued; reading them one payload
-// per syscall, as a spill of only a trailer and a header forces, costs a
-// syscall per 64 KiB where a plain TCP reader reads hundreds of KiB per
-// call (on the 2-core development VM: 1 MiB in 64 KiB reads takes the
-// kernel about twice as long as in one read). Reading the following FPDUs
-// straight into place would need their headers before they are read. A
-// readv that guesses them — the same STag at the next TO, a payload as
-// long as this one — cannot be made safe for an RDMA Write: its total
-// length is on no header, so when the next segment is shorter than
-// guessed (the last one usually is), the guessed iovec has already put
-// the bytes that follow it into memory the Write does not target, memory
-// the application may be using. So the following FPDUs are read into the
-// spill and their payloads copied out: a copy in user space in exchange
-// for the syscalls, with fewer wakeups of the reader (benchmarks: RDMA
-// Write of 1 MiB about a fifth faster). Only a stream that has carried a
-// large payload pays for the memory.
+// Why not read the following FPDUs straight into place. Their headers
+// would be needed before they are read. A readv that guesses them — the
+// same STag at the next TO, a payload as long as this one — cannot be
+// made safe for an RDMA Write: its total length is on no header, so when
+// the next segment is shorter than guessed (the last one usually is), the
+// guessed iovec has already put the bytes that follow it into memory the
+// Write does not target, memory the application may be using. So the
+// following FPDUs land in the frame reader's buffer and their payloads
+// are copied out: a copy in user space in exchange for the syscalls. The
+// frame reader's buffer grows for a stream that carries large payloads
+// (rxBulkBufferSize), so that a streaming peer costs one read per
+// several FPDUs.
+//
+// The spill holds what an inline receiver's wait read (fillSpill); reads
+// serve it first.
 type sockReader struct {
 	nc      *net.TCPConn
 	rc      syscall.RawConn
@@ -44,37 +41,19 @@ type sockReader struct {
 	fn      func(fd uintptr) bool // readv, kept so that a read allocates nothing
 	fnSpill func(fd uintptr) bool // readSpill, likewise
 	iov     [2]unix.Iovec
+	niov    int // iovecs of the next readv
 	n       int
 	err     syscall.Errno
 
-	spill  []byte // small, until the first large payload read; then bulk
-	small  [spillSmall]byte
-	sr, sw int // spill[sr:sw] is read ahead and not yet consumed
+	spill  []byte // an inline receiver's read (fillSpill); nil until one
+	sr, sw int    // spill[sr:sw] is read ahead and not yet consumed
 }
-
-const (
-	// spillSmall holds a trailer and the next header with room to spare.
-	spillSmall = 256
-	// spillBulk is the spill of a stream that has carried a large
-	// payload: a few maximal FPDUs, so that a streaming RDMA Write costs
-	// one syscall per several FPDUs. Much more than this stops paying:
-	// the spill and its copy out no longer stay in the cache.
-	spillBulk = 256 << 10
-	// bulkReadMin is the payload read that switches the spill to
-	// spillBulk (once per stream): a payload of a few KiB behind a
-	// header is no sign of a streaming peer.
-	bulkReadMin = 32 << 10
-	// readvMin is the read size from which the spill buffer is attached;
-	// smaller reads are buffer refills of the frame reader.
-	readvMin = 2 << 10
-)
 
 func (r *sockReader) init(nc *net.TCPConn) {
 	r.nc = nc
 	r.rc, _ = nc.SyscallConn()
 	r.fn = r.readv
 	r.fnSpill = r.readSpill
-	r.spill = r.small[:]
 }
 
 // buffered returns the bytes read ahead and not yet consumed.
@@ -123,7 +102,7 @@ func (r *sockReader) readSpill(fd uintptr) bool {
 func (r *sockReader) readv(fd uintptr) bool {
 	r.fd = fd
 	for {
-		n, _, e := unix.Syscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&r.iov[0])), uintptr(len(r.iov)))
+		n, _, e := unix.Syscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&r.iov[0])), uintptr(r.niov))
 		if e == unix.EINTR {
 			continue
 		}
@@ -135,25 +114,35 @@ func (r *sockReader) readv(fd uintptr) bool {
 	}
 }
 
-// Read implements io.Reader.
+// Read implements io.Reader: the frame reader's buffer refills.
 func (r *sockReader) Read(p []byte) (int, error) {
+	return r.ReadVec(p, nil)
+}
+
+// ReadVec implements iwarp.VectorReader: one readv into a, then b.
+func (r *sockReader) ReadVec(a, b []byte) (int, error) {
 	if r.sr < r.sw {
-		n := copy(p, r.spill[r.sr:r.sw])
+		n := copy(a, r.spill[r.sr:r.sw])
 		r.sr += n
 		return n, nil
 	}
-	if len(p) < readvMin || r.rc == nil {
-		return r.nc.Read(p)
+	if len(a) == 0 {
+		return 0, nil
 	}
-	if len(p) >= bulkReadMin && len(r.spill) < spillBulk {
-		r.spill = make([]byte, spillBulk)
+	if r.rc == nil {
+		return r.nc.Read(a)
 	}
-	r.iov[0].Base, r.iov[1].Base = &p[0], &r.spill[0]
-	r.iov[0].SetLen(len(p))
-	r.iov[1].SetLen(len(r.spill))
+	r.iov[0].Base = &a[0]
+	r.iov[0].SetLen(len(a))
+	r.niov = 1
+	if len(b) > 0 {
+		r.iov[1].Base = &b[0]
+		r.iov[1].SetLen(len(b))
+		r.niov = 2
+	}
 	r.n, r.err = 0, 0
 	err := r.rc.Read(r.fn)
-	r.iov[0].Base = nil // do not keep the destination alive
+	r.iov[0].Base, r.iov[1].Base = nil, nil // do not keep the destination alive
 	if err != nil {
 		return 0, err
 	}
@@ -164,10 +153,5 @@ func (r *sockReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	raceAcquireIO(int(r.fd))
-	n := r.n
-	if n > len(p) {
-		r.sr, r.sw = 0, n-len(p)
-		n = len(p)
-	}
-	return n, nil
+	return r.n, nil
 }

@@ -310,29 +310,43 @@ func sendOpcode(w *soft.SendWQE) iwarp.Opcode {
 }
 
 // nextPayload returns the payload of the next FPDU of tx.cur, at most max
-// bytes: the rest of the current SGE, or, when the rest of the message is
-// small and spans several SGEs, all of it gathered into one buffer.
-func (tx *txState) nextPayload(max int) []byte {
+// bytes, as a prefix to copy and a payload: the rest of the current SGE;
+// or, when the rest of the message is small and spans several SGEs, all
+// of it gathered into the prefix; or, when the current SGE's rest is
+// small and a larger SGE follows, that rest gathered into the prefix and
+// as much of the next SGE as fits behind it, so that a small header SGE
+// and its data SGE make one FPDU without the data being copied.
+func (tx *txState) nextPayload(max int) (prefix, payload []byte) {
 	for tx.si < len(tx.slices) && tx.soff == len(tx.slices[tx.si]) {
 		tx.si, tx.soff = tx.si+1, 0
 	}
 	if tx.si == len(tx.slices) {
-		return nil
+		return nil, nil
 	}
 	rest := tx.cur.Len - tx.off
-	if cur := tx.slices[tx.si]; uint64(len(cur)-tx.soff) < rest && rest <= uint64(min(max, gatherMax)) {
+	cur := tx.slices[tx.si][tx.soff:]
+	if uint64(len(cur)) < rest && rest <= uint64(min(max, gatherMax)) {
 		n := 0
 		for ; tx.si < len(tx.slices); tx.si, tx.soff = tx.si+1, 0 {
 			n += copy(tx.gather[n:], tx.slices[tx.si][tx.soff:])
 		}
-		return tx.gather[:n]
+		return tx.gather[:n], nil
 	}
-	cur := tx.slices[tx.si][tx.soff:]
+	if uint64(len(cur)) < rest && len(cur) <= gatherMax && len(cur) < max && tx.si+1 < len(tx.slices) {
+		n := copy(tx.gather[:], cur)
+		tx.si, tx.soff = tx.si+1, 0
+		next := tx.slices[tx.si]
+		if len(next) > max-n {
+			next = next[:max-n]
+		}
+		tx.soff = len(next)
+		return tx.gather[:n], next
+	}
 	if len(cur) > max {
 		cur = cur[:max]
 	}
 	tx.soff += len(cur)
-	return cur
+	return nil, cur
 }
 
 // errLocalFault stops the transmit loops after failLocal has ended the
@@ -364,17 +378,17 @@ func (s *stream) txSegment() error {
 	}
 	defer tx.holds.Release()
 	var hdr iwarp.Header
-	var payload []byte
+	var prefix, payload []byte
 	if tx.op == iwarp.OpRDMAWrite {
-		payload = tx.nextPayload(iwarp.MaxPayload(iwarp.TaggedHeaderLen, s.maxULPDU))
-		last := tx.off+uint64(len(payload)) == w.Len
+		prefix, payload = tx.nextPayload(iwarp.MaxPayload(iwarp.TaggedHeaderLen, s.maxULPDU))
+		last := tx.off+uint64(len(prefix)+len(payload)) == w.Len
 		hdr = tx.hdr[:iwarp.TaggedHeaderLen]
 		iwarp.TaggedHeader(hdr).Encode(&iwarp.TaggedFields{
 			Opcode: iwarp.OpRDMAWrite, Last: last, STag: iwarp.STag(w.RKey), TO: w.RemoteAddr + tx.off,
 		})
 	} else {
-		payload = tx.nextPayload(iwarp.MaxPayload(iwarp.UntaggedHeaderLen, s.maxULPDU))
-		last := tx.off+uint64(len(payload)) == w.Len
+		prefix, payload = tx.nextPayload(iwarp.MaxPayload(iwarp.UntaggedHeaderLen, s.maxULPDU))
+		last := tx.off+uint64(len(prefix)+len(payload)) == w.Len
 		var inv iwarp.STag
 		if w.Opcode == verbs.OpSendWithInv {
 			inv = iwarp.STag(w.InvRKey)
@@ -384,11 +398,12 @@ func (s *stream) txSegment() error {
 			Opcode: tx.op, Last: last, InvalidateSTag: inv, QN: iwarp.QNSend, MSN: tx.msn, MO: uint32(tx.off),
 		})
 	}
-	if err := tx.frame(hdr, payload); err != nil {
+	raceReleaseIO()
+	if err := tx.w.FrameParts(hdr, prefix, payload); err != nil {
 		return err
 	}
-	tx.off += uint64(len(payload))
-	tx.bytes += uint64(len(payload))
+	tx.off += uint64(len(prefix) + len(payload))
+	tx.bytes += uint64(len(prefix) + len(payload))
 	if tx.off == w.Len {
 		tx.curOn = false
 		tx.done = append(tx.done, w.Seq)

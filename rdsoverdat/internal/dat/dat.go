@@ -132,7 +132,8 @@ type datNode struct {
 	// rx holds the SRQ's buffers, RecvDepth per chunk; buffer i is slot
 	// i%RecvDepth of chunk i/RecvDepth. Copy-on-write under mu.
 	rx    atomic.Pointer[[]*lmr.LMR]
-	nbufs atomic.Int64 // buffers posted so far: valid cookies
+	nbufs atomic.Int64 // buffers created so far: valid cookies
+	rxp   datRxPost    // which of them are posted (dat_rxpost.go)
 	psp   *ep.PSP
 	// kernel: the IA's device is IB or RoCE, where the transport speaks
 	// like the kernel's rds_rdma (dat_kernel.go).
@@ -176,6 +177,7 @@ func (t *datTransport) Attach(n xport.Node) (xport.NodeTransport, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	dn := &datNode{cfg: t.cfg, node: n, ia: a, ctx: ctx, cancel: cancel, eps: make(map[*datEP]struct{}), kernel: kernelWire(a)}
+	dn.rxp.lazy.Store(!dn.kernel)
 	if err := dn.setup(); err != nil {
 		cancel()
 		a.Close(dat.CloseAbrupt)
@@ -242,14 +244,18 @@ func (dn *datNode) setup() error {
 		return err
 	}
 	dn.rx.Store(new([]*lmr.LMR))
+	dn.setTargetLocked()
 	if err := dn.growLocked(); err != nil {
+		return err
+	}
+	if err := dn.topUp(); err != nil {
 		return err
 	}
 	dn.psp, err = ep.CreatePSP(dn.ia, dat.ConnQual(dn.cfg.Port), dn.evd, dat.PSPConsumer)
 	return err
 }
 
-// growLocked adds RecvDepth receive buffers to the SRQ: a chunk of Go
+// growLocked adds RecvDepth receive buffers to the node: a chunk of Go
 // memory (not lmr.Alloc's mapping, so that a peer's provider still
 // placing data while the IA closes never touches unmapped pages),
 // published before its buffers are posted so that the event goroutine can
@@ -270,10 +276,8 @@ func (dn *datNode) growLocked() error {
 	chunks := append(old[:len(old):len(old)], l)
 	dn.rx.Store(&chunks)
 	var iov [1]dat.LMRTriplet
-	for i := range d {
-		if err := dn.post(dn.capacity+i, &iov); err != nil {
-			return err
-		}
+	if err := dn.addFree(dn.capacity, d, &iov); err != nil {
+		return err
 	}
 	dn.capacity += d
 	dn.nbufs.Store(int64(dn.capacity))
@@ -314,12 +318,20 @@ func (dn *datNode) reserve() int {
 		return 0
 	}
 	dn.reserved += g
+	dn.setTargetLocked()
+	if dn.topUp() != nil {
+		// The IA is closing: so is this connection.
+		dn.reserved -= g
+		dn.setTargetLocked()
+		return 0
+	}
 	return g
 }
 
 func (dn *datNode) unreserve(g int) {
 	dn.mu.Lock()
 	dn.reserved -= g
+	dn.setTargetLocked()
 	dn.mu.Unlock()
 }
 

@@ -319,6 +319,7 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 	}
 	if peer.Credit() == 0 {
 		e.credits.disable() // the kernel's wire: RNR retry paces the sender
+		dn.postAll()        // nor will it respect ours
 	}
 	e.credits.addSend(min(peer.Credit(), datMaxCredits))
 	e.kernelPeer = dn.isKernelPeer(peer)
@@ -381,6 +382,7 @@ func (dn *datNode) retired(e *datEP) {
 	delete(dn.eps, e)
 	if live {
 		dn.reserved -= e.grant
+		dn.setTargetLocked()
 	}
 	dn.mu.Unlock()
 	if !live {

@@ -18,8 +18,9 @@ import (
 // protocol error that resets this connection only. A complete message
 // goes to the core, then its sequence number becomes the connection's
 // ack (even if lower than before: the peer restarted), requested promptly if the sender asked with ACK_REQUIRED. The
-// buffer is reposted at once and counted as a posted credit of the
-// connection it came from.
+// buffer is reposted at once (or rests in the node's free list while
+// enough others are posted, dat_rxpost.go) and counted as a posted
+// credit of the connection it came from.
 
 var (
 	errDatShort    = errors.New("rds dat: receive shorter than an RDS header")
@@ -102,7 +103,7 @@ func (dn *datNode) onRecv(c *dat.DTOCompletion) {
 	if e != nil && c.Status == dat.DTOSuccess {
 		e.recv(dn.rxBuf(i)[:min(int(c.Length), datSlot)])
 	}
-	if dn.repost(i) != nil {
+	if dn.recycle(i) != nil {
 		return // the IA is closing
 	}
 	if e != nil && !e.dead.Load() {

@@ -86,6 +86,13 @@ func (n Node) SRQ() (capacity, reserved int) {
 	return n.dn.capacity, n.dn.reserved
 }
 
+// Posted returns how many of the node's receive buffers are on its SRQ
+// or being handled, and whether it posts only what its connections'
+// shares need (dat_rxpost.go).
+func (n Node) Posted() (posted int, lazy bool) {
+	return int(n.dn.rxp.out.Load()), n.dn.rxp.lazy.Load()
+}
+
 // Pin is a mapping an RDMA check request admitted, held for one op.
 type Pin struct {
 	m *datMR

@@ -88,7 +88,9 @@ func FuzzCheckHeader(f *testing.F) {
 
 // FuzzFrameReader reads FPDUs from arbitrary bytes, with CRC checking on
 // or off, and checks that each accepted FPDU re-encodes to the bytes it
-// came from.
+// came from: once through a plain reader in small payload reads, once
+// through a vector reader in segments with payload reads large enough to
+// go straight into place (readDirect).
 func FuzzFrameReader(f *testing.F) {
 	seed := func(crc bool) []byte {
 		stream := encodeFrames(f, crc,
@@ -102,45 +104,57 @@ func FuzzFrameReader(f *testing.F) {
 	f.Add(seed(false), false)
 	f.Add(seed(true), true)
 	f.Fuzz(func(t *testing.T, b []byte, crc bool) {
-		fr := NewFrameReader(bytes.NewReader(b), ReaderOptions{CRC: crc})
-		off := 0
-		dst := make([]byte, 100)
-		for {
-			h, err := fr.Next()
-			if err != nil {
-				if err == io.EOF && off != len(b) {
-					t.Fatalf("io.EOF at %d of %d", off, len(b))
-				}
-				if pe := (*ProtocolError)(nil); errors.As(err, &pe) {
-					NewTerminate(pe.Cause, h) // must not panic on any offending header
-				}
-				return
-			}
-			payload := make([]byte, 0, h.PayloadLen())
-			for fr.PayloadLeft() > 0 {
-				n, err := fr.ReadPayload(dst)
-				if err != nil {
-					return
-				}
-				payload = append(payload, dst[:n]...)
-			}
-			if err := fr.Finish(); err != nil {
-				return
-			}
-			// Pad bytes need not be zero, so compare up to the ULPDU's end.
-			n := FrameLen(h.ULPDULength())
-			enc := encodeFrames(t, crc, testFrame{h, payload})[:2+h.ULPDULength()]
-			if want := b[off : off+2+h.ULPDULength()]; !bytes.Equal(enc, want) {
-				t.Fatalf("FPDU at %d re-encoded\n got % x\nwant % x", off, enc, want)
-			}
-			if h.Opcode() == OpTerminate {
-				if term, err := ParseTerminate(b[off : off+2+h.ULPDULength()]); err == nil {
-					term.Offending()
-				}
-			}
-			off += n
+		fuzzFrames(t, NewFrameReader(bytes.NewReader(b), ReaderOptions{CRC: crc}), b, crc, 100)
+		var segs [][]byte
+		for rest, i := b, 0; len(rest) > 0; i++ {
+			n := min(len(rest), 1+int(rest[0])*(i%7+1)*13)
+			segs = append(segs, rest[:n])
+			rest = rest[n:]
 		}
+		fuzzFrames(t, NewFrameReader(&vecReader{segmentReader: segmentReader{segs: segs}}, ReaderOptions{CRC: crc}), b, crc, 8<<10)
 	})
+}
+
+// fuzzFrames is FuzzFrameReader's check of the FPDUs fr reads from b,
+// reading payloads dstLen bytes at a time.
+func fuzzFrames(t *testing.T, fr *FrameReader, b []byte, crc bool, dstLen int) {
+	off := 0
+	dst := make([]byte, dstLen)
+	for {
+		h, err := fr.Next()
+		if err != nil {
+			if err == io.EOF && off != len(b) {
+				t.Fatalf("io.EOF at %d of %d", off, len(b))
+			}
+			if pe := (*ProtocolError)(nil); errors.As(err, &pe) {
+				NewTerminate(pe.Cause, h) // must not panic on any offending header
+			}
+			return
+		}
+		payload := make([]byte, 0, h.PayloadLen())
+		for fr.PayloadLeft() > 0 {
+			n, err := fr.ReadPayload(dst)
+			if err != nil {
+				return
+			}
+			payload = append(payload, dst[:n]...)
+		}
+		if err := fr.Finish(); err != nil {
+			return
+		}
+		// Pad bytes need not be zero, so compare up to the ULPDU's end.
+		n := FrameLen(h.ULPDULength())
+		enc := encodeFrames(t, crc, testFrame{h, payload})[:2+h.ULPDULength()]
+		if want := b[off : off+2+h.ULPDULength()]; !bytes.Equal(enc, want) {
+			t.Fatalf("FPDU at %d re-encoded\n got % x\nwant % x", off, enc, want)
+		}
+		if h.Opcode() == OpTerminate {
+			if term, err := ParseTerminate(b[off : off+2+h.ULPDULength()]); err == nil {
+				term.Offending()
+			}
+		}
+		off += n
+	}
 }
 
 func FuzzParseTerminate(f *testing.F) {

@@ -12,6 +12,18 @@ type ReaderOptions struct {
 	BufferSize int
 }
 
+// VectorReader is a reader that can read into two buffers with one call
+// (readv). ReadPayload uses it, when its reader has it, to read a large
+// payload straight into its destination and, in the same call, whatever
+// follows into the FrameReader's own buffer: the pad, the CRC and the
+// next FPDUs, which would otherwise each cost a read of their own.
+type VectorReader interface {
+	io.Reader
+	// ReadVec reads into a and then b and returns the total: n > len(a)
+	// means that a is full and b holds n-len(a) bytes.
+	ReadVec(a, b []byte) (n int, err error)
+}
+
 // FrameReader decodes the FPDU stream of one MPA connection from an
 // io.Reader, typically the *net.TCPConn, without allocating per frame.
 //
@@ -34,6 +46,7 @@ type ReaderOptions struct {
 // means it closed inside one. A FrameReader is not safe for concurrent use.
 type FrameReader struct {
 	r     io.Reader
+	rv    VectorReader // r, when it reads vectors; else nil
 	buf   []byte
 	rd    int // buffered bytes are buf[rd:wr]
 	wr    int
@@ -55,8 +68,27 @@ func NewFrameReader(r io.Reader, opt ReaderOptions) *FrameReader {
 		size = DefaultReadBufferSize
 	}
 	size = max(size, minReadBufferSize)
-	return &FrameReader{r: r, buf: make([]byte, size), crcOn: opt.CRC}
+	rv, _ := r.(VectorReader)
+	return &FrameReader{r: r, rv: rv, buf: make([]byte, size), crcOn: opt.CRC}
 }
+
+// Grow enlarges the read buffer to size bytes (never shrinks it), keeping
+// what is buffered. A connection that turns out to carry large payloads
+// grows it so that one read takes several FPDUs; payload bytes that
+// arrive in the buffer are copied out of it once, whether the buffer is
+// small or large, so only the number of reads changes.
+func (fr *FrameReader) Grow(size int) {
+	if size <= len(fr.buf) {
+		return
+	}
+	b := make([]byte, size)
+	fr.wr = copy(b, fr.buf[fr.rd:fr.wr])
+	fr.rd = 0
+	fr.buf = b
+}
+
+// BufferSize returns the size of the read buffer.
+func (fr *FrameReader) BufferSize() int { return len(fr.buf) }
 
 // SetCRC switches CRC checking, for a reader created before the MPA
 // exchange decided it. Call it between frames.
@@ -80,9 +112,12 @@ func (fr *FrameReader) fill(n int) error {
 	if fr.wr-fr.rd >= n {
 		return nil
 	}
+	// Move the few bytes left (fewer than n) to the front, so that the
+	// read may fill the whole buffer: a large buffer with its tail
+	// nearly used would otherwise be refilled by small reads.
 	if fr.rd == fr.wr {
 		fr.rd, fr.wr = 0, 0
-	} else if len(fr.buf)-fr.rd < n {
+	} else if fr.rd > 0 {
 		fr.wr = copy(fr.buf, fr.buf[fr.rd:fr.wr])
 		fr.rd = 0
 	}
@@ -206,7 +241,7 @@ func (fr *FrameReader) ReadPayload(dst []byte) (int, error) {
 	dst = dst[:n]
 	for done := 0; done < n; {
 		if fr.rd == fr.wr && n-done >= directReadMin {
-			m, err := io.ReadFull(fr.r, dst[done:])
+			m, err := fr.readDirect(dst[done:])
 			done += m
 			if err != nil {
 				if err == io.EOF {
@@ -228,6 +263,38 @@ func (fr *FrameReader) ReadPayload(dst []byte) (int, error) {
 	}
 	fr.left -= n
 	return n, nil
+}
+
+// readDirect reads the rest of a payload, dst, from the underlying reader
+// into place; the buffer is empty. With a VectorReader each read also
+// fills the buffer with what follows the payload, so that the next
+// header does not cost a read of its own.
+func (fr *FrameReader) readDirect(dst []byte) (int, error) {
+	if fr.rv == nil {
+		return io.ReadFull(fr.r, dst)
+	}
+	fr.rd, fr.wr = 0, 0
+	done := 0
+	for empty := 0; done < len(dst); {
+		m, err := fr.rv.ReadVec(dst[done:], fr.buf)
+		if m > len(dst)-done {
+			fr.wr = m - (len(dst) - done)
+			m = len(dst) - done
+		}
+		done += m
+		if done == len(dst) {
+			return done, nil
+		}
+		if err != nil {
+			return done, err
+		}
+		if m == 0 {
+			if empty++; empty >= 100 {
+				return done, io.ErrNoProgress
+			}
+		}
+	}
+	return done, nil
 }
 
 // Discard skips the unread payload of the current FPDU. The CRC, when

@@ -93,18 +93,28 @@ func (fw *FrameWriter) Buffered() int { return fw.pending }
 // messages so that the ULPDU fits (MaxPayload); ErrFrameTooLong and
 // ErrHeaderLen report a caller bug and queue nothing.
 func (fw *FrameWriter) Frame(hdr Header, payload []byte) error {
+	return fw.FrameParts(hdr, nil, payload)
+}
+
+// FrameParts queues one FPDU whose payload is prefix followed by payload:
+// prefix is copied behind the header like a small payload, payload is
+// copied or referenced as Frame's. A message whose small first piece and
+// large second piece lie in separate buffers (a Send of an application
+// header and its data) so travels as one FPDU without its large piece
+// being copied.
+func (fw *FrameWriter) FrameParts(hdr Header, prefix, payload []byte) error {
 	if fw.err != nil {
 		return fw.err
 	}
 	if len(hdr) < CheckHeaderLen || len(hdr) != hdr.Opcode().HeaderLen() {
 		return ErrHeaderLen
 	}
-	ulpdu := len(hdr) - ULPDULengthLen + len(payload)
+	ulpdu := len(hdr) - ULPDULengthLen + len(prefix) + len(payload)
 	if ulpdu > MaxULPDULength {
 		return ErrFrameTooLong
 	}
 	pad := PadLen(ulpdu)
-	fixed := len(hdr) + pad + CRCLen
+	fixed := len(hdr) + len(prefix) + pad + CRCLen
 	copyPayload := len(payload) <= fw.copyMax || len(payload) == 0
 	need := fixed
 	if copyPayload {
@@ -117,15 +127,20 @@ func (fw *FrameWriter) Frame(hdr Header, payload []byte) error {
 		if len(fw.buf) < need {
 			copyPayload, need = false, fixed
 		}
+		if len(fw.buf) < need {
+			return ErrFrameTooLong // a prefix larger than the buffer: a caller bug
+		}
 	}
 
+	start := fw.n
 	h := Header(fw.buf[fw.n : fw.n+len(hdr)])
 	copy(h, hdr)
 	h.SetULPDULength(ulpdu)
 	fw.n += len(hdr)
+	fw.n += copy(fw.buf[fw.n:], prefix)
 	var sum uint32
 	if fw.crcOn {
-		sum = UpdateCRC32c(0, h)
+		sum = UpdateCRC32c(0, fw.buf[start:fw.n])
 		sum = UpdateCRC32c(sum, payload)
 	}
 	if copyPayload {
