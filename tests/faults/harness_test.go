@@ -337,6 +337,26 @@ func resetTCP(t *testing.T, ns *netns.NS, transport string) int {
 	return max(strings.Count(out, "\n")-1, 0)
 }
 
+// resetMidStream waits for rcv to make progress and then resets the
+// transport's connection in ns, once. Progress does not prove that a
+// connection is up: messages queued before the previous reset (in the
+// receiving socket, or a daemon's queues and rings) still arrive while
+// the next connection is being made, and ss then finds nothing to
+// destroy. It waits for more progress and tries again until a socket
+// was destroyed, and returns how many were.
+func resetMidStream(t *testing.T, ns *netns.NS, transport string, rcv, snd *child) int {
+	t.Helper()
+	for end := time.Now().Add(60 * time.Second); ; {
+		midStream(t, rcv, snd)
+		if n := resetTCP(t, ns, transport); n > 0 {
+			return n
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no %s connection to reset in 60 s of traffic", transport)
+		}
+	}
+}
+
 // counts is what a scenario prints and asserts on.
 type counts struct {
 	Scenario                                 string

@@ -74,8 +74,7 @@ func testRDSConnReset(t *testing.T, tr string) {
 
 	destroyed := 0
 	for range faults {
-		midStream(t, rcv, snd)
-		destroyed += resetTCP(t, r.a, tr)
+		destroyed += resetMidStream(t, r.a, tr, rcv, snd)
 	}
 	s, rc := stopAndDrain(t, snd, rcv)
 	c := tally(fmt.Sprintf("%s: tcp reset (ss -K) x%d mid-stream", tr, faults), time.Since(start), s, rc)

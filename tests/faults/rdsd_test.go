@@ -170,8 +170,7 @@ func testRDSDaemonTwoHosts(t *testing.T, tr string) {
 	// Faults on the one connection every process shares.
 	destroyed := 0
 	for range 2 {
-		midStream(t, sides[1].rcvs[1], sides[0].snds[1])
-		destroyed += resetTCP(t, r.a, tr)
+		destroyed += resetMidStream(t, r.a, tr, sides[1].rcvs[1], sides[0].snds[1])
 	}
 	midStream(t, sides[1].rcvs[1], sides[0].snds[1])
 	if err := r.veth.SetUp(false); err != nil {
