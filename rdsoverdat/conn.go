@@ -211,6 +211,26 @@ const (
 // Locking: mu protects the queues, sequence numbers and state. Lock order
 // is connPath.mu before Socket.mu; the core never calls a transport with mu
 // held.
+//
+// Generations: the transport connections that carry a path one after the
+// other are numbered (gen). A transport reads the number for a connection
+// (Gen) after the previous connection's Down has returned and before it
+// reports Up for it (Up kicks, and the round it starts needs the number),
+// and takes messages for it only with NextTx(gen). NextTx moves each
+// message it hands out to the retransmit list under mu; Down, under mu,
+// puts the retransmit list back in front of the send queue and ends the
+// number in the same critical section. So when Down runs, every message
+// handed out for the ending connection has been acknowledged, given back
+// (TxAbort) or is requeued then, and NextTx refuses the number from then
+// on. Without it, a round that loaded the connection before its Down and
+// runs on after the path came up on the next one (the dat transport's
+// kicker holds an EP across NextTx calls; the tcp writer reports Down
+// itself, after its last NextTx) would take a message for the dead
+// connection: posted there, left on the retransmit list where no Down of
+// its own requeues it, it would be freed unsent by the next connection's
+// ack of a later sequence. What such a round took before the Down is
+// requeued already: posting it on the dead connection loses nothing, and
+// its TxDone or TxAbort only releases it.
 type connPath struct {
 	conn  *connection
 	index int
@@ -226,6 +246,7 @@ type connPath struct {
 	nextTxSeq wire.Seq
 	nextRxSeq wire.Seq
 	ups       uint64
+	gen       uint64 // the carrying connection's generation: Downs that ended an up
 }
 
 // Conn returns the connection the path belongs to.
@@ -249,6 +270,16 @@ func (p *connPath) HasWork() bool {
 	return p.sendQ.n > 0 || p.retrans.n > 0
 }
 
+// Gen returns the generation of the transport connection that carries,
+// or is to carry, the path: the one a transport passes to NextTx for its
+// messages. It is read once the previous connection's Down has returned,
+// before Up is reported for the new one.
+func (p *connPath) Gen() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gen
+}
+
 // Up is called by the transport when the path can carry messages. The
 // local congestion map is queued as the first message (the kernel does so
 // on every path that comes up), then everything queued is transmitted.
@@ -269,7 +300,10 @@ func (p *connPath) Up() {
 // Down is called by the transport when the path lost its transport
 // connection. Every transmitted but unacknowledged message goes back to
 // the front of the send queue, flagged retransmitted, unless the peer's
-// restart flushed it (rds_send_path_reset).
+// restart flushed it (rds_send_path_reset). The connection's generation
+// ends in the same critical section, so that nothing more is handed out
+// for it (see connPath). A Down of a path that is not up ends none: a
+// repeated report leaves the number the next connection has read alone.
 //
 // A message with an RDMA op goes back too, although it is never sent
 // again: the peer may have received it and only its ack been lost, and
@@ -280,6 +314,9 @@ func (p *connPath) Up() {
 func (p *connPath) Down(err error) {
 	c := p.conn
 	p.mu.Lock()
+	if p.state == pathUp {
+		p.gen++
+	}
 	if p.state != pathUp && p.retrans.n == 0 {
 		p.state = pathDown
 		p.mu.Unlock()
@@ -313,15 +350,16 @@ func (p *connPath) Down(err error) {
 	}
 }
 
-// NextTx returns the next message to transmit, or nil when there is none
-// or the path is down. A pending congestion map goes first. The message
-// moves to the retransmit list (except a map) and the caller holds a
-// reference until TxDone.
-func (p *connPath) NextTx() *message {
+// NextTx returns the next message to transmit on the transport
+// connection of generation gen (Gen), or nil when there is none, the
+// path is down or that connection's Down has run. A pending congestion
+// map goes first. The message moves to the retransmit list (except a
+// map) and the caller holds a reference until TxDone.
+func (p *connPath) NextTx(gen uint64) *message {
 	c := p.conn
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.state != pathUp {
+	if p.state != pathUp || gen != p.gen {
 		return nil
 	}
 	if !c.loop && c.mapQueued.CompareAndSwap(true, false) {

@@ -35,7 +35,10 @@ type loopPath struct {
 
 // xmitGuard is the kernel's RDS_IN_XMIT bit, for a transport that
 // transmits in the goroutine that kicks the path (loop, and the tests'
-// in-memory RDMA transport).
+// in-memory RDMA transport). Such a transport has no connection of its
+// own to number: a round takes the path's generation when it starts,
+// under the guard, which is right as long as the transport reports Down
+// and the next Up under the guard too (the loop transport never does).
 type xmitGuard struct {
 	inXmit atomic.Bool
 }
@@ -47,7 +50,8 @@ func (g *xmitGuard) drain(p *connPath, send func(*message)) {
 		if !g.inXmit.CompareAndSwap(false, true) {
 			return // the goroutine transmitting will see our message
 		}
-		for m := p.NextTx(); m != nil; m = p.NextTx() {
+		gen := p.Gen()
+		for m := p.NextTx(gen); m != nil; m = p.NextTx(gen) {
 			send(m)
 		}
 		g.inXmit.Store(false)

@@ -99,8 +99,10 @@ func (p *xpath) DropAckedSeq(s wire.Seq) int {
 	return p.core().DropAckedSeq(s)
 }
 
-func (p *xpath) NextTx() xport.Msg {
-	if m := p.core().NextTx(); m != nil {
+func (p *xpath) Gen() uint64 { return p.core().Gen() }
+
+func (p *xpath) NextTx(gen uint64) xport.Msg {
+	if m := p.core().NextTx(gen); m != nil {
 		return m
 	}
 	return nil

@@ -326,6 +326,10 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 	e.state = datUp
 	dp.backoff.Reset()
 	e.frag = datFragFor(peer)
+	// The previous EP's Down ran on this goroutine (the event role)
+	// before e could establish, so this is e's generation: a round still
+	// holding that EP gets nothing more from NextTx.
+	e.gen = dp.p.Gen()
 	dp.up.Store(e)
 	dp.mu.Unlock()
 	e.syncPeerGen() // before Up: nothing is sent in the space it may reset

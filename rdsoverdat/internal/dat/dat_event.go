@@ -29,7 +29,7 @@ import (
 
 func (dn *datNode) routineEvents() {
 	defer dn.wg.Done()
-	defer dn.role.end()
+	defer dn.role.End()
 	for {
 		if _, err := dn.evd.WaitInto(dn.ctx, 1, &dn.ev); err != nil {
 			if dn.ctx.Err() != nil {

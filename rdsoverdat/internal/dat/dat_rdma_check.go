@@ -152,13 +152,14 @@ const datCheckCookie = datRDMACookie | 1<<61
 // costing a round trip each.
 const datRDMALookahead = 16
 
-// nextTx returns the next message to send: the oldest taken ahead, else
-// the path's next.
-func (dp *datPath) nextTx() xport.Msg {
+// nextTx returns the next message to send on e: the oldest taken ahead,
+// else the path's next. What was taken ahead was taken for e too: a
+// round on another EP starts by giving it back (xmit, abortTx).
+func (dp *datPath) nextTx(e *datEP) xport.Msg {
 	if m, ok := dp.ahead.Pop(); ok {
 		return m
 	}
-	return dp.p.NextTx()
+	return dp.p.NextTx(e.gen)
 }
 
 // abortTx gives txm and the messages taken after it back to the path
@@ -206,7 +207,7 @@ func (e *datEP) askRDMA(head xport.RDMAOp) bool {
 		}
 	}
 	for dp.ahead.Len() < dp.ahead.Cap() {
-		m := dp.p.NextTx()
+		m := dp.p.NextTx(e.gen)
 		if m == nil {
 			break
 		}

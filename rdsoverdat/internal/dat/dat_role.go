@@ -1,8 +1,8 @@
 package dat
 
 import (
+	"errors"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,9 +12,10 @@ import (
 // The node's event role: taking the node's events off its EVD (and
 // reading the soft-iWARP streams behind it, which a waiter on the EVD
 // does itself) is a role that one goroutine holds at a time, the node's
-// event goroutine or a RecvMsg of a socket it was lent to (the core's
-// recv_reader.go has the socket's side, shared with the tcp transport's
-// reader roles). A message handed by the event goroutine to a waiting
+// event goroutine (the role's owner) or a RecvMsg of a socket it was lent
+// to (the core's recv_reader.go has the socket's side, shared with the
+// tcp transport's reader roles; xport.Role who holds it and when it goes
+// back, as for those). A message handed by the event goroutine to a waiting
 // RecvMsg costs a second goroutine's wake-up, on another thread when the
 // receiver sleeps; a RecvMsg that waits on the EVD itself is woken by
 // the network directly, as a plain TCP receiver is. What this package
@@ -57,16 +58,6 @@ const datRoleGrace = 2 * time.Millisecond
 // more than one message, or after a RecvMsg with a deadline refused it.
 const datRoleCooldown = 64
 
-// datRoleState is who holds the event role.
-type datRoleState uint8
-
-const (
-	roleGoroutine datRoleState = iota // the event goroutine
-	roleIdle                          // lent: a RecvMsg may take it
-	roleRecv                          // a RecvMsg holds it
-	roleDead                          // the event goroutine has ended
-)
-
 // Phases of a holder (datEventRole.phase).
 const (
 	phaseBusy        int32 = iota // handling events, or not holding
@@ -76,39 +67,29 @@ const (
 
 // datEventRole is a node's event role.
 type datEventRole struct {
-	dn  *datNode
-	ref xport.RoleRef
-
-	mu          sync.Mutex
-	state       datRoleState
-	back        chan struct{} // the role went back to the event goroutine
-	grace       time.Duration // datRoleGrace, but for tests
-	timer       *time.Timer   // the check on a lent role
-	armed       bool
-	takes, seen uint64 // RecvMsg takes so far; at the timer's arming
-	// refused: a RecvMsg with a deadline gave the lent role back
-	// unused; the event goroutine then lends again only after a
-	// cooldown, as a receiver that sets a deadline on every call would
-	// cost it a park and a wake-up per message.
-	refused bool
+	// Role says who holds it (grace datRoleGrace, but for tests).
+	xport.Role
+	dn *datNode
 
 	// intr: the holder's socket has something to return; phase says
 	// whether the holder is blocked on the EVD and must be woken.
 	intr  atomic.Bool
 	phase atomic.Int32
 
-	// For tests and figures: lends, holder runs that ended with a
-	// message for their socket, take-backs by the timer or a stop.
-	lends, held, resumes atomic.Uint64
+	// For tests and figures: holder runs that ended with a message for
+	// their socket.
+	held atomic.Uint64
 }
+
+// errRoleRefused is the note of a RecvMsg with a deadline that gave the
+// lent role back unused: the event goroutine then lends again only after
+// a cooldown, as a receiver that sets a deadline on every call would cost
+// it a park and a wake-up per message.
+var errRoleRefused = errors.New("rds dat: event role refused by a receiver with a deadline")
 
 func (r *datEventRole) init(dn *datNode) {
 	r.dn = dn
-	r.ref.R = r
-	r.back = make(chan struct{}, 1)
-	r.grace = datRoleGrace
-	r.timer = time.NewTimer(time.Hour)
-	r.timer.Stop()
+	r.Init(r, datRoleGrace)
 }
 
 // noteDelivery records, before the complete message m is delivered on
@@ -133,92 +114,8 @@ func (dn *datNode) noteDelivery(p xport.Path, m xport.Msg) {
 // lend leaves the role idle for s's receivers and parks the event
 // goroutine until the role is its own again.
 func (r *datEventRole) lend(s xport.Receiver) {
-	r.mu.Lock()
-	r.state = roleIdle
-	r.arm()
-	r.mu.Unlock()
-	r.lends.Add(1)
-	if !s.LendReader(&r.ref) {
-		r.GiveBack()
-	}
-	r.park()
-}
-
-// arm starts the check on the idle role unless one is pending; r.mu is
-// held.
-func (r *datEventRole) arm() {
-	if !r.armed {
-		r.armed, r.seen = true, r.takes
-		r.timer.Reset(r.grace)
-	}
-}
-
-// park waits until the role is the event goroutine's again.
-func (r *datEventRole) park() {
-	stop := r.dn.ctx.Done()
-	for {
-		r.mu.Lock()
-		if r.state == roleGoroutine {
-			r.armed = false
-			r.timer.Stop()
-			if r.refused {
-				r.refused = false
-				r.dn.cool = datRoleCooldown
-			}
-			r.mu.Unlock()
-			return
-		}
-		r.mu.Unlock()
-		select {
-		case <-r.back:
-		case <-stop:
-			stop = nil
-			r.takeBack(false)
-		case <-r.timer.C:
-			r.takeBack(true)
-		}
-	}
-}
-
-// takeBack makes an idle role the event goroutine's: at once, or (check)
-// if nobody took it since the timer was armed; a role taken and idle
-// again gets another period.
-func (r *datEventRole) takeBack(check bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if check {
-		r.armed = false
-	}
-	if r.state != roleIdle {
-		return
-	}
-	if check && r.takes != r.seen {
-		r.arm()
-		return
-	}
-	r.state = roleGoroutine
-	r.resumes.Add(1)
-}
-
-// end marks the role dead when the event goroutine ends (it holds it).
-func (r *datEventRole) end() {
-	r.mu.Lock()
-	r.state = roleDead
-	r.mu.Unlock()
-	r.timer.Stop()
-}
-
-// GiveBack returns an idle role to the event goroutine
-// (xport.ReaderRole).
-func (r *datEventRole) GiveBack() {
-	r.mu.Lock()
-	idle := r.state == roleIdle
-	if idle {
-		r.state = roleGoroutine
-	}
-	r.mu.Unlock()
-	if idle {
-		xport.Signal(r.back)
+	if r.Lend(s, r.dn.ctx.Done()) == errRoleRefused {
+		r.dn.cool = datRoleCooldown
 	}
 }
 
@@ -241,41 +138,17 @@ func (r *datEventRole) Interrupt() {
 // wait takes the node's context, and a context of its own per call would
 // cost an allocation and a timer.
 func (r *datEventRole) Run(s xport.Receiver, _ []byte, _ bool, limit time.Time) (int, netip.AddrPort, xport.RRResult) {
-	r.mu.Lock()
-	switch {
-	case r.state == roleRecv:
-		r.mu.Unlock()
-		s.ReaderDone(&r.ref, false)
-		return 0, netip.AddrPort{}, xport.RRBusy
-	case r.state != roleIdle:
-		r.mu.Unlock()
-		s.ReaderDone(&r.ref, true)
-		return 0, netip.AddrPort{}, xport.RRGone
-	case !limit.IsZero():
-		r.state = roleGoroutine
-		r.refused = true
-		r.mu.Unlock()
-		xport.Signal(r.back)
-		s.ReaderDone(&r.ref, true)
-		return 0, netip.AddrPort{}, xport.RRGone
+	if !limit.IsZero() {
+		return 0, netip.AddrPort{}, r.Decline(s, errRoleRefused)
 	}
-	r.state = roleRecv
-	r.takes++
-	r.mu.Unlock()
-	back := r.hold()
-	if back || s.Closed() {
-		r.mu.Lock()
-		r.state = roleGoroutine
-		r.mu.Unlock()
-		xport.Signal(r.back)
-	} else {
+	if res, ok := r.Take(s); !ok {
+		return 0, netip.AddrPort{}, res
+	}
+	back := r.hold() || s.Closed()
+	if !back {
 		r.held.Add(1)
-		r.mu.Lock()
-		r.state = roleIdle
-		r.arm()
-		r.mu.Unlock()
 	}
-	s.ReaderDone(&r.ref, false)
+	r.Leave(s, back, nil)
 	return 0, netip.AddrPort{}, xport.RRAgain
 }
 

@@ -60,6 +60,9 @@ type datEP struct {
 	// kernelPeer: the peer is rds_rdma (dat_kernel.go); set before the
 	// EP is published as up.
 	kernelPeer bool
+	// gen is the path's generation for e (NextTx), set before e is
+	// published as up.
+	gen uint64
 
 	credits datCredits
 
@@ -146,15 +149,10 @@ func (dp *datPath) xmit(e *datEP) {
 	for {
 		m := dp.txm
 		if m == nil {
-			if dp.up.Load() != e || e.dead.Load() {
-				// The path moved on to another EP (or e died) while this
-				// round held e: a message taken now would be posted on an
-				// EP whose messages the path already requeued, and the new
-				// EP's later sequences would then ack it unseen.
-				dp.want.Store(true)
-				return
-			}
-			if m = dp.nextTx(); m == nil {
+			// Once e's Down has run, NextTx gives nothing for e: the path
+			// may be up on the next EP while this round still holds e,
+			// whose Up kicked and so left want for the kick loop.
+			if m = dp.nextTx(e); m == nil {
 				return
 			}
 			dp.txm, dp.txEP, dp.txOff = m, e, 0

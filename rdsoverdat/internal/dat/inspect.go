@@ -153,10 +153,7 @@ func (pr Probe) Prepare(m xport.Msg) { pr.e.dp.prepare(m) }
 // RoleState names who holds the node's event role: "goroutine", "idle"
 // (lent, nobody holds it), "recv" (a RecvMsg) or "dead".
 func (n Node) RoleState() string {
-	r := &n.dn.role
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return [...]string{"goroutine", "idle", "recv", "dead"}[r.state]
+	return [...]string{"goroutine", "idle", "recv", "dead"}[n.dn.role.State()]
 }
 
 // RoleCounts are the counts of the node's event role: lends by the
@@ -164,14 +161,12 @@ func (n Node) RoleState() string {
 // socket, take-backs by the event goroutine's check or stop.
 func (n Node) RoleCounts() (lends, held, resumes uint64) {
 	r := &n.dn.role
-	return r.lends.Load(), r.held.Load(), r.resumes.Load()
+	lends, resumes = r.Counts()
+	return lends, r.held.Load(), resumes
 }
 
 // SetRoleGrace sets how long a lent event role may stay idle before the
 // event goroutine takes it back, from the next lend on.
 func (n Node) SetRoleGrace(d time.Duration) {
-	r := &n.dn.role
-	r.mu.Lock()
-	r.grace = d
-	r.mu.Unlock()
+	n.dn.role.SetGrace(d)
 }

@@ -33,13 +33,18 @@ func CurrentConn(p xport.Path) (Conn, bool) {
 	return Conn{tp.cur}, true
 }
 
+// RoleState is who holds a connection's reader role.
+type RoleState = xport.RoleState
+
+const (
+	RoleReader = xport.RoleOwner // the reader goroutine reads
+	RoleIdle   = xport.RoleIdle  // lent, nobody reads; a RecvMsg may take it
+	RoleRecv   = xport.RoleRecv  // a RecvMsg reads
+	RoleDead   = xport.RoleDead  // the reader goroutine has ended
+)
+
 // ReaderState returns who holds the connection's reader role.
-func (c Conn) ReaderState() RoleState {
-	r := &c.c.reader
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.state
-}
+func (c Conn) ReaderState() RoleState { return c.c.reader.State() }
 
 // AckPolls returns how often the connection's writer woke up on its ack
 // poll timer.
@@ -80,5 +85,6 @@ func SetLonePoll(d time.Duration) { ackPollLone = d }
 // reader goroutine.
 func (c Conn) RoleCounts() (lends, held, resumes uint64) {
 	r := &c.c.reader
-	return r.lends.Load(), r.held.Load(), r.resumes.Load()
+	lends, resumes = r.Counts()
+	return lends, r.held.Load(), resumes
 }

@@ -152,6 +152,9 @@ func (tp *tcpPath) attach(nc *net.TCPConn) {
 	c.outqFn = c.readOutq
 	c.reader.init(c)
 	c.upAt = time.Now()
+	// The previous connection's writer reported Down before it gave up
+	// tp.cur (writerExit), so this is the new connection's generation.
+	c.gen = tp.p.Gen()
 	c.refs.Store(2)
 	tp.cur, tp.rxDone = c, c.rdone
 	tp.live.Store(c)
@@ -186,6 +189,7 @@ type tcpConn struct {
 	// down yet) discards bytes its TCP has already acknowledged.
 	heard atomic.Bool
 	upAt  time.Time
+	gen   uint64 // the path's generation for this connection (NextTx)
 	once  sync.Once
 	err   error // why the connection ended; set in shutdown
 	drain bool  // graceful: half-close and read what the peer sent

@@ -13,9 +13,10 @@ import (
 )
 
 // The reader role of a tcp connection (the core's recv_reader.go, in
-// package rdsoverdat, has the socket's side). Reading the stream is a
-// role that one goroutine holds at a time: the connection's reader
-// goroutine, or a RecvMsg that runs the same reading itself. With two
+// package rdsoverdat, has the socket's side; xport.Role who holds it and
+// when it goes back). Reading the stream is a role that one goroutine
+// holds at a time: the connection's reader goroutine (the role's owner),
+// or a RecvMsg that runs the same reading itself. With two
 // Ps, every message the reader goroutine hands to a waiting RecvMsg
 // wakes a second OS thread (docs/ARCHITECTURE.md, fast paths); a RecvMsg
 // that reads its own message and blocks in the netpoller when the socket
@@ -52,34 +53,16 @@ import (
 //     payload that was going into the interrupted caller's buffer moves
 //     into a message first.
 //
-// Locking: tcpReaderRole.mu and Socket.mu are never held together;
+// Locking: the role's mutex and Socket.mu are never held together;
 // dlMu is a leaf.
-
-// RoleState is who holds a connection's reader role.
-type RoleState uint8
-
-const (
-	RoleReader RoleState = iota // the reader goroutine reads
-	RoleIdle                    // lent, nobody reads; a RecvMsg may take it
-	RoleRecv                    // a RecvMsg reads
-	RoleDead                    // the reader goroutine has ended
-)
 
 // tcpReaderRole is one connection's reader role.
 type tcpReaderRole struct {
-	c   *tcpConn
-	ref xport.RoleRef // what sockets hold of this role
-	rx  tcpRx         // the stream position: the role holder's
-
-	mu    sync.Mutex
-	state RoleState
-	err   error // why a RecvMsg gave the role back: the connection failed
-	back  chan struct{}
-	grace time.Duration
-	timer *time.Timer // the check on a lent role
-	armed bool        // the timer runs
-	takes uint64      // RecvMsg takes so far
-	seen  uint64      // takes when the timer was armed
+	// Role says who holds it; a holder that gives it back because the
+	// connection failed leaves the error for the reader goroutine.
+	xport.Role
+	c  *tcpConn
+	rx tcpRx // the stream position: the role holder's
 
 	// The read deadline: shutdown's or the drain's (connDL), the
 	// holding RecvMsg's (holdDL), and intr, an interrupt not yet seen by
@@ -88,29 +71,21 @@ type tcpReaderRole struct {
 	connDL, holdDL, applied time.Time
 	intr                    bool
 
-	// For tests and figures: lends by the reader goroutine, messages
-	// RecvMsg holders read, takes back by the reader goroutine.
-	lends, held, resumes atomic.Uint64
+	// For tests and figures: messages RecvMsg holders read.
+	held atomic.Uint64
 }
 
 // init readies the role of a new connection, before its goroutines
 // start.
 func (r *tcpReaderRole) init(c *tcpConn) {
 	r.c = c
-	r.ref.R = r
-	r.back = make(chan struct{}, 1)
-	r.grace = c.tp.tn.cfg.ReaderGrace
-	r.timer = time.NewTimer(time.Hour)
-	r.timer.Stop()
+	r.Init(r, c.tp.tn.cfg.ReaderGrace)
 	r.rx.rd = newTCPReader(c.nc, c.raw)
 }
 
 // end runs when the reader goroutine ends: no one takes the role again.
 func (r *tcpReaderRole) end() {
-	r.mu.Lock()
-	r.state = RoleDead
-	r.mu.Unlock()
-	r.timer.Stop()
+	r.End()
 	r.rx.abort()
 }
 
@@ -214,108 +189,17 @@ func (r *tcpReaderRole) Interrupt() {
 	r.dlMu.Unlock()
 }
 
-// giveBack returns an idle role to the reader goroutine (xport.ReaderRole).
-func (r *tcpReaderRole) GiveBack() {
-	r.mu.Lock()
-	idle := r.state == RoleIdle
-	if idle {
-		r.state = RoleReader
-	}
-	r.mu.Unlock()
-	if idle {
-		xport.Signal(r.back)
-	}
-}
-
 // lend leaves the role idle for s's receivers and parks the reader
-// goroutine until it has the role again; it returns the error a holder
-// met, if any.
-func (r *tcpReaderRole) lend(s xport.Receiver) error {
-	r.mu.Lock()
-	r.state = RoleIdle
-	r.arm()
-	r.mu.Unlock()
-	r.lends.Add(1)
-	if !s.LendReader(&r.ref) {
-		r.GiveBack()
-	}
-	return r.park()
-}
-
-// arm starts the check on the idle role unless one is pending; r.mu is
-// held.
-func (r *tcpReaderRole) arm() {
-	if !r.armed {
-		r.armed, r.seen = true, r.takes
-		r.timer.Reset(r.grace)
-	}
-}
-
-// park waits until the role is the reader goroutine's again: given back,
-// or taken back by the check, or as soon as it is idle once the
-// connection stops.
-func (r *tcpReaderRole) park() error {
-	stop := r.c.stop
-	for {
-		r.mu.Lock()
-		if r.state == RoleReader {
-			err := r.err
-			r.err = nil
-			r.armed = false
-			r.timer.Stop()
-			r.mu.Unlock()
-			return err
-		}
-		r.mu.Unlock()
-		select {
-		case <-r.back:
-		case <-stop:
-			stop = nil
-			r.takeBack(false)
-		case <-r.timer.C:
-			r.takeBack(true)
-		}
-	}
-}
-
-// takeBack makes an idle role the reader goroutine's again: at once, or
-// (check) when nobody took it since the timer was armed; a role taken
-// and idle again gets another period.
-func (r *tcpReaderRole) takeBack(check bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if check {
-		r.armed = false
-	}
-	if r.state != RoleIdle {
-		return
-	}
-	if check && r.takes != r.seen {
-		r.arm()
-		return
-	}
-	r.state = RoleReader
-	r.resumes.Add(1)
-}
+// goroutine until it has the role again (as soon as it is idle once the
+// connection stops); it returns the error a holder met, if any.
+func (r *tcpReaderRole) lend(s xport.Receiver) error { return r.Lend(s, r.c.stop) }
 
 // run is xport.ReaderRole.Run: it takes the idle role and reads until a message
 // for s has been read into buf, or something else ends the read.
 func (r *tcpReaderRole) Run(s xport.Receiver, buf []byte, peek bool, limit time.Time) (int, netip.AddrPort, xport.RRResult) {
-	r.mu.Lock()
-	switch r.state {
-	case RoleIdle:
-	case RoleRecv:
-		r.mu.Unlock()
-		s.ReaderDone(&r.ref, false)
-		return 0, netip.AddrPort{}, xport.RRBusy
-	default:
-		r.mu.Unlock()
-		s.ReaderDone(&r.ref, true)
-		return 0, netip.AddrPort{}, xport.RRGone
+	if res, ok := r.Take(s); !ok {
+		return 0, netip.AddrPort{}, res
 	}
-	r.state = RoleRecv
-	r.takes++
-	r.mu.Unlock()
 	if !limit.IsZero() {
 		r.setHoldDeadline(limit)
 	}
@@ -335,22 +219,11 @@ func (r *tcpReaderRole) Run(s xport.Receiver, buf []byte, peek bool, limit time.
 	if err == errHoldTimeout {
 		res = xport.RRTimedOut
 	}
-	back := fatal || s.Closed()
-	r.mu.Lock()
-	if back {
-		r.state = RoleReader
-		if fatal {
-			r.err = err
-		}
-	} else {
-		r.state = RoleIdle
-		r.arm()
+	var note error
+	if fatal {
+		note = err
 	}
-	r.mu.Unlock()
-	if back {
-		xport.Signal(r.back)
-	}
-	s.ReaderDone(&r.ref, false)
+	r.Leave(s, fatal || s.Closed(), note)
 	return n, from, res
 }
 

@@ -306,7 +306,7 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 	for {
 		m := c.carry
 		if m == nil {
-			if m = p.NextTx(); m == nil {
+			if m = p.NextTx(c.gen); m == nil {
 				break
 			}
 		}

@@ -71,11 +71,23 @@ type Path interface {
 	// Data is the transport's per-path state (its own synchronisation).
 	Data() *atomic.Value
 
+	// Gen returns the generation of the transport connection that
+	// carries the path or is to carry it next. A transport reads it for
+	// a new connection after the previous one's Down returned and before
+	// it reports Up, and takes that connection's messages with NextTx of
+	// it.
+	Gen() uint64
 	// Up reports that the path can carry messages: the core queues the
 	// local congestion map first, then kicks the transport.
 	Up()
 	// Down reports that the path lost its transport connection: every
-	// unacknowledged message goes back to the send queue.
+	// unacknowledged message goes back to the send queue, and the
+	// connection's generation ends with it, so that NextTx hands out
+	// nothing more for it. A transmit round that loaded the connection
+	// before may still run while the path comes up on the next one; what
+	// it took before the Down was requeued, and it can take nothing
+	// after, so no message is posted on a connection whose messages were
+	// requeued already, to be acknowledged unseen by the next one.
 	Down(err error)
 	// HasWork reports whether the path has messages to transmit or
 	// unacknowledged: a reason to bring it up.
@@ -88,10 +100,11 @@ type Path interface {
 	// is outstanding; multipath transports call it when path 0 comes up.
 	SendProbe()
 
-	// NextTx returns the next message to transmit, or nil when there is
-	// none or the path is down. The caller holds a reference until
-	// TxDone or TxAbort.
-	NextTx() Msg
+	// NextTx returns the next message to transmit on the transport
+	// connection of generation gen, or nil when there is none, the path
+	// is down or that connection's Down has run. The caller holds a
+	// reference until TxDone or TxAbort.
+	NextTx(gen uint64) Msg
 	// TxDone gives back the reference NextTx handed out.
 	TxDone(m Msg)
 	// TxAbort returns a message the transport could not (completely)

@@ -12,4 +12,9 @@
 // core: the core owns sockets, connections, paths, sequence numbers,
 // retransmission, congestion maps and pings; a transport only brings
 // paths up and down and moves headers and payloads.
+//
+// It also holds what the transports share beside the seam: the reconnect
+// backoff (Backoff) and the state machine of a role a transport's
+// goroutine lends to a socket's receivers (Role: the tcp reader role, the
+// dat event role).
 package xport
