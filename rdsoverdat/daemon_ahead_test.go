@@ -218,12 +218,13 @@ func FuzzHeld(f *testing.F) {
 	f.Add([]byte(ok))
 	f.Add([]byte(rdsdproto.New(nil, rdsdproto.OpRecv, 0, 0)))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := rdsdproto.Parse(b)
+		buf := append([]byte(nil), b...) // the batch keeps the buffer it was read into
+		r, err := rdsdproto.Parse(buf)
 		if err != nil {
 			return
 		}
 		k := &daemonSocket{}
-		if k.hold(r) != nil {
+		if k.hold(r, &buf) != nil {
 			if heldCount(&Socket{b: k}) != 0 {
 				t.Fatal("a refused record was kept")
 			}

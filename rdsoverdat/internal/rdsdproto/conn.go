@@ -72,6 +72,14 @@ func (c *Conn) RingStats() (tx, rx shmring.Stats) {
 	return c.tx.Stats(), c.rx.Stats()
 }
 
+// RingPending reports whether the rx ring holds a record not read yet
+// (false without rings): a hint any goroutine may take, to skip reading
+// a ring that is empty. Like Rings, it reads what UseRings set without
+// a lock: call it only where UseRings happened before.
+func (c *Conn) RingPending() bool {
+	return c.rx != nil && c.rx.Pending()
+}
+
 // Rings reports whether UseRings was called.
 func (c *Conn) Rings() bool { return c.rx != nil }
 
