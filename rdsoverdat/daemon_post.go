@@ -63,9 +63,6 @@ func (k *daemonSocket) tryPost(p []byte, dst netip.AddrPort) (n int, posted bool
 	if k.c == nil || k.closed.Load() || !validDest(dst) || len(p) > maxMsgSize || !k.isBound.Load() {
 		return 0, false, k.takePostErr()
 	}
-	if !k.knowSndbuf() {
-		return 0, false, k.takePostErr()
-	}
 	k.post.wmu.Lock()
 	k.post.mu.Lock()
 	if err := k.post.err; err != nil {
@@ -73,6 +70,16 @@ func (k *daemonSocket) tryPost(p []byte, dst netip.AddrPort) (n int, posted bool
 		k.post.mu.Unlock()
 		k.post.wmu.Unlock()
 		return 0, false, err
+	}
+	if k.post.sndbuf == 0 {
+		// Not known yet (once per socket): ask the daemon, then decide
+		// again.
+		k.post.mu.Unlock()
+		k.post.wmu.Unlock()
+		if !k.knowSndbuf() {
+			return 0, false, k.takePostErr()
+		}
+		return k.tryPost(p, dst)
 	}
 	sndbuf, n64 := k.post.sndbuf, uint64(len(p))
 	ok := !k.post.timeo && !k.post.deadline && !k.post.monitor && len(p) <= sndbuf &&
@@ -113,7 +120,7 @@ func (k *daemonSocket) knowSndbuf() bool {
 		return true
 	}
 	var sb SendBuffer
-	if k.option(&sb) != nil {
+	if k.option(&sb) != nil || sb <= 0 {
 		return false
 	}
 	k.post.mu.Lock()
