@@ -87,9 +87,22 @@ func (dc *daemonConn) serve() {
 	for {
 		var r rdsdproto.Record
 		var fds []int
-		r, fds, err = dc.c.Read(&dc.req)
+		var shared []byte // a send's data, in the ring until released
+		if dc.c.Rings() {
+			r, shared, err = dc.c.ReadInPlace(&dc.req, plainSend)
+		} else {
+			r, fds, err = dc.c.Read(&dc.req)
+		}
 		if err != nil {
 			break
+		}
+		if shared != nil {
+			err = dc.send(r, dc.header(r), shared)
+			dc.c.ReleaseInPlace()
+			if err != nil {
+				break
+			}
+			continue
 		}
 		switch {
 		case r.Flags()&rdsdproto.FlagReply != 0:
@@ -219,7 +232,7 @@ func (dc *daemonConn) handle(r rdsdproto.Record) error {
 		}
 		return dc.replyTo(h, err)
 	case rdsdproto.OpSend:
-		return dc.send(r, h)
+		return dc.send(r, h, r.Body())
 	case rdsdproto.OpRecv:
 		return dc.recv(r, h)
 	case rdsdproto.OpSetOption:
@@ -283,11 +296,19 @@ func (dc *daemonConn) handle(r rdsdproto.Record) error {
 	return rdsdproto.ErrOp
 }
 
-// send is OpSend. Without MSG_DONTWAIT it first tries with it, in the
-// reader, and only a send that would block moves to a goroutine (with a
-// copy of the request): the common send costs no goroutine.
-func (dc *daemonConn) send(r, h rdsdproto.Record) error {
-	body := r.Body()
+// plainSend reports whether a request is a send whose body is all data
+// (no control messages): the reader hands such a body to the core where
+// it lies in the ring, since the core copies it into its message (or
+// sendQueued into its copy) and parses none of it.
+func plainSend(h rdsdproto.Record) bool {
+	return h.Op() == rdsdproto.OpSend && h.Flags()&rdsdproto.FlagReply == 0 && h.C() == 0
+}
+
+// send is OpSend, with body the request's body. Without MSG_DONTWAIT it
+// first tries with it, in the reader, and only a send that would block
+// moves to a goroutine (with a copy of the request): the common send
+// costs no goroutine.
+func (dc *daemonConn) send(r, h rdsdproto.Record, body []byte) error {
 	nc := r.C()
 	if nc > uint64(len(body)) || uint64(len(body))-nc != uint64(r.N()) {
 		return rdsdproto.ErrBody
