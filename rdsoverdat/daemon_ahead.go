@@ -47,7 +47,9 @@ type aheadLedger struct {
 	bytes int   // their sum
 	sent  uint64
 	read  uint64
-	buf   []byte // the reader's buffer for handed messages
+	wmu   sync.Mutex // one hand-ahead at a time: take and write in order
+	buf   []byte     // the batch being built (under wmu)
+	rel   []*message // the batch's messages, to release (under wmu)
 }
 
 // unread returns the handed messages and bytes not reported read.
@@ -104,31 +106,29 @@ func (dc *daemonConn) credit(r rdsdproto.Record) error {
 }
 
 // handAhead writes the messages queued on the socket to the client,
-// within the client's allowance, as one batch.
+// within the client's allowance, as one batch. Taking and writing are
+// one step under aheadMu, so that two goroutines handing ahead (the
+// reader and the receiver goroutine) write their batches in the order
+// they took them.
 func (dc *daemonConn) handAhead() error {
 	sk, ok := dc.s.b.(*sock)
-	if !ok {
+	if !ok || dc.dying.Load() {
 		return nil
 	}
 	l := &dc.ahead
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	if l.buf == nil {
-		l.buf = make([]byte, aheadBytes+aheadMsgs*rdsdproto.AheadHeaderLen)
+		l.buf = make([]byte, 0, aheadBytes+aheadMsgs*rdsdproto.AheadHeaderLen)
 	}
 	l.mu.Lock()
 	held, room := len(l.lens)-l.head, aheadBytes-l.bytes
 	l.mu.Unlock()
-	body, count, bytes := l.buf[:0], 0, 0
-	for held+count < aheadMsgs && room-bytes > 0 && !dc.dying.Load() {
-		at := len(body) + rdsdproto.AheadHeaderLen
-		got, from, ok := sk.takeAhead(l.buf[at : at+room-bytes])
-		if !ok {
-			break
-		}
-		rdsdproto.AheadEntry(l.buf[len(body):at]).Set(got, from)
-		body = l.buf[:at+got]
-		count++
-		bytes += got
+	if held >= aheadMsgs || room <= 0 {
+		return nil
 	}
+	body, count, bytes, rel := sk.takeAhead(l.buf[:0], aheadMsgs-held, room, l.rel)
+	l.rel = rel
 	if count == 0 {
 		return nil
 	}

@@ -218,12 +218,13 @@ func FuzzHeld(f *testing.F) {
 	f.Add([]byte(ok))
 	f.Add([]byte(rdsdproto.New(nil, rdsdproto.OpRecv, 0, 0)))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := rdsdproto.Parse(b)
+		buf := append([]byte(nil), b...) // the batch keeps the buffer it was read into
+		r, err := rdsdproto.Parse(buf)
 		if err != nil {
 			return
 		}
 		k := &daemonSocket{}
-		if k.hold(r) != nil {
+		if k.hold(r, &buf) != nil {
 			if heldCount(&Socket{b: k}) != 0 {
 				t.Fatal("a refused record was kept")
 			}
@@ -246,4 +247,56 @@ func FuzzHeld(f *testing.F) {
 			t.Fatalf("kept %d messages of a batch of %d, %d left", n, r.C(), heldCount(&Socket{b: k}))
 		}
 	})
+}
+
+// A stream over tcp whose receiver mixes blocking receives (served by
+// the connection's receiver goroutine, which hands ahead the messages
+// queued behind the one it waited for) and MSG_DONTWAIT ones (served by
+// the reader, which hands ahead too) gets every message once, in order:
+// the two goroutines' batches never overtake each other.
+func TestDaemonAheadOrderBothGoroutines(t *testing.T) {
+	leakCheck(t)
+	st, _ := daemonStack(t, tcpBenchCfg)
+	as := testAddrs(2)
+	a := mustBind(t, st, ap(as[0], 0))
+	b := mustBind(t, st, ap(as[1], 0))
+	for _, s := range []*Socket{a, b} {
+		if err := s.SetOption(RecvBuffer(8 << 20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 20000
+	sent := make(chan error, 1)
+	go func() {
+		p := make([]byte, 64)
+		for i := range n {
+			dle.PutUint64(p, uint64(i))
+			if _, err := a.SendTo(p, b.BoundAddr(), 0); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	m := Msg{Data: make([]byte, 64)}
+	for want, i := uint64(0), 0; want < n; i++ {
+		flags := MsgFlags(0)
+		if i%3 == 1 {
+			flags = MsgDontWait
+		}
+		got, err := b.RecvMsg(&m, flags)
+		if errors.Is(err, eAGAIN) && flags != 0 {
+			continue
+		}
+		if err != nil || got != 64 {
+			t.Fatalf("receive %d (flags %v) = %d %v", want, flags, got, err)
+		}
+		if seq := dle.Uint64(m.Data); seq != want {
+			t.Fatalf("message %d came where %d was due", seq, want)
+		}
+		want++
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -36,8 +36,9 @@ type daemonSocket struct {
 	c     *rdsdproto.Conn // nil if the dial failed: err says why
 	err   error
 
-	nextID atomic.Uint32
-	closed atomic.Bool
+	nextID  atomic.Uint32
+	closed  atomic.Bool
+	isBound atomic.Bool // bound is set: sends may be posted
 
 	mu     sync.Mutex
 	calls  map[uint32]*dcall
@@ -124,7 +125,7 @@ func (k *daemonSocket) reader() {
 	for {
 		r, fds, err := k.c.Read(&buf)
 		if err == nil {
-			err = k.dispatch(r, fds)
+			err = k.dispatch(r, fds, &buf)
 		}
 		if err != nil {
 			k.finish()
@@ -136,13 +137,14 @@ func (k *daemonSocket) reader() {
 // dispatch hands one record read from the daemon to its call, or keeps
 // it (a message handed ahead, a posted send's failure). An error is a
 // record no daemon sends: the connection must end.
-func (k *daemonSocket) dispatch(r rdsdproto.Record, fds []int) error {
+// r lies in *buf, which a batch of messages handed ahead keeps (hold).
+func (k *daemonSocket) dispatch(r rdsdproto.Record, fds []int, buf *[]byte) error {
 	if len(fds) > 0 || r.Flags()&rdsdproto.FlagReply == 0 {
 		rdsdproto.CloseFDs(fds)
 		return rdsdproto.ErrFlags
 	}
 	if r.ID() == 0 && r.Op() == rdsdproto.OpRecv {
-		return k.hold(r)
+		return k.hold(r, buf)
 	}
 	if r.ID() == 0 {
 		k.postFailed(errOf(r.Code())) // a posted send the daemon could not queue
@@ -328,6 +330,7 @@ func (k *daemonSocket) bind(a netip.AddrPort) error {
 		k.mu.Lock()
 		k.bound = got
 		k.mu.Unlock()
+		k.isBound.Store(got.IsValid())
 	}
 	return err
 }
@@ -388,11 +391,12 @@ func (k *daemonSocket) setDeadline(t time.Time, read bool) error {
 
 func (k *daemonSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags MsgFlags) (int, error) {
 	k.pollRing()
-	if err := k.takePostErr(); err != nil {
+	if len(cm) == 0 && flags == 0 {
+		if n, posted, err := k.tryPost(p, dst); posted || err != nil {
+			return n, err
+		}
+	} else if err := k.takePostErr(); err != nil {
 		return 0, err
-	}
-	if len(cm) == 0 && flags == 0 && k.mayPost(dst, len(p)) {
-		return k.postSend(p, dst)
 	}
 	if len(cm) > 0 {
 		k.holdOff() // an RDMA op can complete with a notification

@@ -39,7 +39,7 @@ type daemonConn struct {
 	sendq       []queuedSend // sends waiting behind one that blocks, in order
 	sendHead    int          // sendq[sendHead:] are still to send
 	sendFree    [][]byte     // copies of sent data, for the next queued sends
-	sending     bool         // a goroutine drains sendq
+	sending     atomic.Bool  // a goroutine drains sendq (set and cleared under mu)
 	recvq       []queuedRecv // receives that wait for a message, in order
 	recvWaiting bool         // recvq is not empty or its head runs
 	recvWorker  bool         // the receiver goroutine runs
@@ -87,9 +87,22 @@ func (dc *daemonConn) serve() {
 	for {
 		var r rdsdproto.Record
 		var fds []int
-		r, fds, err = dc.c.Read(&dc.req)
+		var shared []byte // a send's data, in the ring until released
+		if dc.c.Rings() {
+			r, shared, err = dc.c.ReadInPlace(&dc.req, plainSend)
+		} else {
+			r, fds, err = dc.c.Read(&dc.req)
+		}
 		if err != nil {
 			break
+		}
+		if shared != nil {
+			err = dc.send(r, dc.header(r), shared)
+			dc.c.ReleaseInPlace()
+			if err != nil {
+				break
+			}
+			continue
 		}
 		switch {
 		case r.Flags()&rdsdproto.FlagReply != 0:
@@ -219,7 +232,7 @@ func (dc *daemonConn) handle(r rdsdproto.Record) error {
 		}
 		return dc.replyTo(h, err)
 	case rdsdproto.OpSend:
-		return dc.send(r, h)
+		return dc.send(r, h, r.Body())
 	case rdsdproto.OpRecv:
 		return dc.recv(r, h)
 	case rdsdproto.OpSetOption:
@@ -283,11 +296,19 @@ func (dc *daemonConn) handle(r rdsdproto.Record) error {
 	return rdsdproto.ErrOp
 }
 
-// send is OpSend. Without MSG_DONTWAIT it first tries with it, in the
-// reader, and only a send that would block moves to a goroutine (with a
-// copy of the request): the common send costs no goroutine.
-func (dc *daemonConn) send(r, h rdsdproto.Record) error {
-	body := r.Body()
+// plainSend reports whether a request is a send whose body is all data
+// (no control messages): the reader hands such a body to the core where
+// it lies in the ring, since the core copies it into its message (or
+// sendQueued into its copy) and parses none of it.
+func plainSend(h rdsdproto.Record) bool {
+	return h.Op() == rdsdproto.OpSend && h.Flags()&rdsdproto.FlagReply == 0 && h.C() == 0
+}
+
+// send is OpSend, with body the request's body. Without MSG_DONTWAIT it
+// first tries with it, in the reader, and only a send that would block
+// moves to a goroutine (with a copy of the request): the common send
+// costs no goroutine.
+func (dc *daemonConn) send(r, h rdsdproto.Record, body []byte) error {
 	nc := r.C()
 	if nc > uint64(len(body)) || uint64(len(body))-nc != uint64(r.N()) {
 		return rdsdproto.ErrBody
@@ -341,9 +362,9 @@ func (dc *daemonConn) send(r, h rdsdproto.Record) error {
 		h = nil // no reply, unless it fails
 	}
 	blocking := flags&MsgDontWait == 0
-	dc.mu.Lock()
-	queued := dc.sending
-	dc.mu.Unlock()
+	// Read without mu: a send that sees it clear runs in the reader, the
+	// only goroutine that sets it, so no queued send can start meanwhile.
+	queued := dc.sending.Load()
 	if flags&^MsgDontWait != 0 {
 		return dc.sendDone(h, 0, eOPNOTSUPP, 0) // as Socket.SendMsg refuses them
 	}
@@ -407,8 +428,8 @@ func (dc *daemonConn) sendQueued(h rdsdproto.Record, m Msg, flags MsgFlags, cook
 		dc.sendq, dc.sendHead = dc.sendq[:n], 0
 	}
 	dc.sendq = append(dc.sendq, q)
-	start := !dc.sending
-	dc.sending = true
+	start := !dc.sending.Load()
+	dc.sending.Store(true)
 	dc.mu.Unlock()
 	if start {
 		dc.goBlocking(dc.drainSendsFn)
@@ -424,7 +445,7 @@ func (dc *daemonConn) drainSends() {
 	for {
 		dc.mu.Lock()
 		if dc.sendHead == len(dc.sendq) || dc.closed {
-			dc.sending = false
+			dc.sending.Store(false)
 			clear(dc.sendq)
 			dc.sendq, dc.sendHead = dc.sendq[:0], 0
 			if dc.closed {
@@ -480,8 +501,9 @@ func (dc *daemonConn) recv(r, h rdsdproto.Record) error {
 	dc.mu.Lock()
 	waiting := dc.recvWaiting
 	dc.mu.Unlock()
+	ahead := r.B()&recvAhead != 0 && flags&^MsgDontWait == 0
 	if flags&MsgDontWait == 0 && waiting {
-		return dc.recvQueued(h, room, flags) // behind the receive that waits
+		return dc.recvQueued(h, room, flags, ahead) // behind the receive that waits
 	}
 	if dc.aheadFirst(flags) {
 		return dc.replyCode(h, rdsdproto.CodeAhead)
@@ -494,9 +516,9 @@ func (dc *daemonConn) recv(r, h rdsdproto.Record) error {
 	n, err := dc.s.b.recvmsg(m, flags|MsgDontWait)
 	dc.cm = m.Control[:0]
 	if flags&MsgDontWait == 0 && errors.Is(err, syscall.EAGAIN) {
-		return dc.recvQueued(h, room, flags)
+		return dc.recvQueued(h, room, flags, ahead)
 	}
-	if err == nil && r.B()&recvAhead != 0 && flags&^MsgDontWait == 0 {
+	if err == nil && ahead {
 		if err := dc.handAhead(); err != nil {
 			return err
 		}
@@ -509,16 +531,17 @@ type queuedRecv struct {
 	hdr   [rdsdproto.HeaderLen]byte
 	room  int
 	flags MsgFlags
+	ahead bool // the client takes messages handed ahead
 }
 
 // recvQueued hands a receive that must wait to the connection's
 // receiver goroutine, which runs the socket's waiting receives one at a
 // time, in order (each gets the next message, as blocked receivers of
 // one socket do), with buffers of its own.
-func (dc *daemonConn) recvQueued(h rdsdproto.Record, room int, flags MsgFlags) error {
+func (dc *daemonConn) recvQueued(h rdsdproto.Record, room int, flags MsgFlags, ahead bool) error {
 	var q queuedRecv
 	copy(q.hdr[:], h)
-	q.room, q.flags = room, flags
+	q.room, q.flags, q.ahead = room, flags, ahead
 	dc.mu.Lock()
 	dc.recvq = append(dc.recvq, q)
 	dc.recvWaiting = true
@@ -566,6 +589,12 @@ func (dc *daemonConn) drainRecvs() {
 		*m = Msg{Data: dc.wbuf[:q.room], Control: dc.wcm[:0]}
 		n, err := dc.s.b.recvmsg(m, q.flags)
 		dc.wcm = m.Control[:0]
+		if err == nil && q.ahead {
+			// The transport reads messages in bursts: the one that woke
+			// this receive often has others queued behind it, which go
+			// now rather than on the client's next request.
+			dc.handAhead()
+		}
 		dc.recvReply(q.hdr[:], m, n, err, &dc.wenc)
 	}
 }

@@ -20,11 +20,25 @@ import (
 type heldQueue struct {
 	msgs  []heldMsg // msgs[head:] are held, oldest first
 	head  int
-	free  [][]byte // buffers of read messages, for the next ones
-	read  uint64   // handed messages read
-	off   bool     // notifications possible: ask the daemon first
+	read  uint64 // handed messages read
+	off   bool   // notifications possible: ask the daemon first
 	cmu   sync.Mutex
 	cread uint64 // the last credit written (under cmu)
+	// The batches the held messages point into, oldest first: a batch
+	// is the buffer its record was read into, kept whole rather than
+	// copied message by message, and reused for a later read once all
+	// its messages are read.
+	batches []heldBatch
+	bhead   int
+	free    [][]byte
+	total   uint64 // handed messages ever held
+}
+
+// heldBatch is the buffer of one batch and the count of handed
+// messages held once its last one was (the value of total then).
+type heldBatch struct {
+	buf []byte
+	end uint64
 }
 
 // heldFlags are the receive flags a held message serves.
@@ -36,8 +50,9 @@ type heldMsg struct {
 }
 
 // hold keeps a batch of messages the daemon handed ahead (the reader):
-// all of them, or none if the batch is malformed.
-func (k *daemonSocket) hold(r rdsdproto.Record) error {
+// all of them, or none if the batch is malformed. r lies in *buf, which
+// the batch keeps; *buf gets a buffer of an earlier batch in exchange.
+func (k *daemonSocket) hold(r rdsdproto.Record, buf *[]byte) error {
 	body := r.Body()
 	if r.Flags() != rdsdproto.FlagReply || r.Code() != rdsdproto.CodeOK || r.A() != 0 || r.N() != 0 ||
 		r.B() != uint64(len(body)) || r.C() == 0 || r.C() > uint64(len(body)/rdsdproto.AheadHeaderLen) ||
@@ -64,17 +79,45 @@ func (k *daemonSocket) hold(r rdsdproto.Record) error {
 	for rest := body; len(rest) > 0; {
 		from, data, next, _ := rdsdproto.NextAhead(rest)
 		rest = next
-		var buf []byte
-		if f := len(q.free); f > 0 {
-			buf = q.free[f-1][:0]
-			q.free[f-1] = nil
-			q.free = q.free[:f-1]
-		}
-		q.msgs = append(q.msgs, heldMsg{data: append(buf, data...), from: from})
+		q.msgs = append(q.msgs, heldMsg{data: data, from: from})
 	}
+	q.total += uint64(n)
+	if q.bhead > 0 && len(q.batches) == cap(q.batches) {
+		m := copy(q.batches, q.batches[q.bhead:])
+		clear(q.batches[m:])
+		q.batches, q.bhead = q.batches[:m], 0
+	}
+	q.batches = append(q.batches, heldBatch{buf: *buf, end: q.total})
+	var next []byte
+	if f := len(q.free); f > 0 {
+		next = q.free[f-1]
+		q.free[f-1] = nil
+		q.free = q.free[:f-1]
+	}
+	*buf = next
 	k.mu.Unlock()
 	return nil
 }
+
+// freeBatches recycles the buffers of batches whose messages are all
+// read; k.mu is held.
+func (q *heldQueue) freeBatches() {
+	for q.bhead < len(q.batches) && q.batches[q.bhead].end <= q.read {
+		if len(q.free) < maxFreeBatches {
+			q.free = append(q.free, q.batches[q.bhead].buf[:0])
+		}
+		q.batches[q.bhead] = heldBatch{}
+		q.bhead++
+	}
+	if q.bhead == len(q.batches) {
+		q.batches, q.bhead = q.batches[:0], 0
+	}
+}
+
+// maxFreeBatches is how many read batches' buffers a socket keeps. A
+// client holds one batch at a time unless receives run concurrently: it
+// asks for more only once it holds none.
+const maxFreeBatches = 4
 
 // takeHeld is a receive from the held messages: false if there is
 // none, or if the daemon must be asked first (asked is false and
@@ -102,10 +145,10 @@ func (k *daemonSocket) takeHeld(m *Msg, flags MsgFlags, asked bool) (int, bool) 
 		k.mu.Unlock()
 		return n, true
 	}
-	q.free = append(q.free, e.data[:0])
 	*e = heldMsg{}
 	q.head++
 	q.read++
+	q.freeBatches()
 	empty := q.head == len(q.msgs)
 	if empty {
 		q.msgs, q.head = q.msgs[:0], 0

@@ -60,7 +60,7 @@ func (k *daemonSocket) readFor(ctx context.Context, c *dcall) (bool, error) {
 			return false, ctx.Err()
 		}
 		if err == nil {
-			err = k.dispatch(r, nil)
+			err = k.dispatch(r, nil, &k.rbuf)
 		}
 		if err != nil {
 			k.finish() // fails c too: the loop returns
@@ -75,7 +75,7 @@ func (k *daemonSocket) drainRing() {
 		if r == nil || err != nil {
 			return
 		}
-		if k.dispatch(r, nil) != nil {
+		if k.dispatch(r, nil, &k.rbuf) != nil {
 			k.finish()
 			return
 		}
@@ -85,8 +85,8 @@ func (k *daemonSocket) drainRing() {
 // pollRing hands out the records there now if no call reads, so that a
 // posted send's failure reaches the next send even when no call waits.
 func (k *daemonSocket) pollRing() {
-	if k.lead == nil {
-		return
+	if k.lead == nil || !k.c.RingPending() {
+		return // an empty ring, the usual case, costs no token
 	}
 	select {
 	case <-k.lead:

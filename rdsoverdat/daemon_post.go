@@ -55,61 +55,80 @@ func (k *daemonSocket) optionSet(o Option) {
 	}
 }
 
-// mayPost reports whether a blocking send of n bytes to dst may be
-// posted now.
-func (k *daemonSocket) mayPost(dst netip.AddrPort, n int) bool {
-	if k.c == nil || k.closed.Load() || !validDest(dst) || n > maxMsgSize {
-		return false
+// tryPost posts a blocking send of p to dst if it may be posted now
+// (posted true), or returns a posted send's failure for this send to
+// report; otherwise the caller sends a request. One pass under the
+// write lock decides, counts and writes, so that a send costs two locks.
+func (k *daemonSocket) tryPost(p []byte, dst netip.AddrPort) (n int, posted bool, err error) {
+	if k.c == nil || k.closed.Load() || !validDest(dst) || len(p) > maxMsgSize || !k.isBound.Load() {
+		return 0, false, k.takePostErr()
 	}
-	k.mu.Lock()
-	bound := k.bound.IsValid()
-	k.mu.Unlock()
-	if !bound {
-		return false
-	}
+	k.post.wmu.Lock()
 	k.post.mu.Lock()
-	sndbuf := k.post.sndbuf
-	k.post.mu.Unlock()
-	if sndbuf == 0 {
-		var sb SendBuffer
-		if k.option(&sb) != nil {
-			return false
-		}
-		k.post.mu.Lock()
-		if k.post.sndbuf == 0 {
-			k.post.sndbuf = int(sb)
-		}
-		sndbuf = k.post.sndbuf
+	if err := k.post.err; err != nil {
+		k.post.err = nil
 		k.post.mu.Unlock()
+		k.post.wmu.Unlock()
+		return 0, false, err
 	}
-	k.post.mu.Lock()
-	defer k.post.mu.Unlock()
-	return !k.post.timeo && !k.post.deadline && !k.post.monitor && n <= sndbuf &&
-		k.post.posted-k.post.confirmed+uint64(n) <= uint64(sndbuf/2)
-}
-
-// postSend writes a posted send.
-func (k *daemonSocket) postSend(p []byte, dst netip.AddrPort) (int, error) {
+	if k.post.sndbuf == 0 {
+		// Not known yet (once per socket): ask the daemon, then decide
+		// again.
+		k.post.mu.Unlock()
+		k.post.wmu.Unlock()
+		if !k.knowSndbuf() {
+			return 0, false, k.takePostErr()
+		}
+		return k.tryPost(p, dst)
+	}
+	sndbuf, n64 := k.post.sndbuf, uint64(len(p))
+	ok := !k.post.timeo && !k.post.deadline && !k.post.monitor && len(p) <= sndbuf &&
+		k.post.posted-k.post.confirmed+n64 <= uint64(sndbuf/2)
+	if ok {
+		// Counted before the write, which the write lock orders before
+		// any request that reads the count (callSend).
+		k.post.posted += n64
+	}
+	k.post.mu.Unlock()
+	if !ok {
+		k.post.wmu.Unlock()
+		return 0, false, nil
+	}
 	var hb [rdsdproto.HeaderLen]byte
 	h := rdsdproto.New(hb[:], rdsdproto.OpSend, 0, 0)
 	h.SetAddrPort(dst)
 	h.SetB(sendPosted)
 	h.SetN(uint32(len(p)))
-	k.post.wmu.Lock()
-	err := k.c.Write(h, p)
-	if err == nil {
-		k.post.mu.Lock()
-		k.post.posted += uint64(len(p))
-		k.post.mu.Unlock()
-	}
+	werr := k.c.Write(h, p)
 	k.post.wmu.Unlock()
-	if err != nil {
+	if werr != nil {
 		if k.closed.Load() {
-			return 0, errClosed
+			return 0, true, errClosed
 		}
-		return 0, ErrDaemonLost
+		return 0, true, ErrDaemonLost
 	}
-	return len(p), nil
+	return len(p), true, nil
+}
+
+// knowSndbuf makes sure SO_SNDBUF is known, asking the daemon once;
+// false if it cannot be read.
+func (k *daemonSocket) knowSndbuf() bool {
+	k.post.mu.Lock()
+	known := k.post.sndbuf != 0
+	k.post.mu.Unlock()
+	if known {
+		return true
+	}
+	var sb SendBuffer
+	if k.option(&sb) != nil || sb <= 0 {
+		return false
+	}
+	k.post.mu.Lock()
+	if k.post.sndbuf == 0 {
+		k.post.sndbuf = int(sb)
+	}
+	k.post.mu.Unlock()
+	return true
 }
 
 // callSend runs a send request; its reply confirms the sends posted

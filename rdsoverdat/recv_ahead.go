@@ -1,8 +1,7 @@
 package rdsoverdat
 
 import (
-	"net/netip"
-
+	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -13,26 +12,46 @@ import (
 // for congestion) and Buffered, and they make the socket readable, as
 // if they were still queued.
 
-// takeAhead pops the head of the receive queue into buf and counts it
-// as handed ahead, if it is a plain message that fits: no notification
-// may be waiting to be read before it, and a message with an RDMA
-// cookie (its control message) stays for an ordinary receive.
-func (s *sock) takeAhead(buf []byte) (n int, from netip.AddrPort, ok bool) {
+// takeAhead pops the head of the receive queue, and the messages behind
+// it, into a batch of messages handed ahead (rdsdproto's ahead.go) that
+// it appends to body, up to maxMsgs messages and room payload bytes,
+// and counts them as handed ahead. It takes only plain messages that
+// fit: none while a notification waits to be read before them, and
+// none with an RDMA cookie (its control message), which stays for an
+// ordinary receive. One lock serves the whole batch; the messages go
+// back to their pool after it, through rel (the caller's scratch). It
+// returns the body, the messages taken and their payload bytes.
+func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message) ([]byte, int, int, []*message) {
+	count, bytes := 0, 0
+	rel = rel[:0]
 	s.mu.Lock()
-	in := s.rxq.head
-	if s.closed.Load() || in == nil || in.hasCookie || len(in.buf) > len(buf) ||
-		len(s.rdma.notes) > 0 || s.congNotify != 0 {
+	if s.closed.Load() || len(s.rdma.notes) > 0 || s.congNotify != 0 {
 		s.mu.Unlock()
-		return 0, netip.AddrPort{}, false
+		return body, 0, 0, rel
 	}
-	s.rxq.pop()
-	n, from = copy(buf, in.buf), in.from
-	s.rcvBytes -= n
-	s.ahead += n
-	s.aheadN++
+	for count < maxMsgs {
+		in := s.rxq.head
+		if in == nil || in.hasCookie || len(in.buf) > room-bytes {
+			break
+		}
+		s.rxq.pop()
+		at := len(body)
+		body = append(body, make([]byte, rdsdproto.AheadHeaderLen)...)
+		rdsdproto.AheadEntry(body[at:]).Set(len(in.buf), in.from)
+		body = append(body, in.buf...)
+		count++
+		bytes += len(in.buf)
+		rel = append(rel, in)
+	}
+	s.rcvBytes -= bytes
+	s.ahead += bytes
+	s.aheadN += count
 	s.mu.Unlock()
-	in.release()
-	return n, from, true
+	for i, in := range rel {
+		in.release()
+		rel[i] = nil
+	}
+	return body, count, bytes, rel
 }
 
 // aheadRead records that the client read msgs messages of bytes handed

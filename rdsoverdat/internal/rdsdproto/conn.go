@@ -72,6 +72,14 @@ func (c *Conn) RingStats() (tx, rx shmring.Stats) {
 	return c.tx.Stats(), c.rx.Stats()
 }
 
+// RingPending reports whether the rx ring holds a record not read yet
+// (false without rings): a hint any goroutine may take, to skip reading
+// a ring that is empty. Like Rings, it reads what UseRings set without
+// a lock: call it only where UseRings happened before.
+func (c *Conn) RingPending() bool {
+	return c.rx != nil && c.rx.Pending()
+}
+
 // Rings reports whether UseRings was called.
 func (c *Conn) Rings() bool { return c.rx != nil }
 
@@ -271,6 +279,34 @@ func (c *Conn) TryReadRing(buf *[]byte) (Record, error) {
 	r, _, err := c.readRing(context.Background(), buf, true)
 	return r, err
 }
+
+// ReadInPlace is Read after UseRings for a caller that can use some
+// bodies where they lie in shared memory: a single record whose header
+// (copied into *buf and checked as Parse checks it) inPlace accepts is
+// returned as that header alone and its body as a slice of the ring,
+// which the caller must give back with ReleaseInPlace before the next
+// read; it saves copying a body that the caller copies anyway. The peer
+// can change the body at any time: inPlace must accept only bodies that
+// are data to pass on, never ones to parse. Any other record is read as
+// Read reads it, with a nil body slice.
+func (c *Conn) ReadInPlace(buf *[]byte, inPlace func(Record) bool) (Record, []byte, error) {
+	rec, err := c.rx.Peek(context.Background())
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rec) >= HeaderLen {
+		out := append((*buf)[:0], rec[:HeaderLen]...)
+		*buf = out
+		if h, err := Parse(out); err == nil && h.Flags()&FlagMore == 0 && inPlace(h) {
+			return h, rec[HeaderLen:], nil
+		}
+	}
+	r, _, err := c.readRing(context.Background(), buf, false) // the same record, peeked again
+	return r, nil, err
+}
+
+// ReleaseInPlace frees the record whose body ReadInPlace returned.
+func (c *Conn) ReleaseInPlace() { c.rx.Release() }
 
 // ReadSocket reads one request or reply from the socket, as Read did
 // before UseRings: after it, only records that carry descriptors come

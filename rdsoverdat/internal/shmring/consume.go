@@ -87,16 +87,29 @@ func (r *Ring) holdPeek() {
 
 // Release frees the record Peek or TryPeek returned, whose bytes must
 // not be used after. Without one it does nothing.
+//
+// The peeked record's reference keeps the ring mapped, so Release takes
+// none of its own.
 func (r *Ring) Release() {
 	if !r.peekRef {
 		return
 	}
-	if !r.acquire() {
+	if r.closed.Load() {
 		r.dropPeek()
 		return
 	}
-	defer r.release()
 	r.releaseRec()
+}
+
+// Pending reports whether a record has been committed and not yet
+// released, from the positions in shared memory alone: any goroutine may
+// ask, to learn whether the consumer has work, without consuming.
+func (r *Ring) Pending() bool {
+	if !r.acquire() {
+		return false
+	}
+	defer r.release()
+	return r.sh.wpos.Load() != r.sh.rpos.Load()
 }
 
 // dropPeek forgets the peeked record and the reference it holds.

@@ -63,13 +63,14 @@ func (r *Ring) Reserve(ctx context.Context, n int) ([]byte, error) {
 }
 
 // Commit publishes the first n bytes of the reservation as a record.
+// The reservation's reference keeps the ring mapped, so Commit takes
+// none of its own: a record costs the producer one reference, not two.
 func (r *Ring) Commit(n int) error {
-	if !r.acquire() {
+	if r.closed.Load() {
 		r.dropReservation()
 		return ErrClosed
 	}
-	defer r.release()
-	if r.resvN < 0 {
+	if r.resvN < 0 || !r.resvRef {
 		return fmt.Errorf("%w: commit without a reservation", ErrInvalid)
 	}
 	if n < 0 || n > r.resvN {
