@@ -174,7 +174,10 @@ func TestRDMAFreeMR(t *testing.T) {
 }
 
 // Access is limited to the mapping's range and direction; a wrong
-// cookie reaches nothing. Each failure is a remote error, its message is
+// cookie reaches nothing. A cookie's offset counts from the mapping's
+// own: on the kernel's wire that is the page offset of its first byte,
+// so an offset taken as absolute would land inside the mapping
+// whenever the window starts far enough into its page. Each failure is a remote error, its message is
 // not delivered, and no byte outside the window changes.
 func TestRDMAAccessChecks(t *testing.T) {
 	forEachRig(t, RDMALimits{}, func(t *testing.T, r *rdmaRig) {
@@ -196,7 +199,7 @@ func TestRDMAAccessChecks(t *testing.T) {
 			{"write past the end", RDMAArgs{Cookie: rw, RemoteAddr: 250, RemoteBytes: 16, Local: [][]byte{src[:16]}, Flags: RDMAReadWrite}},
 			{"read past the end", RDMAArgs{Cookie: rw, RemoteAddr: 255, RemoteBytes: 2, Local: [][]byte{src[:2]}}},
 			{"start past the end", RDMAArgs{Cookie: rw, RemoteAddr: 1 << 20, RemoteBytes: 1, Local: [][]byte{src[:1]}, Flags: RDMAReadWrite}},
-			{"offset in cookie past the end", RDMAArgs{Cookie: MakeCookie(rw.RKey(), 250), RemoteAddr: 0, RemoteBytes: 8, Local: [][]byte{src[:8]}, Flags: RDMAReadWrite}},
+			{"offset in cookie past the end", RDMAArgs{Cookie: MakeCookie(rw.RKey(), rw.Offset()+250), RemoteAddr: 0, RemoteBytes: 8, Local: [][]byte{src[:8]}, Flags: RDMAReadWrite}},
 		}
 		for i, c := range cases {
 			c.args.UserToken = uint64(i)
