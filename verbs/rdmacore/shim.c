@@ -234,6 +234,12 @@ int gd_cm_modify(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state s,
 		attr.min_rnr_timer = GD_MIN_RNR_TIMER;
 	if (s == IBV_QPS_RTS && init_depth > 0)
 		attr.max_rd_atomic = init_depth;
+#ifdef GD_ACK_TIMEOUT
+	// A build for comparisons may give the QPs another local ACK
+	// timeout than the one rdma_cm derives from the path.
+	if (s == IBV_QPS_RTS && (mask & IBV_QP_TIMEOUT))
+		attr.timeout = GD_ACK_TIMEOUT;
+#endif
 	return ibv_modify_qp(qp, &attr, mask) ? errno : 0;
 }
 
