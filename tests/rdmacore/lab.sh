@@ -17,8 +17,11 @@
 #        DAT_STRICT      1: a failing DAT suite fails the run (it is
 #                        reported either way)
 #        STEPS      the steps to run, of: rxe-suite rping rxe-dat rds
-#                   port-events bench siw-suite interop siw-dat
+#                   port-events cgo bench siw-suite interop siw-dat
 #                   (default all, in that order)
+#        BUSY_POLL  the BusyPoll setting (GODAPL_RDMACORE_BUSY_POLL) of
+#                   the rdmacore Send row; the bench step also times
+#                   godapl without it (default 256)
 #        INTEROP_REPS    how many times the interop step runs (default 1)
 #        HOST_PORT  the first port of the host end of the interop step
 #                   (default from the VM's address, so that runs with
@@ -33,7 +36,8 @@ IP=${VM_IP:-192.168.77.21}
 NAME2=${VM2_NAME:-rdmacore2}
 IP2=${VM2_IP:-192.168.77.22}
 BIN=$REPO/bin/rdmacore
-STEPS=${STEPS:-rxe-suite rping rxe-dat rds port-events bench siw-suite interop siw-dat}
+STEPS=${STEPS:-rxe-suite rping rxe-dat rds port-events cgo bench siw-suite interop siw-dat}
+BUSY_POLL=${BUSY_POLL:-256}
 INTEROP_REPS=${INTEROP_REPS:-1}
 HOST_PORT=${HOST_PORT:-$((20000 + ${IP##*.} * 100))}
 # step NAME: whether NAME is one of the steps to run.
@@ -44,12 +48,16 @@ vm() { "$LAB/vm.sh" "$@"; }
 vmx() { vm exec --name "$NAME" -- "$@"; }
 
 go test -c -tags rdmacore -o "$BIN/rdmacore.test" ./verbs/rdmacore
+go test -c -tags rdmacore -o "$BIN/cgocost.test" ./verbs/rdmacore/internal/cgocost
 go build -tags rdmacore -o "$BIN/peer" ./tests/rdmacore/internal/peer
 go build -tags rdmacore -o "$BIN/rping" ./cmd/rping
 go test -c -tags rdmacore -o "$BIN/dattest.test" ./dat/dattest
 go build -tags rdmacore -o "$BIN/rds-stress" ./cmd/rds-stress
 go build -tags rdmacore -o "$BIN/rds-cat" ./cmd/rds-cat
 GOEXPERIMENT=cgocheck2 go test -c -tags rdmacore -o "$BIN/rdmacore-cgocheck2.test" ./verbs/rdmacore
+# The same with perftest's local ACK timeout (14: 67 ms) on the QPs, for
+# the comparison of the Write paths.
+CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} -DGD_ACK_TIMEOUT=14" go test -c -tags rdmacore -o "$BIN/rdmacore-ack14.test" ./verbs/rdmacore
 
 vm start --name "$NAME" --ip "$IP" --rdma "rxe0:rxe:eth0" --share "$REPO"
 CAPTURE=
@@ -60,7 +68,7 @@ status=0
 suite() {
 	echo "== conformance on $1 ($(basename "$2"))"
 	if ! vmx env GODAPL_RDMACORE_DEVICE="$1" GODAPL_RDMACORE_ADDR="$IP" "$2" \
-		-test.run 'TestConformance|TestDevices|TestHotPathAllocs|TestFaults|TestPrivData|TestPrivLimit' -test.v -test.timeout 15m >"$BIN/suite-$1-$(basename "$2").txt" 2>&1; then
+		-test.run 'TestConformance|TestDevices|TestHotPathAllocs|TestFaults|TestPrivData|TestPrivLimit|TestBusyPoll|TestQPPath|TestMinRNRTimer' -test.v -test.timeout 15m >"$BIN/suite-$1-$(basename "$2").txt" 2>&1; then
 		status=1
 		grep -E -- '--- FAIL|^\s+[a-z_]+\.go:[0-9]+' "$BIN/suite-$1-$(basename "$2").txt" | grep -v harness.go || true
 	fi
@@ -133,20 +141,39 @@ perf_rate() {
 	rate "$3" "$4" "$(perftest "$1" "$2" "$3")" "$(perftest "$1" "$2" "$4")"
 }
 
-# ours BENCH N: wall-clock seconds of one run of the test binary that
-# runs one of the package's benchmarks for N operations: the whole
-# process, as perftest is timed, setup included; nan when it failed.
+# ours BENCH N [SPINS]: wall-clock seconds of one run of the test binary
+# that runs one of the package's benchmarks for N operations, its CQ
+# polls spinning SPINS times (BusyPoll; default 0): the whole process, as
+# perftest is timed, setup included; nan when it failed.
 ours() {
-	vmx sh -c "s=\$(date +%s.%N); timeout 600 env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR=$IP $BIN/rdmacore.test \
+	vmx sh -c "s=\$(date +%s.%N); timeout 600 env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR=$IP \
+		GODAPL_RDMACORE_BUSY_POLL=${3:-0} $BIN/rdmacore.test \
 		-test.run '^\$' -test.bench '^$1\$' -test.benchtime $2x >/dev/null 2>&1; c=\$?; e=\$(date +%s.%N); \
 		[ \$c = 0 ] && echo \"\$s \$e\" || echo 'nan nan'" |
 		awk '$1 == "nan" { print "nan"; next } { printf "%.6f\n", $2 - $1 }'
 }
 
-# ours_rate BENCH SHORT LONG: operations per second as perf_rate
+# ours_rate BENCH SHORT LONG [SPINS]: operations per second as perf_rate
 # measures perftest.
 ours_rate() {
-	rate "$2" "$3" "$(ours "$1" "$2")" "$(ours "$1" "$3")"
+	rate "$2" "$3" "$(ours "$1" "$2" "${4:-0}")" "$(ours "$1" "$3" "${4:-0}")"
+}
+
+# counters: rxe0's port counters, one "name value" a line.
+counters() {
+	vmx sh -c 'cd /sys/class/infiniband/rxe0/ports/1/hw_counters && for f in *; do echo "$f $(cat $f)"; done'
+}
+
+# counted LABEL COMMAND...: runs COMMAND (which prints its result) and
+# then the counters that moved during it, as "COUNTERS LABEL name +n".
+counted() {
+	local label=$1 before after
+	shift
+	before=$(counters)
+	"$@"
+	after=$(counters)
+	join <(echo "$before") <(echo "$after") |
+		awk -v l="$label" '$3 != $2 { printf "COUNTERS %s %s +%d\n", l, $1, $3 - $2 }' >&2
 }
 
 # rds: RDS over DAT over rdmacore, the dat transport on each VM's
@@ -210,21 +237,53 @@ step rxe-dat && dat rxe0
 step rds && rds
 step port-events && port_events
 
+# cgo: what a crossing from Go into C costs on the host and in the VM,
+# with and without #cgo noescape/nocallback, and how many crossings each
+# side of BenchmarkSendRate64 makes per message, without BusyPoll and
+# with it; then the path of rdma_cm's QPs beside perftest's.
+cgo_step() {
+	echo "== one cgo call (ns/op): host, then the VM"
+	"$BIN/cgocost.test" -test.run '^$' -test.bench Crossing -test.benchtime 2000000x -test.count 3 | grep ^Benchmark | sed 's/^/   host /'
+	vmx "$BIN/cgocost.test" -test.run '^$' -test.bench Crossing -test.benchtime 200000x -test.count 3 | grep ^Benchmark | sed 's/^/   vm   /'
+	echo "== crossings per message of BenchmarkSendRate64 (92000 Sends)"
+	for spins in 0 $BUSY_POLL; do
+		vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" GODAPL_RDMACORE_BUSY_POLL=$spins "$BIN/rdmacore.test" \
+			-test.run '^$' -test.bench '^BenchmarkSendRate64$' -test.benchtime 92000x | grep ^Benchmark | sed "s/^/   busy-poll $spins: /"
+	done
+	echo "== BenchmarkWrite64K (3200 Writes): the longest wait for a completion, rxe0's counters"
+	for t in rdmacore rdmacore-ack14 rdmacore rdmacore-ack14; do
+		counted "$t" vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" "$BIN/$t.test" \
+			-test.run '^$' -test.bench '^BenchmarkWrite64K$' -test.benchtime 3200x 2>&1 | grep -E '^Benchmark|^COUNTERS' | sed "s/^/   $t: /"
+	done
+	echo "== QP path: rdma_cm's (TestQPPath) and perftest's (its header)"
+	for t in rdmacore rdmacore-ack14; do
+		vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" "$BIN/$t.test" -test.run '^TestQPPath$' -test.v |
+			grep -E 'QP [0-9]+:' | sed "s/^ */   $t: /"
+	done
+	vmx sh -c "f=/tmp/perftest-hdr.txt; timeout 120 ib_write_bw -d rxe0 -s 65536 -n 200 -F -p 18499 >\$f 2>&1 & \
+		for i in \$(seq 100); do grep -qs 'Waiting for client' \$f && break; sleep 0.1; done; \
+		timeout 120 ib_write_bw -d rxe0 -s 65536 -n 200 -F -p 18499 $IP; wait" 2>&1 |
+		grep -E 'Mtu|Outstand|TX depth|CQ Moder|Link type|QPN' | sed 's/^ */   perftest: /'
+}
+step cgo && cgo_step
+
 bench() {
 	echo "== benchmarks on rxe0 (operations per second; ours / perftest)"
 	for r in $(seq "$REPS"); do
-		pw=$(perf_rate ib_write_bw 65536 200 3200)
-		ow=$(ours_rate BenchmarkWrite64K 200 3200)
+		pw=$(counted perftest_write perf_rate ib_write_bw 65536 200 3200)
+		ow=$(counted rdmacore_write ours_rate BenchmarkWrite64K 200 3200)
 		ps=$(perf_rate ib_send_bw 64 2000 92000)
 		os=$(ours_rate BenchmarkSendRate64 2000 92000)
+		ob=$(ours_rate BenchmarkSendRate64 2000 92000 "$BUSY_POLL")
 		echo "RESULT perftest_write_64k $pw op/s"
 		echo "RESULT rdmacore_write_64k $ow op/s"
 		echo "RESULT perftest_send_64 $ps op/s"
 		echo "RESULT rdmacore_send_64 $os op/s"
-		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" \
+		echo "RESULT rdmacore_send_64_busy_poll_$BUSY_POLL $ob op/s"
+		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" -v e="$ob" \
 			'function r(x, y) { return x == "nan" || y == "nan" ? "nan" : sprintf("%.3f", x / y) }
-			BEGIN { printf "RESULT ratio_write_64k %s x\nRESULT ratio_send_64 %s x\n", r(a, b), r(c, d) }'
-	done | tee "$BIN/bench.txt"
+			BEGIN { printf "RESULT ratio_write_64k %s x\nRESULT ratio_send_64 %s x\nRESULT ratio_send_64_busy_poll %s x\n", r(a, b), r(c, d), r(e, d) }'
+	done 2>&1 | tee "$BIN/bench.txt"
 
 	echo "== DAT over rdmacore against bare rdmacore verbs on rxe0 (dat/verbs CPU per op, paired blocks)"
 	vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" "$BIN/dattest.test" -test.run '^$' \

@@ -15,10 +15,10 @@ import (
 )
 
 // pair connects two contexts of the test device for the hot-path tests.
-func pair(tb testing.TB, attr verbstest.PairAttr) (sa, sb *verbstest.Side) {
+func pair(tb testing.TB, attr verbstest.PairAttr, opts ...Option) (sa, sb *verbstest.Side) {
 	tb.Helper()
 	name, addr := testDevice(tb)
-	a, b := openPair(tb, name)
+	a, b := openPair(tb, name, opts...)
 	tb.Cleanup(func() {
 		a.Close()
 		b.Close()
@@ -132,8 +132,18 @@ func BenchmarkWrite64K(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	posted, retired := 0, 0
+	// The longest wait between two polls that found completions: a
+	// retransmission timeout shows as one of its length.
+	last, longest := time.Now(), time.Duration(0)
 	reap := func() {
-		for _, wc := range wcs[:sb.CQ.Poll(wcs)] {
+		k := sb.CQ.Poll(wcs)
+		if k == 0 {
+			return
+		}
+		now := time.Now()
+		longest = max(longest, now.Sub(last))
+		last = now
+		for _, wc := range wcs[:k] {
 			if wc.Status != verbs.WCSuccess {
 				b.Fatalf("write %+v", wc)
 			}
@@ -157,6 +167,7 @@ func BenchmarkWrite64K(b *testing.B) {
 	for retired < b.N {
 		reap()
 	}
+	b.ReportMetric(float64(longest)/float64(time.Millisecond), "max-gap-ms")
 }
 
 // spareP makes sure a P stays idle beside n goroutines that spin on the
@@ -197,6 +208,10 @@ func BenchmarkSendRate64(b *testing.B) {
 	}
 	var received atomic.Int64
 	var failed atomic.Pointer[error]
+	// Crossings into C, counted where they happen: every Poll here asks
+	// for perfPollBatch completions with the CQ's ring empty, one
+	// gd_poll_cq call, and every post is one call.
+	var rxPolls, rxEmpty, rxPosts, txPolls, txPosts int
 	// fail keeps the first error; err is moved to the heap only here.
 	fail := func(err error) { failed.CompareAndSwap(nil, &err) }
 	done := make(chan struct{})
@@ -208,7 +223,9 @@ func BenchmarkSendRate64(b *testing.B) {
 		wcs := make([]verbs.WC, perfPollBatch)
 		for n := 0; n < b.N && failed.Load() == nil; {
 			k := sa.CQ.Poll(wcs)
+			rxPolls++
 			if k == 0 {
+				rxEmpty++
 				continue
 			}
 			repost = repost[:0]
@@ -219,6 +236,7 @@ func BenchmarkSendRate64(b *testing.B) {
 				}
 				repost = append(repost, recvs[wcs[i].ID])
 			}
+			rxPosts++
 			if _, err := sa.QP.PostRecv(repost); err != nil {
 				fail(err)
 				return
@@ -230,6 +248,7 @@ func BenchmarkSendRate64(b *testing.B) {
 	wcs := make([]verbs.WC, perfPollBatch)
 	posted, retired := 0, 0
 	reap := func() {
+		txPolls++
 		for _, wc := range wcs[:sb.CQ.Poll(wcs)] {
 			if wc.Status != verbs.WCSuccess {
 				fail(fmt.Errorf("send %+v", wc))
@@ -250,6 +269,7 @@ func BenchmarkSendRate64(b *testing.B) {
 		if posted%every == every-1 || posted == b.N-1 {
 			send[0].Flags = verbs.SendSignaled
 		}
+		txPosts++
 		if _, err := sb.QP.PostSend(send); err != nil {
 			fail(err)
 			break
@@ -263,4 +283,9 @@ func BenchmarkSendRate64(b *testing.B) {
 	if err := failed.Load(); err != nil {
 		b.Fatal(*err)
 	}
+	per := func(n int) float64 { return float64(n) / float64(b.N) }
+	b.ReportMetric(per(txPosts+txPolls), "tx-cgo/op")
+	b.ReportMetric(per(txPolls), "tx-polls/op")
+	b.ReportMetric(per(rxPolls+rxPosts), "rx-cgo/op")
+	b.ReportMetric(per(rxEmpty), "rx-empty/op")
 }

@@ -76,9 +76,9 @@ func firstIPv4(t testing.TB) string {
 	return ""
 }
 
-func openPair(t testing.TB, name string) (a, b verbs.Device) {
+func openPair(t testing.TB, name string, opts ...Option) (a, b verbs.Device) {
 	t.Helper()
-	p := New()
+	p := New(opts...)
 	a, err := p.Open(name)
 	if err != nil {
 		t.Fatal(err)

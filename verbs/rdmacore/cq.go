@@ -78,12 +78,14 @@ func (d *Device) CreateCQ(attr verbs.CQAttr) (verbs.CQ, error) {
 }
 
 // pollDevice moves up to len(wcs) completions from the device into wcs
-// with one cgo call per pollBatch.
-func (q *cq) pollDevice(wcs []verbs.WC) int {
+// with one cgo call per pollBatch. An empty device is polled up to spins
+// more times inside that call before it counts as empty.
+func (q *cq) pollDevice(wcs []verbs.WC, spins int) int {
 	got := 0
 	for got < len(wcs) {
 		n := min(len(wcs)-got, pollBatch)
-		k := int(C.gd_poll_cq(cAddr(q.x), C.int(n)))
+		k := int(C.gd_poll_cq(cAddr(q.x), C.int(n), C.int(spins)))
+		spins = 0
 		if k <= 0 {
 			break
 		}
@@ -133,7 +135,9 @@ func (q *cq) forget(p *qp) {
 	q.mu.Unlock()
 }
 
-// Poll takes completions from the ring first, then from the device.
+// Poll takes completions from the ring first, then from the device,
+// which it busy-polls as the provider's BusyPoll option says when nothing
+// else is there.
 func (q *cq) Poll(wcs []verbs.WC) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -146,16 +150,25 @@ func (q *cq) pollLocked(wcs []verbs.WC) int {
 	}
 	n := q.ring.Poll(wcs)
 	if n < len(wcs) {
-		n += q.pollDevice(wcs[n:])
+		spins := 0
+		if n == 0 {
+			spins = q.d.busyPoll
+		}
+		n += q.pollDevice(wcs[n:], spins)
 	}
 	return n
 }
 
 // fill moves what the device holds into the ring; q.mu is held.
-func (q *cq) fill() {
+func (q *cq) fill() { q.fillSpin(0) }
+
+// fillSpin is fill busy-polling an empty device up to spins more times
+// first.
+func (q *cq) fillSpin(spins int) {
 	var buf [pollBatch]verbs.WC
 	for q.ring.Len() < q.ring.Cap() {
-		n := q.pollDevice(buf[:min(pollBatch, q.ring.Cap()-q.ring.Len())])
+		n := q.pollDevice(buf[:min(pollBatch, q.ring.Cap()-q.ring.Len())], spins)
+		spins = 0
 		for i := range n {
 			q.ring.Push(&buf[i])
 		}
@@ -209,8 +222,21 @@ func (q *cq) armAndDrain() (<-chan struct{}, bool) {
 }
 
 // Wait arms the CQ, looks at what it holds and sleeps until the next
-// completion event.
+// completion event. With the BusyPoll option it first busy-polls an
+// empty CQ once, as Poll does: a completion that arrives meanwhile costs
+// no arming, event and wake-up.
 func (q *cq) Wait(ctx context.Context, solicitedOnly bool) error {
+	if q.d.busyPoll > 0 && !solicitedOnly {
+		q.mu.Lock()
+		if !q.dead && !q.overflow && q.ring.Len() == 0 {
+			q.fillSpin(q.d.busyPoll)
+		}
+		ready := !q.dead && !q.overflow && q.ring.Len() > 0
+		q.mu.Unlock()
+		if ready {
+			return nil
+		}
+	}
 	for {
 		q.mu.Lock()
 		if q.dead {

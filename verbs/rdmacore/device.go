@@ -28,6 +28,8 @@ type Device struct {
 	// cqFixed: the device cannot resize CQs, so they are made with room
 	// to grow (fixedCQDepth) and Resize moves only the verbs depth.
 	cqFixed bool
+	// busyPoll is the provider's BusyPoll option.
+	busyPoll int
 
 	compCh *C.struct_ibv_comp_channel
 	cmCh   *C.struct_rdma_event_channel
@@ -100,7 +102,7 @@ func errnoOf() syscall.Errno { return syscall.Errno(C.gd_errno()) }
 
 func newDevice(p *Provider, name string, ctx *C.struct_ibv_context) (*Device, error) {
 	d := &Device{
-		p: p, name: name, ctx: ctx,
+		p: p, name: name, ctx: ctx, busyPoll: p.busyPoll,
 		events:  make(chan verbs.AsyncEvent, verbs.AsyncEventQueueLen),
 		pds:     make(map[*pd]struct{}),
 		cqs:     make(map[*C.struct_ibv_cq]*cq),

@@ -28,5 +28,9 @@
 // (runtime.GOMAXPROCS one above its spinning goroutines): a post on a
 // software device (rxe, siw) runs the device's send path inside the C
 // call, and when no P is idle Go's sysmon hands such a call's P to
-// another thread, which costs a thread wake-up per post.
+// another thread, which costs a thread wake-up per post. Such a program
+// may also give the provider the BusyPoll option (or set
+// GODAPL_RDMACORE_BUSY_POLL), so that a poll of an empty CQ keeps
+// polling inside C rather than crossing back into Go for every empty
+// poll.
 package rdmacore

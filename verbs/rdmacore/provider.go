@@ -8,6 +8,8 @@ import "C"
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"strconv"
 	"unsafe"
 
 	"github.com/godapl/godapl/verbs"
@@ -17,10 +19,42 @@ import (
 const ProviderName = "rdmacore"
 
 // Provider opens the RDMA devices libibverbs lists.
-type Provider struct{}
+type Provider struct {
+	busyPoll int
+}
+
+// Option configures a Provider.
+type Option func(*Provider)
+
+// BusyPoll makes CQ polls of the provider's devices spin: a Poll that
+// finds a CQ empty polls the device up to n more times inside the same
+// call into C before it returns nothing, and Wait does so once before it
+// sleeps on the completion channel. A program that polls in a loop then
+// crosses from Go into C once per n+1 empty polls, where each crossing
+// costs more than a poll of a software device's queue; Poll still returns
+// within a bounded time. n = 0 (the default) polls once.
+//
+// Without the option, the environment variable GODAPL_RDMACORE_BUSY_POLL
+// sets n, so that programs that reach the provider through the DAT
+// registry can use it.
+func BusyPoll(n int) Option {
+	return func(p *Provider) { p.busyPoll = min(max(n, 0), maxBusyPoll) }
+}
+
+// maxBusyPoll bounds BusyPoll, so that a Poll stays short.
+const maxBusyPoll = 1 << 16
 
 // New returns the provider.
-func New() *Provider { return &Provider{} }
+func New(opts ...Option) *Provider {
+	p := &Provider{}
+	if n, err := strconv.Atoi(os.Getenv("GODAPL_RDMACORE_BUSY_POLL")); err == nil {
+		BusyPoll(n)(p)
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
 
 // Name returns "rdmacore".
 func (*Provider) Name() string { return ProviderName }

@@ -28,3 +28,25 @@ func (q *qp) queryMinRNRTimer() (int, error) {
 	}
 	return rc, nil
 }
+
+// qpPath is a connected QP's path and transport timers (gd_qp_path).
+type qpPath struct {
+	MTU, Timeout, RetryCnt, RNRRetry, MinRNRTimer, MaxRDAtomic, MaxDestRDAtomic int
+}
+
+// queryPath reads the QP's path attributes from the device.
+func (q *qp) queryPath() (qpPath, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dead {
+		return qpPath{}, errnoErr("ibv_query_qp", syscall.EINVAL)
+	}
+	var o C.struct_gd_qp_path
+	if rc := C.gd_query_path(q.q, &o); rc != 0 {
+		return qpPath{}, errnoErr("ibv_query_qp", syscall.Errno(rc))
+	}
+	return qpPath{
+		MTU: int(o.path_mtu), Timeout: int(o.timeout), RetryCnt: int(o.retry_cnt), RNRRetry: int(o.rnr_retry),
+		MinRNRTimer: int(o.min_rnr_timer), MaxRDAtomic: int(o.max_rd_atomic), MaxDestRDAtomic: int(o.max_dest_rd_atomic),
+	}, nil
+}

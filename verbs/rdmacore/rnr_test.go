@@ -30,3 +30,27 @@ func TestMinRNRTimer(t *testing.T) {
 		}
 	}
 }
+
+// TestQPPath: a connected QP has the path rdma_cm resolved: an MTU the
+// port allows and a retransmission timeout that is set. It logs the
+// attributes, which the lab compares with perftest's.
+func TestQPPath(t *testing.T) {
+	name, addr := testDevice(t)
+	a, b := openPair(t, name)
+	defer a.Close()
+	defer b.Close()
+	if a.Query().Transport == verbs.TransportIWARP {
+		t.Skip("iWARP: rdma_cm drives the QP's path in the kernel and libibverbs reports none")
+	}
+	sa, sb := verbstest.ConnectPair(t, a, b, addr+":0", verbstest.PairAttr{})
+	for _, s := range []*verbstest.Side{sa, sb} {
+		p, err := s.QP.(*qp).queryPath()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("QP %d: %+v", s.QP.QPN(), p)
+		if p.MTU < 256 || p.MTU > 4096 || p.Timeout == 0 {
+			t.Errorf("QP %d: path %+v, want an MTU of 256-4096 bytes and a timeout", s.QP.QPN(), p)
+		}
+	}
+}

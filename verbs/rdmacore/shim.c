@@ -133,12 +133,15 @@ static uint8_t gd_wc_opcode(enum ibv_wc_opcode op)
 	return 0;
 }
 
-int gd_poll_cq(uintptr_t cqp, int n)
+int gd_poll_cq(uintptr_t cqp, int n, int spins)
 {
 	struct gd_cq *cq = (struct gd_cq *)cqp;
 	struct ibv_wc *raw = cq->raw;
 	struct gd_wc *out = cq->out;
 	int i, got = ibv_poll_cq(cq->cq, n, raw);
+
+	while (got == 0 && spins-- > 0)
+		got = ibv_poll_cq(cq->cq, n, raw);
 
 	for (i = 0; i < got; i++) {
 		struct ibv_wc *wc = &raw[i];
@@ -231,6 +234,12 @@ int gd_cm_modify(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state s,
 		attr.min_rnr_timer = GD_MIN_RNR_TIMER;
 	if (s == IBV_QPS_RTS && init_depth > 0)
 		attr.max_rd_atomic = init_depth;
+#ifdef GD_ACK_TIMEOUT
+	// A build for comparisons may give the QPs another local ACK
+	// timeout than the one rdma_cm derives from the path.
+	if (s == IBV_QPS_RTS && (mask & IBV_QP_TIMEOUT))
+		attr.timeout = GD_ACK_TIMEOUT;
+#endif
 	return ibv_modify_qp(qp, &attr, mask) ? errno : 0;
 }
 
@@ -245,6 +254,26 @@ int gd_min_rnr_timer(struct ibv_qp *qp)
 	if (ibv_query_qp(qp, &attr, IBV_QP_MIN_RNR_TIMER, &init))
 		return -errno;
 	return attr.min_rnr_timer;
+}
+
+int gd_query_path(struct ibv_qp *qp, struct gd_qp_path *out)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+	int mask = IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		   IBV_QP_MIN_RNR_TIMER | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC;
+
+	memset(&attr, 0, sizeof(attr));
+	if (ibv_query_qp(qp, &attr, mask, &init))
+		return errno;
+	out->path_mtu = attr.path_mtu ? 128 << attr.path_mtu : 0;
+	out->timeout = attr.timeout;
+	out->retry_cnt = attr.retry_cnt;
+	out->rnr_retry = attr.rnr_retry;
+	out->min_rnr_timer = attr.min_rnr_timer;
+	out->max_rd_atomic = attr.max_rd_atomic;
+	out->max_dest_rd_atomic = attr.max_dest_rd_atomic;
+	return 0;
 }
 
 int gd_get_cm_event(struct rdma_event_channel *ch, struct gd_cm_event *out)

@@ -99,8 +99,10 @@ struct gd_cq {
 // post).
 int64_t gd_post_send(uintptr_t sq, int n);
 int64_t gd_post_recv(uintptr_t rq, int n);
-// gd_poll_cq polls up to n completions of cq into its out records.
-int gd_poll_cq(uintptr_t cq, int n);
+// gd_poll_cq polls up to n completions of cq into its out records. When
+// the CQ is empty it polls again, up to spins more times, before it
+// returns 0: one crossing from Go then covers many empty polls.
+int gd_poll_cq(uintptr_t cq, int n, int spins);
 int gd_req_notify(uintptr_t cq, int solicited);
 // gd_get_cq_event takes one completion event from a non-blocking channel:
 // 1 with *cq set, 0 when none is pending, -errno on failure.
@@ -123,6 +125,20 @@ int gd_modify_qp_state(struct ibv_qp *qp, enum ibv_qp_state s, int port, int acc
 #define GD_MIN_RNR_TIMER 10
 
 int gd_min_rnr_timer(struct ibv_qp *qp);
+
+// gd_qp_path is what ibv_query_qp reports of a connected QP's path and
+// transport timers, for the tests to compare with other programs'.
+struct gd_qp_path {
+	int path_mtu; // bytes
+	int timeout; // IB encoding: 4.096 us << timeout
+	int retry_cnt;
+	int rnr_retry;
+	int min_rnr_timer;
+	int max_rd_atomic;
+	int max_dest_rd_atomic;
+};
+
+int gd_query_path(struct ibv_qp *qp, struct gd_qp_path *out);
 
 int gd_cm_modify(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state s,
 		 int resp_res, int init_depth);
