@@ -17,20 +17,7 @@ import (
 // whole and in order. Odd sizes exercise the pads; a small MaxULPDU puts
 // many FPDUs, tagged and untagged, into one read.
 func TestBulkStream(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts func(*siw.Options)
-	}{
-		{"default", func(*siw.Options) {}},
-		{"crc", func(o *siw.Options) { o.CRC = true }},
-		{"small-fpdus", func(o *siw.Options) { o.MaxULPDU = 1500 }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := testOptions()
-			tc.opts(&o)
-			testBulkStream(t, o)
-		})
-	}
+	eachFraming(t, testBulkStream)
 }
 
 func testBulkStream(t *testing.T, opts siw.Options) {

@@ -38,6 +38,26 @@ func testOptions() siw.Options {
 	return o
 }
 
+// eachFraming runs f as subtests over the framings whose boundaries a
+// stream test must survive: the default, with CRC, and FPDUs small
+// enough that one read holds many.
+func eachFraming(t *testing.T, f func(*testing.T, siw.Options)) {
+	for _, tc := range []struct {
+		name string
+		opts func(*siw.Options)
+	}{
+		{"default", func(*siw.Options) {}},
+		{"crc", func(o *siw.Options) { o.CRC = true }},
+		{"small-fpdus", func(o *siw.Options) { o.MaxULPDU = 1500 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testOptions()
+			tc.opts(&o)
+			f(t, o)
+		})
+	}
+}
+
 // TestConformance runs the provider-neutral suite against two siw devices
 // on 127.0.0.1, with the default options (peer-to-peer mode, no CRC).
 func TestConformance(t *testing.T) {

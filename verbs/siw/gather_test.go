@@ -16,20 +16,7 @@ import (
 // header, the large one referenced): the receiver must see exactly the
 // concatenation, with every FPDU size, with and without CRC.
 func TestSmallSGEThenLarge(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts func(*siw.Options)
-	}{
-		{"default", func(*siw.Options) {}},
-		{"crc", func(o *siw.Options) { o.CRC = true }},
-		{"small-fpdus", func(o *siw.Options) { o.MaxULPDU = 1500 }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := testOptions()
-			tc.opts(&o)
-			testSmallSGEThenLarge(t, o)
-		})
-	}
+	eachFraming(t, testSmallSGEThenLarge)
 }
 
 func testSmallSGEThenLarge(t *testing.T, opts siw.Options) {
