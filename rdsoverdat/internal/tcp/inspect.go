@@ -1,10 +1,6 @@
 package tcp
 
-import (
-	"time"
-
-	"github.com/godapl/godapl/rdsoverdat/internal/xport"
-)
+import "github.com/godapl/godapl/rdsoverdat/internal/xport"
 
 // What the tests of package rdsoverdat, which run this transport under a
 // real stack, observe and provoke of its state. The package is internal,
@@ -66,14 +62,6 @@ func SetAttachHook(f func(p xport.Path)) {
 	}
 	tcpAttached = func(tp *tcpPath) { f(tp.p) }
 }
-
-// LonePoll returns the delay of the first ack poll for a lone
-// unacknowledged message.
-func LonePoll() time.Duration { return ackPollLone }
-
-// SetLonePoll sets that delay; it must not change while a stack runs this
-// transport.
-func SetLonePoll(d time.Duration) { ackPollLone = d }
 
 // RoleCounts are the counts of a connection's reader role: lends by the
 // reader goroutine, messages RecvMsg holders read, and takes back by the
