@@ -54,8 +54,13 @@ func (n *rdsNode) Addr() netip.Addr { return n.addr }
 // Stack returns the stack the node belongs to.
 func (n *rdsNode) Stack() *Stack { return n.stack }
 
-// Stats returns a snapshot of the node's counters.
-func (n *rdsNode) Stats() NodeStats { return n.stats.snapshot() }
+// Stats returns a snapshot of the node's counters, once the acks that
+// have come are settled (send_drop_acked counts them as they come in the
+// kernel).
+func (n *rdsNode) Stats() NodeStats {
+	n.settleAcks()
+	return n.stats.snapshot()
+}
 
 // Conns returns the node's connections.
 func (n *rdsNode) Conns() []*connection {

@@ -243,3 +243,39 @@ func stallingPeer(t *testing.T, addr netip.Addr, frames int) *stallPeer {
 	})
 	return p
 }
+
+// TestTCPPingPongAllocs: a request-response exchange, where each side
+// frees its lone message when the answer comes (settle), allocates
+// nothing.
+func TestTCPPingPongAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool is randomized under -race")
+	}
+	leakCheck(t)
+	st := tcpStack(t)
+	as := testAddrs(2)
+	a := mustBind(t, st, ap(as[0], 0))
+	b := mustBind(t, st, ap(as[1], 0))
+	msg := make([]byte, 64)
+	ma, mb := Msg{Data: make([]byte, 64)}, Msg{Data: make([]byte, 64)}
+	round := func() {
+		if _, err := a.SendTo(msg, b.BoundAddr(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.RecvMsg(&mb, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.SendTo(msg, mb.Addr, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.RecvMsg(&ma, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 200 { // warm the pools and bring the connection up
+		round()
+	}
+	if n := testing.AllocsPerRun(500, round); n > 0.05 {
+		t.Errorf("%.2f allocs per round trip", n)
+	}
+}
