@@ -46,7 +46,7 @@ done
 GOENV=()
 [ -n "${GO_MAXPROCS:-}" ] && GOENV=(GOMAXPROCS="$GO_MAXPROCS")
 RB=$REPO/bin/rdsbench
-GB=$REPO/bin/rds-bench
+GB=${GO_BIN:-$REPO/bin/rds-bench} # GO_BIN: ours from another file (an experiment's build)
 # BASE (optional): a second rds-bench binary, run as implementation "base" between ours and raw
 # Go TCP in every round (a path the VM sees: under the shared repository, not /tmp).
 BASE=${BASE:-}
