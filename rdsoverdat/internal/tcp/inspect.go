@@ -41,6 +41,14 @@ func (c Conn) ReaderState() RoleState {
 // poll timer.
 func (c Conn) AckPolls() uint64 { return c.c.ackPolls.Load() }
 
+// AckPollArmed reports whether the connection's writer has an ack poll
+// pending.
+func (c Conn) AckPollArmed() bool {
+	c.c.txMu.Lock()
+	defer c.c.txMu.Unlock()
+	return c.c.armed
+}
+
 // DirectWrites returns how often a sender wrote the path's queue itself
 // instead of waking the connection's writer.
 func (c Conn) DirectWrites() uint64 { return c.c.directs.Load() }
