@@ -10,6 +10,9 @@ REPS      ?= 3
 GO_MAXPROCS ?=
 # WORKLOADS, when set, is the workloads of each round (rate tput rtt by default).
 WORKLOADS ?=
+# BASE, when set, is another rds-bench binary under the repository, run beside ours in every round
+# (scripts/rds-lab-bench.sh).
+BASE ?=
 RDS_BENCH_VM := --name rdsbench
 
 .PHONY: rds-lab-bench
@@ -18,7 +21,7 @@ rds-lab-bench:
 	mkdir -p bin && CGO_ENABLED=0 go build -o bin/rds-bench ./cmd/rds-bench
 	$(CC) -O2 -Wall -o bin/rdsbench $(LAB)/bench/rdsbench.c
 	LAB_CACHE=$(LAB_CACHE) $(LAB)/vm.sh start $(RDS_BENCH_VM) --ip 192.168.77.8 --rdma "" --share $(CURDIR)
-	LAB_CACHE=$(LAB_CACHE) $(LAB)/vm.sh exec $(RDS_BENCH_VM) -- env REPS=$(REPS) GO_MAXPROCS=$(GO_MAXPROCS) WORKLOADS="$(WORKLOADS)" \
+	LAB_CACHE=$(LAB_CACHE) $(LAB)/vm.sh exec $(RDS_BENCH_VM) -- env REPS=$(REPS) GO_MAXPROCS=$(GO_MAXPROCS) WORKLOADS="$(WORKLOADS)" BASE="$(BASE)" \
 	  $(CURDIR)/scripts/rds-lab-bench.sh > bin/rds-lab-bench.txt 2>&1; status=$$?; \
 	  LAB_CACHE=$(LAB_CACHE) $(LAB)/vm.sh stop $(RDS_BENCH_VM); cat bin/rds-lab-bench.txt; exit $$status
 	python3 $(LAB)/bench/summarize.py bin/rds-lab-bench.txt

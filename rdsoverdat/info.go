@@ -112,8 +112,10 @@ func (st *Stack) Info() Info {
 	return info
 }
 
-// Info returns a snapshot of the node.
+// Info returns a snapshot of the node, once the acks that have come are
+// settled (the kernel frees their messages as they come).
 func (n *rdsNode) Info() NodeInfo {
+	n.settleAcks()
 	n.mu.RLock()
 	socks := make([]*sock, 0, len(n.socks))
 	for _, s := range n.socks {

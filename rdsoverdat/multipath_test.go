@@ -55,6 +55,7 @@ func TestMultipath(t *testing.T) {
 	}
 
 	eventually(t, 5*time.Second, "acks on every lane", func() bool {
+		st.nodeAt(as[1]).settleAcks() // the last message of a lane waits for traffic or a look
 		for i := range 4 {
 			if q, u := c.Path(i).Pending(); q+u != 0 {
 				return false

@@ -26,9 +26,11 @@ type rdsNode struct {
 	trans    map[TransportType]nodeTransport
 	rdmaMRs  atomic.Int64 // RDMA mappings held by the node's sockets
 	// sndBlocked counts the node's SendMsg calls waiting for SO_SNDBUF
-	// room, which only acks free: while there are any, a transport that
-	// polls for acks polls at its fastest (tcpConn.routineSend).
-	sndBlocked atomic.Int32
+	// room, which only acks free, and roomWanted its sockets that want
+	// room without blocking (sock.wantRoomLocked): while there are any,
+	// a transport that leaves acks to later traffic polls for them
+	// (ackSettler).
+	sndBlocked, roomWanted atomic.Int32
 }
 
 type connKey struct {
@@ -52,8 +54,13 @@ func (n *rdsNode) Addr() netip.Addr { return n.addr }
 // Stack returns the stack the node belongs to.
 func (n *rdsNode) Stack() *Stack { return n.stack }
 
-// Stats returns a snapshot of the node's counters.
-func (n *rdsNode) Stats() NodeStats { return n.stats.snapshot() }
+// Stats returns a snapshot of the node's counters, once the acks that
+// have come are settled (send_drop_acked counts them as they come in the
+// kernel).
+func (n *rdsNode) Stats() NodeStats {
+	n.settleAcks()
+	return n.stats.snapshot()
+}
 
 // Conns returns the node's connections.
 func (n *rdsNode) Conns() []*connection {
@@ -150,6 +157,22 @@ func (n *rdsNode) cancel(s *sock, dst netip.AddrPort) {
 		}
 		for _, p := range c.allPaths() {
 			p.cancel(s, dst)
+		}
+	}
+}
+
+// settleAcks has the transports of the node's connections free what
+// their peers have acknowledged and they left to later traffic
+// (ackSettler), and poll for the rest while a socket waits for room.
+func (n *rdsNode) settleAcks() {
+	n.mu.RLock()
+	conns := n.connList
+	n.mu.RUnlock()
+	for _, c := range conns {
+		if w, ok := c.nt.(ackSettler); ok {
+			for _, p := range c.allPaths() {
+				w.SettleAcks(p)
+			}
 		}
 	}
 }

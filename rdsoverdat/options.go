@@ -80,6 +80,7 @@ func (s *sock) setOption(o Option) error {
 		}
 		s.mu.Lock()
 		s.sndbuf = int(v)
+		s.roomCameLocked()
 		s.mu.Unlock()
 		signal(s.txSig)
 		signal(s.pollSig)

@@ -17,8 +17,13 @@ const (
 	PollWrBand Events = 0x200 // POLLWRBAND
 )
 
-// poll is rds_poll: see Socket.Poll.
+// poll is rds_poll: see Socket.Poll. Without room it settles the node's
+// acks first, which the kernel frees as they come, and keeps the node's
+// transports polling for the rest until room comes (wantRoomLocked).
 func (s *sock) poll() Events {
+	if n := s.noRoom(); n != nil {
+		n.settleAcks()
+	}
 	gen := s.stack.congGen.Load()
 	s.mu.Lock()
 	r := s.dropReader()
@@ -28,6 +33,18 @@ func (s *sock) poll() Events {
 		r.R.GiveBack() // Poll sees only the queue: the transport reads again
 	}
 	return ev
+}
+
+// noRoom returns the socket's node if SO_SNDBUF has no room, marking
+// the socket as waiting for it.
+func (s *sock) noRoom() *rdsNode {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.node == nil || s.sndBytes < s.sndbuf {
+		return nil
+	}
+	s.wantRoomLocked()
+	return s.node
 }
 
 // pollLocked is Poll's readiness; s.mu is held.

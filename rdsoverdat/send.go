@@ -77,6 +77,7 @@ func (s *sock) admit(conn *connection, p []byte, dport wire.Port, nonblock bool,
 
 	// SO_SNDBUF admission (rds_send_queue_rm): room if the queued bytes
 	// are below the limit before adding; the last message may overshoot.
+	settled := false
 	for {
 		s.mu.Lock()
 		if s.closed.Load() {
@@ -84,6 +85,7 @@ func (s *sock) admit(conn *connection, p []byte, dport wire.Port, nonblock bool,
 			return 0, errClosed
 		}
 		if s.sndBytes < s.sndbuf {
+			s.roomCameLocked()
 			s.sndBytes += len(p)
 			room := s.sndBytes < s.sndbuf
 			half := s.sndBytes >= s.sndbuf/2
@@ -93,35 +95,63 @@ func (s *sock) admit(conn *connection, p []byte, dport wire.Port, nonblock bool,
 			}
 			return s.queue(conn, p, dport, half, ra)
 		}
+		if nonblock && !settled {
+			// Acks a transport left to later traffic may have come:
+			// the kernel would have freed their room already.
+			s.wantRoomLocked()
+			s.mu.Unlock()
+			node.settleAcks()
+			settled = true
+			continue
+		}
 		s.mu.Unlock()
 		node.stats.sendQueueFull.Add(1)
 		if nonblock {
 			return 0, eAGAIN
 		}
-		if err := s.blockForRoom(node, conn, until); err != nil {
+		if err := s.blockForRoom(node, until); err != nil {
 			return 0, err
 		}
 	}
 }
 
-// roomWaker is a nodeTransport that may leave an ack, and so the
-// SO_SNDBUF room it frees, to a slow poll (the tcp transport's lone
-// message): WakeForRoom has p poll at its fastest again.
-type roomWaker interface{ WakeForRoom(p *connPath) }
+// ackSettler is a nodeTransport that may leave an ack, and so the
+// SO_SNDBUF room it frees, to later traffic (the tcp transport's lone
+// message; xport.AckSettler): SettleAcks frees what p's peer has
+// acknowledged, and while a socket of the node waits for room has p poll
+// for the rest.
+type ackSettler interface{ SettleAcks(p *connPath) }
 
 // blockForRoom waits for SO_SNDBUF room, counted in node.sndBlocked, and
-// first wakes those of conn's paths that poll slowly for a lone
-// message's ack, whose room this sender may be waiting for.
-func (s *sock) blockForRoom(node *rdsNode, conn *connection, until time.Time) error {
+// first settles the acks of the node's paths: the room this sender waits
+// for may be held by a message to any destination.
+func (s *sock) blockForRoom(node *rdsNode, until time.Time) error {
 	node.sndBlocked.Add(1)
 	defer node.sndBlocked.Add(-1)
 	s.releaseReader()
-	if w, ok := conn.nt.(roomWaker); ok {
-		for _, p := range conn.allPaths() {
-			w.WakeForRoom(p)
-		}
-	}
+	node.settleAcks()
 	return s.block(s.txSig, until, false)
+}
+
+// wantRoomLocked marks s as waiting for SO_SNDBUF room without blocking:
+// refused with EAGAIN, or polled without POLLOUT. Until room comes
+// (roomCameLocked) or s closes, it counts in node.roomWanted, so that the
+// node's transports poll for the acks that free it: a retry or the
+// POLLOUT that follows then finds the room. s.mu is held and s is bound.
+func (s *sock) wantRoomLocked() {
+	if !s.roomWant {
+		s.roomWant = true
+		s.node.roomWanted.Add(1)
+	}
+}
+
+// roomCameLocked ends a wait of wantRoomLocked once s has room; s.mu is
+// held.
+func (s *sock) roomCameLocked() {
+	if s.roomWant && s.sndBytes < s.sndbuf {
+		s.roomWant = false
+		s.node.roomWanted.Add(-1)
+	}
 }
 
 // congWait handles a congested destination port: ENOBUFS without
@@ -182,6 +212,7 @@ func (s *sock) queue(conn *connection, p []byte, dport wire.Port, ackReq bool, r
 func (s *sock) sendDone(n int) {
 	s.mu.Lock()
 	s.sndBytes -= n
+	s.roomCameLocked()
 	s.mu.Unlock()
 	signal(s.txSig)
 	signal(s.pollSig)

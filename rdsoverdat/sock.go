@@ -34,10 +34,11 @@ type sock struct {
 	trans       Transport // selected by SO_RDS_TRANSPORT or bind
 	sndbuf      int
 	rcvbuf      int
-	sndBytes    int // payload bytes queued and not yet acknowledged
-	rcvBytes    int // payload bytes waiting in rxq
-	ahead       int // payload bytes handed ahead to a daemon client, unread there (recv_ahead.go)
-	aheadN      int // messages handed ahead, unread
+	sndBytes    int  // payload bytes queued and not yet acknowledged
+	roomWant    bool // counted in node.roomWanted (wantRoomLocked)
+	rcvBytes    int  // payload bytes waiting in rxq
+	ahead       int  // payload bytes handed ahead to a daemon client, unread there (recv_ahead.go)
+	aheadN      int  // messages handed ahead, unread
 	rxq         rxQueue
 	congested   bool // our port's bit is set in the node's map
 	congMonitor bool
@@ -156,8 +157,11 @@ func (s *sock) boundNode() *rdsNode {
 }
 
 // buffered returns the payload bytes counted against SO_SNDBUF and
-// SO_RCVBUF.
+// SO_RCVBUF, once the acks that have come are settled.
 func (s *sock) buffered() (send, recv int) {
+	if n := s.boundNode(); n != nil {
+		n.settleAcks()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sndBytes, s.rcvBytes + s.ahead
@@ -177,6 +181,10 @@ func (s *sock) close() error {
 	var rx rxQueue
 	rx, s.rxq = s.rxq, rxQueue{}
 	s.rcvBytes, s.ahead, s.aheadN, s.congested = 0, 0, 0, false
+	if s.roomWant {
+		s.roomWant = false
+		n.roomWanted.Add(-1)
+	}
 	rr := s.dropReader()
 	s.mu.Unlock()
 	if rr != nil {

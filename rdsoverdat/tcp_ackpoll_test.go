@@ -1,17 +1,26 @@
 package rdsoverdat
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/tcp"
+	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
 // TestTCPAckPollLone: in a request-response exchange each side has one
-// unacknowledged message at a time, freed by the next send's write; the
-// writer must not wake on its ack poll timer for each of them (a
-// thread wake-up per round trip), yet the last one is
-// still freed.
+// unacknowledged message at a time, whose ack rides on the answer. The
+// writer must never wake on its ack poll timer for them (no timer runs
+// in a ping-pong); the requester's last message is freed by reading the
+// answer, and the responder's last one, which no traffic follows, as
+// soon as somebody looks at the queued bytes.
 func TestTCPAckPollLone(t *testing.T) {
 	leakCheck(t)
 	st := tcpStack(t)
@@ -32,38 +41,51 @@ func TestTCPAckPollLone(t *testing.T) {
 		recvTimeout(t, a, buf, 5*time.Second)
 	}
 	exchange() // connect, trust the acks
-	c := curReader(t, st.nodeAt(as[0]), as[1])
+	ca := curReader(t, st.nodeAt(as[0]), as[1])
+	cb := curReader(t, st.nodeAt(as[1]), as[0])
 	time.Sleep(tcp.AckTrust + 50*time.Millisecond)
 	exchange()
-	time.Sleep(30 * time.Millisecond)
-	before := c.AckPolls()
-	start := time.Now()
-	const n = 20
-	for range n {
-		time.Sleep(2 * time.Millisecond) // well past the fastest ack poll, the think time of a request
+	// The connections' start-up messages may have left a poll pending.
+	eventually(t, 5*time.Second, "the start-up polls over", func() bool {
+		return !ca.AckPollArmed() && !cb.AckPollArmed()
+	})
+	beforeA, beforeB := ca.AckPolls(), cb.AckPolls()
+	for range 20 {
 		exchange()
 	}
-	// A lone message's ack is polled for once per lone poll, so a slow
-	// machine that stretches the exchanges earns more of those polls: what
-	// must not happen is a poll per round trip.
-	polls := c.AckPolls() - before
-	if allowed := int64(n/4) + int64(time.Since(start)/tcp.LonePoll()); int64(polls) > allowed {
-		t.Errorf("%d ack poll wake-ups in %d round trips over %v (at most %d)", polls, n, time.Since(start), allowed)
+	if pa, pb := ca.AckPolls()-beforeA, cb.AckPolls()-beforeB; pa != 0 || pb != 0 {
+		t.Errorf("ack poll wake-ups in 20 round trips: %d and %d, want none", pa, pb)
 	}
-	eventually(t, 5*time.Second, "the last message acked", func() bool { s, _ := a.Buffered(); return s == 0 })
+	eventually(t, 5*time.Second, "the requester's last message freed by the answer", func() bool {
+		return unackedOn(st, as[0], as[1]) == 0
+	})
+	eventually(t, 5*time.Second, "the responder's last message freed when looked at", func() bool {
+		s, _ := b.Buffered()
+		return s == 0
+	})
+	if n := unackedOn(st, as[1], as[0]); n != 0 {
+		t.Errorf("%d unacknowledged messages after Buffered reported none", n)
+	}
+}
+
+// unackedOn returns the unacknowledged messages on path 0 from node la to
+// ra, without settling acks.
+func unackedOn(st *Stack, la, ra netip.Addr) int {
+	c := st.nodeAt(la).Conn(ra, TransTCP)
+	if c == nil {
+		return 0
+	}
+	_, n := c.paths[0].Pending()
+	return n
 }
 
 // TestTCPAckPollLoneWakesForBlockedSender: a message that fills its
-// socket's SO_SNDBUF alone is also a lone unacknowledged message, whose
-// ack the writer polls for slowly; the next SendMsg waits for the room
-// that ack frees, so it must have the writer poll at its fastest again
-// (blockForRoom, WakeForRoom). With the slow poll stretched to an hour,
-// a sender that did not wake the writer would wait out its send timeout.
+// socket's SO_SNDBUF alone is also a lone unacknowledged message, which
+// the writer leaves to later traffic; the next SendMsg waits for the room
+// its ack frees, so it must have the writer poll for it (blockForRoom,
+// SettleAcks). A sender that did not would wait out its send timeout.
 func TestTCPAckPollLoneWakesForBlockedSender(t *testing.T) {
 	leakCheck(t)
-	d := tcp.LonePoll()
-	t.Cleanup(func() { tcp.SetLonePoll(d) }) // after the stack's, which stops its writers
-	tcp.SetLonePoll(time.Hour)
 	st := tcpStack(t)
 	as := testAddrs(2)
 	const size = 16 << 10
@@ -82,5 +104,177 @@ func TestTCPAckPollLoneWakesForBlockedSender(t *testing.T) {
 	time.Sleep(tcp.AckTrust + 50*time.Millisecond)
 	for range 5 { // each send blocks until the one before it is acked
 		exchange()
+	}
+}
+
+// TestTCPRoomWithoutBlocking: a socket that wants SO_SNDBUF room without
+// blocking for it, refused with EAGAIN or polled without POLLOUT, gets it
+// when TCP acknowledges the lone message that holds it, with no further
+// traffic: the writer, which leaves a lone message's ack to later
+// traffic, polls for it while such a socket waits. The peer is a plain
+// listener with a small receive buffer that stops reading after the
+// connection's first messages, so that the message stays unacknowledged
+// until the test lets it read on.
+func TestTCPRoomWithoutBlocking(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait func(t *testing.T, s *Socket)
+	}{
+		{"eagain", func(t *testing.T, s *Socket) {
+			// No Poll, no send until the room has come: only the
+			// EAGAIN said that the socket wants it.
+			sk := s.sock()
+			eventually(t, 10*time.Second, "the room freed", func() bool {
+				sk.mu.Lock()
+				defer sk.mu.Unlock()
+				return sk.sndBytes == 0
+			})
+		}},
+		{"pollout", func(t *testing.T, s *Socket) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			ev, err := s.Wait(ctx, PollOut)
+			if err != nil || ev&PollOut == 0 {
+				t.Fatalf("Wait(PollOut) = %v, %v", ev, err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			leakCheck(t)
+			as := testAddrs(2)
+			lo, hi := as[0], as[1]
+			if hi.Less(lo) {
+				lo, hi = hi, lo
+			}
+			peer := stallingPeer(t, hi, 3) // congestion map, probe, first message
+			st := tcpStack(t)
+			const size = 64 << 10
+			a := mustBind(t, st, ap(lo, 0), SendBuffer(size))
+			dst := ap(hi, 5)
+			if _, err := a.SendTo([]byte("x"), dst, 0); err != nil {
+				t.Fatal(err)
+			}
+			// The peer never speaks, so its TCP acks count only after
+			// tcp.AckTrust.
+			eventually(t, 10*time.Second, "the first message acked", func() bool {
+				s, _ := a.Buffered()
+				return s == 0
+			})
+			<-peer.stalled
+			msg := make([]byte, size)
+			if _, err := a.SendTo(msg, dst, 0); err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "eagain" {
+				if _, err := a.SendTo(msg, dst, MsgDontWait); !errors.Is(err, syscall.EAGAIN) {
+					t.Fatalf("send into a full SO_SNDBUF: %v, want EAGAIN", err)
+				}
+			} else if ev := a.Poll(); ev&PollOut != 0 {
+				t.Fatalf("Poll = %v with SO_SNDBUF full", ev)
+			}
+			close(peer.drain)
+			tc.wait(t, a)
+			if _, err := a.SendTo(msg, dst, MsgDontWait); err != nil {
+				t.Fatalf("send once the room came: %v", err)
+			}
+		})
+	}
+}
+
+// stallPeer is a listener on the tcp port of addr that reads the frames
+// of the first connection until stalled, then nothing until drain is
+// closed, then everything.
+type stallPeer struct {
+	stalled chan struct{} // closed once the first frames are read
+	drain   chan struct{} // closed by the test
+}
+
+func stallingPeer(t *testing.T, addr netip.Addr, frames int) *stallPeer {
+	t.Helper()
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	ln, err := lc.Listen(context.Background(), "tcp4", net.JoinHostPort(addr.String(), strconv.Itoa(wire.TCPPort)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stallPeer{stalled: make(chan struct{}), drain: make(chan struct{})}
+	done := make(chan struct{})
+	var conn net.Conn
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		conn = c
+		hdr := make([]byte, wire.HeaderLen)
+		for range frames {
+			if _, err := io.ReadFull(c, hdr); err != nil {
+				return
+			}
+			if _, err := io.CopyN(io.Discard, c, int64(wire.Header(hdr).Len())); err != nil {
+				return
+			}
+		}
+		close(p.stalled)
+		<-p.drain
+		io.Copy(io.Discard, c)
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		select {
+		case <-p.drain:
+		default:
+			close(p.drain)
+		}
+		<-done
+		if conn != nil {
+			conn.Close()
+		}
+	})
+	return p
+}
+
+// TestTCPPingPongAllocs: a request-response exchange, where each side
+// frees its lone message when the answer comes (settle), allocates
+// nothing.
+func TestTCPPingPongAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool is randomized under -race")
+	}
+	leakCheck(t)
+	st := tcpStack(t)
+	as := testAddrs(2)
+	a := mustBind(t, st, ap(as[0], 0))
+	b := mustBind(t, st, ap(as[1], 0))
+	msg := make([]byte, 64)
+	ma, mb := Msg{Data: make([]byte, 64)}, Msg{Data: make([]byte, 64)}
+	round := func() {
+		if _, err := a.SendTo(msg, b.BoundAddr(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.RecvMsg(&mb, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.SendTo(msg, mb.Addr, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.RecvMsg(&ma, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 200 { // warm the pools and bring the connection up
+		round()
+	}
+	if n := testing.AllocsPerRun(500, round); n > 0.05 {
+		t.Errorf("%.2f allocs per round trip", n)
 	}
 }

@@ -43,8 +43,10 @@ func (n *xnode) Conn(faddr netip.Addr, t uint32) xport.Conn {
 	return (*xconn)(c)
 }
 
-func (n *xnode) SendersBlocked() bool { return n.sndBlocked.Load() != 0 }
-func (n *xnode) GenNum() uint32       { return n.stack.genNum }
+func (n *xnode) SendersBlocked() bool {
+	return n.sndBlocked.Load() != 0 || n.roomWanted.Load() != 0
+}
+func (n *xnode) GenNum() uint32 { return n.stack.genNum }
 
 func (n *xnode) Count(c xport.Counter) {
 	s := &n.stats

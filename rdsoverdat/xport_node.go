@@ -32,7 +32,7 @@ func (x xportTransport) attach(n *rdsNode) (nodeTransport, error) {
 
 // xportNode is an attached transport of package xport as a
 // nodeTransport. Its optional abilities are xport's: MaxPaths is 1 and
-// WakeForRoom does nothing for a transport without them.
+// SettleAcks does nothing for a transport without them.
 type xportNode struct{ nt xport.NodeTransport }
 
 func (x *xportNode) Connect(p *connPath) { x.nt.Connect((*xpath)(p)) }
@@ -50,9 +50,9 @@ func (x *xportNode) MaxPaths() int {
 	return 1
 }
 
-func (x *xportNode) WakeForRoom(p *connPath) {
-	if w, ok := x.nt.(xport.RoomWaker); ok {
-		w.WakeForRoom((*xpath)(p))
+func (x *xportNode) SettleAcks(p *connPath) {
+	if w, ok := x.nt.(xport.AckSettler); ok {
+		w.SettleAcks((*xpath)(p))
 	}
 }
 

@@ -22,6 +22,8 @@
 #                  TCP port 16386 (rds_tcp holds 16385 in every namespace)
 #   raw_go_*       cmd/rds-bench -backend rawtcp: the same workload over one plain TCP connection
 #                  from Go (length-prefixed, buffered): the ceiling for any Go transport here
+#   rds_base_*     (with BASE=FILE) another build of cmd/rds-bench -backend tcp, FILE, beside
+#                  ours in every round: an experiment's baseline, paired round by round
 # Order: within each workload, odd rounds run kernel, kapi, go, raw and even rounds the reverse,
 # so that a host disturbance that starts during a workload does not always hit the same
 # implementations (in a fixed order it hit the later ones, ours among them, every time).
@@ -44,14 +46,18 @@ done
 GOENV=()
 [ -n "${GO_MAXPROCS:-}" ] && GOENV=(GOMAXPROCS="$GO_MAXPROCS")
 RB=$REPO/bin/rdsbench
-GB=$REPO/bin/rds-bench
-for b in "$RB" "$GB"; do
+GB=${GO_BIN:-$REPO/bin/rds-bench} # GO_BIN: ours from another file (an experiment's build)
+# BASE (optional): a second rds-bench binary, run as implementation "base" between ours and raw
+# Go TCP in every round (a path the VM sees: under the shared repository, not /tmp).
+BASE=${BASE:-}
+for b in "$RB" "$GB" ${BASE:+"$BASE"}; do
   [ -x "$b" ] || { echo "rds-lab-bench.sh: build $b first (make rds-lab-bench does)" >&2; exit 1; }
 done
 A=192.168.77.101 B=192.168.77.102
 TMP=$(mktemp -d)
 cp "$GB" "$TMP/rds-bench"; GB=$TMP/rds-bench
 cp "$RB" "$TMP/rdsbench"; RB=$TMP/rdsbench
+if [ -n "$BASE" ]; then cp "$BASE" "$TMP/rds-bench-base"; BASE=$TMP/rds-bench-base; fi
 
 res() { echo "RESULT $*"; }
 field() { sed -n "s|.*$1=\([0-9.]*\).*|\1|p" <<<"$2"; }
@@ -109,8 +115,8 @@ ktput() {
     <(echo "$s0"; echo "$s1")
 }
 
-gobench() { # BACKEND MODE SIZE: one rds-bench pair; prints the line with the figures
-  local be=$1 mode=$2 sz=$3 out
+gobench() { # BACKEND MODE SIZE [BINARY]: one rds-bench pair; prints the line with the figures
+  local be=$1 mode=$2 sz=$3 GB=${4:-$GB} out
   out=$(mktemp)
   rm -f "$TMP/ready"
   ip netns exec rdsB env "${GOENV[@]}" "$GB" -backend "$be" rx -bind $B:19011 -mode "$mode" -size "$sz" -ready "$TMP/ready" >"$out" 2>&1 &
@@ -136,6 +142,9 @@ one() {
   kernel.rate) o=$(ktput 64) ;;
   kernel.tput) o=$(ktput 65536) ;;
   kernel.rtt) o=$($RB pingpong 64 "$ITERS" $NS) ;;
+  base.rtt) o=$(gobench tcp pingpong 64 "$BASE") ;;
+  base.rate) o=$(gobench tcp tput 64 "$BASE") ;;
+  base.tput) o=$(gobench tcp tput 65536 "$BASE") ;;
   *.rtt) o=$(gobench "$(backend "$1")" pingpong 64) ;;
   *.rate) o=$(gobench "$(backend "$1")" tput 64) ;;
   *.tput) o=$(gobench "$(backend "$1")" tput 65536) ;;
@@ -148,7 +157,7 @@ one() {
   esac
 }
 backend() { case $1 in kapi) echo kernel ;; go) echo tcp ;; raw) echo rawtcp ;; esac; }
-prefix() { case $1 in kernel | kapi | go) echo "rds_$1" ;; raw) echo raw_go ;; esac; }
+prefix() { case $1 in kernel | kapi | go | base) echo "rds_$1" ;; raw) echo raw_go ;; esac; }
 
 # paired NAME INV [BASE]: the per-round ratios rds_go / BASE (rds_kernel unless given) of RESULT
 # lines NAME (from $LOG), and their median and range; for a round trip (INV non-empty) the
@@ -176,8 +185,8 @@ echo "Go processes: GOMAXPROCS=${GO_MAXPROCS:-default}" >&2
 LOG=$TMP/results
 for r in $(seq "$REPS"); do
   echo "== round $r" >&2
-  order="kernel kapi go raw"
-  [ $((r % 2)) = 0 ] && order="raw go kapi kernel"
+  order="kernel kapi go ${BASE:+base }raw"
+  [ $((r % 2)) = 0 ] && order="raw ${BASE:+base }go kapi kernel"
   echo "order: $order" >&2
   for w in $WORKLOADS; do
     [ $w != tput ] && waker_on
@@ -195,4 +204,10 @@ echo "== paired: ours (rds_go) against the kernel (rds_kernel), round by round" 
   for w in $WORKLOADS; do
     if [ $w = rtt ]; then paired rtt_64 1 raw_go; fi
   done
+  # Ours against the baseline build, when there is one.
+  if [ -n "$BASE" ]; then
+    for w in $WORKLOADS; do
+      case $w in rate) paired rate_64 "" rds_base ;; tput) paired tput_65536 "" rds_base ;; rtt) paired rtt_64 1 rds_base ;; esac
+    done
+  fi
 } >&2

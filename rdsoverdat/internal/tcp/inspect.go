@@ -1,10 +1,6 @@
 package tcp
 
-import (
-	"time"
-
-	"github.com/godapl/godapl/rdsoverdat/internal/xport"
-)
+import "github.com/godapl/godapl/rdsoverdat/internal/xport"
 
 // What the tests of package rdsoverdat, which run this transport under a
 // real stack, observe and provoke of its state. The package is internal,
@@ -50,6 +46,14 @@ func (c Conn) ReaderState() RoleState { return c.c.reader.State() }
 // poll timer.
 func (c Conn) AckPolls() uint64 { return c.c.ackPolls.Load() }
 
+// AckPollArmed reports whether the connection's writer has an ack poll
+// pending.
+func (c Conn) AckPollArmed() bool {
+	c.c.txMu.Lock()
+	defer c.c.txMu.Unlock()
+	return c.c.armed
+}
+
 // DirectWrites returns how often a sender wrote the path's queue itself
 // instead of waking the connection's writer.
 func (c Conn) DirectWrites() uint64 { return c.c.directs.Load() }
@@ -71,14 +75,6 @@ func SetAttachHook(f func(p xport.Path)) {
 	}
 	tcpAttached = func(tp *tcpPath) { f(tp.p) }
 }
-
-// LonePoll returns the delay of the first ack poll for a lone
-// unacknowledged message.
-func LonePoll() time.Duration { return ackPollLone }
-
-// SetLonePoll sets that delay; it must not change while a stack runs this
-// transport.
-func SetLonePoll(d time.Duration) { ackPollLone = d }
 
 // RoleCounts are the counts of a connection's reader role: lends by the
 // reader goroutine, messages RecvMsg holders read, and takes back by the

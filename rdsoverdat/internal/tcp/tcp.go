@@ -154,12 +154,21 @@ func (tn *tcpNode) Kick(p xport.Path) {
 	xport.Signal(tp.kick)
 }
 
-// WakeForRoom wakes p's writer if it polls for its lone message's ack
-// slowly: a sender now waits for the room that ack frees (xport.RoomWaker). A
-// path without transport state has no writer, and gets none made here:
-// a blocked sender walks every path of its connection, used or not.
-func (tn *tcpNode) WakeForRoom(p xport.Path) {
-	if tp, ok := p.Data().Load().(*tcpPath); ok && tp.lone.Load() {
+// SettleAcks frees what TCP has acknowledged of a lone message that p's
+// writer leaves to later traffic (goLone) now, in the caller's
+// goroutine (xport.AckSettler); if its ack has not come yet and a socket
+// of the node waits for room, it wakes the writer, which then polls for
+// it. A path without transport state has no writer, and gets none made
+// here: the core walks every path of the node, used or not.
+func (tn *tcpNode) SettleAcks(p xport.Path) {
+	tp, ok := p.Data().Load().(*tcpPath)
+	if !ok || !tp.lone.Load() {
+		return
+	}
+	if c := tp.live.Load(); c != nil && !c.settle() {
+		return
+	}
+	if tn.node.SendersBlocked() {
 		xport.Signal(tp.kick)
 	}
 }

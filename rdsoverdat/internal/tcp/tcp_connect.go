@@ -25,8 +25,9 @@ type tcpPath struct {
 	p    xport.Path
 	kick chan struct{} // wakes the current connection's writer
 	// lone is set while the writer leaves its one unacknowledged message
-	// to the slow poll (ackPollLone), so that a sender blocked for
-	// SO_SNDBUF room wakes it (WakeForRoom) and no other sender does.
+	// to later traffic (goLone), so that the reader frees it with the
+	// peer's next message and a socket waiting for SO_SNDBUF room wakes
+	// the writer (SettleAcks).
 	lone atomic.Bool
 	// live is cur for senders that write themselves (sendDirect),
 	// read without mu.
@@ -157,6 +158,7 @@ func (tp *tcpPath) attach(nc *net.TCPConn) {
 	c.gen = tp.p.Gen()
 	c.refs.Store(2)
 	tp.cur, tp.rxDone = c, c.rdone
+	tp.lone.Store(false) // the older connection's messages are back in the send queue
 	tp.live.Store(c)
 	tp.tn.wg.Add(2)
 	tp.mu.Unlock()

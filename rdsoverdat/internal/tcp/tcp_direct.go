@@ -20,7 +20,10 @@ import "github.com/godapl/godapl/rdsoverdat/wire"
 // It never waits for socket room, leaving what the socket does not take
 // to the writer.
 
-// noteHeader records header h just read from the peer through rd.
+// noteHeader records header h just read from the peer through rd. A
+// message from the peer also carries TCP's ack of what this side sent
+// before it: a lone message the writer left to later traffic (goLone),
+// the request this is the answer to, is freed here.
 func (c *tcpConn) noteHeader(rd *tcpReader, h wire.Header) {
 	if !c.heard.Load() {
 		c.heard.Store(true)
@@ -28,6 +31,9 @@ func (c *tcpConn) noteHeader(rd *tcpReader, h wire.Header) {
 	lone := rd.r == wire.HeaderLen && rd.w-rd.r == int(h.Len())
 	if c.rxSeen.Load() != lone {
 		c.rxSeen.Store(lone)
+	}
+	if c.tp.lone.Load() {
+		c.settle()
 	}
 }
 
@@ -43,7 +49,9 @@ func (c *tcpConn) sendDirect() bool {
 	if c.txExited || c.txErr != nil || c.batch == nil || c.batch.pending() || c.carry != nil {
 		return false
 	}
-	c.checkAcks() // the send's one SIOCOUTQ, before the write rather than after it
+	if c.awaitingAcks() {
+		c.checkAcks() // before the write rather than after it; none when the answer freed them
+	}
 	left, err := c.flushQueue(true)
 	if err != nil {
 		c.txErr = err

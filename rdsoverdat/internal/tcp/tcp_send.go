@@ -22,7 +22,8 @@ import (
 // as rds_tcp_write_space does on every TCP ack. The writer reads that
 // count after every write; while messages wait for acks and nothing else
 // happens, it polls it with a backoff, except for a lone message, which
-// it leaves to the next write or to one slow poll (ackPollLone). In a
+// it leaves to the peer's next message or the next write unless a socket
+// waits for the room its ack frees (goLone, settle). In a
 // request-response exchange the sender writes instead of the writer
 // (tcp_direct.go).
 
@@ -196,51 +197,76 @@ func (b *txBatch) reset() {
 	b.started = false
 }
 
-// ackPollLone is the first poll for a lone unacknowledged message, the
-// request of a request-response exchange: its ack rides on the reply,
-// and the next send's write frees it, so a poll at ackPollMin would only
-// wake the writer once per round trip (docs/ARCHITECTURE.md, fast
-// paths). A variable for the tests, which stretch it.
-var ackPollLone = ackPollMax
-
 // goLone reports whether the writer, with unacked messages waiting for
-// their acks, may poll for them slowly (ackPollLone): only for one, and
-// only while no sender of the node waits for SO_SNDBUF room. It sets
-// tcpPath.lone before it reads Node.SendersBlocked, as blockForRoom counts
-// itself before it reads lone, so that either the writer sees the
-// blocked sender or the sender sees lone and wakes the writer.
+// their acks, may leave them to later traffic instead of polling: only
+// a lone message, the request or answer of a request-response exchange,
+// whose ack rides on the peer's next message (noteHeader frees it) or is
+// found by the next write, and only while no socket of the node waits
+// for SO_SNDBUF room (Node.SendersBlocked). No timer runs for it, so that
+// a ping-pong arms none: each arming may break the netpoller's sleep,
+// and any pending timer makes the scheduler read the clock on its passes.
+// It sets tcpPath.lone before it reads SendersBlocked, as a socket that
+// starts waiting counts itself before SettleAcks reads lone, so that
+// either the writer sees the waiter or the waiter sees lone and wakes the
+// writer. A writer that stops leaving its message alone for a waiter
+// polls at its fastest again.
 func (c *tcpConn) goLone(unacked int) bool {
 	if unacked != 1 {
 		c.tp.lone.Store(false)
 		return false
 	}
-	c.tp.lone.Store(true)
+	was := c.tp.lone.Swap(true)
 	if c.tp.tn.node.SendersBlocked() {
 		c.tp.lone.Store(false)
+		if was {
+			c.polls = ackPollSchedule{}
+		}
 		return false
 	}
 	return true
 }
 
+// settle frees what TCP has acknowledged while the path's writer leaves
+// a lone message to later traffic (goLone), in the caller's goroutine,
+// and reports whether that message still waits for its ack. If the
+// transmit role is busy its holder checks acks itself, and the message
+// counts as waiting.
+func (c *tcpConn) settle() bool {
+	if !c.txMu.TryLock() {
+		return c.tp.lone.Load()
+	}
+	defer c.txMu.Unlock()
+	if c.txExited || c.batch == nil || !c.tp.lone.Load() {
+		return false // ended, or not started: lone is an older connection's
+	}
+	c.checkAcks()
+	if _, unacked := c.tp.p.Pending(); unacked > 0 {
+		return true
+	}
+	c.tp.lone.Store(false)
+	return false
+}
+
+// awaitingAcks reports whether messages written on the connection may
+// still wait for their acks: a lone one left to later traffic, or some
+// with an ack poll pending. The caller holds the transmit role.
+func (c *tcpConn) awaitingAcks() bool { return c.armed || c.tp.lone.Load() }
+
 // ackPollSchedule is when the writer next polls for acks while messages
 // wait for them: soon after an ack freed some (ackPollMin), then twice
-// as late each time nothing came, up to ackPollMax; a lone message is
-// left to its slow poll (ackPollLone). The zero value is the schedule
-// just after a poll at ackPollMin.
+// as late each time nothing came, up to ackPollMax. The zero value is the
+// schedule just after a poll at ackPollMin.
 type ackPollSchedule struct {
 	poll time.Duration // the last poll interval; 0 before the first
 }
 
 // next returns the wait before the next poll. progress says the last
-// check freed messages; lone that the writer may poll slowly (goLone).
-func (a *ackPollSchedule) next(progress, lone bool) time.Duration {
+// check freed messages.
+func (a *ackPollSchedule) next(progress bool) time.Duration {
 	if progress {
 		a.poll = ackPollMin
 	} else {
 		a.poll = min(2*max(a.poll, ackPollMin), ackPollMax)
-	}
-	if lone {
-		return max(a.poll, ackPollLone)
 	}
 	return a.poll
 }
@@ -349,12 +375,11 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 			c.timer.Stop() // Go 1.23 timers: no stale tick to drain
 			c.armed = false
 		}
-	case unacked == 1 && c.armed && !c.tp.tn.node.SendersBlocked():
-		// A lone message: the poll already pending will do. Moving it
-		// would read the clock and could wake the thread blocked in the
-		// netpoller, once per message.
+	case c.goLone(unacked):
+		// Left to later traffic; a poll still pending from a backlog
+		// fires once more and then leaves it too.
 	default:
-		c.timer.Reset(c.polls.next(progress, c.goLone(unacked)))
+		c.timer.Reset(c.polls.next(progress))
 		c.armed = true
 	}
 	return false, nil

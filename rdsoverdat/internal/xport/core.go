@@ -16,8 +16,9 @@ type Node interface {
 	// creating it (not connecting it) if needed; nil if the node does not
 	// run t. Transports call it for incoming connections.
 	Conn(faddr netip.Addr, t uint32) Conn
-	// SendersBlocked reports whether a SendMsg of the node waits for
-	// SO_SNDBUF room, which only acks free.
+	// SendersBlocked reports whether a socket of the node waits for
+	// SO_SNDBUF room, which only acks free: a blocked SendMsg, or one
+	// refused with EAGAIN, or a Poll without POLLOUT, until room frees.
 	SendersBlocked() bool
 	// GenNum is the node's generation number (RDS_EXTHDR_GEN_NUM),
 	// new with each start of the stack.

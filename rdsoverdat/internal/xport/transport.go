@@ -47,12 +47,15 @@ type Multipather interface {
 	MaxPaths() int
 }
 
-// RoomWaker is implemented by transports that may leave an ack, and so
-// the SO_SNDBUF room it frees, waiting (TCP polls for acks, slowly for
-// a lone message): WakeForRoom has p poll at its fastest again, because
-// a sender now waits for that room.
-type RoomWaker interface {
-	WakeForRoom(p Path)
+// AckSettler is implemented by transports that may leave an ack, and so
+// the SO_SNDBUF room it frees, to later traffic (TCP: a lone message's,
+// which the peer's answer brings). SettleAcks frees what p's peer has
+// acknowledged now, in the caller's goroutine; while Node.SendersBlocked
+// reports a socket waiting for room, it also has p poll for the acks
+// still missing. The core calls it when a socket starts waiting for room
+// and before it reports queued bytes (Buffered, Info).
+type AckSettler interface {
+	SettleAcks(p Path)
 }
 
 // AckBySequence is implemented by transports whose peer acknowledges
