@@ -16,6 +16,11 @@
 // was delivered. rtt: -iters round trips of -size bytes, each echoed by
 // the receiver, after 20 warm-up ones; prints "RESULT rtt size=N iters=I
 // p50_us=P avg_us=A". The receiver serves one sender, then exits.
+//
+// -cpuprofile writes a Go CPU profile of the run; -stats prints, at the
+// end, a "STATS" line of the dat backend's node counters (messages
+// delivered, ack-only frames sent and received), so that what each side
+// sends per message can be set against the kernel's counters.
 package main
 
 import (
@@ -25,6 +30,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -49,8 +55,21 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("ibbench", flag.ContinueOnError)
 	backend := fs.String("backend", "dat", "dat (rdsoverdat) or kernel (AF_RDS)")
 	ia := fs.String("ia", "ofa-v2-rxe0-1", "the dat backend's DAT IA")
+	prof := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	stats := fs.Bool("stats", false, "print the dat backend's node counters at the end")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if fs.NArg() < 1 || (fs.Arg(0) != "rx" && fs.Arg(0) != "tx") {
 		return errors.New("want a role: rx or tx")
@@ -88,6 +107,9 @@ func run(args []string) error {
 	}
 	if err := s.Bind(local); err != nil {
 		return err
+	}
+	if *stats {
+		defer printStats(s, role)
 	}
 	if role == "rx" {
 		if *ready != "" {
@@ -203,4 +225,15 @@ func rtt(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, iters int) error 
 	fmt.Printf("RESULT rtt size=%d iters=%d p50_us=%.1f avg_us=%.1f\n", len(buf), iters,
 		float64(rtts[len(rtts)/2].Nanoseconds())/1e3, float64(sum.Nanoseconds())/float64(len(rtts))/1e3)
 	return nil
+}
+
+// printStats prints the node counters of s's node, if it has any (the
+// dat backend).
+func printStats(s *rdsoverdat.Socket, role string) {
+	st, ok := s.NodeStats()
+	if !ok {
+		return
+	}
+	fmt.Printf("STATS role=%s delivered=%d direct=%d sent=%d ack_sent=%d ack_received=%d dropped_acked=%d\n",
+		role, st.RecvDelivered, st.RecvDirect, st.SendQueued, st.AckSent, st.AckReceived, st.SendDropAcked)
 }
