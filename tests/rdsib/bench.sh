@@ -11,9 +11,13 @@
 #        REPS   rounds (default 3)
 #        SECS   seconds per throughput run (default 5)
 #        MODES  what to measure: any of tput rate rtt (default all three)
-#        BASE   an ibbench binary of another build (under the repository,
-#               which the VMs share) measured each round as backend
-#               "base" beside this build's, for before/after ratios
+#        BUF    SO_SNDBUF and SO_RCVBUF both backends ask for (ibbench
+#               -buf; default 16 MiB, of which the kernel grants its
+#               wmem_max and rmem_max, 212992 in the lab VM)
+#        BASE   an ibbench binary of another build (of this version or
+#               later; under the repository, which the VMs share)
+#               measured each round as backend "base" beside this
+#               build's, for before/after ratios
 set -euo pipefail
 REPO=$(pwd -P)
 : "${LAB:?set LAB to the lab directory}"
@@ -26,6 +30,7 @@ REPS=${REPS:-3}
 SECS=${SECS:-5}
 MODES=${MODES:-tput rate rtt}
 BASE=${BASE:-}
+BUF=${BUF:-$((16 << 20))}
 BIN=$REPO/bin/rdsib
 mkdir -p "$BIN"
 
@@ -49,11 +54,11 @@ one() {
 	fi
 	port=$((port + 2))
 	rm -f "$BIN/rx.ready"
-	vm exec --name "$N1" -- timeout 600 "$bin" -backend "$backend" -stats rx -bind "$IP1:$port" \
+	vm exec --name "$N1" -- timeout 600 "$bin" -backend "$backend" -buf "$BUF" -stats rx -bind "$IP1:$port" \
 		-ready "$BIN/rx.ready" >"$BIN/rx.txt" 2>&1 &
 	local rxjob=$!
 	for _ in $(seq 600); do [ -e "$BIN/rx.ready" ] && break; sleep 0.1; done
-	if ! vm exec --name "$N2" -- timeout 600 "$bin" -backend "$backend" -stats tx -bind "$IP2:$((port + 1))" \
+	if ! vm exec --name "$N2" -- timeout 600 "$bin" -backend "$backend" -buf "$BUF" -stats tx -bind "$IP2:$((port + 1))" \
 		-to "$IP1:$port" "$@" >"$BIN/tx.txt" 2>&1; then
 		echo "ibbench $backend $* failed:" >&2
 		cat "$BIN/tx.txt" >&2
