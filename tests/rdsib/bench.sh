@@ -97,11 +97,11 @@ for r in $(seq "$REPS"); do
 		t= m= p=
 		if has tput; then
 			t=$(one $backend -mode tput -size 65536 -secs "$SECS")
-			grep STATS <<<"$t" | sed "s/^/round=$r backend=$backend tput_64k /"
+			{ grep STATS <<<"$t" || true; } | sed "s/^/round=$r backend=$backend tput_64k /"
 		fi
 		if has rate; then
 			m=$(one $backend -mode tput -size 64 -secs "$SECS")
-			grep STATS <<<"$m" | sed "s/^/round=$r backend=$backend rate_64 /"
+			{ grep STATS <<<"$m" || true; } | sed "s/^/round=$r backend=$backend rate_64 /"
 		fi
 		if has rtt; then
 			p=$(one $backend -mode rtt -size 64 -iters 500)
