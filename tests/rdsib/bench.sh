@@ -10,6 +10,14 @@
 #   env: LAB, LAB_CACHE, VM1_NAME, VM1_IP, VM2_NAME, VM2_IP as lab.sh
 #        REPS   rounds (default 3)
 #        SECS   seconds per throughput run (default 5)
+#        MODES  what to measure: any of tput rate rtt (default all three)
+#        BUF    SO_SNDBUF and SO_RCVBUF both backends ask for (ibbench
+#               -buf; default 16 MiB, of which the kernel grants its
+#               wmem_max and rmem_max, 212992 in the lab VM)
+#        BASE   an ibbench binary of another build (of this version or
+#               later; under the repository, which the VMs share)
+#               measured each round as backend "base" beside this
+#               build's, for before/after ratios
 set -euo pipefail
 REPO=$(pwd -P)
 : "${LAB:?set LAB to the lab directory}"
@@ -20,6 +28,9 @@ N2=${VM2_NAME:-ib2}
 IP2=${VM2_IP:-192.168.77.32}
 REPS=${REPS:-3}
 SECS=${SECS:-5}
+MODES=${MODES:-tput rate rtt}
+BASE=${BASE:-}
+BUF=${BUF:-$((16 << 20))}
 BIN=$REPO/bin/rdsib
 mkdir -p "$BIN"
 
@@ -32,24 +43,29 @@ vm start --name "$N1" --ip "$IP1" --rdma "rxe0:rxe:eth0" --share "$REPO"
 vm start --name "$N2" --ip "$IP2" --rdma "rxe0:rxe:eth0" --share "$REPO"
 
 # one BACKEND ARGS...: one measurement, the receiver on VM1, the sender
-# on VM2; prints the sender's RESULT line.
+# on VM2; prints the sender's RESULT line and both sides' STATS lines.
+# BACKEND base is the dat backend of the BASE binary.
 port=19000
 one() {
-	local backend=$1
+	local backend=$1 bin=$BIN/ibbench
 	shift
+	if [ "$backend" = base ]; then
+		backend=dat bin=$BASE
+	fi
 	port=$((port + 2))
 	rm -f "$BIN/rx.ready"
-	vm exec --name "$N1" -- timeout 600 "$BIN/ibbench" -backend "$backend" rx -bind "$IP1:$port" -ready "$BIN/rx.ready" &
+	vm exec --name "$N1" -- timeout 600 "$bin" -backend "$backend" -buf "$BUF" -stats rx -bind "$IP1:$port" \
+		-ready "$BIN/rx.ready" >"$BIN/rx.txt" 2>&1 &
 	local rxjob=$!
 	for _ in $(seq 600); do [ -e "$BIN/rx.ready" ] && break; sleep 0.1; done
-	if ! vm exec --name "$N2" -- timeout 600 "$BIN/ibbench" -backend "$backend" tx -bind "$IP2:$((port + 1))" \
+	if ! vm exec --name "$N2" -- timeout 600 "$bin" -backend "$backend" -buf "$BUF" -stats tx -bind "$IP2:$((port + 1))" \
 		-to "$IP1:$port" "$@" >"$BIN/tx.txt" 2>&1; then
 		echo "ibbench $backend $* failed:" >&2
 		cat "$BIN/tx.txt" >&2
 		return 1
 	fi
-	grep RESULT "$BIN/tx.txt"
-	wait $rxjob
+	wait $rxjob || true
+	grep -h "RESULT\|STATS" "$BIN/tx.txt" "$BIN/rx.txt"
 }
 
 # value FIELD LINE: a field=value of a RESULT line.
@@ -61,9 +77,16 @@ for n in "$N1" "$N2"; do
 	vm exec --name "$n" -- sh -c 'while :; do sleep 0.1; done' >/dev/null 2>&1 &
 done
 
+# has MODE: MODES names MODE.
+has() { [[ " $MODES " == *" $1 "* ]]; }
+
+backends="kernel dat"
+if [ -n "$BASE" ]; then
+	backends="kernel base dat"
+fi
 for r in $(seq "$REPS"); do
 	declare -A res=()
-	for backend in kernel dat; do
+	for backend in $backends; do
 		if [ $backend = kernel ]; then
 			vm exec --name "$N1" -- modprobe rds_rdma
 			vm exec --name "$N2" -- modprobe rds_rdma
@@ -71,15 +94,29 @@ for r in $(seq "$REPS"); do
 			vm exec --name "$N1" -- modprobe -r rds_rdma
 			vm exec --name "$N2" -- modprobe -r rds_rdma
 		fi
-		t=$(one $backend -mode tput -size 65536 -secs "$SECS")
-		m=$(one $backend -mode tput -size 64 -secs "$SECS")
-		p=$(one $backend -mode rtt -size 64 -iters 500)
+		t= m= p=
+		if has tput; then
+			t=$(one $backend -mode tput -size 65536 -secs "$SECS")
+			{ grep STATS <<<"$t" || true; } | sed "s/^/round=$r backend=$backend tput_64k /"
+		fi
+		if has rate; then
+			m=$(one $backend -mode tput -size 64 -secs "$SECS")
+			{ grep STATS <<<"$m" || true; } | sed "s/^/round=$r backend=$backend rate_64 /"
+		fi
+		if has rtt; then
+			p=$(one $backend -mode rtt -size 64 -iters 500)
+		fi
+		t=$(grep RESULT <<<"$t" || true) m=$(grep RESULT <<<"$m" || true) p=$(grep RESULT <<<"$p" || true)
 		echo "RESULT round=$r backend=$backend tput_64k_MBps=$(value MBps "$t") rate_64_msgs=$(value msgps "$m") rtt_64_p50_us=$(value p50_us "$p")"
 		res[$backend.t]=$(value MBps "$t")
 		res[$backend.m]=$(value msgps "$m")
 		res[$backend.p]=$(value p50_us "$p")
 	done
-	awk -v r="$r" -v a="${res[dat.t]}" -v b="${res[kernel.t]}" -v c="${res[dat.m]}" -v d="${res[kernel.m]}" \
-		-v e="${res[dat.p]}" -v f="${res[kernel.p]}" \
-		'BEGIN { printf "RATIO round=%d tput_64k=%.3f rate_64=%.3f rtt_64=%.3f\n", r, a / b, c / d, e / f }'
+	for b in $backends; do
+		[ $b = kernel ] && continue
+		awk -v r="$r" -v n="$b" -v a="${res[$b.t]}" -v b="${res[kernel.t]}" -v c="${res[$b.m]}" -v d="${res[kernel.m]}" \
+			-v e="${res[$b.p]}" -v f="${res[kernel.p]}" \
+			'function q(x, y) { return y > 0 ? sprintf("%.3f", x / y) : "-" }
+			BEGIN { printf "RATIO round=%d backend=%s tput_64k=%s rate_64=%s rtt_64=%s\n", r, n, q(a, b), q(c, d), q(e, f) }'
+	done
 done

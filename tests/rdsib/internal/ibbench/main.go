@@ -16,6 +16,23 @@
 // was delivered. rtt: -iters round trips of -size bytes, each echoed by
 // the receiver, after 20 warm-up ones; prints "RESULT rtt size=N iters=I
 // p50_us=P avg_us=A". The receiver serves one sender, then exits.
+//
+// -buf asks for SO_SNDBUF and SO_RCVBUF (16 MiB by default). The kernel
+// grants at most net.core.wmem_max and rmem_max (212992 in the lab VM)
+// and godapl what is asked: -buf 212992 gives both backends the same
+// queue at the sender and the same congestion point at the receiver.
+//
+// A socket's close discards what it has not sent, so neither side
+// closes on its last message: the receiver, once it has answered,
+// waits for the sender's goodbye (or -linger without a message) and
+// answers a marker again if one comes; the sender sends its marker
+// again if no answer comes within -retry, and says goodbye once it has
+// one.
+//
+// -cpuprofile writes a Go CPU profile of the run; -stats prints, at the
+// end, a "STATS" line of the dat backend's node counters (messages
+// delivered, ack-only frames sent and received), so that what each side
+// sends per message can be set against the kernel's counters.
 package main
 
 import (
@@ -25,6 +42,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -43,14 +61,31 @@ const (
 	kindData   = 'd' // tput: counted
 	kindEcho   = 'e' // rtt: sent back
 	kindMarker = 'm' // tput's end: answered with the count
+	kindBye    = 'q' // the sender is done: the receiver may exit
 )
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("ibbench", flag.ContinueOnError)
 	backend := fs.String("backend", "dat", "dat (rdsoverdat) or kernel (AF_RDS)")
 	ia := fs.String("ia", "ofa-v2-rxe0-1", "the dat backend's DAT IA")
+	prof := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	stats := fs.Bool("stats", false, "print the dat backend's node counters at the end")
+	bufSize := fs.Int("buf", 16<<20, "SO_SNDBUF and SO_RCVBUF to ask for")
+	retry := fs.Duration("retry", 30*time.Second, "sender: send the marker again after this long without an answer")
+	linger := fs.Duration("linger", 120*time.Second, "receiver: after answering, exit after this long without a message")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if fs.NArg() < 1 || (fs.Arg(0) != "rx" && fs.Arg(0) != "tx") {
 		return errors.New("want a role: rx or tx")
@@ -71,7 +106,7 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-bind: %w", err)
 	}
-	cfg := rdsoverdat.Config{SendBuffer: 16 << 20, RecvBuffer: 16 << 20}
+	cfg := rdsoverdat.Config{SendBuffer: *bufSize, RecvBuffer: *bufSize}
 	switch *backend {
 	case "kernel":
 		cfg.Kernel = true
@@ -89,13 +124,16 @@ func run(args []string) error {
 	if err := s.Bind(local); err != nil {
 		return err
 	}
+	if *stats {
+		defer printStats(s, role)
+	}
 	if role == "rx" {
 		if *ready != "" {
 			if err := os.WriteFile(*ready, nil, 0o644); err != nil {
 				return err
 			}
 		}
-		return rx(s)
+		return rx(s, *linger)
 	}
 	dst, err := netip.ParseAddrPort(*to)
 	if err != nil {
@@ -107,21 +145,26 @@ func run(args []string) error {
 	buf := make([]byte, *size)
 	switch *mode {
 	case "tput":
-		return tput(s, dst, buf, time.Duration(*secs*float64(time.Second)))
+		return tput(s, dst, buf, time.Duration(*secs*float64(time.Second)), *retry)
 	case "rtt":
-		return rtt(s, dst, buf, *iters)
+		return rtt(s, dst, buf, *iters, *retry)
 	}
 	return fmt.Errorf("-mode %q: want tput or rtt", *mode)
 }
 
-// rx serves one sender: counts data, echoes echo messages, answers the
-// marker with the count and returns.
-func rx(s *rdsoverdat.Socket) error {
+// rx serves one sender: counts data, echoes echo messages, answers every
+// marker with the count, and returns at the sender's goodbye, or once
+// linger passes without a message after an answer.
+func rx(s *rdsoverdat.Socket, linger time.Duration) error {
 	buf := make([]byte, 1<<20)
 	var n uint64
+	answered := false
 	for {
 		m := rdsoverdat.Msg{Data: buf}
 		l, err := s.RecvMsg(&m, 0)
+		if answered && errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil // the goodbye was lost: the sender has its answer
+		}
 		if err != nil {
 			return err
 		}
@@ -138,13 +181,43 @@ func rx(s *rdsoverdat.Socket) error {
 		case kindMarker:
 			var ans [8]byte
 			binary.BigEndian.PutUint64(ans[:], n)
-			_, err := s.SendTo(ans[:], m.Addr, 0)
-			return err
+			if _, err := s.SendTo(ans[:], m.Addr, 0); err != nil {
+				return err
+			}
+			answered = true
+		case kindBye:
+			return nil
+		}
+		if answered {
+			s.SetReadDeadline(time.Now().Add(linger))
 		}
 	}
 }
 
-func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d time.Duration) error {
+// finish sends the marker to dst until an answer comes into in (the
+// marker again after each retry without one), then the goodbye. It
+// returns the answer's length.
+func finish(s *rdsoverdat.Socket, dst netip.AddrPort, in []byte, retry time.Duration) (int, error) {
+	for {
+		if _, err := s.SendTo([]byte{kindMarker}, dst, 0); err != nil {
+			return 0, err
+		}
+		s.SetReadDeadline(time.Now().Add(retry))
+		m := rdsoverdat.Msg{Data: in}
+		l, err := s.RecvMsg(&m, 0)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		s.SetReadDeadline(time.Time{})
+		_, err = s.SendTo([]byte{kindBye}, dst, 0)
+		return l, err
+	}
+}
+
+func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d, retry time.Duration) error {
 	buf[0] = kindData
 	t0 := time.Now()
 	end := t0.Add(d)
@@ -154,12 +227,8 @@ func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d time.Duration)
 			return err
 		}
 	}
-	if _, err := s.SendTo([]byte{kindMarker}, dst, 0); err != nil {
-		return err
-	}
 	var ans [8]byte
-	m := rdsoverdat.Msg{Data: ans[:]}
-	if _, err := s.RecvMsg(&m, 0); err != nil {
+	if _, err := finish(s, dst, ans[:], retry); err != nil {
 		return err
 	}
 	el := time.Since(t0).Seconds()
@@ -171,7 +240,7 @@ func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d time.Duration)
 	return nil
 }
 
-func rtt(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, iters int) error {
+func rtt(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, iters int, retry time.Duration) error {
 	buf[0] = kindEcho
 	in := make([]byte, len(buf))
 	var rtts []time.Duration
@@ -188,11 +257,7 @@ func rtt(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, iters int) error 
 			rtts = append(rtts, time.Since(t0))
 		}
 	}
-	if _, err := s.SendTo([]byte{kindMarker}, dst, 0); err != nil {
-		return err
-	}
-	m := rdsoverdat.Msg{Data: in}
-	if _, err := s.RecvMsg(&m, 0); err != nil {
+	if _, err := finish(s, dst, in, retry); err != nil {
 		return err
 	}
 	var sum time.Duration
@@ -203,4 +268,17 @@ func rtt(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, iters int) error 
 	fmt.Printf("RESULT rtt size=%d iters=%d p50_us=%.1f avg_us=%.1f\n", len(buf), iters,
 		float64(rtts[len(rtts)/2].Nanoseconds())/1e3, float64(sum.Nanoseconds())/float64(len(rtts))/1e3)
 	return nil
+}
+
+// printStats prints the node counters of s's node, if it has any (the
+// dat backend).
+func printStats(s *rdsoverdat.Socket, role string) {
+	st, ok := s.NodeStats()
+	if !ok {
+		return
+	}
+	fmt.Printf("STATS role=%s delivered=%d direct=%d sent=%d ack_sent=%d ack_received=%d dropped_acked=%d"+
+		" queue_full=%d cong_blocked=%d cong_sent=%d cong_received=%d\n",
+		role, st.RecvDelivered, st.RecvDirect, st.SendQueued, st.AckSent, st.AckReceived, st.SendDropAcked,
+		st.SendQueueFull, st.CongSendBlocked, st.CongUpdateSent, st.CongUpdateReceived)
 }
