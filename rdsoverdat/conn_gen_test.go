@@ -150,14 +150,7 @@ func (l *switchNode) deliver(p *connPath, m *message) {
 	if back == nil {
 		return
 	}
-	rp := back.paths[0]
-	in, err := rp.NewRxMessage(m.Header())
-	if err != nil {
-		return
-	}
-	in.Header().SetFlags(m.WireFlags())
-	copy(in.buf, m.buf)
-	rp.Receive(in)
+	back.paths[0].receiveCopy(m)
 }
 
 func (l *switchNode) Reset(p *connPath) {}

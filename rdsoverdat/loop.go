@@ -97,13 +97,18 @@ func (l *loopNode) deliver(p *connPath, m *message) {
 	if back == nil {
 		return
 	}
-	rp := back.paths[0]
+	back.paths[0].receiveCopy(m)
+}
+
+// receiveCopy runs a copy of m, header flags included, through rp's
+// receive path, as if it had arrived off a wire: what the in-process
+// transports deliver.
+func (rp *connPath) receiveCopy(m *message) {
 	in, err := rp.NewRxMessage(m.Header())
 	if err != nil {
 		return
 	}
-	h := in.Header()
-	h.SetFlags(m.WireFlags())
+	in.Header().SetFlags(m.WireFlags())
 	copy(in.buf, m.buf)
 	rp.Receive(in)
 }

@@ -156,13 +156,7 @@ func (l *memNode) deliver(p *connPath, m *message) {
 	if rp == nil {
 		return
 	}
-	in, err := rp.NewRxMessage(m.Header())
-	if err != nil {
-		return
-	}
-	in.Header().SetFlags(m.WireFlags())
-	copy(in.buf, m.buf)
-	rp.Receive(in)
+	rp.receiveCopy(m)
 }
 
 // Reset drops the path with the parked messages unacknowledged, as a
