@@ -322,14 +322,12 @@ func (dn *datNode) onEstablished(e *datEP, pdata []byte) {
 		dn.postAll()        // nor will it respect ours
 	}
 	e.credits.addSend(min(peer.Credit(), datMaxCredits))
-	if e.ackBlocked || e.rdma.ansBlocked {
-		// A peer's frames can complete before the event that establishes
-		// their connection: an ack or check answer they asked for then
-		// found no credit, and nothing else retries it when the peer
-		// grants credits only here, or none at all (flow control off):
-		// its sender would wait forever for the answer.
-		dn.wake(e)
-	}
+	// A peer's frames can complete before the event that establishes
+	// their connection: an ack or check answer they asked for then found
+	// no credit, and nothing else retries it when the peer grants credits
+	// only here, or none at all (flow control off): its sender would wait
+	// forever for the answer.
+	e.wakeForCredits()
 	e.kernelPeer = dn.isKernelPeer(peer)
 	e.state = datUp
 	dp.backoff.Reset()

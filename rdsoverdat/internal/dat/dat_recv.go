@@ -135,9 +135,7 @@ func (e *datEP) recv(b []byte) {
 	}
 	if c := h.Credit(); c > 0 {
 		e.credits.addSend(uint32(c))
-		if e.stalled.Load() || e.ackBlocked || e.rdma.ansBlocked {
-			e.dn.wake(e)
-		}
+		e.wakeForCredits()
 	}
 	if isDatAck(h, frag) {
 		node.Count(xport.CountAckReceived)

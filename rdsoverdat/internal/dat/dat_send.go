@@ -240,6 +240,15 @@ func datFragment(slot []byte, h wire.Header, payload []byte, off, frag int, adv 
 	return n
 }
 
+// wakeForCredits has the event loop retry what waits for send credits
+// (a stalled sender, a blocked ack or check answer) once credits came or
+// flow control went off. Event goroutine only.
+func (e *datEP) wakeForCredits() {
+	if e.stalled.Load() || e.ackBlocked || e.rdma.ansBlocked {
+		e.dn.wake(e)
+	}
+}
+
 // stall records that the sender waits; credit says for credits (counted
 // as a credit stall) rather than send slots. The caller tries once more
 // after setting the flag, so that a wake-up racing with it is not lost.
