@@ -1,7 +1,10 @@
 package rdsoverdat
 
 import (
+	"time"
+
 	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -82,4 +85,79 @@ func (s *sock) notePending() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.rdma.notes) > 0 || s.congNotify != 0
+}
+
+// aheadHead describes the head of the receive queue for a daemon that
+// pushes messages ahead: whether there is one, whether takeAhead could
+// ever take it (a plain message of at most max bytes, no notification
+// waiting before it) and its size.
+func (s *sock) aheadHead(max int) (present, pushable bool, size int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.rxq.head
+	if in == nil {
+		return false, false, 0
+	}
+	ok := !in.hasCookie && len(in.buf) <= max && len(s.rdma.notes) == 0 && s.congNotify == 0
+	return true, ok, len(in.buf)
+}
+
+// congestedNow reports whether the socket's port is congested.
+func (s *sock) congestedNow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.congested
+}
+
+// waitQueued blocks until the receive queue holds a message (true), or
+// s closes, stop or gone has a token (false): the wait of a daemon
+// connection that pushes messages ahead as they come. It waits as a
+// blocked RecvMsg does, counted as a receiver that waits, so that a
+// transport lends it its reader role and it reads the connection
+// itself; it reads nothing into a buffer of its own (a peek), so every
+// message for s lands in the queue, in order.
+func (s *sock) waitQueued(stop, gone <-chan struct{}) bool {
+	tryReader := true
+	for {
+		select {
+		case <-stop:
+			return false
+		case <-gone:
+			return false
+		default:
+		}
+		s.mu.Lock()
+		if s.closed.Load() {
+			s.mu.Unlock()
+			return false
+		}
+		if s.rxq.head != nil {
+			s.mu.Unlock()
+			return true
+		}
+		if r := s.reader.lent; r != nil && tryReader && s.reader.hold.Load() == nil {
+			s.reader.hold.Store(r)
+			s.mu.Unlock()
+			if _, _, res := r.R.Run(s, nil, true, time.Time{}); res == xport.RRBusy || res == xport.RRGone {
+				tryReader = false
+			}
+			continue
+		}
+		s.reader.waiters.Add(1)
+		s.mu.Unlock()
+		stopped := false
+		select {
+		case <-s.rxSig:
+		case <-s.done:
+		case <-stop:
+			stopped = true
+		case <-gone:
+			stopped = true
+		}
+		s.reader.waiters.Add(-1)
+		if stopped {
+			return false
+		}
+		tryReader = true
+	}
 }
