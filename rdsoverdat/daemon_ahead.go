@@ -103,8 +103,10 @@ func (dc *daemonConn) credit(r rdsdproto.Record) error {
 // they took them.
 //
 // pushed is a hand-ahead of the pusher's (daemon_push.go), which hands
-// nothing once pushing is off: stopPush waits for one under way.
-func (dc *daemonConn) handAhead(pushed bool) (int, error) {
+// nothing once pushing is off (stopPush waits for one under way), except
+// first: a message the pusher read into its own buffer, which goes
+// first whatever happens (takeAhead).
+func (dc *daemonConn) handAhead(pushed bool, first *heldMsg) (int, error) {
 	sk, ok := dc.s.b.(*sock)
 	if !ok || dc.dying.Load() {
 		return 0, nil
@@ -112,7 +114,7 @@ func (dc *daemonConn) handAhead(pushed bool) (int, error) {
 	l := &dc.ahead
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if pushed && !dc.push.Load() {
+	if pushed && !dc.push.Load() && first == nil {
 		return 0, nil
 	}
 	if l.buf == nil {
@@ -121,10 +123,14 @@ func (dc *daemonConn) handAhead(pushed bool) (int, error) {
 	l.mu.Lock()
 	held, room := len(l.lens)-l.head, aheadBytes-l.bytes
 	l.mu.Unlock()
-	if held >= aheadMsgs || room <= 0 {
+	if (held >= aheadMsgs || room <= 0) && first == nil {
 		return 0, nil
 	}
-	body, count, bytes, rel := sk.takeAhead(l.buf[:0], aheadMsgs-held, room, l.rel)
+	most := aheadMsgs - held
+	if pushed && !dc.push.Load() {
+		most = 1 // first alone
+	}
+	body, count, bytes, rel := sk.takeAhead(l.buf[:0], most, room, l.rel, first)
 	l.rel = rel
 	if count == 0 {
 		return 0, nil

@@ -386,7 +386,9 @@ func (k *daemonSocket) setDeadline(t time.Time, read bool) error {
 		k.post.deadline = !t.IsZero()
 		k.post.mu.Unlock()
 	} else {
-		defer k.readDeadline(t) // once the daemon's socket has it too
+		// Before the request: a receive waiting for a push in the ring
+		// wakes at the latest on the request's reply.
+		k.readDeadline(t)
 	}
 	return k.simple(rdsdproto.OpDeadline, func(h rdsdproto.Record) {
 		if !read {
@@ -490,6 +492,9 @@ func (k *daemonSocket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 func (k *daemonSocket) setOption(o Option) error {
 	if _, ok := o.(CongMonitor); ok {
 		k.holdOff() // congestion updates are notifications
+	}
+	if v, ok := o.(RecvTimeout); ok {
+		k.recvTimeout(v > 0) // before the request, as the read deadline
 	}
 	err := k.simple(rdsdproto.OpSetOption, func(h rdsdproto.Record) { putOption(h, o) }, nil)
 	if err == nil {

@@ -38,6 +38,8 @@ type daemonConn struct {
 	pushed  bool        // it did once: the receiver goroutine serves every receive (the reader's)
 	pushSig chan struct{}
 	recvs   atomic.Uint64 // receive requests (not credits) read: what pushing spares
+	pbuf    []byte        // the pusher's buffer for a message read straight into it
+	pfirst  heldMsg       // that message, for handAhead
 
 	mu          sync.Mutex
 	sendq       []queuedSend // sends waiting behind one that blocks, in order
@@ -554,7 +556,7 @@ func (dc *daemonConn) recv(r, h rdsdproto.Record) error {
 		return dc.recvQueued(h, room, flags, ahead)
 	}
 	if err == nil && ahead {
-		if _, err := dc.handAhead(false); err != nil {
+		if _, err := dc.handAhead(false, nil); err != nil {
 			return err
 		}
 	}
@@ -639,7 +641,7 @@ func (dc *daemonConn) drainRecvs() {
 			// The transport reads messages in bursts: the one that woke
 			// this receive often has others queued behind it, which go
 			// now rather than on the client's next request.
-			dc.handAhead(false)
+			dc.handAhead(false, nil)
 		}
 		dc.recvReply(q.hdr[:], m, n, err, &dc.wenc)
 	}

@@ -309,10 +309,23 @@ func (k *daemonSocket) waitPushed() bool {
 }
 
 // readDeadline records the read deadline t and wakes a receive waiting
-// for a batch, which waits until the new one.
+// for a batch, which waits until the new one. Call it before the
+// request that sets the daemon's: a waiting receive that reads the ring
+// sees the wake-up once it has read that request's reply, at the
+// latest.
 func (k *daemonSocket) readDeadline(t time.Time) {
 	k.mu.Lock()
 	k.held.rdeadline = t
+	k.held.wake()
+	k.mu.Unlock()
+}
+
+// recvTimeout records whether SO_RCVTIMEO is set (a receive then asks,
+// so that the daemon times it) and wakes a receive waiting for a batch;
+// as readDeadline, before the request.
+func (k *daemonSocket) recvTimeout(on bool) {
+	k.mu.Lock()
+	k.held.rcvtimeo = on
 	k.held.wake()
 	k.mu.Unlock()
 }

@@ -52,11 +52,6 @@ func (k *daemonSocket) optionSet(o Option) {
 		k.post.timeo = v != 0
 	case CongMonitor:
 		k.post.monitor = v.Enable
-	case RecvTimeout:
-		k.mu.Lock()
-		k.held.rcvtimeo = v > 0
-		k.held.wake()
-		k.mu.Unlock()
 	}
 }
 

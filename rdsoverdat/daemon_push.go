@@ -51,7 +51,7 @@ func (dc *daemonConn) pushStep() {
 		dc.hostile(err)
 		return
 	}
-	n, err := dc.handAhead(true)
+	n, err := dc.handAhead(true, nil)
 	if err != nil {
 		dc.push.Store(false) // the connection is ending
 		return
@@ -97,7 +97,20 @@ func (dc *daemonConn) pushStep() {
 		if sk.congestedNow() {
 			dc.wantAck()
 		}
-		sk.waitQueued(dc.recvSig, dc.gone)
+		if dc.pbuf == nil {
+			dc.pbuf = make([]byte, aheadBytes)
+		}
+		_, filled, n, from := sk.waitQueued(dc.recvSig, dc.gone, dc.pbuf[:aheadBytes-bytes])
+		if filled {
+			// Read straight into pbuf: it goes ahead before anything
+			// queued behind it.
+			dc.pfirst = heldMsg{data: dc.pbuf[:n], from: from}
+			_, err := dc.handAhead(true, &dc.pfirst)
+			dc.pfirst = heldMsg{}
+			if err == nil && sk.congestedNow() {
+				dc.wantAck()
+			}
+		}
 	}
 }
 

@@ -182,3 +182,47 @@ func TestDaemonPushLarge(t *testing.T) {
 		t.Errorf("%d receive requests once pushing resumed, want 0", got)
 	}
 }
+
+// A round trip over tcp through the daemon allocates nothing once warm,
+// with the receivers waiting for pushes: the pusher reads the message
+// straight into its buffer when the transport lends it the reader role,
+// and hands it ahead from there.
+func TestDaemonPushRoundTripAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool is randomized under -race")
+	}
+	leakCheck(t)
+	st, _ := daemonStack(t, tcpBenchCfg)
+	as := testAddrs(2)
+	a := mustBind(t, st, ap(as[0], 0))
+	b := mustBind(t, st, ap(as[1], 0))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m := Msg{Data: make([]byte, 64)}
+		for {
+			n, err := b.RecvMsg(&m, 0)
+			if err != nil {
+				return
+			}
+			b.SendTo(m.Data[:n], m.Addr, 0)
+		}
+	}()
+	t.Cleanup(func() { b.Close(); <-done })
+	msg := make([]byte, 64)
+	m := Msg{Data: make([]byte, 64)}
+	round := func() {
+		if _, err := a.SendTo(msg, b.BoundAddr(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.RecvMsg(&m, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 300 {
+		round()
+	}
+	if n := testing.AllocsPerRun(500, round); n > 0.05 {
+		t.Errorf("%.2f allocs per round trip through the daemon over tcp", n)
+	}
+}
