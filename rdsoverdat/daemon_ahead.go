@@ -11,11 +11,15 @@ import (
 // client too, before the reply, as one OpRecv reply with ID 0 carrying
 // a batch of them (rdsdproto's ahead.go); the client
 // keeps them in order and its next receives take them with no request.
-// They remain the socket's until the client reports them read (a credit:
-// an OpRecv request with ID 0, recvCredit and the count of handed
-// messages read so far in C, with no reply), written before its next
-// request and whenever it has read all it holds; until then the core
-// counts them against SO_RCVBUF and as readable (recv_ahead.go).
+// They remain the socket's until the client reports them read; until
+// then the core counts them against SO_RCVBUF and as readable
+// (recv_ahead.go). Over rings the report is the ack word of the
+// daemon's ring, which the daemon reads when it needs it, and a credit
+// record when the daemon asks for one (daemon_push.go); without rings
+// it is the credit (an OpRecv request with ID 0, recvCredit and the
+// count of handed messages read so far in C, with no reply), written
+// before the client's next request and whenever it has read all it
+// holds.
 //
 // A receive request that arrives while the client holds messages it has
 // not read (as the daemon knows it) is answered CodeAhead: the client

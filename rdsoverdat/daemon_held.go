@@ -12,7 +12,9 @@ import (
 // The client's side of receives handed ahead (daemon_ahead.go): the
 // messages the daemon wrote ahead of the socket's receives, oldest
 // first, which RecvMsg takes with no request, and the count of those
-// read, reported to the daemon as a credit.
+// read, reported to the daemon in the ring's ack word or as a credit.
+// A receive that finds none waits for the daemon to push more when it
+// pushes (waitPushed; daemon_push.go).
 //
 // A socket that sends control messages (RDMA), registers memory or
 // turns RDS_CONG_MONITOR on can receive notifications, which a receive
