@@ -1,7 +1,6 @@
 package rdsoverdat
 
 import (
-	"errors"
 	"sync"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
@@ -12,11 +11,15 @@ import (
 // client too, before the reply, as one OpRecv reply with ID 0 carrying
 // a batch of them (rdsdproto's ahead.go); the client
 // keeps them in order and its next receives take them with no request.
-// They remain the socket's until the client reports them read (a credit:
-// an OpRecv request with ID 0, recvCredit and the count of handed
-// messages read so far in C, with no reply), written before its next
-// request and whenever it has read all it holds; until then the core
-// counts them against SO_RCVBUF and as readable (recv_ahead.go).
+// They remain the socket's until the client reports them read; until
+// then the core counts them against SO_RCVBUF and as readable
+// (recv_ahead.go). Over rings the report is the ack word of the
+// daemon's ring, which the daemon reads when it needs it, and a credit
+// record when the daemon asks for one (daemon_push.go); without rings
+// it is the credit (an OpRecv request with ID 0, recvCredit and the
+// count of handed messages read so far in C, with no reply), written
+// before the client's next request and whenever it has read all it
+// holds.
 //
 // A receive request that arrives while the client holds messages it has
 // not read (as the daemon knows it) is answered CodeAhead: the client
@@ -74,63 +77,67 @@ func (dc *daemonConn) aheadFirst(flags MsgFlags) bool {
 	return ok && !sk.notePending()
 }
 
-// credit applies a client's report of the handed messages it has read.
-// An older report than one applied (two goroutines of the client) says
-// nothing new; one beyond what was handed is malformed.
+// credit applies a client's credit record: the count of handed
+// messages it read, written when the daemon asked (WantAck) or, without
+// pushing, when it has read all it holds. With rings its ack in shared
+// memory may say more.
 func (dc *daemonConn) credit(r rdsdproto.Record) error {
 	if r.ID() != 0 || r.B() != recvCredit || len(r.Body()) != 0 {
 		return rdsdproto.ErrBody
 	}
-	l := &dc.ahead
-	l.mu.Lock()
-	c := r.C()
-	if c > l.sent {
-		l.mu.Unlock()
-		return errors.New("a credit for messages never handed ahead")
+	if err := dc.applyRead(r.C()); err != nil {
+		return err
 	}
-	msgs, bytes := 0, 0
-	for ; l.read < c; l.read++ {
-		bytes += l.lens[l.head]
-		l.head++
-		msgs++
+	if err := dc.applyAck(); err != nil {
+		return err
 	}
-	l.bytes -= bytes
-	if l.head == len(l.lens) {
-		l.lens, l.head = l.lens[:0], 0
+	if sk, ok := dc.s.b.(*sock); ok && dc.c.Rings() && sk.congestedNow() {
+		// Only a read can uncongest the port: the client must tell of
+		// its next one too.
+		dc.wantAck()
 	}
-	l.mu.Unlock()
-	if sk, ok := dc.s.b.(*sock); ok && msgs > 0 {
-		sk.aheadRead(msgs, bytes)
-	}
+	signal(dc.pushSig) // a pusher waiting for the client's reads
 	return nil
 }
 
 // handAhead writes the messages queued on the socket to the client,
-// within the client's allowance, as one batch. Taking and writing are
+// within the client's allowance, as one batch, and returns how many. Taking and writing are
 // one step under aheadMu, so that two goroutines handing ahead (the
 // reader and the receiver goroutine) write their batches in the order
 // they took them.
-func (dc *daemonConn) handAhead() error {
+//
+// pushed is a hand-ahead of the pusher's (daemon_push.go), which hands
+// nothing once pushing is off (stopPush waits for one under way), except
+// first: a message the pusher read into its own buffer, which goes
+// first whatever happens (takeAhead).
+func (dc *daemonConn) handAhead(pushed bool, first *heldMsg) (int, error) {
 	sk, ok := dc.s.b.(*sock)
 	if !ok || dc.dying.Load() {
-		return nil
+		return 0, nil
 	}
 	l := &dc.ahead
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	if pushed && !dc.push.Load() && first == nil {
+		return 0, nil
+	}
 	if l.buf == nil {
 		l.buf = make([]byte, 0, aheadBytes+aheadMsgs*rdsdproto.AheadHeaderLen)
 	}
 	l.mu.Lock()
 	held, room := len(l.lens)-l.head, aheadBytes-l.bytes
 	l.mu.Unlock()
-	if held >= aheadMsgs || room <= 0 {
-		return nil
+	if (held >= aheadMsgs || room <= 0) && first == nil {
+		return 0, nil
 	}
-	body, count, bytes, rel := sk.takeAhead(l.buf[:0], aheadMsgs-held, room, l.rel)
+	most := aheadMsgs - held
+	if pushed && !dc.push.Load() {
+		most = 1 // first alone
+	}
+	body, count, bytes, rel := sk.takeAhead(l.buf[:0], most, room, l.rel, first)
 	l.rel = rel
 	if count == 0 {
-		return nil
+		return 0, nil
 	}
 	// Counted before the client can see them, so that its credits
 	// never run ahead of the ledger.
@@ -148,5 +155,5 @@ func (dc *daemonConn) handAhead() error {
 	h.SetFlags(rdsdproto.FlagReply)
 	h.SetB(uint64(len(body)))
 	h.SetC(uint64(count))
-	return dc.c.Write(h, body)
+	return count, dc.c.Write(h, body)
 }

@@ -144,6 +144,9 @@ func (k *daemonSocket) dispatch(r rdsdproto.Record, fds []int, buf *[]byte) erro
 		return rdsdproto.ErrFlags
 	}
 	if r.ID() == 0 && r.Op() == rdsdproto.OpRecv {
+		if r.Code() == rdsdproto.CodeAhead {
+			return k.pushAsk(r)
+		}
 		return k.hold(r, buf)
 	}
 	if r.ID() == 0 {
@@ -185,6 +188,7 @@ func (k *daemonSocket) finish() {
 		c.err = err
 		c.done <- struct{}{}
 	}
+	k.wakeHeld() // a receive waiting for a batch asks, and fails
 	k.c.Close()
 	close(k.done)
 }
@@ -230,7 +234,9 @@ func (k *daemonSocket) callWith(ctx context.Context, c *dcall, h rdsdproto.Recor
 		written()
 		return nil, k.err
 	}
-	k.sendCredit()
+	if k.lead == nil {
+		k.sendCredit() // with rings the daemon reads the count in shared memory
+	}
 	id := h.ID()
 	k.mu.Lock()
 	if k.dead != nil {
@@ -359,6 +365,7 @@ func (k *daemonSocket) close() error {
 	if k.c == nil {
 		return nil
 	}
+	k.wakeHeld() // a receive waiting for a batch asks, and fails
 	err := k.simple(rdsdproto.OpClose, nil, nil)
 	k.c.UnixConn().CloseWrite() // the daemon's reader ends, then it closes its end
 	<-k.done
@@ -378,6 +385,10 @@ func (k *daemonSocket) setDeadline(t time.Time, read bool) error {
 		k.post.mu.Lock()
 		k.post.deadline = !t.IsZero()
 		k.post.mu.Unlock()
+	} else {
+		// Before the request: a receive waiting for a push in the ring
+		// wakes at the latest on the request's reply.
+		k.readDeadline(t)
 	}
 	return k.simple(rdsdproto.OpDeadline, func(h rdsdproto.Record) {
 		if !read {
@@ -446,11 +457,17 @@ func (k *daemonSocket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 		if n, ok := k.takeHeld(m, flags, false); ok {
 			return n, nil
 		}
+		if flags == 0 && k.waitPushed() {
+			continue
+		}
 		c, h := k.getCall(rdsdproto.OpRecv)
 		h.SetA(uint64(flags))
 		h.SetN(uint32(min(len(m.Data), rdsdproto.MaxMessage)))
 		if k.mayHold(flags) {
 			h.SetB(recvAhead)
+		}
+		if k.pushing() {
+			h.SetB(h.B() | recvPush)
 		}
 		c.m = m
 		r, err := k.call(nil, c, h)
@@ -475,6 +492,9 @@ func (k *daemonSocket) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 func (k *daemonSocket) setOption(o Option) error {
 	if _, ok := o.(CongMonitor); ok {
 		k.holdOff() // congestion updates are notifications
+	}
+	if v, ok := o.(RecvTimeout); ok {
+		k.recvTimeout(v > 0) // before the request, as the read deadline
 	}
 	err := k.simple(rdsdproto.OpSetOption, func(h rdsdproto.Record) { putOption(h, o) }, nil)
 	if err == nil {

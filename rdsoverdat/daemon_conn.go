@@ -34,6 +34,12 @@ type daemonConn struct {
 
 	monitor atomic.Bool // RDS_CONG_MONITOR on: sends must not try MSG_DONTWAIT first
 	dying   atomic.Bool // the daemon ends the connection: no more replies
+	push    atomic.Bool // the client asks for messages pushed (daemon_push.go)
+	pushed  bool        // it did once: the receiver goroutine serves every receive (the reader's)
+	pushSig chan struct{}
+	recvs   atomic.Uint64 // receive requests (not credits) read: what pushing spares
+	pbuf    []byte        // the pusher's buffer for a message read straight into it
+	pfirst  heldMsg       // that message, for handAhead
 
 	mu          sync.Mutex
 	sendq       []queuedSend // sends waiting behind one that blocks, in order
@@ -71,7 +77,7 @@ func newDaemonConn(d *Daemon, uc *net.UnixConn) *daemonConn {
 		mem: newDaemonMem()}
 	dc.log = d.log
 	dc.drainRecvsFn, dc.drainSendsFn = dc.drainRecvs, dc.drainSends
-	dc.recvSig, dc.gone = make(chan struct{}, 1), make(chan struct{})
+	dc.recvSig, dc.gone, dc.pushSig = make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
 	if cred, err := peerCred(uc); err == nil {
 		dc.cred = cred
 		dc.log = d.log.With().Int32("pid", cred.Pid).Uint32("uid", cred.Uid).Logger()
@@ -242,6 +248,9 @@ func (dc *daemonConn) handle(r rdsdproto.Record) error {
 		}
 		if cm, ok := o.(CongMonitor); ok {
 			dc.monitor.Store(cm.Enable)
+			if cm.Enable {
+				dc.stopPush() // congestion updates are notifications
+			}
 		}
 		return dc.replyTo(h, s.SetOption(o))
 	case rdsdproto.OpOption:
@@ -252,9 +261,15 @@ func (dc *daemonConn) handle(r rdsdproto.Record) error {
 		err := readOption(s, code, h)
 		return dc.replyTo(h, err)
 	case rdsdproto.OpPoll:
+		if err := dc.applyAck(); err != nil {
+			return err
+		}
 		h.SetA(uint64(s.Poll()))
 		return dc.replyTo(h, nil)
 	case rdsdproto.OpWait:
+		if err := dc.applyAck(); err != nil {
+			return err
+		}
 		return dc.wait(r, h)
 	case rdsdproto.OpCancel:
 		dc.mu.Lock()
@@ -265,11 +280,15 @@ func (dc *daemonConn) handle(r rdsdproto.Record) error {
 		}
 		return nil
 	case rdsdproto.OpBuffered:
+		if err := dc.applyAck(); err != nil {
+			return err
+		}
 		snd, rcv := s.Buffered()
 		h.SetA(uint64(snd))
 		h.SetB(uint64(rcv))
 		return dc.replyTo(h, nil)
 	case rdsdproto.OpGetMR:
+		dc.stopPush() // RDMA ops on it complete with notifications
 		return dc.getMR(r, h)
 	case rdsdproto.OpFreeMR:
 		return dc.replyTo(h, s.FreeMR(Cookie(r.A()), RDMAFlags(r.B())))
@@ -326,6 +345,7 @@ func (dc *daemonConn) send(r, h rdsdproto.Record, body []byte) error {
 	var err error
 	shared := true
 	if nc > 0 {
+		dc.stopPush() // an RDMA op can complete with a notification
 		m.Control, err = decodeSendCmsgs(rdsdproto.Cmsgs(body[:nc]), func(mm rdsdproto.Mem) ([]byte, error) {
 			b, ok, err := dc.mem.at(mm)
 			shared = shared && ok
@@ -495,15 +515,32 @@ func (dc *daemonConn) recv(r, h rdsdproto.Record) error {
 	if r.B()&recvCredit != 0 {
 		return dc.credit(r)
 	}
-	if r.B()&^recvAhead != 0 || r.ID() == 0 {
+	if r.B()&^(recvAhead|recvPush) != 0 || r.ID() == 0 {
 		return rdsdproto.ErrBody
+	}
+	dc.recvs.Add(1)
+	if err := dc.applyAck(); err != nil {
+		return err
+	}
+	ahead := r.B()&recvAhead != 0 && flags&^MsgDontWait == 0
+	push := r.B()&recvPush != 0 && dc.c.Rings()
+	dc.push.Store(push)
+	if push {
+		dc.pushed = true
 	}
 	dc.mu.Lock()
 	waiting := dc.recvWaiting
 	dc.mu.Unlock()
-	ahead := r.B()&recvAhead != 0 && flags&^MsgDontWait == 0
 	if flags&MsgDontWait == 0 && waiting {
 		return dc.recvQueued(h, room, flags, ahead) // behind the receive that waits
+	}
+	if dc.pushed && !waiting {
+		// The receiver goroutine may be handing messages ahead: it
+		// serves the receive, so that its batches and the reply go out
+		// in the order their messages left the queue. (While it serves
+		// a receive that waits it hands nothing ahead unasked, and a
+		// MSG_DONTWAIT receive must not wait behind that one.)
+		return dc.recvQueued(h, room, flags, ahead)
 	}
 	if dc.aheadFirst(flags) {
 		return dc.replyCode(h, rdsdproto.CodeAhead)
@@ -519,7 +556,7 @@ func (dc *daemonConn) recv(r, h rdsdproto.Record) error {
 		return dc.recvQueued(h, room, flags, ahead)
 	}
 	if err == nil && ahead {
-		if err := dc.handAhead(); err != nil {
+		if _, err := dc.handAhead(false, nil); err != nil {
 			return err
 		}
 	}
@@ -552,6 +589,9 @@ func (dc *daemonConn) recvQueued(h rdsdproto.Record, room int, flags MsgFlags, a
 		dc.goBlocking(dc.drainRecvsFn)
 	}
 	signal(dc.recvSig)
+	if sk, ok := dc.s.b.(*sock); ok && dc.pushed {
+		sk.interruptReader() // a pusher reading the transport (waitQueued)
+	}
 	return nil
 }
 
@@ -569,6 +609,10 @@ func (dc *daemonConn) drainRecvs() {
 		if len(dc.recvq) == 0 {
 			dc.recvWaiting = false
 			dc.mu.Unlock()
+			if dc.push.Load() {
+				dc.pushStep()
+				continue
+			}
 			select {
 			case <-dc.recvSig:
 			case <-dc.gone:
@@ -578,6 +622,10 @@ func (dc *daemonConn) drainRecvs() {
 		q := dc.recvq[0]
 		dc.recvq = append(dc.recvq[:0], dc.recvq[1:]...)
 		dc.mu.Unlock()
+		if err := dc.applyAck(); err != nil {
+			dc.hostile(err)
+			continue
+		}
 		if dc.aheadFirst(q.flags) {
 			dc.replyCode(q.hdr[:], rdsdproto.CodeAhead)
 			continue
@@ -593,7 +641,7 @@ func (dc *daemonConn) drainRecvs() {
 			// The transport reads messages in bursts: the one that woke
 			// this receive often has others queued behind it, which go
 			// now rather than on the client's next request.
-			dc.handAhead()
+			dc.handAhead(false, nil)
 		}
 		dc.recvReply(q.hdr[:], m, n, err, &dc.wenc)
 	}

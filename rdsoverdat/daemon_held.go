@@ -1,8 +1,10 @@
 package rdsoverdat
 
 import (
+	"context"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
 )
@@ -10,7 +12,9 @@ import (
 // The client's side of receives handed ahead (daemon_ahead.go): the
 // messages the daemon wrote ahead of the socket's receives, oldest
 // first, which RecvMsg takes with no request, and the count of those
-// read, reported to the daemon as a credit.
+// read, reported to the daemon in the ring's ack word or as a credit.
+// A receive that finds none waits for the daemon to push more when it
+// pushes (waitPushed; daemon_push.go).
 //
 // A socket that sends control messages (RDMA), registers memory or
 // turns RDS_CONG_MONITOR on can receive notifications, which a receive
@@ -32,6 +36,18 @@ type heldQueue struct {
 	bhead   int
 	free    [][]byte
 	total   uint64 // handed messages ever held
+
+	// Pushing (daemon_push.go): push is whether the daemon pushes, as
+	// far as the client knows (set with a request that asks for it,
+	// cleared by the daemon's ask); waiter the receive that waits for a
+	// batch (one at a time; others ask), wcall its call, made once;
+	// rdeadline and rcvtimeo the socket's read deadline and whether
+	// SO_RCVTIMEO is set, with which a receive asks instead.
+	push      bool
+	waiter    *dcall
+	wcall     *dcall
+	rdeadline time.Time
+	rcvtimeo  bool
 }
 
 // heldBatch is the buffer of one batch and the count of handed
@@ -88,6 +104,7 @@ func (k *daemonSocket) hold(r rdsdproto.Record, buf *[]byte) error {
 		q.batches, q.bhead = q.batches[:m], 0
 	}
 	q.batches = append(q.batches, heldBatch{buf: *buf, end: q.total})
+	q.wake()
 	var next []byte
 	if f := len(q.free); f > 0 {
 		next = q.free[f-1]
@@ -153,8 +170,13 @@ func (k *daemonSocket) takeHeld(m *Msg, flags MsgFlags, asked bool) (int, bool) 
 	if empty {
 		q.msgs, q.head = q.msgs[:0], 0
 	}
+	// With rings the count goes in shared memory, where the daemon
+	// reads it when it needs it; it asks for a record when it must know
+	// at once. Published under k.mu so that counts only grow.
+	tell := k.c.PublishAck(q.read)
+	push := q.push
 	k.mu.Unlock()
-	if empty {
+	if tell || (empty && !push) {
 		k.sendCredit() // all read: the daemon stops counting them now
 	}
 	return n, true
@@ -193,4 +215,119 @@ func (k *daemonSocket) sendCredit() {
 	h.SetB(recvCredit)
 	h.SetC(read)
 	k.c.Write(h) // a dead connection shows at the caller's next request
+}
+
+// wake wakes the receive that waits for a batch, if any, to look again;
+// k.mu is held.
+func (q *heldQueue) wake() {
+	if q.waiter != nil {
+		select {
+		case q.waiter.done <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wakeHeld is wake taking k.mu.
+func (k *daemonSocket) wakeHeld() {
+	k.mu.Lock()
+	k.held.wake()
+	k.mu.Unlock()
+}
+
+// pushing marks the daemon as asked to push, for a receive request
+// about to be written, and reports whether it may be: rings, and no
+// notifications possible.
+func (k *daemonSocket) pushing() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.lead == nil || k.held.off {
+		return false
+	}
+	k.held.push = true
+	return true
+}
+
+// pushAsk is the daemon's ask (an OpRecv reply with ID 0 and CodeAhead):
+// it stopped pushing, and the next receive that finds nothing held asks.
+func (k *daemonSocket) pushAsk(r rdsdproto.Record) error {
+	if r.Flags() != rdsdproto.FlagReply || len(r.Body()) != 0 || r.A() != 0 || r.B() != 0 || r.C() != 0 || r.N() != 0 ||
+		r.AddrPort() != netip.AddrPortFrom(netip.IPv4Unspecified(), 0) {
+		return rdsdproto.ErrBody
+	}
+	k.mu.Lock()
+	k.held.push = false
+	k.held.wake()
+	empty := k.held.head == len(k.held.msgs)
+	k.mu.Unlock()
+	if empty {
+		k.sendCredit() // it counts what is read with credits again
+	}
+	return nil
+}
+
+// waitPushed waits for a batch the daemon pushes, for a blocking
+// receive that found nothing held: true when the receive should look at
+// what it holds again, false when it must ask the daemon instead (not
+// pushing, another receive waits already, SO_RCVTIMEO set, the read
+// deadline passed, the socket closed or its connection ended). Nothing
+// is lost either way: a batch that comes after it returned stays held.
+func (k *daemonSocket) waitPushed() bool {
+	k.mu.Lock()
+	q := &k.held
+	if !q.push || q.off || q.waiter != nil || q.rcvtimeo || k.dead != nil || k.closed.Load() {
+		k.mu.Unlock()
+		return false
+	}
+	if q.head < len(q.msgs) {
+		k.mu.Unlock()
+		return true
+	}
+	if q.wcall == nil {
+		q.wcall = &dcall{done: make(chan struct{}, 1)}
+	}
+	c := q.wcall
+	select {
+	case <-c.done: // a wake-up left from an earlier wait
+	default:
+	}
+	q.waiter = c
+	dl := q.rdeadline
+	k.mu.Unlock()
+	var err error
+	if dl.IsZero() {
+		err = k.await(nil, c)
+	} else if time.Until(dl) > 0 {
+		ctx, cancel := context.WithDeadline(context.Background(), dl)
+		err = k.await(ctx, c)
+		cancel()
+	} else {
+		err = context.DeadlineExceeded
+	}
+	k.mu.Lock()
+	q.waiter = nil
+	k.mu.Unlock()
+	return err == nil
+}
+
+// readDeadline records the read deadline t and wakes a receive waiting
+// for a batch, which waits until the new one. Call it before the
+// request that sets the daemon's: a waiting receive that reads the ring
+// sees the wake-up once it has read that request's reply, at the
+// latest.
+func (k *daemonSocket) readDeadline(t time.Time) {
+	k.mu.Lock()
+	k.held.rdeadline = t
+	k.held.wake()
+	k.mu.Unlock()
+}
+
+// recvTimeout records whether SO_RCVTIMEO is set (a receive then asks,
+// so that the daemon times it) and wakes a receive waiting for a batch;
+// as readDeadline, before the request.
+func (k *daemonSocket) recvTimeout(on bool) {
+	k.mu.Lock()
+	k.held.rcvtimeo = on
+	k.held.wake()
+	k.mu.Unlock()
 }

@@ -457,31 +457,38 @@ func TestDaemonUsesRings(t *testing.T) {
 }
 
 // FuzzDaemonRingRecord writes arbitrary records into a client's ring,
+// and an arbitrary count of pushed messages read into its ack word,
 // after the rings were handed over as a client does: the daemon may
 // answer or close that connection, never crash, and it serves the next
 // client.
 func FuzzDaemonRingRecord(f *testing.F) {
-	f.Add([]byte(rdsdproto.New(nil, rdsdproto.OpPoll, 1, 0)))
+	f.Add(uint64(0), []byte(rdsdproto.New(nil, rdsdproto.OpPoll, 1, 0)))
 	send := rdsdproto.New(nil, rdsdproto.OpSend, 0, 3)
 	send.SetB(sendPosted)
 	send.SetN(3)
 	send.SetAddrPort(netip.MustParseAddrPort("127.0.0.1:9"))
-	f.Add([]byte(send))
+	f.Add(uint64(0), []byte(send))
 	more := rdsdproto.New(nil, rdsdproto.OpSend, 2, 8)
 	more.SetFlags(rdsdproto.FlagMore)
-	f.Add([]byte(more))
-	f.Add([]byte{0, 1})
+	f.Add(uint64(0), []byte(more))
+	f.Add(uint64(0), []byte{0, 1})
 	recv := rdsdproto.New(nil, rdsdproto.OpRecv, 3, 0)
 	recv.SetB(recvAhead)
 	recv.SetN(64)
-	f.Add([]byte(recv))
+	f.Add(uint64(0), []byte(recv))
 	credit := rdsdproto.New(nil, rdsdproto.OpRecv, 0, 0)
 	credit.SetB(recvCredit)
 	credit.SetC(1)
-	f.Add([]byte(credit))
+	f.Add(uint64(0), []byte(credit))
+	push := rdsdproto.New(nil, rdsdproto.OpRecv, 3, 0)
+	push.SetB(recvAhead | recvPush)
+	push.SetN(64)
+	f.Add(uint64(0), []byte(push))
+	f.Add(uint64(1)<<40, []byte(push)) // an ack for messages never handed
+	f.Add(uint64(7), []byte(credit))
 	path := filepath.Join(f.TempDir(), "rdsd.sock")
 	startDaemon(f, Config{}, path)
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(func(t *testing.T, ack uint64, b []byte) {
 		uc, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
 		if err != nil {
 			t.Fatal(err)
@@ -505,6 +512,7 @@ func FuzzDaemonRingRecord(f *testing.F) {
 		if n, err := uc.Read(make([]byte, rdsdproto.MaxRecord)); err != nil || n != rdsdproto.HeaderLen {
 			t.Fatalf("rings reply: %d %v", n, err)
 		}
+		d2c.PublishAck(ack) // what the client says it read, in shared memory
 		if len(b) > c2d.MaxRecord() {
 			b = b[:c2d.MaxRecord()]
 		}

@@ -1,7 +1,11 @@
 package rdsoverdat
 
 import (
+	"net/netip"
+	"time"
+
 	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -21,20 +25,46 @@ import (
 // ordinary receive. One lock serves the whole batch; the messages go
 // back to their pool after it, through rel (the caller's scratch). It
 // returns the body, the messages taken and their payload bytes.
-func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message) ([]byte, int, int, []*message) {
+//
+// first, if not nil, is a message from from that a transport read
+// straight into the caller's buffer while the queue was empty
+// (waitQueued): it goes first, counted as handed ahead like the rest,
+// and may congest the port as its delivery would have. It goes even
+// after s closed: the caller's ledger counts it either way.
+func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message, first *heldMsg) ([]byte, int, int, []*message) {
 	count, bytes := 0, 0
 	rel = rel[:0]
 	s.mu.Lock()
-	if s.closed.Load() || len(s.rdma.notes) > 0 || s.congNotify != 0 {
-		s.mu.Unlock()
-		return body, 0, 0, rel
+	var congest bool
+	if first != nil {
+		at := len(body)
+		body = append(body, make([]byte, rdsdproto.AheadHeaderLen)...)
+		rdsdproto.AheadEntry(body[at:]).Set(len(first.data), first.from)
+		body = append(body, first.data...)
+		count, bytes = 1, len(first.data)
+		s.ahead += bytes
+		s.aheadN++
+		congest = !s.congested && s.rcvBytes+s.ahead > s.rcvbuf && !s.closed.Load()
+		if congest {
+			s.congested = true
+		}
 	}
+	if s.closed.Load() || len(s.rdma.notes) > 0 || s.congNotify != 0 {
+		node, port := s.node, wire.Port(s.bound.Port())
+		s.mu.Unlock()
+		if congest {
+			s.syncCong(node, port)
+		}
+		return body, count, bytes, rel
+	}
+	taken := 0
 	for count < maxMsgs {
 		in := s.rxq.head
 		if in == nil || in.hasCookie || len(in.buf) > room-bytes {
 			break
 		}
 		s.rxq.pop()
+		taken += len(in.buf)
 		at := len(body)
 		body = append(body, make([]byte, rdsdproto.AheadHeaderLen)...)
 		rdsdproto.AheadEntry(body[at:]).Set(len(in.buf), in.from)
@@ -43,10 +73,14 @@ func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message) ([]byte
 		bytes += len(in.buf)
 		rel = append(rel, in)
 	}
-	s.rcvBytes -= bytes
-	s.ahead += bytes
-	s.aheadN += count
+	s.rcvBytes -= taken
+	s.ahead += taken
+	s.aheadN += len(rel)
+	node, port := s.node, wire.Port(s.bound.Port())
 	s.mu.Unlock()
+	if congest {
+		s.syncCong(node, port)
+	}
 	for i, in := range rel {
 		in.release()
 		rel[i] = nil
@@ -82,4 +116,85 @@ func (s *sock) notePending() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.rdma.notes) > 0 || s.congNotify != 0
+}
+
+// aheadHead describes the head of the receive queue for a daemon that
+// pushes messages ahead: whether there is one, whether takeAhead could
+// ever take it (a plain message of at most max bytes, no notification
+// waiting before it) and its size.
+func (s *sock) aheadHead(max int) (present, pushable bool, size int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.rxq.head
+	if in == nil {
+		return false, false, 0
+	}
+	ok := !in.hasCookie && len(in.buf) <= max && len(s.rdma.notes) == 0 && s.congNotify == 0
+	return true, ok, len(in.buf)
+}
+
+// congestedNow reports whether the socket's port is congested.
+func (s *sock) congestedNow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.congested
+}
+
+// waitQueued blocks until the receive queue holds a message (true), or
+// s closes, stop or gone has a token (false): the wait of a daemon
+// connection that pushes messages ahead as they come. It waits as a
+// blocked RecvMsg does, counted as a receiver that waits, so that a
+// transport lends it its reader role and it reads the connection
+// itself. A message for s that the role reads while the queue is empty
+// goes straight into buf, as into a RecvMsg's buffer: then n is its
+// length, from its sender, filled true, and the caller hands it ahead
+// before anything queued (takeAhead's first).
+func (s *sock) waitQueued(stop, gone <-chan struct{}, buf []byte) (queued, filled bool, n int, from netip.AddrPort) {
+	tryReader := true
+	for {
+		select {
+		case <-stop:
+			return false, false, 0, from
+		case <-gone:
+			return false, false, 0, from
+		default:
+		}
+		s.mu.Lock()
+		if s.closed.Load() {
+			s.mu.Unlock()
+			return false, false, 0, from
+		}
+		if s.rxq.head != nil {
+			s.mu.Unlock()
+			return true, false, 0, from
+		}
+		if r := s.reader.lent; r != nil && tryReader && s.reader.hold.Load() == nil {
+			s.reader.hold.Store(r)
+			s.mu.Unlock()
+			n, from, res := r.R.Run(s, buf, false, time.Time{})
+			switch res {
+			case xport.RRFilled:
+				return false, true, n, from
+			case xport.RRBusy, xport.RRGone:
+				tryReader = false
+			}
+			continue
+		}
+		s.reader.waiters.Add(1)
+		s.mu.Unlock()
+		stopped := false
+		select {
+		case <-s.rxSig:
+		case <-s.done:
+		case <-stop:
+			stopped = true
+		case <-gone:
+			stopped = true
+		}
+		s.reader.waiters.Add(-1)
+		if stopped {
+			return false, false, 0, from
+		}
+		tryReader = true
+	}
 }

@@ -80,6 +80,31 @@ func (c *Conn) RingPending() bool {
 	return c.rx != nil && c.rx.Pending()
 }
 
+// PublishAck stores this end's count of what it read from rx in rx's
+// shared memory, for the peer to read (PeerAck) with no record; true if
+// the peer asked to be told of it (WantAck), which the caller then does
+// with a record. False without rings.
+func (c *Conn) PublishAck(v uint64) bool {
+	return c != nil && c.rx != nil && c.rx.PublishAck(v)
+}
+
+// PeerAck returns the count the peer published for what it read from
+// tx (0 without rings): the peer's word, to be bounded by the caller.
+func (c *Conn) PeerAck() uint64 {
+	if c.tx == nil {
+		return 0
+	}
+	return c.tx.Ack()
+}
+
+// WantAck asks the peer (on true) to tell of its next published count
+// with a record, or withdraws the request; read PeerAck after asking.
+func (c *Conn) WantAck(on bool) {
+	if c.tx != nil {
+		c.tx.WantAck(on)
+	}
+}
+
 // Rings reports whether UseRings was called.
 func (c *Conn) Rings() bool { return c.rx != nil }
 

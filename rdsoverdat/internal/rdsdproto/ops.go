@@ -17,14 +17,15 @@ const (
 	// messages, payload) → N (bytes sent), A (cookie of an RDMA_MAP with
 	// a cookie address, else 0).
 	OpSend
-	// OpRecv: A (MsgFlags), N (room), B (the client takes messages
-	// handed ahead) → N (recvmsg's result), A (msg flags), AddrPort
-	// (sender), B (payload bytes in the body), C (bytes of control
-	// messages at the body's start), body; or CodeAhead (the client holds
-	// the message). With ID 0: a reply is a batch of messages handed
-	// ahead of the receives (C messages, B body bytes; ahead.go), a
-	// request a credit (B marks it, C counts the handed messages read so
-	// far) with no reply.
+	// OpRecv: A (MsgFlags), N (room), B (flags: the client takes
+	// messages handed ahead, and asks for them pushed) → N (recvmsg's
+	// result), A (msg flags), AddrPort (sender), B (payload bytes in the
+	// body), C (bytes of control messages at the body's start), body; or
+	// CodeAhead (the client holds the message). With ID 0: a reply is a
+	// batch of messages handed ahead of the receives (C messages, B body
+	// bytes; ahead.go), or with CodeAhead and nothing else the end of
+	// pushes (the client's next receive asks); a request is a credit (B
+	// marks it, C counts the handed messages read so far) with no reply.
 	OpRecv
 	// OpSetOption: A (OptionCode), B, C (values), AddrPort
 	// (CancelSentTo) → nothing.

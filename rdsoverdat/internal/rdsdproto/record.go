@@ -42,8 +42,9 @@ const (
 	MaxMessage = 1<<20 + 64<<10
 
 	// Version is the protocol version every record carries; 2 hands
-	// messages ahead in batches (ahead.go).
-	Version = 2
+	// messages ahead in batches (ahead.go), 3 pushes them (a receive's
+	// push flag, the ask, the ack word of the daemon's ring).
+	Version = 3
 )
 
 // Flags of a record.

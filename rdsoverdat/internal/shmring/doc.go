@@ -14,6 +14,9 @@
 // side blocks in Go's netpoller, not in a system call. Close on either
 // side wakes the other's blocked calls; Shutdown tells a ring that the
 // peer is gone (its control socket ended) so that nothing waits for it.
+// Beside the records, the consumer publishes one count of its own (an
+// ack, ack.go) that the producer reads with no record or wake-up, and
+// asks to be told of only when it waits for it.
 //
 // A Region is the client's shared allocator for RDMA zerocopy: a memfd
 // that the daemon maps too (RegionTable) and registers with verbs, so

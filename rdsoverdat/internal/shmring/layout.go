@@ -21,6 +21,8 @@ import (
 //	192  consumer waiting u32                    (consumer sets, producer clears)
 //	256  producer waiting u32: bytes it needs    (producer sets, consumer clears)
 //	320  closed u32                              (either side, once)
+//	384  ack u64: the consumer's own count       (consumer; ack.go)
+//	448  ack wanted u32                          (producer sets, consumer clears)
 //
 // wpos and rpos only grow; their difference is the bytes in use and an
 // index into the data area is pos & (capacity-1).
@@ -33,6 +35,8 @@ const (
 	offConsWait = 192
 	offProdWait = 256
 	offClosed   = 320
+	offAck      = 384
+	offAckWant  = 448
 	headerSize  = 4096
 
 	ringMagic   = 0x47525348 // "HSRG" in little-endian memory
@@ -75,6 +79,8 @@ type shared struct {
 	consWait *atomic.Uint32
 	prodWait *atomic.Uint32
 	closed   *atomic.Uint32
+	ack      *atomic.Uint64
+	ackWant  *atomic.Uint32
 }
 
 func sharedAt(mem []byte) shared {
@@ -84,5 +90,7 @@ func sharedAt(mem []byte) shared {
 		consWait: (*atomic.Uint32)(unsafe.Pointer(&mem[offConsWait])),
 		prodWait: (*atomic.Uint32)(unsafe.Pointer(&mem[offProdWait])),
 		closed:   (*atomic.Uint32)(unsafe.Pointer(&mem[offClosed])),
+		ack:      (*atomic.Uint64)(unsafe.Pointer(&mem[offAck])),
+		ackWant:  (*atomic.Uint32)(unsafe.Pointer(&mem[offAckWant])),
 	}
 }
