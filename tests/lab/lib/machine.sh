@@ -101,6 +101,14 @@ vm_start() {
 	append="console=ttyS0 $quiet panic=-1 lab.dir=$LAB_DIR lab.cache=$LAB_CACHE lab.state=$state"
 	append+=" lab.name=$VM_NAME lab.ip=$VM_IP/$LAB_PREFIX lab.rdma=${VM_RDMA:-none} lab.verbose=$VM_VERBOSE"
 	for s in "${VM_SHARES[@]}"; do append+=" lab.share=$s"; done
+	# Under TCG the kernel's TSC synchronisation check fails and it falls
+	# back to the HPET, whose every read is an emulated device access and a
+	# system call from user space: a clock read costs 5-6 us instead of
+	# 0.3-0.8 us through the vDSO. Go's scheduler reads the clock on every
+	# wake-up, so the HPET weighs on Go programs far more than on C ones or
+	# on the kernel, and real machines run on the TSC. LAB_TSC=0 keeps the
+	# kernel's own choice.
+	[ "${LAB_TSC:-1}" = 1 ] && append+=" tsc=reliable"
 	[ -n "${LAB_KERNEL_ARGS:-}" ] && append+=" $LAB_KERNEL_ARGS"
 	local args=(-name "lab-$VM_NAME" -machine pc $(accel_args) -smp "$VM_CPUS" -m "$VM_MEM"
 		-nodefaults -no-user-config -display none -no-reboot)
