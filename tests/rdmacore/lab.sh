@@ -17,8 +17,8 @@
 #        DAT_STRICT      1: a failing DAT suite fails the run (it is
 #                        reported either way)
 #        STEPS      the steps to run, of: rxe-suite rping rxe-dat rds
-#                   port-events cgo bench siw-suite interop siw-dat
-#                   (default all, in that order)
+#                   port-events cgo bench sched siw-suite interop
+#                   siw-dat (default all but sched, in that order)
 #        BUSY_POLL  the BusyPoll setting (GODAPL_RDMACORE_BUSY_POLL) of
 #                   the rdmacore Send row; the bench step also times
 #                   godapl without it (default 256)
@@ -115,16 +115,17 @@ rping_interop() {
 	fi
 }
 
-# perftest TOOL SIZE N: wall-clock seconds of one server+client run of N
+# perftest TOOL SIZE N [ARGS]: wall-clock seconds of one server+client run of N
 # iterations (perftest's own figures are meaningless under TCG, whose
 # cycle calibration fails), or nan when the client failed. The client
-# starts once the server waits for it; both are bounded, as a server
+# starts once the server listens; both are bounded, as a server
 # whose client failed to connect waits for ever.
 perftest() {
 	local port=$((18500 + RANDOM % 1000))
-	vmx sh -c "f=/tmp/perftest-$port.txt; timeout 600 $1 -d rxe0 -s $2 -n $3 -F -p $port >\$f 2>&1 & \
-		for i in \$(seq 100); do grep -qs 'Waiting for client' \$f && break; sleep 0.1; done; \
-		s=\$(date +%s.%N); timeout 600 $1 -d rxe0 -s $2 -n $3 -F -p $port $IP >/dev/null 2>&1; c=\$?; e=\$(date +%s.%N); \
+	# The server's output is buffered until it ends: wait for its port.
+	vmx sh -c "timeout 600 $1 -d rxe0 -s $2 -n $3 -F -p $port ${4:-} >/dev/null 2>&1 & \
+		for i in \$(seq 200); do ss -ltn | grep -q ':$port ' && break; sleep 0.05; done; \
+		s=\$(date +%s.%N); timeout 600 $1 -d rxe0 -s $2 -n $3 -F -p $port ${4:-} $IP >/dev/null 2>&1; c=\$?; e=\$(date +%s.%N); \
 		wait \$!; [ \$c = 0 ] && echo \"\$s \$e\" || echo 'nan nan'" |
 		awk '$1 == "nan" { print "nan"; next } { printf "%.6f\n", $2 - $1 }'
 }
@@ -136,9 +137,9 @@ rate() {
 	awk -v s="$3" -v l="$4" -v n=$(($2 - $1)) 'BEGIN { if (s == "nan" || l == "nan") print "nan"; else printf "%.1f\n", n / (l - s) }'
 }
 
-# perf_rate TOOL SIZE SHORT LONG: perftest's messages per second.
+# perf_rate TOOL SIZE SHORT LONG [ARGS]: perftest's messages per second.
 perf_rate() {
-	rate "$3" "$4" "$(perftest "$1" "$2" "$3")" "$(perftest "$1" "$2" "$4")"
+	rate "$3" "$4" "$(perftest "$1" "$2" "$3" "${5:-}")" "$(perftest "$1" "$2" "$4" "${5:-}")"
 }
 
 # ours BENCH N [SPINS]: wall-clock seconds of one run of the test binary
@@ -275,14 +276,20 @@ bench() {
 		ps=$(perf_rate ib_send_bw 64 2000 92000)
 		os=$(ours_rate BenchmarkSendRate64 2000 92000)
 		ob=$(ours_rate BenchmarkSendRate64 2000 92000 "$BUSY_POLL")
+		# Both ends asleep on the completion channel: ib_send_bw -e.
+		pe=$(perf_rate ib_send_bw 64 2000 92000 -e)
+		oe=$(ours_rate BenchmarkSendRate64Event 2000 92000)
 		echo "RESULT perftest_write_64k $pw op/s"
 		echo "RESULT rdmacore_write_64k $ow op/s"
 		echo "RESULT perftest_send_64 $ps op/s"
 		echo "RESULT rdmacore_send_64 $os op/s"
 		echo "RESULT rdmacore_send_64_busy_poll_$BUSY_POLL $ob op/s"
-		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" -v e="$ob" \
+		echo "RESULT perftest_send_64_events $pe op/s"
+		echo "RESULT rdmacore_send_64_events $oe op/s"
+		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" -v e="$ob" -v f="$oe" -v g="$pe" \
 			'function r(x, y) { return x == "nan" || y == "nan" ? "nan" : sprintf("%.3f", x / y) }
-			BEGIN { printf "RESULT ratio_write_64k %s x\nRESULT ratio_send_64 %s x\nRESULT ratio_send_64_busy_poll %s x\n", r(a, b), r(c, d), r(e, d) }'
+			BEGIN { printf "RESULT ratio_write_64k %s x\nRESULT ratio_send_64 %s x\nRESULT ratio_send_64_busy_poll %s x\n", r(a, b), r(c, d), r(e, d)
+				printf "RESULT ratio_send_64_events %s x\nRESULT ratio_send_64_events_to_spinning %s x\n", r(f, g), r(f, d) }'
 	done 2>&1 | tee "$BIN/bench.txt"
 
 	echo "== DAT over rdmacore against bare rdmacore verbs on rxe0 (dat/verbs CPU per op, paired blocks)"
@@ -292,6 +299,76 @@ bench() {
 		tee -a "$BIN/bench.txt"
 }
 step bench && bench
+
+# sched: where the VM's two vCPUs go during a Send stream and a Write
+# stream, perftest's and ours, interleaved, REPS reps: acct.sh around a
+# short and a long run of each, the difference per operation (so that
+# set-up cancels, as in the bench step): the rate, each CPU's user,
+# system, softirq and idle microseconds, ksoftirqd's, the context
+# switches and migrations of the programs, rxe's counters. Ours runs
+# spinning with a P to spare (the default), with GOMAXPROCS=2, with both
+# ends asleep on the completion channel (perftest's --events is the
+# control) and with BusyPoll; Write also with GOMAXPROCS=1.
+sched() {
+	local acct=$REPO/tests/rdmacore/acct.sh env="env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR=$IP"
+	# pt LABEL N TOOL SIZE [ARGS]: perftest's server and client.
+	pt() {
+		local port=$((18500 + RANDOM % 1000))
+		# The server's output is buffered: wait for its port instead.
+		vmx "$acct" "$1" sh -c "timeout 600 $3 -d rxe0 -s $4 -n $2 -F -p $port ${5:-} >/dev/null 2>&1 & \
+			for i in \$(seq 200); do ss -ltn | grep -q ':$port ' && break; sleep 0.05; done; \
+			timeout 600 $3 -d rxe0 -s $4 -n $2 -F -p $port ${5:-} $IP >/dev/null; c=\$?; wait \$!; exit \$c" 2>&1 |
+			grep -E '^ACCT' || true
+	}
+	# gb LABEL N BENCH [ENV...]: ours.
+	gb() {
+		local label=$1 n=$2 bench=$3
+		shift 3
+		vmx "$acct" "$label" $env "$@" timeout 600 "$BIN/rdmacore.test" -test.run '^$' -test.bench "^$bench\$" \
+			-test.benchtime "${n}x" 2>&1 | grep -E '^ACCT|^Benchmark' || true
+	}
+	# excess SHORT LONG RUNNER LABEL ARGS...: RUNNER (pt or gb) with
+	# N = SHORT and N = LONG, and the long run's excess per operation.
+	excess() {
+		local s=$1 l=$2 run=$3 label=$4 out=$BIN/sched-run.txt
+		shift 4
+		"$run" "$label" "$s" "$@" | sed 's/^ACCT [^ ]* /S /' >"$out"
+		"$run" "$label" "$l" "$@" | sed 's/^ACCT [^ ]* /L /' >>"$out"
+		set -- "$label"
+		{ grep ^Benchmark "$out" || true; } | sed "s/^/SCHED $1 /" | tail -1
+		awk -v lab="$1" -v n=$((l - s)) '$1 == "S" { s[$2] = $3 } $1 == "L" { v[$2] = $3 }
+			END {
+				if (s["rc"] != 0 || v["rc"] != 0 || !("wall" in s) || !("wall" in v)) { printf "SCHED %s failed\n", lab; exit }
+				w = v["wall"] - s["wall"]
+				printf "SCHED %s rate %.1f op/s\n", lab, n / w
+				line = ""
+				for (c = 0; ("cpu" c "-idle") in v; c++)
+					line = line sprintf(" | cpu%d user %.1f sys %.1f softirq %.1f idle %.1f", c,
+						(v["cpu" c "-user"] - s["cpu" c "-user"]) * 1e4 / n, (v["cpu" c "-sys"] - s["cpu" c "-sys"]) * 1e4 / n,
+						(v["cpu" c "-softirq"] - s["cpu" c "-softirq"]) * 1e4 / n, (v["cpu" c "-idle"] - s["cpu" c "-idle"]) * 1e4 / n)
+				printf "SCHED %s us/op wall %.1f%s | ksoftirqd %.1f | task-clock %.1f\n", lab, w * 1e6 / n, line,
+					(v["ksoftirqd"] - s["ksoftirqd"]) * 1e4 / n, (v["task-clock"] - s["task-clock"]) * 1e3 / n
+				printf "SCHED %s per op: context-switches %.3f migrations %.4f tasklets %.3f", lab,
+					(v["context-switches"] - s["context-switches"]) / n, (v["cpu-migrations"] - s["cpu-migrations"]) / n, (v["TASKLET"] - s["TASKLET"]) / n
+				for (k in v) if (k ~ /^syscalls:sys_enter_/) printf " %s %.3f", substr(k, 20), (v[k] - s[k]) / n
+				for (k in v) if (k ~ /^rxe-/ && v[k] != s[k]) printf " %s %.3f", substr(k, 5), (v[k] - s[k]) / n
+				printf "\n"
+			}' "$out"
+	}
+	echo "== where the vCPUs go (acct.sh; per operation, long run minus short), $REPS reps"
+	for r in $(seq "$REPS"); do
+		excess 2000 92000 pt perftest_send ib_send_bw 64
+		excess 2000 92000 gb ours_send BenchmarkSendRate64
+		excess 2000 92000 gb ours_send_gomaxprocs2 BenchmarkSendRate64 GOMAXPROCS=2
+		excess 2000 92000 pt perftest_send_events ib_send_bw 64 -e
+		excess 2000 92000 gb ours_send_events BenchmarkSendRate64Event
+		excess 2000 92000 gb ours_send_busy_poll BenchmarkSendRate64 GODAPL_RDMACORE_BUSY_POLL="$BUSY_POLL"
+		excess 200 3200 pt perftest_write ib_write_bw 65536
+		excess 200 3200 gb ours_write BenchmarkWrite64K
+		excess 200 3200 gb ours_write_gomaxprocs1 BenchmarkWrite64K GOMAXPROCS=1
+	done 2>&1 | tee "$BIN/sched.txt"
+}
+step sched && sched
 
 # listening FILE: waits until the peer writing FILE listens.
 listening() {

@@ -5,6 +5,7 @@ package rdmacore
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -178,9 +179,11 @@ func BenchmarkWrite64K(b *testing.B) {
 // with as many Ps as spinning goroutines (two, on the lab VM's two vCPUs)
 // nearly every post paid for a thread wake-up and kept sysmon polling
 // the clock every 20 us. An idle P makes sysmon leave the C call alone.
+// A GOMAXPROCS set in the environment is left as it is, so that the
+// choice can be measured.
 func spareP(n int) func() {
 	old := runtime.GOMAXPROCS(0)
-	if old > n {
+	if old > n || os.Getenv("GOMAXPROCS") != "" {
 		return func() {}
 	}
 	runtime.GOMAXPROCS(n + 1)
@@ -192,8 +195,17 @@ func spareP(n int) func() {
 // reposting what completed, while this one posts and polls the sends.
 // Both spin, as ib_send_bw's two processes do, with a P to spare
 // (spareP).
-func BenchmarkSendRate64(b *testing.B) {
-	defer spareP(2)()
+func BenchmarkSendRate64(b *testing.B) { sendRate(b, false) }
+
+// BenchmarkSendRate64Event is BenchmarkSendRate64 with both ends asleep
+// on the completion channel (CQ.Wait) whenever their CQ is empty, as
+// ib_send_bw --events does.
+func BenchmarkSendRate64Event(b *testing.B) { sendRate(b, true) }
+
+func sendRate(b *testing.B, event bool) {
+	if !event {
+		defer spareP(2)()
+	}
 	const size, depth, every, rdepth = perfSendMsgSize, perfTxDepth, perfSendCQMod, perfRxDepth
 	sa, sb := pair(b, verbstest.PairAttr{Caps: verbs.QPCaps{MaxSendWR: depth, MaxRecvWR: rdepth}, CQDepth: 2 * rdepth, BufSize: rdepth * size})
 	send := []verbs.SendWR{{Opcode: verbs.OpSend, SGL: []verbs.SGE{sb.Buf.SGE(0, size)}}}
@@ -211,10 +223,23 @@ func BenchmarkSendRate64(b *testing.B) {
 	// Crossings into C, counted where they happen: every Poll here asks
 	// for perfPollBatch completions with the CQ's ring empty, one
 	// gd_poll_cq call, and every post is one call.
-	var rxPolls, rxEmpty, rxPosts, txPolls, txPosts int
+	var rxPolls, rxEmpty, rxPosts, rxWaits, txPolls, txFull, txWaits int
 	// fail keeps the first error; err is moved to the heap only here.
 	fail := func(err error) { failed.CompareAndSwap(nil, &err) }
+	// await sleeps on cq's completion channel in the event variant.
+	ctx := context.Background()
+	await := func(cq verbs.CQ, waits *int) {
+		if !event {
+			return
+		}
+		*waits++
+		if err := cq.Wait(ctx, false); err != nil {
+			fail(err)
+		}
+	}
 	done := make(chan struct{})
+	progress := make(chan struct{}, 1) // the receiver reposted (event variant)
+	acct := startAcct()
 	b.ReportAllocs()
 	b.ResetTimer()
 	go func() {
@@ -226,6 +251,7 @@ func BenchmarkSendRate64(b *testing.B) {
 			rxPolls++
 			if k == 0 {
 				rxEmpty++
+				await(sa.CQ, &rxWaits)
 				continue
 			}
 			repost = repost[:0]
@@ -243,25 +269,52 @@ func BenchmarkSendRate64(b *testing.B) {
 			}
 			n += k
 			received.Store(int64(n))
+			if event {
+				select {
+				case progress <- struct{}{}:
+				default:
+				}
+			}
 		}
 	}()
 	wcs := make([]verbs.WC, perfPollBatch)
 	posted, retired := 0, 0
 	reap := func() {
 		txPolls++
-		for _, wc := range wcs[:sb.CQ.Poll(wcs)] {
+		k := sb.CQ.Poll(wcs)
+		for _, wc := range wcs[:k] {
 			if wc.Status != verbs.WCSuccess {
 				fail(fmt.Errorf("send %+v", wc))
 				return
 			}
 			retired = int(wc.ID) + 1
 		}
+		if k == 0 {
+			await(sb.CQ, &txWaits)
+		}
 	}
 	for posted < b.N && failed.Load() == nil {
 		// A Send that finds no receive is refused and retried after
 		// the RNR timer: the receiver's reposting keeps up in
 		// perftest, and the gate keeps it so here.
-		for (posted-retired >= depth || posted-int(received.Load()) >= rdepth-perfPollBatch) && failed.Load() == nil {
+		for stopped := false; failed.Load() == nil; stopped = true {
+			full := posted-retired >= depth
+			if !full && posted-int(received.Load()) < rdepth-perfPollBatch {
+				break
+			}
+			if !stopped {
+				txFull++
+			}
+			if event && !full {
+				// Only the receiver's progress lifts this stop: no
+				// signalled Send may be outstanding to wake the send
+				// CQ.
+				select {
+				case <-progress:
+				case <-done:
+				}
+				continue
+			}
 			reap()
 		}
 		send[0].ID = uint64(posted)
@@ -269,7 +322,6 @@ func BenchmarkSendRate64(b *testing.B) {
 		if posted%every == every-1 || posted == b.N-1 {
 			send[0].Flags = verbs.SendSignaled
 		}
-		txPosts++
 		if _, err := sb.QP.PostSend(send); err != nil {
 			fail(err)
 			break
@@ -280,12 +332,22 @@ func BenchmarkSendRate64(b *testing.B) {
 		reap()
 	}
 	<-done
+	b.StopTimer()
 	if err := failed.Load(); err != nil {
 		b.Fatal(*err)
 	}
 	per := func(n int) float64 { return float64(n) / float64(b.N) }
-	b.ReportMetric(per(txPosts+txPolls), "tx-cgo/op")
+	b.ReportMetric(per(posted+txPolls), "tx-cgo/op")
 	b.ReportMetric(per(txPolls), "tx-polls/op")
+	// How the sender posts and polls: the runs of posts between two
+	// stops for room, and the polls per stop.
+	b.ReportMetric(float64(posted)/float64(max(txFull, 1)), "tx-posts/stop")
+	b.ReportMetric(float64(txPolls)/float64(max(txFull, 1)), "tx-polls/stop")
 	b.ReportMetric(per(rxPolls+rxPosts), "rx-cgo/op")
 	b.ReportMetric(per(rxEmpty), "rx-empty/op")
+	b.ReportMetric(float64(b.N)/float64(max(rxPosts, 1)), "rx-wc/poll")
+	if event {
+		b.ReportMetric(per(txWaits+rxWaits), "waits/op")
+	}
+	acct.report(b)
 }

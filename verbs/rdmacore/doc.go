@@ -33,4 +33,15 @@
 // GODAPL_RDMACORE_BUSY_POLL), so that a poll of an empty CQ keeps
 // polling inside C rather than crossing back into Go for every empty
 // poll.
+//
+// Spin only with CPUs to spare. A software device does its work on the
+// poster's CPU (rxe runs a Send's whole protocol path inside the post's
+// system call), so where CPUs are scarce (a VM on a busy host, more
+// spinning threads than cores) a goroutine spinning on an empty CQ takes
+// CPU from the device it waits for, and Go's scheduler preempts a
+// goroutine that never blocks every 10 ms, waking threads to do it.
+// There, wait on the completion channel (CQ.Wait, which BusyPoll precedes
+// with a short spin; DAT's EVD waits use it). In the lab's emulated VM a
+// Send stream ran 3.2 times faster with both ends waiting than spinning
+// while the host was loaded, and 1.1 to 1.8 times slower when it was not.
 package rdmacore
