@@ -277,8 +277,12 @@ func rx(s *rdsoverdat.Socket, buf []byte, mode string) error {
 	var size int
 	var bytes float64
 	var t0 time.Time
+	// One Msg for the run: RecvMsg's argument escapes, so a Msg declared
+	// per message would be allocated per message, a cost raw TCP's loop
+	// does not have.
+	var m rdsoverdat.Msg
 	for {
-		m := rdsoverdat.Msg{Data: buf}
+		m = rdsoverdat.Msg{Data: buf, Control: m.Control[:0]}
 		n, err := s.RecvMsg(&m, 0)
 		if err != nil {
 			return err
@@ -333,8 +337,9 @@ func finish(s *rdsoverdat.Socket, dst netip.AddrPort) error {
 		return err
 	}
 	buf := make([]byte, 64)
+	var m rdsoverdat.Msg
 	for {
-		m := rdsoverdat.Msg{Data: buf}
+		m = rdsoverdat.Msg{Data: buf, Control: m.Control[:0]}
 		n, err := s.RecvMsg(&m, 0)
 		if err != nil || n == 1 {
 			return err
@@ -345,13 +350,14 @@ func finish(s *rdsoverdat.Socket, dst netip.AddrPort) error {
 func pingpong(s *rdsoverdat.Socket, dst netip.AddrPort, p []byte, iters int) error {
 	rtt := make([]float64, 0, iters)
 	buf := make([]byte, len(p)+64)
+	var m rdsoverdat.Msg // one for the run (see rx)
 	for i := -10; i < iters; i++ {
 		t0 := time.Now()
 		if err := send(s, p, dst); err != nil {
 			return err
 		}
 		for {
-			m := rdsoverdat.Msg{Data: buf}
+			m = rdsoverdat.Msg{Data: buf, Control: m.Control[:0]}
 			if _, err := s.RecvMsg(&m, 0); err != nil {
 				return err
 			}

@@ -291,7 +291,7 @@ func (e *datEP) ringSlot() (off int, got, adv uint32, ok bool) {
 		}
 		e.stalled.Store(false)
 	}
-	return int(e.txPosted%depth) * datSlot, got, adv, true
+	return e.slotOff(depth), got, adv, true
 }
 
 // postRing posts n bytes of the slot at off as one Send, with the ring's

@@ -10,6 +10,10 @@ import "github.com/godapl/godapl/rdsoverdat/internal/xport"
 // before its TCP acks count as RDS acks.
 const AckTrust = tcpAckTrust
 
+// LoneMax is the most messages a sender's own writes leave to later
+// traffic before their acks are counted.
+const LoneMax = tcpLoneMax
+
 // Conn is a handle on one tcp connection of a path; handles on the same
 // connection compare equal.
 type Conn struct{ c *tcpConn }

@@ -165,7 +165,7 @@ func (tn *tcpNode) SettleAcks(p xport.Path) {
 	if !ok || !tp.lone.Load() {
 		return
 	}
-	if c := tp.live.Load(); c != nil && !c.settle() {
+	if c := tp.live.Load(); c != nil && !c.settle(true) {
 		return
 	}
 	if tn.node.SendersBlocked() {

@@ -22,8 +22,8 @@ import "github.com/godapl/godapl/rdsoverdat/wire"
 
 // noteHeader records header h just read from the peer through rd. A
 // message from the peer also carries TCP's ack of what this side sent
-// before it: a lone message the writer left to later traffic (goLone),
-// the request this is the answer to, is freed here.
+// before it: the messages the writer left to later traffic (goLone) are
+// freed here once enough of them wait (ackDue).
 func (c *tcpConn) noteHeader(rd *tcpReader, h wire.Header) {
 	if !c.heard.Load() {
 		c.heard.Store(true)
@@ -33,7 +33,7 @@ func (c *tcpConn) noteHeader(rd *tcpReader, h wire.Header) {
 		c.rxSeen.Store(lone)
 	}
 	if c.tp.lone.Load() {
-		c.settle()
+		c.settle(false)
 	}
 }
 
@@ -49,8 +49,8 @@ func (c *tcpConn) sendDirect() bool {
 	if c.txExited || c.txErr != nil || c.batch == nil || c.batch.pending() || c.carry != nil {
 		return false
 	}
-	if c.awaitingAcks() {
-		c.checkAcks() // before the write rather than after it; none when the answer freed them
+	if c.armed || c.tp.lone.Load() && c.ackDue() {
+		c.checkAcks() // before the write rather than after it
 	}
 	left, err := c.flushQueue(true)
 	if err != nil {

@@ -42,6 +42,13 @@ const (
 	// tcpBatchBytes and tcpBatchSegs bound one writev.
 	tcpBatchBytes = 256 << 10
 	tcpBatchSegs  = 64
+	// tcpLoneDue and tcpLoneBytes: a sender's own writes leave at most
+	// this many messages, or bytes, to later traffic before their acks
+	// are counted (ackDue); tcpLoneMax bounds what goLone leaves at all
+	// (the writer polls beyond it).
+	tcpLoneDue   = 8
+	tcpLoneMax   = 2 * tcpLoneDue
+	tcpLoneBytes = 64 << 10
 	// tcpAckTrust is how long a connection on which the peer has sent
 	// nothing must live before TCP acks count (tcpConn.heard): a kernel
 	// rejects an unwanted connection right after accepting it.
@@ -201,7 +208,8 @@ func (b *txBatch) reset() {
 // their acks, may leave them to later traffic instead of polling: only
 // a lone message, the request or answer of a request-response exchange,
 // whose ack rides on the peer's next message (noteHeader frees it) or is
-// found by the next write, and only while no socket of the node waits
+// found by the next write, or after a sender's own write (direct) up to
+// tcpLoneMax of them, freed once due (ackDue), and only while no socket of the node waits
 // for SO_SNDBUF room (Node.SendersBlocked). No timer runs for it, so that
 // a ping-pong arms none: each arming may break the netpoller's sleep,
 // and any pending timer makes the scheduler read the clock on its passes.
@@ -210,8 +218,8 @@ func (b *txBatch) reset() {
 // either the writer sees the waiter or the waiter sees lone and wakes the
 // writer. A writer that stops leaving its message alone for a waiter
 // polls at its fastest again.
-func (c *tcpConn) goLone(unacked int) bool {
-	if unacked != 1 {
+func (c *tcpConn) goLone(unacked int, direct bool) bool {
+	if unacked != 1 && (!direct || unacked > tcpLoneMax) {
 		c.tp.lone.Store(false)
 		return false
 	}
@@ -227,17 +235,22 @@ func (c *tcpConn) goLone(unacked int) bool {
 }
 
 // settle frees what TCP has acknowledged while the path's writer leaves
-// a lone message to later traffic (goLone), in the caller's goroutine,
-// and reports whether that message still waits for its ack. If the
-// transmit role is busy its holder checks acks itself, and the message
-// counts as waiting.
-func (c *tcpConn) settle() bool {
+// messages to later traffic (goLone), in the caller's goroutine, and
+// reports whether some still wait for their acks. If the transmit role
+// is busy its holder checks acks itself, and they count as waiting.
+// force false (a message from the peer came) asks TCP only if they are
+// due (ackDue): everyone who looks at what the messages hold (a socket
+// that waits for room, Buffered, Info) forces the check.
+func (c *tcpConn) settle(force bool) bool {
 	if !c.txMu.TryLock() {
 		return c.tp.lone.Load()
 	}
 	defer c.txMu.Unlock()
 	if c.txExited || c.batch == nil || !c.tp.lone.Load() {
 		return false // ended, or not started: lone is an older connection's
+	}
+	if !force && !c.ackDue() {
+		return true
 	}
 	c.checkAcks()
 	if _, unacked := c.tp.p.Pending(); unacked > 0 {
@@ -247,10 +260,21 @@ func (c *tcpConn) settle() bool {
 	return false
 }
 
-// awaitingAcks reports whether messages written on the connection may
-// still wait for their acks: a lone one left to later traffic, or some
-// with an ack poll pending. The caller holds the transmit role.
-func (c *tcpConn) awaitingAcks() bool { return c.armed || c.tp.lone.Load() }
+// ackDue reports whether the messages a sender's own writes left to
+// later traffic (goLone) should be freed now: tcpLoneDue of them, or
+// tcpLoneBytes written since TCP's acks were last counted. Below that
+// they wait, costing memory but no SO_SNDBUF room that anyone sees: a
+// socket that waits for room, Buffered and Info settle them first. A
+// request and its answer thus ask TCP for its unacknowledged count
+// (SIOCOUTQ, a system call) once per tcpLoneDue messages instead of
+// once per message. The caller holds the transmit role.
+func (c *tcpConn) ackDue() bool {
+	if c.written-c.lastAcked >= tcpLoneBytes {
+		return true
+	}
+	_, unacked := c.tp.p.Pending()
+	return unacked >= tcpLoneDue
+}
 
 // ackPollSchedule is when the writer next polls for acks while messages
 // wait for them: soon after an ack freed some (ackPollMin), then twice
@@ -375,7 +399,7 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 			c.timer.Stop() // Go 1.23 timers: no stale tick to drain
 			c.armed = false
 		}
-	case c.goLone(unacked):
+	case c.goLone(unacked, direct):
 		// Left to later traffic; a poll still pending from a backlog
 		// fires once more and then leaves it too.
 	default:
