@@ -226,6 +226,10 @@ func BenchmarkPerfRDMAWrite64K(b *testing.B) {
 	// dapltest counts 2^20 bytes in a MB, dattest 10^6.
 	cSide := func() float64 { return perf(b, i, perfIters, perfWorkload...) * (1 << 20) / 1e6 }
 	goSide := func() float64 { return dattestPerf(b, dattestBin, conf, a, port, perfIters) }
+	if *perfBaseLib != "" {
+		perfAgainst(b, cSide, goSide, i)
+		return
+	}
 	b.ResetTimer()
 	var cMB, goMB, ratios []float64
 	for r := range max(*perfRounds, 1) {
@@ -242,6 +246,45 @@ func BenchmarkPerfRDMAWrite64K(b *testing.B) {
 	b.ReportMetric(slices.Max(ratios), "c/go-max")
 }
 
+// perfAgainst is BenchmarkPerfRDMAWrite64K with -udapl.baselib: another
+// build of the library (the one to compare with, "base") runs dapltest in
+// the same rounds, on an IA and dapltest server of its own. A round is
+// C, base, Go, Go, base, C, or base first in every other round, so that
+// neither build has the better places; both ratios are over the round's
+// Go pair.
+func perfAgainst(b *testing.B, cSide, goSide func() float64, i cIA) {
+	if _, err := os.Stat(*perfBaseLib); err != nil {
+		b.Fatal(err)
+	}
+	ib := newIAWith(b, *perfBaseLib)
+	dapltestServer(b, ib)
+	baseSide := func() float64 { return perf(b, ib, perfIters, perfWorkload...) * (1 << 20) / 1e6 }
+	b.ResetTimer()
+	var cMB, baseMB, goMB, ratios, baseRatios []float64
+	for r := range max(*perfRounds, 1) {
+		first, second := cSide, baseSide
+		if r%2 == 1 {
+			first, second = baseSide, cSide
+		}
+		f1, s1, g1, g2, s2, f2 := first(), second(), goSide(), goSide(), second(), first()
+		c1, c2, b1, b2 := f1, f2, s1, s2
+		if r%2 == 1 {
+			c1, c2, b1, b2 = s1, s2, f1, f2
+		}
+		cMB, baseMB, goMB = append(cMB, c1, c2), append(baseMB, b1, b2), append(goMB, g1, g2)
+		ratios = append(ratios, (c1+c2)/(g1+g2))
+		baseRatios = append(baseRatios, (b1+b2)/(g1+g2))
+		b.Logf("round %d: C %.0f %.0f MB/s, base C %.0f %.0f MB/s, Go %.0f %.0f MB/s, c/go %.3f, base c/go %.3f",
+			r+1, c1, c2, b1, b2, g1, g2, ratios[r], baseRatios[r])
+	}
+	b.StopTimer()
+	b.ReportMetric(median(cMB), "c-MB/s")
+	b.ReportMetric(median(baseMB), "base-c-MB/s")
+	b.ReportMetric(median(goMB), "go-MB/s")
+	b.ReportMetric(median(ratios), "c/go")
+	b.ReportMetric(median(baseRatios), "base-c/go")
+}
+
 // The workload of BenchmarkPerfRDMAWrite64K, in the arguments both
 // programs take: dapltest -T P's blocking mode (-m b: dat_evd_wait with
 // threshold 1 and no timeout, then as many dequeues as its queue count,
@@ -249,7 +292,10 @@ func BenchmarkPerfRDMAWrite64K(b *testing.B) {
 // flight.
 var perfWorkload = []string{"-m", "b", "RW", "65536", "1"}
 
-var perfRounds = flag.Int("udapl.rounds", 5, "rounds of C, Go, Go, C transfers in BenchmarkPerfRDMAWrite64K")
+var (
+	perfRounds  = flag.Int("udapl.rounds", 5, "rounds of C, Go, Go, C transfers in BenchmarkPerfRDMAWrite64K")
+	perfBaseLib = flag.String("udapl.baselib", "", "another build of libdatgodapl.so that BenchmarkPerfRDMAWrite64K runs in the same rounds")
+)
 
 const perfIters = 30000
 

@@ -80,7 +80,12 @@ type cIA struct {
 
 func newIA(t testing.TB) cIA {
 	t.Helper()
-	lib := library(t)
+	return newIAWith(t, library(t))
+}
+
+// newIAWith is newIA on the library at lib.
+func newIAWith(t testing.TB, lib string) cIA {
+	t.Helper()
 	a := testutil.LoopbackAddr()
 	conf := filepath.Join(t.TempDir(), "dat.conf")
 	var b strings.Builder

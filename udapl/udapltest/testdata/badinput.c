@@ -3,11 +3,14 @@
  * foreign, wrongly typed and freed handles, calls in the wrong EP state,
  * triplets outside their LMR, bad arguments) and checks the DAT return
  * codes; then checks that a thread blocked in dat_evd_wait blocks no other
- * thread. Built and run by udapltest's TestBadInput: usage badinput IA.
+ * thread, owns the EVD while it sleeps, and is woken by
+ * dat_evd_set_unwaitable and by dat_ia_close. Built and run by udapltest's
+ * TestBadInput: usage badinput IA.
  * Prints one line per case and exits 1 if any case failed.
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +53,25 @@ static void *wait_forever(void *arg)
 
 	w->r = dat_evd_wait(w->evd, DAT_TIMEOUT_INFINITE, 1, &w->ev, &n);
 	return NULL;
+}
+
+/* start_waiter starts a thread in dat_evd_wait on w->evd and returns once
+ * it owns the EVD (a dequeue meets its waiter), or 0 if it never does. */
+static int start_waiter(struct waiter *w, pthread_t *th)
+{
+	DAT_EVENT ev;
+	long i;
+
+	if (pthread_create(th, NULL, wait_forever, w) != 0) {
+		printf("FAIL pthread_create\n");
+		exit(1);
+	}
+	for (i = 0; i < 100000000; i++) {
+		if (DAT_GET_TYPE(dat_evd_dequeue(w->evd, &ev)) == DAT_INVALID_STATE)
+			return 1;
+		sched_yield();
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -200,10 +222,11 @@ int main(int argc, char **argv)
 		pthread_t th;
 		DAT_EVENT se;
 
-		if (pthread_create(&th, NULL, wait_forever, &w) != 0) {
-			printf("FAIL pthread_create\n");
-			return 1;
-		}
+		check("a waiter owns the EVD", start_waiter(&w, &th) ? DAT_SUCCESS : DAT_INTERNAL_ERROR, DAT_SUCCESS, -1);
+		check("dequeue under a waiter", dat_evd_dequeue(evd2, &ev), DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER);
+		check("a second waiter", dat_evd_wait(evd2, 1000, 1, &ev, &n), DAT_INVALID_STATE,
+		      DAT_INVALID_STATE_EVD_WAITER);
+		check("free under a waiter", dat_evd_free(evd2), DAT_INVALID_STATE, -1);
 		memset(&se, 0, sizeof se);
 		se.event_number = DAT_SOFTWARE_EVENT;
 		se.event_data.software_event_data.pointer = buf;
@@ -217,8 +240,30 @@ int main(int argc, char **argv)
 		      DAT_SUCCESS : DAT_INTERNAL_ERROR, DAT_SUCCESS, -1);
 	}
 
+	/* dat_evd_set_unwaitable wakes a waiter, which returns DAT_INVALID_STATE. */
+	{
+		struct waiter w = {.evd = evd2};
+		pthread_t th;
+
+		check("a waiter owns the EVD again", start_waiter(&w, &th) ? DAT_SUCCESS : DAT_INTERNAL_ERROR,
+		      DAT_SUCCESS, -1);
+		must("dat_evd_set_unwaitable", dat_evd_set_unwaitable(evd2));
+		pthread_join(th, NULL);
+		check("unwaitable wakes the waiter", w.r, DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_UNWAITABLE);
+		must("dat_evd_clear_unwaitable", dat_evd_clear_unwaitable(evd2));
+	}
+
+	/* Closing the IA wakes a waiter, which returns DAT_ABORT. */
+	struct waiter closing = {.evd = evd2};
+	pthread_t closing_th;
+
+	check("a waiter owns the EVD at close", start_waiter(&closing, &closing_th) ? DAT_SUCCESS : DAT_INTERNAL_ERROR,
+	      DAT_SUCCESS, -1);
+
 	/* Handles of a closed IA. */
 	must("dat_ia_close", dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG));
+	pthread_join(closing_th, NULL);
+	check("closing the IA aborts the waiter", closing.r, DAT_ABORT, -1);
 	check("EVD of a closed IA", dat_evd_dequeue(evd, &ev), DAT_INVALID_HANDLE, -1);
 	check("EP of a closed IA", dat_ep_free(ep), DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
 
