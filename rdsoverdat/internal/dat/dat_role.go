@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/xport"
+	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
 // The node's event role: taking the node's events off its EVD (and
@@ -95,18 +96,21 @@ func (r *datEventRole) init(dn *datNode) {
 // noteDelivery records, before the complete message m is delivered on
 // p, whether its socket's RecvMsg waits for it: if so, and m is the
 // batch's only message for a socket, the event goroutine lends that
-// socket the role after the batch. A holder never lends.
+// socket the role after the batch. A holder never lends. The socket is
+// looked up only when the batch could still lend: in a stream, where
+// batches hold dozens of messages and the role stays home, a lookup per
+// message would duplicate the core's own.
 func (dn *datNode) noteDelivery(p xport.Path, m xport.Msg) {
-	s := p.ReaderTarget(m.Header())
-	if s == nil {
-		return // not data for a socket: a ping, a handshake
+	h := m.Header()
+	if h.Dport() == wire.PingPort || wire.IsHandshakePong(h.Sport(), h.Dport()) {
+		return // not data for a socket
 	}
 	dn.batchMsgs++
+	dn.lendTo = nil
 	if dn.holding || dn.batchMsgs > 1 || dn.cool > 0 {
-		dn.lendTo = nil
 		return
 	}
-	if s.Waiting() {
+	if s := p.ReaderTarget(h); s != nil && s.Waiting() {
 		dn.lendTo = s
 	}
 }

@@ -159,8 +159,11 @@ func rx(s *rdsoverdat.Socket, linger time.Duration) error {
 	buf := make([]byte, 1<<20)
 	var n uint64
 	answered := false
+	// One Msg for the run: RecvMsg takes its address, so one declared
+	// per message would cost an allocation per message on either backend.
+	var m rdsoverdat.Msg
 	for {
-		m := rdsoverdat.Msg{Data: buf}
+		m.Data = buf
 		l, err := s.RecvMsg(&m, 0)
 		if answered && errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil // the goodbye was lost: the sender has its answer
@@ -243,13 +246,14 @@ func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d, retry time.Du
 func rtt(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, iters int, retry time.Duration) error {
 	buf[0] = kindEcho
 	in := make([]byte, len(buf))
-	var rtts []time.Duration
+	rtts := make([]time.Duration, 0, iters)
+	var m rdsoverdat.Msg // one for the run, as in rx
 	for i := range iters + 20 {
 		t0 := time.Now()
 		if _, err := s.SendTo(buf, dst, 0); err != nil {
 			return err
 		}
-		m := rdsoverdat.Msg{Data: in}
+		m.Data = in
 		if _, err := s.RecvMsg(&m, 0); err != nil {
 			return err
 		}
