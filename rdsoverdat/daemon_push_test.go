@@ -226,3 +226,46 @@ func TestDaemonPushRoundTripAllocs(t *testing.T) {
 		t.Errorf("%.2f allocs per round trip through the daemon over tcp", n)
 	}
 }
+
+// A stream over tcp, pushed (by batches of what was queued, and by the
+// pusher's own reads of the connection when the transport lends it the
+// reader role), arrives whole and in order, of every size up to a few
+// hundred bytes, and leaves nothing counted once read.
+func TestDaemonPushStreamTCP(t *testing.T) {
+	leakCheck(t)
+	st, _ := daemonStack(t, Config{Transports: []Transport{TCP(TCPConfig{})}})
+	as := testAddrs(2)
+	a := mustBind(t, st, ap(as[0], 0), SendBuffer(1<<20))
+	b := mustBind(t, st, ap(as[1], 0), RecvBuffer(4<<20))
+	const n = 5000
+	payload := func(i int) []byte {
+		p := make([]byte, 1+i%300)
+		for j := range p {
+			p[j] = byte(i + j)
+		}
+		return p
+	}
+	sent := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if _, err := a.SendTo(payload(i), b.BoundAddr(), 0); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	m := Msg{Data: make([]byte, 512)}
+	for i := range n {
+		k, err := b.RecvMsg(&m, 0)
+		if err != nil || !bytes.Equal(m.Data[:k], payload(i)) || m.Addr != a.BoundAddr() {
+			t.Fatalf("message %d: %d bytes, %v, from %v", i, k, err, m.Addr)
+		}
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if _, rcv := b.Buffered(); rcv != 0 {
+		t.Errorf("Buffered recv = %d with every message read", rcv)
+	}
+}
