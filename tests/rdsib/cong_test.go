@@ -66,13 +66,28 @@ func TestCongestionToKernel(t *testing.T) {
 // order.
 func TestCongestionFromKernel(t *testing.T) {
 	e, k := setup(t)
+	// No connection at the start: the kernel makes it for its first
+	// message and queues the next ones meanwhile, the hardest case for
+	// our map to come in time (below).
+	freshKernel(t, k)
 	st := e.stack(t)
 	s := e.sock(t, st, 4500, 3*time.Minute)
 	const rcvbuf = 1 << 16
 	if err := s.SetOption(rdsoverdat.RecvBuffer(rcvbuf)); err != nil {
 		t.Fatal(err)
 	}
-	k.must(t, map[string]any{"op": "open", "port": 4501})
+	// The kernel tests the destination's congestion bit only when a
+	// message is queued (rds_cong_wait in rds_sendmsg), and what it has
+	// queued goes out whatever maps come later. With the default 8 MiB
+	// SO_SNDBUF its sender queues all 2000 messages within a second,
+	// before a connection it must make first comes up, and so before we
+	// have received the 17 messages that congest our port: no ENOBUFS,
+	// however right our map. A SO_SNDBUF of 64 messages keeps it at most
+	// that far past what we have acknowledged, so that our map, sent as
+	// the 17th message arrives, finds most of the messages still to
+	// send.
+	const sndbuf = 64 * 4096
+	k.must(t, map[string]any{"op": "open", "port": 4501, "sndbuf": sndbuf})
 	before := kernelCounters(t, k)
 	const n = 2000
 	sizes := make([]int, n)

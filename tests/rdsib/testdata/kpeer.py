@@ -15,8 +15,10 @@ returns its answer when it is done. Operations:
   close port | closeall
   send port dst first sizes [dontwait]
                                 send message first+k of sizes[k] bytes to dst
-                                ("ip:port"), in order; ENOBUFS and EAGAIN are
-                                retried and counted ("enobufs"); answers
+                                ("ip:port"), in order; EAGAIN is retried once
+                                the send buffer has room, ENOBUFS after a
+                                congestion map update, and counted
+                                ("enobufs"); answers
                                 its progress, and the kernel's
                                 cong_update_received after the last message
   progress port                 how far port's last send got: messages sent,
@@ -120,9 +122,16 @@ def sendmsg(s, data, to, anc, deadline, counts):
         except OSError as e:
             if e.errno not in (errno.ENOBUFS, errno.EAGAIN) or time.time() > deadline:
                 raise
+            p = select.poll()
             if e.errno == errno.ENOBUFS:
+                # The destination port is congested. POLLOUT tells nothing
+                # of that (the send buffer has room: waiting for it would
+                # spin); a congestion map update raises POLLWRBAND (rds(7)).
                 counts[0] += 1
-            select.select([], [s], [], 0.01)
+                p.register(s, select.POLLWRBAND)
+            else:
+                p.register(s, select.POLLOUT)
+            p.poll(100)
 
 
 def op_send(r):
