@@ -15,8 +15,16 @@ returns its answer when it is done. Operations:
   close port | closeall
   send port dst first sizes [dontwait]
                                 send message first+k of sizes[k] bytes to dst
-                                ("ip:port"), in order; ENOBUFS and EAGAIN are
-                                retried and counted ("enobufs")
+                                ("ip:port"), in order; EAGAIN is retried once
+                                the send buffer has room, ENOBUFS after a
+                                congestion map update, and counted
+                                ("enobufs"); answers
+                                its progress, and the kernel's
+                                cong_update_received after the last message
+  progress port                 how far port's last send got: messages sent,
+                                ENOBUFS, seconds
+  probe port dst                one non-blocking 0-byte send: "sent" or the
+                                errno's name (ENOBUFS: dst's port congested)
   recv port first sizes [timeout]
                                 receive len(sizes) messages and check each is
                                 message first+k of sizes[k] bytes: nothing
@@ -25,6 +33,7 @@ returns its answer when it is done. Operations:
   ping peer count [timeout]     rds-ping: 0-byte messages from a socket to the
                                 peer's port 0, each answered by a pong from 0
   counter name                  the value of an RDS counter (rds-info -c)
+  counters                      every RDS counter that is not 0
   waitcounter name above [timeout]
                                 wait until that counter exceeds above
   sh cmd                        run a shell command; its output in "out"
@@ -68,6 +77,7 @@ def pattern(k, n):
 
 socks, socks_mu = {}, threading.Lock()
 jobs = {}
+progress = {}  # port: how far its last send got
 
 
 def sock(port):
@@ -112,17 +122,42 @@ def sendmsg(s, data, to, anc, deadline, counts):
         except OSError as e:
             if e.errno not in (errno.ENOBUFS, errno.EAGAIN) or time.time() > deadline:
                 raise
+            p = select.poll()
             if e.errno == errno.ENOBUFS:
+                # The destination port is congested. POLLOUT tells nothing
+                # of that (the send buffer has room: waiting for it would
+                # spin); a congestion map update raises POLLWRBAND (rds(7)).
                 counts[0] += 1
-            select.select([], [s], [], 0.01)
+                p.register(s, select.POLLWRBAND)
+            else:
+                p.register(s, select.POLLOUT)
+            p.poll(100)
 
 
 def op_send(r):
     s, to, counts = sock(r["port"]), dst(r["dst"]), [0]
-    deadline = time.time() + r.get("timeout", 120)
+    t0 = time.time()
+    deadline = t0 + r.get("timeout", 120)
+    prog = progress[r["port"]] = {"sent": 0, "of": len(r["sizes"]), "enobufs": 0}
     for k, n in enumerate(r["sizes"]):
         sendmsg(s, pattern(r["first"] + k, n), to, [], deadline, counts)
-    return {"enobufs": counts[0]}
+        prog.update(sent=k + 1, enobufs=counts[0], secs=round(time.time() - t0, 3))
+    # The congestion maps received by then tell a test whether a map
+    # could have refused any of these messages.
+    prog["cong_update_received"] = counters()["cong_update_received"]
+    return dict(prog)
+
+
+def op_probe(r):
+    try:
+        sock(r["port"]).sendmsg([b""], [], socket.MSG_DONTWAIT, dst(r["dst"]))
+        return {"probe": "sent"}
+    except OSError as e:
+        return {"probe": errno.errorcode.get(e.errno, str(e.errno))}
+
+
+def op_progress(r):
+    return dict(progress.get(r["port"], {}))
 
 
 def recv(s, timeout, n=(1 << 20) + 1):
@@ -171,6 +206,17 @@ def op_ping(r):
 
 
 def op_counter(r):
+    v = counters().get(r["name"])
+    if v is None:
+        raise KeyError(r["name"])
+    return {"value": v}
+
+
+def op_counters(r):
+    return {"counters": {k: v for k, v in counters().items() if v}}
+
+
+def counters():
     s = socket.socket(AF_RDS, socket.SOCK_SEQPACKET, 0)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -180,10 +226,8 @@ def op_counter(r):
         if size <= 0:
             raise OSError(ctypes.get_errno(), "RDS_INFO_COUNTERS")
         b = buf.raw[:ln.value]
-        for i in range(0, len(b) - size + 1, size):
-            if b[i:i + 32].split(b"\0")[0].decode() == r["name"]:
-                return {"value": struct.unpack("<Q", b[i + 32:i + 40])[0]}
-        raise KeyError(r["name"])
+        return {b[i:i + 32].split(b"\0")[0].decode(): struct.unpack("<Q", b[i + 32:i + 40])[0]
+                for i in range(0, len(b) - size + 1, size)}
     finally:
         s.close()
 
