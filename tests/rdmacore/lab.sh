@@ -193,7 +193,7 @@ rds() {
 		grep -E '^ +all ' "$BIN/rds-stress.txt" | sed 's/^/   /'
 	else
 		status=1
-		tail -5 "$BIN/rds-stress.txt" "$BIN/rds-stress-passive.txt"
+		tail -n 5 "$BIN/rds-stress.txt" "$BIN/rds-stress-passive.txt"
 	fi
 	echo "== RDS over DAT over rdmacore: rds-cat, 10,000 datagrams $IP -> $IP2"
 	awk 'BEGIN { srand(20); split("0 1 17 100 512 1000 1500 4000 9000", n, " ")

@@ -62,7 +62,7 @@ pair() {
 		grep -E '^ +all ' "$BIN/rds-stress.txt" | sed 's/^/   /'
 	else
 		status=1
-		tail -5 "$BIN/rds-stress.txt" "$BIN/rds-stress-passive.txt"
+		tail -n 5 "$BIN/rds-stress.txt" "$BIN/rds-stress-passive.txt"
 	fi
 }
 [ "${PAIR:-1}" = 0 ] || pair
