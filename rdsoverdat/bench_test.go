@@ -114,16 +114,7 @@ func benchRTT(b *testing.B, cfg Config) {
 // benchRTTOn measures 64 B round trips from a to r, which echoes.
 func benchRTTOn(b *testing.B, a, r *Socket) {
 	b.ReportAllocs()
-	go func() {
-		m := Msg{Data: make([]byte, 64)}
-		for {
-			n, err := r.RecvMsg(&m, 0)
-			if err != nil {
-				return
-			}
-			r.SendTo(m.Data[:n], m.Addr, 0)
-		}
-	}()
+	go echo(r, 64)
 	msg := make([]byte, 64)
 	m := Msg{Data: make([]byte, 64)}
 	b.ResetTimer()

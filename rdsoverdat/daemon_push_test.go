@@ -199,14 +199,7 @@ func TestDaemonPushRoundTripAllocs(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		m := Msg{Data: make([]byte, 64)}
-		for {
-			n, err := b.RecvMsg(&m, 0)
-			if err != nil {
-				return
-			}
-			b.SendTo(m.Data[:n], m.Addr, 0)
-		}
+		echo(b, 64)
 	}()
 	t.Cleanup(func() { b.Close(); <-done })
 	msg := make([]byte, 64)

@@ -48,16 +48,7 @@ func TestDATRoleRoundTrips(t *testing.T) {
 		x := mustBind(t, st, ap(as[1], 0))
 		datRoleNode(t, st, a, time.Hour)
 		datRoleNode(t, st, x, time.Hour)
-		go func() {
-			m := Msg{Data: make([]byte, 256)}
-			for {
-				n, err := x.RecvMsg(&m, 0)
-				if err != nil {
-					return
-				}
-				x.SendTo(m.Data[:n], m.Addr, 0)
-			}
-		}()
+		go echo(x, 256)
 		const n = 300
 		m := Msg{Data: make([]byte, 256)}
 		for i := range n {

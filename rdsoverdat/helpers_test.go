@@ -135,3 +135,16 @@ func datNodeOf(t testing.TB, n *rdsNode) rdsdat.Node {
 	}
 	return dn
 }
+
+// echo answers every message s receives with its payload (messages up to
+// size bytes) to its sender, until a receive fails (s closed).
+func echo(s *Socket, size int) {
+	m := Msg{Data: make([]byte, size)}
+	for {
+		n, err := s.RecvMsg(&m, 0)
+		if err != nil {
+			return
+		}
+		s.SendTo(m.Data[:n], m.Addr, 0)
+	}
+}
