@@ -15,20 +15,6 @@ import "syscall"
 // minRNRTimer is the IB encoding of 0.32 ms.
 const minRNRTimer = C.GD_MIN_RNR_TIMER
 
-// queryMinRNRTimer returns the QP's minimum RNR timer, IB encoded.
-func (q *qp) queryMinRNRTimer() (int, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.dead {
-		return 0, errnoErr("ibv_query_qp", syscall.EINVAL)
-	}
-	rc := int(C.gd_min_rnr_timer(q.q))
-	if rc < 0 {
-		return 0, errnoErr("ibv_query_qp", syscall.Errno(-rc))
-	}
-	return rc, nil
-}
-
 // qpPath is a connected QP's path and transport timers (gd_qp_path).
 type qpPath struct {
 	MTU, Timeout, RetryCnt, RNRRetry, MinRNRTimer, MaxRDAtomic, MaxDestRDAtomic int

@@ -21,12 +21,12 @@ func TestMinRNRTimer(t *testing.T) {
 	}
 	sa, sb := verbstest.ConnectPair(t, a, b, addr+":0", verbstest.PairAttr{})
 	for _, s := range []*verbstest.Side{sa, sb} {
-		got, err := s.QP.(*qp).queryMinRNRTimer()
+		p, err := s.QP.(*qp).queryPath()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != minRNRTimer {
-			t.Errorf("QP %d: min_rnr_timer %d, want %d (0.32 ms)", s.QP.QPN(), got, minRNRTimer)
+		if p.MinRNRTimer != minRNRTimer {
+			t.Errorf("QP %d: min_rnr_timer %d, want %d (0.32 ms)", s.QP.QPN(), p.MinRNRTimer, minRNRTimer)
 		}
 	}
 }

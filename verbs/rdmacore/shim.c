@@ -243,19 +243,6 @@ int gd_cm_modify(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state s,
 	return ibv_modify_qp(qp, &attr, mask) ? errno : 0;
 }
 
-// gd_min_rnr_timer returns qp's minimum RNR timer (IB encoding), or
-// -errno.
-int gd_min_rnr_timer(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr attr;
-	struct ibv_qp_init_attr init;
-
-	memset(&attr, 0, sizeof(attr));
-	if (ibv_query_qp(qp, &attr, IBV_QP_MIN_RNR_TIMER, &init))
-		return -errno;
-	return attr.min_rnr_timer;
-}
-
 int gd_query_path(struct ibv_qp *qp, struct gd_qp_path *out)
 {
 	struct ibv_qp_attr attr;

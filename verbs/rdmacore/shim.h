@@ -124,8 +124,6 @@ int gd_modify_qp_state(struct ibv_qp *qp, enum ibv_qp_state s, int port, int acc
 // asks of rdma_cm for its own QPs (rdma_set_min_rnr_timer).
 #define GD_MIN_RNR_TIMER 10
 
-int gd_min_rnr_timer(struct ibv_qp *qp);
-
 // gd_qp_path is what ibv_query_qp reports of a connected QP's path and
 // transport timers, for the tests to compare with other programs'.
 struct gd_qp_path {
