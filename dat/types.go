@@ -70,6 +70,14 @@ type LMRTriplet struct {
 	LMRContext     LMRContext
 }
 
+// RecvPost is one receive buffer of a list posted in one call
+// (srq.SRQ.PostRecvList, a godapl extension): the iov and cookie that
+// dat_srq_post_recv takes for one buffer.
+type RecvPost struct {
+	IOV    []LMRTriplet
+	Cookie DTOCookie
+}
+
 // RMRTriplet names peer memory for RDMA (DAT_RMR_TRIPLET, 2.0 layout).
 type RMRTriplet struct {
 	VirtualAddress VAddr

@@ -15,6 +15,13 @@
 //     returns (the memory it names stays the provider's until the
 //     completion). The cookie is the consumer's: 0 and repeated values
 //     come back as given.
+//   - PostRecvList, a godapl extension, posts a list of buffers in one
+//     call with PostRecv's checks and errors per entry, handing them to
+//     the provider in chunks (one ibv_post_srq_recv per chunk on
+//     rdmacore). Entries go in order; at the first refused one it stops:
+//     the entries before it stay posted, it and those after it are not,
+//     and the call returns how many were posted with the refused entry's
+//     error.
 //   - The completion goes to the recv EVD of the EP that took the buffer,
 //     in the order its peer posted the Sends; there is no order across
 //     connections. Buffers carry no completion flags and complete

@@ -55,6 +55,22 @@ func (s *SRQ) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie) error {
 	return s.c().PostRecv(iov, cookie)
 }
 
+// PostRecvList posts many receive buffers in one call, a godapl
+// extension with no DAT counterpart: each entry is what one
+// dat_srq_post_recv takes, checked and answered with that call's errors,
+// and the buffers go to the provider in chunks of one post each (on
+// rdmacore one ibv_post_srq_recv per chunk instead of one per buffer).
+//
+// Entries are posted in order. On a partial failure the buffers before
+// the refused one stay posted and the rest are not: n is how many were
+// posted (posts[:n]), and err is what PostRecv would have returned for
+// posts[n]; a caller may fix or drop that entry and post posts[n+1:]
+// again. An empty list posts nothing and returns 0, nil. It allocates
+// nothing.
+func (s *SRQ) PostRecvList(posts []dat.RecvPost) (n int, err error) {
+	return s.c().PostRecvList(posts)
+}
+
 // Query reports the SRQ (dat_srq_query).
 func (s *SRQ) Query() (Param, error) {
 	p, err := s.c().Query()

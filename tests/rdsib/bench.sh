@@ -43,7 +43,8 @@ vm start --name "$N1" --ip "$IP1" --rdma "rxe0:rxe:eth0" --share "$REPO"
 vm start --name "$N2" --ip "$IP2" --rdma "rxe0:rxe:eth0" --share "$REPO"
 
 # one BACKEND ARGS...: one measurement, the receiver on VM1, the sender
-# on VM2; prints the sender's RESULT line and both sides' STATS lines.
+# on VM2; prints the sender's RESULT line, both sides' STATS lines and
+# the receiver's PROC line (its CPU and wake-ups per message).
 # BACKEND base is the dat backend of the BASE binary.
 port=19000
 one() {
@@ -65,7 +66,7 @@ one() {
 		return 1
 	fi
 	wait $rxjob || true
-	grep -h "RESULT\|STATS" "$BIN/tx.txt" "$BIN/rx.txt"
+	grep -h "RESULT\|STATS\|PROC" "$BIN/tx.txt" "$BIN/rx.txt"
 }
 
 # value FIELD LINE: a field=value of a RESULT line.
@@ -97,11 +98,11 @@ for r in $(seq "$REPS"); do
 		t= m= p=
 		if has tput; then
 			t=$(one $backend -mode tput -size 65536 -secs "$SECS")
-			{ grep STATS <<<"$t" || true; } | sed "s/^/round=$r backend=$backend tput_64k /"
+			{ grep "STATS\|PROC" <<<"$t" || true; } | sed "s/^/round=$r backend=$backend tput_64k /"
 		fi
 		if has rate; then
 			m=$(one $backend -mode tput -size 64 -secs "$SECS")
-			{ grep STATS <<<"$m" || true; } | sed "s/^/round=$r backend=$backend rate_64 /"
+			{ grep "STATS\|PROC" <<<"$m" || true; } | sed "s/^/round=$r backend=$backend rate_64 /"
 		fi
 		if has rtt; then
 			p=$(one $backend -mode rtt -size 64 -iters 500)

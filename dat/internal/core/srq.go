@@ -52,10 +52,14 @@ type SRQ struct {
 	// post paths do.
 	checksSGL bool
 
-	// Post scratch, as for EPs: guarded by postMu.
+	// Post scratch, as for EPs: guarded by postMu. The l* arrays hold
+	// one chunk of a PostRecvList.
 	postMu sync.Mutex
 	rwr    [1]verbs.RecvWR
 	rsgl   [verbs.MaxSGE]verbs.SGE
+	lwr    [srqListChunk]verbs.RecvWR
+	lsgl   [srqListChunk][verbs.MaxSGE]verbs.SGE
+	lslot  [srqListChunk]uint32
 	maxIOV atomic.Int32 // max_recv_iov, read by posts without mu
 }
 
@@ -175,19 +179,9 @@ func (s *SRQ) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie) error {
 	trust := s.checksSGL && s.pz.loose.Load() == 0
 	s.postMu.Lock()
 	defer s.postMu.Unlock()
-	k := 0
-	for i := range iov {
-		t := &iov[i]
-		if t.SegmentLength == 0 {
-			continue
-		}
-		if trust {
-			g := &s.rsgl[k]
-			g.Addr, g.Length, g.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
-		} else if err := s.ia.CheckLocal(op, s.pz, t, dat.MemPrivLocalWrite, &s.rsgl[k]); err != nil {
-			return err
-		}
-		k++
+	k, err := s.sgl(op, trust, iov, &s.rsgl)
+	if err != nil {
+		return err
 	}
 	slot, ok := s.own.table.get(cookieSlot{cookie: cookie, op: dat.DTOReceive})
 	if !ok {
@@ -195,7 +189,7 @@ func (s *SRQ) PostRecv(iov []dat.LMRTriplet, cookie dat.DTOCookie) error {
 	}
 	w := &s.rwr[0]
 	*w = verbs.RecvWR{ID: s.own.id | wrRecvBit | uint64(slot), SGL: s.rsgl[:k]}
-	_, err := s.vsrq.PostRecv(s.rwr[:])
+	_, err = s.vsrq.PostRecv(s.rwr[:])
 	w.SGL = nil
 	if err != nil {
 		s.own.table.put(slot)

@@ -149,9 +149,9 @@ type datNode struct {
 	// the RecvMsg's that holds the role.
 	role    datEventRole
 	ev      dat.Event
-	rxIOV   [1]dat.LMRTriplet
-	wakes   []*datEP // EPs to ack or restart after the current batch
-	holding bool     // a RecvMsg holds the role
+	rep     datRepost // handled buffers not yet given back (dat_rxpost.go)
+	wakes   []*datEP  // EPs to ack or restart after the current batch
+	holding bool      // a RecvMsg holds the role
 	// lendTo: a socket whose waiting RecvMsg got a message in this batch.
 	lendTo xport.Receiver
 	// batchMsgs: messages delivered by this batch; cool: batches left
@@ -290,9 +290,6 @@ func (dn *datNode) post(i int, iov *[1]dat.LMRTriplet) error {
 	iov[0] = (*dn.rx.Load())[i/d].Triplet((i%d)*datSlot, datSlot)
 	return dn.srq.PostRecv(iov[:], dat.DTOCookie(i))
 }
-
-// repost gives receive buffer i back to the SRQ (event goroutine).
-func (dn *datNode) repost(i int) error { return dn.post(i, &dn.rxIOV) }
 
 // rxBuf returns receive buffer i.
 func (dn *datNode) rxBuf(i int) []byte {

@@ -59,11 +59,17 @@ func (dn *datNode) batch() {
 	for dn.evd.DequeueInto(&dn.ev) == nil {
 		dn.handle(&dn.ev)
 	}
+	dn.flushReposts()
 }
 
 // handle dispatches one event on its Number, reading only the member that
 // Number names (ev may hold stale members of earlier events).
 func (dn *datNode) handle(ev *dat.Event) {
+	if ev.Number != dat.DTOCompletionEvent {
+		// What follows (a retirement, a connection event) sees the
+		// buffers of the receives before it back and credited.
+		dn.flushReposts()
+	}
 	switch ev.Number {
 	case dat.DTOCompletionEvent:
 		if ev.DTO.Op == dat.DTOReceive {

@@ -18,9 +18,10 @@ import (
 // protocol error that resets this connection only. A complete message
 // goes to the core, then its sequence number becomes the connection's
 // ack (even if lower than before: the peer restarted), requested promptly if the sender asked with ACK_REQUIRED. The
-// buffer is reposted at once (or rests in the node's free list while
-// enough others are posted, dat_rxpost.go) and counted as a posted
-// credit of the connection it came from.
+// buffer goes back to the SRQ with the others of its batch of events (or
+// rests in the node's free list while enough others are posted,
+// dat_rxpost.go) and is then counted as a posted credit of the
+// connection it came from.
 
 var (
 	errDatShort    = errors.New("rds dat: receive shorter than an RDS header")
@@ -103,14 +104,7 @@ func (dn *datNode) onRecv(c *dat.DTOCompletion) {
 	if e != nil && c.Status == dat.DTOSuccess {
 		e.recv(dn.rxBuf(i)[:min(int(c.Length), datSlot)])
 	}
-	if dn.recycle(i) != nil {
-		return // the IA is closing
-	}
-	if e != nil && !e.dead.Load() {
-		if e.credits.addPosted(1) >= e.ackEvery {
-			dn.wake(e)
-		}
-	}
+	dn.handled(i, e)
 }
 
 // recv processes one received Send on e (event goroutine).

@@ -99,21 +99,91 @@ func (dn *datNode) addFree(first, n int, iov *[1]dat.LMRTriplet) error {
 	return nil
 }
 
-// recycle gives buffer i back after its completion was handled (event
-// role): to the SRQ, unless more than the target are there, in which case
-// it rests in the free list.
-func (dn *datNode) recycle(i int) error {
+// datRepostMax is how many handled buffers the event role holds before
+// it gives them back to the SRQ in one post, and so at most how long a
+// buffer stays off the SRQ in a long batch of events.
+const datRepostMax = 32
+
+// datRepost holds the buffers whose completions the event role handled
+// and has not given back yet, with the EP each came from (nil if none
+// or dead then), in completion order. A batch of events gives them back
+// with one SRQ post (srq.PostRecvList), on rdmacore one
+// ibv_post_srq_recv for the lot instead of one per buffer, at its end,
+// before any event that is not a receive completion, and whenever
+// datRepostMax are held. Each buffer is counted as a posted credit of its
+// connection only once it is back: a credit piggybacked by a sender in
+// the meantime never names a buffer that is not on the SRQ.
+type datRepost struct {
+	n     int
+	buf   [datRepostMax]int32
+	ep    [datRepostMax]*datEP
+	posts [datRepostMax]dat.RecvPost
+	iov   [datRepostMax][1]dat.LMRTriplet
+}
+
+// handled records buffer i, whose completion came from e, as done with.
+func (dn *datNode) handled(i int, e *datEP) {
+	r := &dn.rep
+	r.buf[r.n], r.ep[r.n] = int32(i), e
+	r.n++
+	if r.n == len(r.buf) {
+		dn.flushReposts()
+	}
+}
+
+// flushReposts gives the held buffers back: to the SRQ, unless more than
+// the target are there, in which case a buffer rests in the free list;
+// then counts them as posted credits of their connections.
+func (dn *datNode) flushReposts() {
+	r := &dn.rep
+	if r.n == 0 {
+		return
+	}
+	k := 0
+	d := dn.cfg.RecvDepth
+	chunks := *dn.rx.Load()
+	for j := range r.n {
+		i := int(r.buf[j])
+		if !dn.keepPosted(i) {
+			continue
+		}
+		r.iov[k][0] = chunks[i/d].Triplet((i%d)*datSlot, datSlot)
+		r.posts[k] = dat.RecvPost{IOV: r.iov[k][:], Cookie: dat.DTOCookie(i)}
+		k++
+	}
+	n := r.n
+	r.n = 0
+	if _, err := dn.srq.PostRecvList(r.posts[:k]); err != nil {
+		clear(r.ep[:n])
+		return // the IA is closing
+	}
+	for j := 0; j < n; {
+		e, c := r.ep[j], uint32(1)
+		r.ep[j] = nil
+		for j++; j < n && r.ep[j] == e; j++ {
+			r.ep[j] = nil
+			c++
+		}
+		if e != nil && !e.dead.Load() && e.credits.addPosted(c) >= e.ackEvery {
+			dn.wake(e)
+		}
+	}
+}
+
+// keepPosted reports whether buffer i, handled, goes back to the SRQ;
+// if not, it rests in the free list, as more than the target are
+// posted.
+func (dn *datNode) keepPosted(i int) bool {
 	p := &dn.rxp
 	if p.out.Load() <= p.target.Load() {
-		return dn.repost(i)
+		return true
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.out.Load() <= p.target.Load() { // a reservation raised it meantime
-		p.mu.Unlock()
-		return dn.repost(i)
+		return true
 	}
 	p.free = append(p.free, int32(i))
 	p.out.Add(-1)
-	p.mu.Unlock()
-	return nil
+	return false
 }

@@ -32,7 +32,9 @@
 // -cpuprofile writes a Go CPU profile of the run; -stats prints, at the
 // end, a "STATS" line of the dat backend's node counters (messages
 // delivered, ack-only frames sent and received), so that what each side
-// sends per message can be set against the kernel's counters.
+// sends per message can be set against the kernel's counters. A tput
+// receiver also prints a "PROC" line at the marker: its CPU time,
+// context switches and Go scheduler transitions per message received.
 package main
 
 import (
@@ -158,6 +160,7 @@ func run(args []string) error {
 func rx(s *rdsoverdat.Socket, linger time.Duration) error {
 	buf := make([]byte, 1<<20)
 	var n uint64
+	var first procSnap // at the first data message
 	answered := false
 	// One Msg for the run: RecvMsg takes its address, so one declared
 	// per message would cost an allocation per message on either backend.
@@ -176,12 +179,18 @@ func rx(s *rdsoverdat.Socket, linger time.Duration) error {
 		}
 		switch buf[0] {
 		case kindData:
+			if n == 0 {
+				first = snapProc()
+			}
 			n++
 		case kindEcho:
 			if _, err := s.SendTo(buf[:l], m.Addr, 0); err != nil {
 				return err
 			}
 		case kindMarker:
+			if n > 0 && !answered {
+				printProc(first, snapProc(), n)
+			}
 			var ans [8]byte
 			binary.BigEndian.PutUint64(ans[:], n)
 			if _, err := s.SendTo(ans[:], m.Addr, 0); err != nil {
