@@ -229,9 +229,7 @@ func (s *stream) flush() error {
 	}
 	s.dev.Counters.BytesSent.Add(tx.bytes)
 	tx.bytes = 0
-	for _, seq := range tx.done {
-		s.qp.CompleteSend(seq, verbs.WCSuccess, 0)
-	}
+	s.qp.CompleteSends(tx.done)
 	tx.done = tx.done[:0]
 	return nil
 }

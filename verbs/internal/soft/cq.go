@@ -45,10 +45,21 @@ func ringSize(depth int) int { return 1 << bits.Len(uint(depth-1)) }
 // Push adds a completion. A full CQ overflows: the completion is lost, the
 // CQ reports ErrCQOverflow from Wait, and EventCQErr is raised once.
 func (cq *CQ) Push(wc *verbs.WC) {
+	if cq.pushQuiet(wc) {
+		cq.signal()
+	}
+}
+
+// pushQuiet is Push without the waiters' wake-up, which the caller owes
+// (signal) when it reports true. A QP completing sends pushes under its
+// own lock and signals after releasing it: the wake-up readies a waiter
+// and may wake a thread, a system call the lock should not be held
+// across, since that waiter's next post takes the same lock.
+func (cq *CQ) pushQuiet(wc *verbs.WC) bool {
 	cq.mu.Lock()
 	if cq.closed {
 		cq.mu.Unlock()
-		return
+		return false
 	}
 	if cq.ring.Len() == cq.depth {
 		first := !cq.overflow
@@ -58,12 +69,11 @@ func (cq *CQ) Push(wc *verbs.WC) {
 		if first {
 			cq.dev.Event(verbs.AsyncEvent{Type: verbs.EventCQErr, CQ: cq, Err: verbs.ErrCQOverflow})
 		}
-		cq.signal()
-		return
+		return true
 	}
 	cq.ring.Push(wc)
 	cq.mu.Unlock()
-	cq.signal()
+	return true
 }
 
 func (cq *CQ) signal() {

@@ -168,14 +168,40 @@ func (qp *QP) NextSend(w *SendWQE) bool {
 // calls Fail when the error is fatal, as it always is for RC.
 func (qp *QP) CompleteSend(seq uint64, status verbs.WCStatus, byteLen uint32) {
 	qp.mu.Lock()
-	if seq < qp.sqHead || seq >= qp.sqNext {
-		qp.mu.Unlock()
+	qp.quietPush = true
+	kick := qp.completeSendLocked(seq, status, byteLen)
+	qp.finishCompleteLocked(kick)
+}
+
+// CompleteSends finishes the in-flight sends seqs successfully, as
+// CompleteSend does for each, under one hold of the QP's lock and with one
+// wake-up of the CQ's waiters: a provider that hands several messages to
+// the wire in one write completes them together, and a waiter woken by
+// the first would otherwise find the lock held for the next when it
+// posts.
+func (qp *QP) CompleteSends(seqs []uint64) {
+	if len(seqs) == 0 {
 		return
+	}
+	qp.mu.Lock()
+	qp.quietPush = true
+	kick := false
+	for _, seq := range seqs {
+		kick = qp.completeSendLocked(seq, verbs.WCSuccess, 0) || kick
+	}
+	qp.finishCompleteLocked(kick)
+}
+
+// completeSendLocked marks seq done and queues the completions it
+// releases. It reports whether an RDMA Read's ORD slot freed up for
+// requests still waiting. The caller holds qp.mu.
+func (qp *QP) completeSendLocked(seq uint64, status verbs.WCStatus, byteLen uint32) bool {
+	if seq < qp.sqHead || seq >= qp.sqNext {
+		return false
 	}
 	w := qp.sqSlot(seq)
 	if w.done || w.Seq != seq {
-		qp.mu.Unlock()
-		return
+		return false
 	}
 	w.done, w.status, w.byteLen = true, status, byteLen
 	kick := false
@@ -185,9 +211,21 @@ func (qp *QP) CompleteSend(seq uint64, status verbs.WCStatus, byteLen uint32) {
 	}
 	qp.advanceHeadLocked()
 	qp.checkDrainedLocked()
+	return kick
+}
+
+// finishCompleteLocked ends a completion under quietPush: it releases
+// qp.mu, then wakes the send CQ's waiters if completions were queued and
+// kicks the link if an ORD slot freed up.
+func (qp *QP) finishCompleteLocked(kick bool) {
+	pushed := qp.pushed
+	qp.quietPush, qp.pushed = false, false
 	link := qp.link
 	kick = kick && qp.state == verbs.QPStateRTS && link != nil
 	qp.mu.Unlock()
+	if pushed {
+		qp.sendCQ.signal()
+	}
 	if kick {
 		link.Kick()
 	}
@@ -201,7 +239,13 @@ func (qp *QP) pushSendLocked(w *SendWQE, status verbs.WCStatus, byteLen uint32) 
 	if w.Opcode == verbs.OpRDMARead && status == verbs.WCSuccess {
 		wc.ByteLen = byteLen
 	}
-	qp.sendCQ.Push(&wc)
+	if !qp.quietPush {
+		qp.sendCQ.Push(&wc)
+		return
+	}
+	if qp.sendCQ.pushQuiet(&wc) {
+		qp.pushed = true
+	}
 }
 
 // advanceHeadLocked retires the finished requests at the head of the send

@@ -53,6 +53,10 @@ type QP struct {
 	destroyed bool          // guarded by mu
 	// kickPending: sends were posted under LockSend; UnlockSend kicks.
 	kickPending bool // guarded by mu
+	// quietPush: send completions pushed under mu leave the send CQ's
+	// wake-up to the holder, which signals once mu is released if
+	// pushed says it owes one (see completeSendsLocked).
+	quietPush, pushed bool // guarded by mu
 
 	inline atomic.Pointer[inlineRef] // link as an InlineReceiver, while connected
 
