@@ -12,8 +12,8 @@
 #                     and the C bad-input program
 #   make udapl-bench  the cgo crossing per DTO and dapltest -T P against
 #                     dattest -T P, as ratios
-#   make udapl-lab    against OFA dapl over the kernel's siw in the QEMU lab
-#                     (root; boots a VM; needs UDAPL_OUT=bin)
+#   make udapl-lab    against OFA dapl over the kernel's siw and rxe in the
+#                     QEMU lab (root; boots VMs; needs UDAPL_OUT=bin)
 
 UDAPL_OUT ?= bin
 # Extra build tags of the library: rdmacore adds rdma-core's devices.
@@ -37,7 +37,9 @@ udapl-test:
 udapl-bench:
 	CGO_ENABLED=1 $(GO) test -tags udapl -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 20m ./udapl/...
 
-# godapl's library against OFA dapl over the kernel's siw in the QEMU lab (root; boots a VM).
+# godapl's library against OFA dapl over the kernel's siw and rxe in the QEMU lab (root; boots
+# VMs), built with rdmacore (libibverbs-dev, librdmacm-dev).
 .PHONY: udapl-lab
-udapl-lab: udapl
+udapl-lab:
+	$(MAKE) udapl UDAPL_TAGS=rdmacore UDAPL_OUT=bin
 	udapl/lab.sh
