@@ -142,6 +142,7 @@ if step perf; then
 	# over OFA's.
 	rounds() {
 		local ratios= r o1 g1 g2 o2 ratio
+		echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 		for r in $(seq "$ROUNDS"); do
 			o1=$(perf "$OFA" "RW 65536 1") g1=$(perf "$GD" "RW 65536 1")
 			g2=$(perf "$GD" "RW 65536 1") o2=$(perf "$OFA" "RW 65536 1")
@@ -151,8 +152,8 @@ if step perf; then
 		done
 		echo "$ratios" | tr ' ' '\n' | sed '/^$/d' | sort -n |
 			awk '{ v[NR] = $1 } END { if (NR) printf "median ratio libdatgodapl/OFA over %d rounds: %.3f\n", NR, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; else print "no round completed" }'
+		echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 	}
-	echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 	if [ -n "${UDAPL_LAB_LOCK:-}" ]; then
 		export -f rounds perf vm
 		export OFA GD OUT PAIR IA IP LAB VM ROUNDS
