@@ -9,7 +9,7 @@
 #                     dat.conf has an ofa-v2-<device>-<port> IA per RDMA
 #                     port present when it is built
 #   make udapl-test   runs dtest and dapltest (T, P, L, F) on it over loopback,
-#                     and the C bad-input program
+#                     and the C bad-input program; vets the rdmacore build
 #   make udapl-bench  the cgo crossing per DTO and dapltest -T P against
 #                     dattest -T P, as ratios
 #   make udapl-lab    against OFA dapl over the kernel's siw and rxe in the
@@ -31,8 +31,12 @@ udapl:
 	udapl/datconf.sh $(if $(filter rdmacore,$(UDAPL_TAGS)),--rdmacore) $(abspath $(UDAPL_OUT))/libdatgodapl.so > $(UDAPL_OUT)/dat.conf
 	@echo "export DAT_OVERRIDE=$(abspath $(UDAPL_OUT))/dat.conf   # then: dtest -P godapl-siw-lo ..."
 
+# The rdmacore build of the library is vetted and its instance data tested
+# too, so that it keeps building where no RDMA device is.
 udapl-test:
 	CGO_ENABLED=1 $(GO) test -tags udapl -count=1 -v -timeout 20m ./udapl/...
+	CGO_ENABLED=1 $(GO) vet -tags udapl,rdmacore ./udapl/...
+	CGO_ENABLED=1 $(GO) test -tags udapl,rdmacore -count=1 ./udapl/libdatgodapl
 
 udapl-bench:
 	CGO_ENABLED=1 $(GO) test -tags udapl -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 20m ./udapl/...
