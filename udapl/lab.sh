@@ -7,9 +7,16 @@
 #   make udapl-lab      (or udapl/lab.sh after make udapl)
 # env: GODAPL_LAB the lab directory (default tests/lab), LAB_CACHE its cache (default /var/cache/ratlab),
 #   UDAPL_LAB_VM and UDAPL_LAB_IP the VM's name and address (default udapl, 192.168.77.41), so that
-#   several lab VMs can run at once, UDAPL_LAB_ROUNDS the -T P rounds (default 3)
+#   several lab VMs can run at once, UDAPL_LAB_ROUNDS the -T P rounds (default 3),
+#   UDAPL_LAB_STEPS of: rxe (udapl/lab/rxe.sh: the library over the kernel's rxe through rdma-core,
+#   in a VM of its own, against OFA dapl; needs the library built with UDAPL_TAGS=rdmacore) and
+#   siw (the above) (default both)
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd -P)
+LAB_STEPS=${UDAPL_LAB_STEPS:-rxe siw}
+rxefail=0
+case " $LAB_STEPS " in *" rxe "*) "$REPO/udapl/lab/rxe.sh" || rxefail=1 ;; esac
+case " $LAB_STEPS " in *" siw "*) ;; *) exit $rxefail ;; esac
 LAB=${GODAPL_LAB:-$REPO/tests/lab}
 OFA_CONF=$REPO/udapl/ofa-dat.conf
 export LAB_CACHE=${LAB_CACHE:-/var/cache/ratlab}
@@ -71,4 +78,5 @@ for r in $(seq "$ROUNDS"); do
 done
 echo "$ratios" | tr ' ' '\n' | sed '/^$/d' | sort -n |
 	awk '{ v[NR] = $1 } END { if (NR) printf "median ratio libdatgodapl/OFA over %d rounds: %.3f\n", NR, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+[ $rxefail -eq 0 ] || fail=1
 exit $fail

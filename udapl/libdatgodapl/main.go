@@ -12,6 +12,12 @@
 //
 //	godapl-siw-lo u2.0 threadsafe default libdatgodapl.so dapl.2.0 "siw lo 127.0.0.1" ""
 //
+// Built with the rdmacore tag as well, the library also serves the ports
+// of rdma-core's devices (verbs/rdmacore); their instance data is the
+// provider, the device and the port:
+//
+//	ofa-v2-rxe0-1 u2.0 threadsafe default libdatgodapl.so dapl.2.0 "rdmacore rxe0 1" ""
+//
 // Handles are addresses of slots in C memory that only index Go objects
 // (see handles.go); LMRs over consumer buffers are registered in place;
 // every call may come from any C thread, and a blocking wait blocks only
@@ -60,8 +66,13 @@ var reg struct {
 // interface [address]". The device is the provider's device on that
 // interface ("siw lo": siw_lo); interface "-" names the provider's device
 // bound to no interface, which serves any local address ("siw - 127.1.2.3").
-func parseInstance(name, data string) (dat.Entry, error) {
+// The rdmacore provider names a device and port instead (see
+// parseRDMAPort); built lists the providers the library has.
+func parseInstance(name, data string, built []verbs.Provider) (dat.Entry, error) {
 	f := strings.Fields(data)
+	if len(f) > 0 && f[0] == rdmacoreProvider {
+		return parseRDMAPort(name, data, f[1:], built)
+	}
 	if len(f) < 2 || len(f) > 3 {
 		return dat.Entry{}, fmt.Errorf("instance data %q: want \"provider interface [address]\"", data)
 	}
@@ -70,9 +81,9 @@ func parseInstance(name, data string) (dat.Entry, error) {
 		e.Device, e.Interface = f[0], ""
 	}
 	if len(f) == 3 {
-		a, err := netip.ParseAddr(f[2])
-		if err != nil || !a.Is4() {
-			return dat.Entry{}, fmt.Errorf("instance data %q: %q is not an IPv4 address", data, f[2])
+		a, err := parseIPv4(data, f[2])
+		if err != nil {
+			return dat.Entry{}, err
 		}
 		e.Addr = a
 	}
@@ -82,17 +93,20 @@ func parseInstance(name, data string) (dat.Entry, error) {
 	return e, nil
 }
 
+func parseIPv4(data, s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is4() {
+		return netip.Addr{}, fmt.Errorf("instance data %q: %q is not an IPv4 address", data, s)
+	}
+	return a, nil
+}
+
 //export gd_provider_init
 func gd_provider_init(info *C.DAT_PROVIDER_INFO, instance *C.char) {
 	name := C.GoString(&info.ia_name[0])
 	data := ""
 	if instance != nil {
 		data = C.GoString(instance)
-	}
-	e, err := parseInstance(name, data)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "libdatgodapl: IA %s: %v\n", name, err)
-		return
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
@@ -101,6 +115,11 @@ func gd_provider_init(info *C.DAT_PROVIDER_INFO, instance *C.char) {
 		reg.verbs = providers.List(providers.Options{})
 	}
 	if _, ok := reg.byName[name]; ok {
+		return
+	}
+	e, err := parseInstance(name, data, reg.verbs)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "libdatgodapl: IA %s: %v\n", name, err)
 		return
 	}
 	cname := C.CString(name)
