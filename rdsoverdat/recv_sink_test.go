@@ -67,8 +67,8 @@ func sinkMsg(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 64+i) }
 // Entries in the sink are the head of the receive queue: Buffered and
 // Poll count them, receives of the core and the daemon's batches take
 // them before anything on rxq, and a message that could not go into the
-// sink (past its limit) keeps every later one of its path out of it
-// until rxq is empty.
+// sink (a large one) keeps every later one of its path out of it until
+// rxq is empty.
 func TestSinkOrderAcrossSwitch(t *testing.T) {
 	leakCheck(t)
 	a, b, p, s := sinkFixture(t)
@@ -86,7 +86,7 @@ func TestSinkOrderAcrossSwitch(t *testing.T) {
 	}
 	big := bytes.Repeat([]byte{7}, 70<<10)
 	if sinkSend(t, p, a, b, big) {
-		t.Fatal("the sink grew past its limit")
+		t.Fatal("the sink took a large message")
 	}
 	if sinkSend(t, p, a, b, sinkMsg(3)) {
 		t.Fatal("the sink took a message behind a queued one")
@@ -114,7 +114,7 @@ func TestSinkOrderAcrossSwitch(t *testing.T) {
 			t.Fatalf("the sink refused message %d with rxq empty", i)
 		}
 	}
-	sinkSend(t, p, a, b, big) // past the limit: rxq
+	sinkSend(t, p, a, b, big) // rxq
 	got := takeAll(t, s, 2, aheadBytes)
 	if len(got) != 2 || !bytes.Equal(got[0], sinkMsg(4)) || !bytes.Equal(got[1], sinkMsg(5)) {
 		t.Fatalf("batch of at most 2 = %d messages", len(got))
@@ -304,5 +304,33 @@ func TestSinkClaimSinkOnly(t *testing.T) {
 	}
 	if r := waitResult(t, res); r.err != nil || string(r.data) != "end" {
 		t.Fatalf("RecvMsg = %q, %v", r.data, r.err)
+	}
+}
+
+// The sink grows up to twice SO_RCVBUF (64 KiB at least); past that,
+// messages are queued the ordinary way.
+func TestSinkLimit(t *testing.T) {
+	leakCheck(t)
+	a, b, p, s := sinkFixture(t)
+	if err := b.SetOption(RecvBuffer(1000)); err != nil {
+		t.Fatal(err)
+	}
+	msg := bytes.Repeat([]byte{3}, 20<<10)
+	for i := range 3 {
+		if !sinkSend(t, p, a, b, msg) {
+			t.Fatalf("message %d of 3 (60 KiB) refused", i)
+		}
+	}
+	if sinkSend(t, p, a, b, msg) {
+		t.Fatal("the sink grew past 64 KiB")
+	}
+	m := Msg{Data: make([]byte, 32<<10)}
+	for i := range 4 {
+		if n, err := s.recvmsg(&m, MsgDontWait); err != nil || n != len(msg) {
+			t.Fatalf("receive %d = %d, %v", i, n, err)
+		}
+	}
+	if !sinkSend(t, p, a, b, msg) {
+		t.Fatal("the emptied sink refused a message")
 	}
 }
