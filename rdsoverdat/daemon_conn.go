@@ -221,6 +221,13 @@ func (dc *daemonConn) handle(r rdsdproto.Record) error {
 		} else {
 			err = s.Bind(a)
 		}
+		if sk, ok := s.b.(*sock); ok && err == nil {
+			// Its plain messages go straight into batch form
+			// (recv_sink.go), from the first on: a queue that grew
+			// before pushing started would keep them out of the
+			// sink for as long as it stays.
+			sk.armSink(true)
+		}
 		h.SetAddrPort(s.BoundAddr())
 		return dc.replyTo(h, err)
 	case rdsdproto.OpClose:

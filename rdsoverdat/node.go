@@ -31,6 +31,10 @@ type rdsNode struct {
 	// a transport that leaves acks to later traffic polls for them
 	// (ackSettler).
 	sndBlocked, roomWanted atomic.Int32
+	// sinks counts the node's sockets with an armed delivery sink
+	// (recv_sink.go): without any, a small message's header needs no
+	// look at its socket before the ordinary delivery.
+	sinks atomic.Int32
 }
 
 type connKey struct {

@@ -50,7 +50,7 @@ func (s *sock) noRoom() *rdsNode {
 // pollLocked is Poll's readiness; s.mu is held.
 func (s *sock) pollLocked(gen uint64) Events {
 	var ev Events
-	if s.rxq.n > 0 || s.aheadN > 0 || s.congNotify != 0 || len(s.rdma.notes) > 0 {
+	if s.rxq.n > 0 || s.sink.n > 0 || s.aheadN > 0 || s.congNotify != 0 || len(s.rdma.notes) > 0 {
 		ev |= PollIn | PollRdNorm
 	}
 	if !s.congMonitor && gen != s.congTrack {

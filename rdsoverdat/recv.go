@@ -214,6 +214,9 @@ func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			s.mu.Unlock()
 			return 0, nil
 		}
+		if s.sink.n > 0 {
+			return s.recvSinkHead(m, flags)
+		}
 		if in := s.rxq.head; in != nil {
 			n := copy(m.Data, in.buf)
 			if len(in.buf) > len(m.Data) {
@@ -300,4 +303,40 @@ func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			return 0, err
 		}
 	}
+}
+
+// recvSinkHead is recvmsg's take of the oldest entry of the delivery
+// sink (recv_sink.go), older than anything on rxq; s.mu is held, and
+// released.
+func (s *sock) recvSinkHead(m *Msg, flags MsgFlags) (int, error) {
+	data, from := s.sinkHead()
+	n := copy(m.Data, data)
+	if len(data) > len(m.Data) {
+		m.Flags |= MsgTrunc
+	}
+	if flags&MsgTrunc != 0 {
+		n = len(data)
+	}
+	m.Addr = from
+	if flags&MsgPeek != 0 {
+		s.mu.Unlock()
+		signal(s.rxSig) // still there for the next reader
+		return n, nil
+	}
+	s.sinkPop(len(data))
+	s.rcvBytes -= len(data)
+	uncongest := s.congested && s.rcvBytes+s.ahead < s.rcvbuf/2
+	if uncongest {
+		s.congested = false
+	}
+	more := s.rxq.n > 0 || s.sink.n > 0
+	node, port := s.node, wire.Port(s.bound.Port())
+	s.mu.Unlock()
+	if more {
+		signal(s.rxSig)
+	}
+	if uncongest {
+		s.syncCong(node, port)
+	}
+	return n, nil
 }

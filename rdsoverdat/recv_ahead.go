@@ -57,8 +57,13 @@ func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message, first *
 		}
 		return body, count, bytes, rel
 	}
-	taken := 0
-	for count < maxMsgs {
+	// The delivery sink's entries are the oldest queued (recv_sink.go).
+	var n, taken int
+	body, n, taken = s.takeSink(body, maxMsgs-count, room-bytes)
+	count += n
+	bytes += taken
+	s.aheadN += n
+	for count < maxMsgs && s.sink.n == 0 {
 		in := s.rxq.head
 		if in == nil || in.hasCookie || len(in.buf) > room-bytes {
 			break
@@ -125,6 +130,10 @@ func (s *sock) notePending() bool {
 func (s *sock) aheadHead(max int) (present, pushable bool, size int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.sink.n > 0 {
+		data, _ := s.sinkHead()
+		return true, len(data) <= max && len(s.rdma.notes) == 0 && s.congNotify == 0, len(data)
+	}
 	in := s.rxq.head
 	if in == nil {
 		return false, false, 0
@@ -140,8 +149,9 @@ func (s *sock) congestedNow() bool {
 	return s.congested
 }
 
-// waitQueued blocks until the receive queue holds a message (true), or
-// s closes, stop or gone has a token (false): the wait of a daemon
+// waitQueued blocks until the receive queue (the delivery sink
+// included) holds a message (true), or s closes, stop or gone has a
+// token (false): the wait of a daemon
 // connection that pushes messages ahead as they come. It waits as a
 // blocked RecvMsg does, counted as a receiver that waits, so that a
 // transport lends it its reader role and it reads the connection
@@ -164,7 +174,7 @@ func (s *sock) waitQueued(stop, gone <-chan struct{}, buf []byte) (queued, fille
 			s.mu.Unlock()
 			return false, false, 0, from
 		}
-		if s.rxq.head != nil {
+		if s.rxq.head != nil || s.sink.n > 0 {
 			s.mu.Unlock()
 			return true, false, 0, from
 		}

@@ -119,7 +119,13 @@ func (p *connPath) ClaimDirect(h wire.Header) (xport.Direct, bool) {
 	l, seq, retx := h.Len(), h.Sequence(), h.Flags()&wire.FlagRetransmitted != 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed.Load() || s.rxw.state != waitOffered || s.rxq.n > 0 || len(s.rxw.buf) < int(l) {
+	if d, ok := s.claimSink(h, p); ok {
+		return d, true
+	}
+	if l < directRecvMin {
+		return xport.Direct{}, false
+	}
+	if s.closed.Load() || s.rxw.state != waitOffered || s.rxq.n > 0 || s.sink.n > 0 || s.sink.claimed || len(s.rxw.buf) < int(l) {
 		return xport.Direct{}, false
 	}
 	s.rxw.state = waitClaimed
@@ -130,7 +136,7 @@ func (p *connPath) ClaimDirect(h wire.Header) (xport.Direct, bool) {
 // directly for, or nil if it must go the ordinary way whatever the
 // socket does.
 func (p *connPath) directTarget(h wire.Header) *sock {
-	if h.Len() < directRecvMin || !p.plainInWindow(h) {
+	if (h.Len() < directRecvMin && p.conn.node.sinks.Load() == 0) || !p.plainInWindow(h) {
 		return nil
 	}
 	return p.conn.node.lookup(h.Dport())

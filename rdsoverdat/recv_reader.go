@@ -118,7 +118,7 @@ func (s *sock) releaseReader() {
 func (s *sock) QueueEmpty() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.rxq.n == 0 && !s.closed.Load()
+	return s.rxq.n == 0 && s.sink.n == 0 && !s.sink.claimed && !s.closed.Load()
 }
 
 // plainInWindow reports whether a message with header h is plain data a
@@ -130,8 +130,11 @@ func (p *connPath) plainInWindow(h wire.Header) bool {
 		dport == wire.PingPort || sport == wire.PingPort || wire.IsHandshakePong(sport, dport) {
 		return false
 	}
+	if h.Flags()&wire.FlagRetransmitted == 0 {
+		return true // only a resend can be a duplicate
+	}
 	p.mu.Lock()
-	dup := h.Flags()&wire.FlagRetransmitted != 0 && h.Sequence() < p.nextRxSeq
+	dup := h.Sequence() < p.nextRxSeq
 	p.mu.Unlock()
 	return !dup
 }
@@ -154,6 +157,21 @@ func (p *connPath) acceptDirect(seq wire.Seq, retx bool, l int) bool {
 	c.node.stats.recvDelivered.Add(1)
 	c.node.stats.recvDirect.Add(1)
 	c.node.stats.recvBytes.Add(uint64(l))
+	return true
+}
+
+// acceptSink counts a message read into a socket's delivery sink as
+// received on the path, as Receive counts it before delivering; false
+// for a duplicate (see acceptDirect). The caller counts its delivery.
+func (p *connPath) acceptSink(seq wire.Seq, retx bool) bool {
+	p.mu.Lock()
+	if retx && seq < p.nextRxSeq {
+		p.mu.Unlock()
+		return false
+	}
+	p.nextRxSeq = seq + 1
+	p.mu.Unlock()
+	p.conn.stats.received.Add(1)
 	return true
 }
 

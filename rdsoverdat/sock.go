@@ -55,6 +55,7 @@ type sock struct {
 	rdma        sockRDMA                  // RDMA mappings and notifications (rdma_mr.go)
 	rxw         rxWaiter                  // a blocked RecvMsg's buffer on offer (recv_direct.go)
 	reader      sockReaderRole            // reader roles lent to this socket (recv_reader.go)
+	sink        rxSink                    // a daemon's batch the transport writes into (recv_sink.go)
 }
 
 // newSock returns a new unbound socket of st, registered with it.
@@ -181,6 +182,7 @@ func (s *sock) close() error {
 	var rx rxQueue
 	rx, s.rxq = s.rxq, rxQueue{}
 	s.rcvBytes, s.ahead, s.aheadN, s.congested = 0, 0, 0, false
+	s.dropSink()
 	if s.roomWant {
 		s.roomWant = false
 		n.roomWanted.Add(-1)

@@ -119,6 +119,7 @@ func (p *xpath) NewRxMessage(h wire.Header) (xport.Msg, error) {
 }
 
 func (p *xpath) ClaimDirect(h wire.Header) (xport.Direct, bool) { return p.core().ClaimDirect(h) }
+func (p *xpath) ClaimSink(h wire.Header) (xport.Direct, bool)   { return p.core().ClaimSink(h) }
 
 func (p *xpath) ReaderTarget(h wire.Header) xport.Receiver {
 	if s := p.core().readerTarget(h); s != nil {

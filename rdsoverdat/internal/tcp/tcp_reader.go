@@ -229,7 +229,8 @@ func (r *tcpReaderRole) Run(s xport.Receiver, buf []byte, peek bool, limit time.
 
 // holderStep reads the rest of the current message as a RecvMsg of s
 // holding the role: a plain data message for s that fits buf goes
-// straight into buf (xport.RRFilled), anything else into a message for
+// straight into buf (xport.RRFilled), anything else into its socket's
+// delivery sink if it has one (ClaimSink), else into a message for
 // Receive (xport.RRAgain, so that the caller looks at its queue, when it was
 // for s; otherwise the next message). A read interrupted in the middle
 // of s's payload moves what it read into a message, which whoever reads
@@ -247,6 +248,8 @@ func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int
 		c.noteHeader(x.rd, h)
 		if tgt == s && !peek && l <= len(buf) && p.PlainInWindow(h) && s.QueueEmpty() {
 			x.dst, x.own = dstOwn, buf[:l]
+		} else if d, ok := p.ClaimSink(h); ok {
+			x.dst, x.d = dstClaim, d
 		} else {
 			m, err := p.NewRxMessage(h)
 			if err != nil {
@@ -273,9 +276,15 @@ func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int
 		}
 		return l, netip.AddrPortFrom(p.Conn().RemoteAddr(), uint16(sport)), xport.RRFilled, nil
 	}
-	m := x.m
-	x.next(l)
-	p.Receive(m)
+	if x.dst == dstClaim {
+		d := x.d
+		x.next(l)
+		d.Done(true)
+	} else {
+		m := x.m
+		x.next(l)
+		p.Receive(m)
+	}
 	if tgt == s {
 		return 0, netip.AddrPort{}, xport.RRQueued, nil
 	}

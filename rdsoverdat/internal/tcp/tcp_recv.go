@@ -62,7 +62,7 @@ type rxDest uint8
 const (
 	dstNone  rxDest = iota // the header is not complete or not looked at
 	dstMsg                 // a message from the pool, delivered by Receive
-	dstClaim               // a waiting receiver's buffer (ClaimDirect); reader goroutine only
+	dstClaim               // a waiting receiver's buffer (ClaimDirect, reader goroutine only) or a socket's sink (ClaimSink)
 	dstOwn                 // the buffer of the RecvMsg running the role
 )
 

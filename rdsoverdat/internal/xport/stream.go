@@ -13,7 +13,9 @@ import (
 // Direct reception: a transport that has read a header asks ClaimDirect
 // whether a RecvMsg blocked on an empty queue offers a buffer big enough
 // for the payload; if so it reads the payload there and calls Done, and
-// no message is built.
+// no message is built. The payload may go instead into the delivery
+// sink of the socket the message is for, where a daemon collects the
+// socket's messages in the form it hands them to its client.
 //
 // Reader roles: a transport may lend the reading of a connection to a
 // socket whose RecvMsg waited for the message just delivered. That
@@ -29,6 +31,10 @@ type StreamReceiver interface {
 	// exactly len(d.Buf) bytes into d.Buf, calls d.Done once, and
 	// receives nothing on this path until then.
 	ClaimDirect(h wire.Header) (d Direct, ok bool)
+	// ClaimSink is ClaimDirect for a RecvMsg that runs the reader role:
+	// it offers only the delivery sink of the socket the message is for
+	// (a daemon's batch), never a waiting receiver's buffer.
+	ClaimSink(h wire.Header) (d Direct, ok bool)
 	// ReaderTarget returns the socket a data message with header h is
 	// for, nil for anything else (a map, a ping, a pong, no socket).
 	ReaderTarget(h wire.Header) Receiver
