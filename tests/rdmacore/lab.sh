@@ -17,8 +17,9 @@
 #        DAT_STRICT      1: a failing DAT suite fails the run (it is
 #                        reported either way)
 #        STEPS      the steps to run, of: rxe-suite rping rxe-dat rds
-#                   port-events cgo bench sched siw-suite interop
-#                   siw-dat (default all but sched, in that order)
+#                   port-events cgo bench cloop sched siw-suite interop
+#                   siw-dat (default all but cloop and sched, in that
+#                   order)
 #        BUSY_POLL  the BusyPoll setting (GODAPL_RDMACORE_BUSY_POLL) of
 #                   the rdmacore Send row; the bench step also times
 #                   godapl without it (default 256)
@@ -299,6 +300,23 @@ bench() {
 		tee -a "$BIN/bench.txt"
 }
 step bench && bench
+
+# cloop: the Send stream with its loops in C on the provider's own QPs
+# (BenchmarkSendRate64C), each end in C with the other in Go, the Go
+# loops and ib_send_bw, interleaved, REPS reps: whether the gap to
+# perftest lies in the provider's Go half or in its queue pairs.
+cloop_step() {
+	echo "== Send 64 B on rxe0: loops in Go, in C, mixed, and ib_send_bw (op/s; ratio to ib_send_bw)"
+	for r in $(seq "$REPS"); do
+		ps=$(perf_rate ib_send_bw 64 2000 92000)
+		echo "RESULT perftest_send_64 $ps op/s"
+		for bn in BenchmarkSendRate64 BenchmarkSendRate64C BenchmarkSendRate64CSend BenchmarkSendRate64CRecv; do
+			o=$(ours_rate $bn 2000 92000)
+			echo "RESULT $bn $o op/s $(awk -v a="$o" -v b="$ps" 'BEGIN { print a == "nan" || b == "nan" ? "nan" : sprintf("%.3f", a / b) }') x"
+		done
+	done 2>&1 | tee "$BIN/cloop.txt"
+}
+step cloop && cloop_step
 
 # sched: where the VM's two vCPUs go during a Send stream and a Write
 # stream, perftest's and ours, interleaved, REPS reps: acct.sh around a
