@@ -214,6 +214,11 @@ func BenchmarkSendRate64C(b *testing.B) { sendRate(b, false, cLoops) }
 func BenchmarkSendRate64CSend(b *testing.B) { sendRate(b, false, cSender) }
 func BenchmarkSendRate64CRecv(b *testing.B) { sendRate(b, false, cReceiver) }
 
+// BenchmarkSendRate64Raw has both loops in Go, each step (a post, a
+// poll) one cgo call into internal/cloop as the provider's would be,
+// but none of the provider's Go code around it.
+func BenchmarkSendRate64Raw(b *testing.B) { sendRate(b, false, rawLoops) }
+
 // loops says which ends of sendRate run in C.
 type loops int
 
@@ -222,6 +227,7 @@ const (
 	cLoops
 	cSender
 	cReceiver
+	rawLoops
 )
 
 func (l loops) cSend() bool { return l == cLoops || l == cSender }
@@ -284,7 +290,8 @@ func sendRate(b *testing.B, event bool, mode loops) {
 	acct := startAcct()
 	b.ReportAllocs()
 	b.ResetTimer()
-	if mode.cRecv() {
+	switch {
+	case mode.cRecv():
 		go func() {
 			defer close(done)
 			run.Recv()
@@ -292,7 +299,20 @@ func sendRate(b *testing.B, event bool, mode loops) {
 				fail(err)
 			}
 		}()
-	} else {
+	case mode == rawLoops:
+		go func() {
+			defer close(done)
+			for n := 0; n < b.N && failed.Load() == nil; {
+				k := run.RecvOne()
+				if k < 0 {
+					fail(run.Err())
+					return
+				}
+				n += k
+				received.Store(int64(n))
+			}
+		}()
+	default:
 		go func() {
 			defer close(done)
 			repost := make([]verbs.RecvWR, 0, perfPollBatch)
@@ -333,6 +353,14 @@ func sendRate(b *testing.B, event bool, mode loops) {
 	posted, retired := 0, 0
 	reap := func() {
 		txPolls++
+		if mode == rawLoops {
+			if r := run.ReapOne(retired); r >= 0 {
+				retired = r
+			} else {
+				fail(run.Err())
+			}
+			return
+		}
 		k := sb.CQ.Poll(wcs)
 		for _, wc := range wcs[:k] {
 			if wc.Status != verbs.WCSuccess {
@@ -381,7 +409,12 @@ func sendRate(b *testing.B, event bool, mode loops) {
 		if posted%every == every-1 || posted == b.N-1 {
 			send[0].Flags = verbs.SendSignaled
 		}
-		if _, err := sb.QP.PostSend(send); err != nil {
+		if mode == rawLoops {
+			if err := run.PostOne(send[0].ID, send[0].Flags != 0); err != nil {
+				fail(err)
+				break
+			}
+		} else if _, err := sb.QP.PostSend(send); err != nil {
 			fail(err)
 			break
 		}
@@ -400,7 +433,7 @@ func sendRate(b *testing.B, event bool, mode loops) {
 		if mode.cSend() {
 			txPolls = c.TxPolls
 		}
-		if mode.cRecv() {
+		if mode.cRecv() || mode == rawLoops {
 			rxPolls, rxEmpty, rxPosts = c.RxPolls, c.RxEmpty, c.RxPosts
 		}
 	}

@@ -6,8 +6,10 @@
 // QPs, CQs and memory as the Go benchmark's tells the cost of the
 // provider's Go half (the runtime, the cgo crossings, the Go code of each
 // post and poll) apart from the cost of the queue pairs themselves. Either
-// end may run here while the other runs in Go; the counters they share
-// live in C memory and are read atomically on both sides.
+// end may run here while the other runs in Go, and loops written in Go
+// may take their steps here (PostOne, ReapOne, RecvOne), bypassing the
+// provider's Go code; the counters the two ends share live in C memory
+// and are read atomically on both sides.
 //
 // It is test support: nothing outside package rdmacore's tests uses it.
 package cloop
@@ -20,6 +22,7 @@ package cloop
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -101,8 +104,11 @@ func (r *Run) Stop() { (*atomic.Int32)(unsafe.Pointer(&r.st.failed)).CompareAndS
 
 // Err reports why a C loop stopped, or nil.
 func (r *Run) Err() error {
-	if (*atomic.Int32)(unsafe.Pointer(&r.st.failed)).Load() == 0 || r.st.err_where == 0 {
+	if (*atomic.Int32)(unsafe.Pointer(&r.st.failed)).Load() == 0 {
 		return nil
+	}
+	if r.st.err_where == 0 {
+		return errors.New("cloop: the run was stopped")
 	}
 	what := map[C.int32_t]string{
 		C.CL_ERR_POST_SEND: "ibv_post_send: errno",
@@ -122,3 +128,24 @@ type Counts struct {
 func (r *Run) Counts() Counts {
 	return Counts{int(r.st.tx_polls), int(r.st.rx_polls), int(r.st.rx_empty), int(r.st.rx_posts)}
 }
+
+// PostOne posts Send id, signalled or not, with one cgo call and no Go
+// code of the provider's: for a sender loop written in Go.
+func (r *Run) PostOne(id uint64, signaled bool) error {
+	sig := C.int(0)
+	if signaled {
+		sig = 1
+	}
+	if rc := C.cl_post_one(r.addr(), C.uint64_t(id), sig); rc != 0 {
+		return fmt.Errorf("cloop: ibv_post_send: errno %d", int(rc))
+	}
+	return nil
+}
+
+// ReapOne polls the send CQ once and returns how many Sends are retired,
+// given retired before; -1 when the run failed.
+func (r *Run) ReapOne(retired int) int { return int(C.cl_reap_one(r.addr(), C.int64_t(retired))) }
+
+// RecvOne polls the receive CQ once, reposts what completed and returns
+// how many; -1 when the run failed.
+func (r *Run) RecvOne() int { return int(C.cl_recv_one(r.addr())) }

@@ -58,4 +58,14 @@ enum {
 void cl_send(uintptr_t st);
 void cl_recv(uintptr_t st);
 
+// The steps of the two loops, one cgo call each, for loops written in
+// Go that bypass the provider's Go code: cl_post_one posts Send id
+// (signalled or not) and returns the errno of ibv_post_send; cl_reap_one
+// polls the send CQ once and returns how many Sends are retired (or -1
+// on a failed completion); cl_recv_one polls the receive CQ once,
+// reposts what completed as one list and returns how many (or -1).
+int cl_post_one(uintptr_t st, uint64_t id, int signaled);
+int64_t cl_reap_one(uintptr_t st, int64_t retired);
+int cl_recv_one(uintptr_t st);
+
 #endif
