@@ -280,6 +280,10 @@ bench() {
 		# Both ends asleep on the completion channel: ib_send_bw -e.
 		pe=$(perf_rate ib_send_bw 64 2000 92000 -e)
 		oe=$(ours_rate BenchmarkSendRate64Event 2000 92000)
+		# The same Send stream with both loops in C on the provider's
+		# QPs, and in Go without the provider's Go code (internal/cloop).
+		oc=$(ours_rate BenchmarkSendRate64C 2000 92000)
+		or=$(ours_rate BenchmarkSendRate64Raw 2000 92000)
 		echo "RESULT perftest_write_64k $pw op/s"
 		echo "RESULT rdmacore_write_64k $ow op/s"
 		echo "RESULT perftest_send_64 $ps op/s"
@@ -287,10 +291,13 @@ bench() {
 		echo "RESULT rdmacore_send_64_busy_poll_$BUSY_POLL $ob op/s"
 		echo "RESULT perftest_send_64_events $pe op/s"
 		echo "RESULT rdmacore_send_64_events $oe op/s"
-		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" -v e="$ob" -v f="$oe" -v g="$pe" \
+		echo "RESULT rdmacore_send_64_c_loops $oc op/s"
+		echo "RESULT rdmacore_send_64_raw_go_loops $or op/s"
+		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" -v e="$ob" -v f="$oe" -v g="$pe" -v h="$oc" -v i="$or" \
 			'function r(x, y) { return x == "nan" || y == "nan" ? "nan" : sprintf("%.3f", x / y) }
 			BEGIN { printf "RESULT ratio_write_64k %s x\nRESULT ratio_send_64 %s x\nRESULT ratio_send_64_busy_poll %s x\n", r(a, b), r(c, d), r(e, d)
-				printf "RESULT ratio_send_64_events %s x\nRESULT ratio_send_64_events_to_spinning %s x\n", r(f, g), r(f, d) }'
+				printf "RESULT ratio_send_64_events %s x\nRESULT ratio_send_64_events_to_spinning %s x\n", r(f, g), r(f, d)
+				printf "RESULT ratio_send_64_c_loops %s x\nRESULT ratio_send_64_raw_go_loops %s x\n", r(h, d), r(i, d) }'
 	done 2>&1 | tee "$BIN/bench.txt"
 
 	echo "== DAT over rdmacore against bare rdmacore verbs on rxe0 (dat/verbs CPU per op, paired blocks)"
