@@ -30,16 +30,18 @@ struct cl_state {
 	int every;
 	int rdepth;
 	int gap;
-	// Shared between the two ends.
-	int64_t received; // Receives completed (atomic)
-	int32_t failed;   // nonzero stops both ends (atomic)
+	// Shared between the two ends, each written on a cache line of its
+	// own so that the other end's reads of the fields above stay hits.
+	int32_t failed; // nonzero stops both ends (atomic)
 	// What went wrong: the errno of a post or the status of a
 	// completion, and which.
 	int32_t err;
 	int32_t err_where;
-	// Counts, for the benchmark's metrics.
-	int64_t tx_polls;
-	int64_t rx_polls;
+	int64_t received __attribute__((aligned(64))); // Receives completed (atomic)
+	// Counts, for the benchmark's metrics: the sender's, the
+	// receiver's.
+	int64_t tx_polls __attribute__((aligned(64)));
+	int64_t rx_polls __attribute__((aligned(64)));
 	int64_t rx_empty;
 	int64_t rx_posts;
 };
