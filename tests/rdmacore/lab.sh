@@ -311,15 +311,18 @@ step bench && bench
 # cloop: the Send stream with its loops in C on the provider's own QPs
 # (BenchmarkSendRate64C), each end in C with the other in Go, the Go
 # loops with the provider's Go code and with none of it (each step one
-# cgo call: BenchmarkSendRate64Raw) and ib_send_bw, interleaved, REPS reps: whether the gap to
-# perftest lies in the provider's Go half or in its queue pairs.
+# cgo call: BenchmarkSendRate64Raw), with their goroutines locked to
+# their threads (BenchmarkSendRate64Locked) and with BusyPoll, and
+# ib_send_bw, interleaved, REPS reps: whether the gap to perftest lies
+# in the provider's Go half or in its queue pairs.
 cloop_step() {
 	echo "== Send 64 B on rxe0: loops in Go, in C, mixed, and ib_send_bw (op/s; ratio to ib_send_bw)"
 	for r in $(seq "$REPS"); do
 		ps=$(perf_rate ib_send_bw 64 2000 92000)
 		echo "RESULT perftest_send_64 $ps op/s"
-		for bn in BenchmarkSendRate64 BenchmarkSendRate64C BenchmarkSendRate64CSend BenchmarkSendRate64CRecv BenchmarkSendRate64Raw; do
-			o=$(ours_rate $bn 2000 92000)
+		for bn in BenchmarkSendRate64 BenchmarkSendRate64C BenchmarkSendRate64CSend BenchmarkSendRate64CRecv \
+			BenchmarkSendRate64Raw BenchmarkSendRate64Locked BenchmarkSendRate64:$BUSY_POLL; do
+			o=$(ours_rate "${bn%:*}" 2000 92000 "$(echo "$bn" | sed -n 's/.*://p')")
 			echo "RESULT $bn $o op/s $(awk -v a="$o" -v b="$ps" 'BEGIN { print a == "nan" || b == "nan" ? "nan" : sprintf("%.3f", a / b) }') x"
 		done
 	done 2>&1 | tee "$BIN/cloop.txt"

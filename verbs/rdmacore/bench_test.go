@@ -219,6 +219,10 @@ func BenchmarkSendRate64CRecv(b *testing.B) { sendRate(b, false, cReceiver) }
 // but none of the provider's Go code around it.
 func BenchmarkSendRate64Raw(b *testing.B) { sendRate(b, false, rawLoops) }
 
+// BenchmarkSendRate64Locked is BenchmarkSendRate64 with each loop's
+// goroutine locked to its thread, as the C loops' are.
+func BenchmarkSendRate64Locked(b *testing.B) { sendRate(b, false, lockedLoops) }
+
 // loops says which ends of sendRate run in C.
 type loops int
 
@@ -228,6 +232,7 @@ const (
 	cSender
 	cReceiver
 	rawLoops
+	lockedLoops
 )
 
 func (l loops) cSend() bool { return l == cLoops || l == cSender }
@@ -315,6 +320,10 @@ func sendRate(b *testing.B, event bool, mode loops) {
 	default:
 		go func() {
 			defer close(done)
+			if mode == lockedLoops {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
 			repost := make([]verbs.RecvWR, 0, perfPollBatch)
 			wcs := make([]verbs.WC, perfPollBatch)
 			for n := 0; n < b.N && failed.Load() == nil; {
@@ -372,6 +381,10 @@ func sendRate(b *testing.B, event bool, mode loops) {
 		if k == 0 {
 			await(sb.CQ, &txWaits)
 		}
+	}
+	if mode == lockedLoops {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 	}
 	if mode.cSend() {
 		run.Send()
