@@ -284,6 +284,8 @@ bench() {
 		# QPs, and in Go without the provider's Go code (internal/cloop).
 		oc=$(ours_rate BenchmarkSendRate64C 2000 92000)
 		or=$(ours_rate BenchmarkSendRate64Raw 2000 92000)
+		# The Go loops with their goroutines locked to their threads.
+		ol=$(ours_rate BenchmarkSendRate64Locked 2000 92000)
 		echo "RESULT perftest_write_64k $pw op/s"
 		echo "RESULT rdmacore_write_64k $ow op/s"
 		echo "RESULT perftest_send_64 $ps op/s"
@@ -293,11 +295,13 @@ bench() {
 		echo "RESULT rdmacore_send_64_events $oe op/s"
 		echo "RESULT rdmacore_send_64_c_loops $oc op/s"
 		echo "RESULT rdmacore_send_64_raw_go_loops $or op/s"
-		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" -v e="$ob" -v f="$oe" -v g="$pe" -v h="$oc" -v i="$or" \
+		echo "RESULT rdmacore_send_64_locked $ol op/s"
+		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" -v e="$ob" -v f="$oe" -v g="$pe" -v h="$oc" -v i="$or" -v j="$ol" \
 			'function r(x, y) { return x == "nan" || y == "nan" ? "nan" : sprintf("%.3f", x / y) }
 			BEGIN { printf "RESULT ratio_write_64k %s x\nRESULT ratio_send_64 %s x\nRESULT ratio_send_64_busy_poll %s x\n", r(a, b), r(c, d), r(e, d)
 				printf "RESULT ratio_send_64_events %s x\nRESULT ratio_send_64_events_to_spinning %s x\n", r(f, g), r(f, d)
-				printf "RESULT ratio_send_64_c_loops %s x\nRESULT ratio_send_64_raw_go_loops %s x\n", r(h, d), r(i, d) }'
+				printf "RESULT ratio_send_64_c_loops %s x\nRESULT ratio_send_64_raw_go_loops %s x\n", r(h, d), r(i, d)
+				printf "RESULT ratio_send_64_locked %s x\n", r(j, d) }'
 	done 2>&1 | tee "$BIN/bench.txt"
 
 	echo "== DAT over rdmacore against bare rdmacore verbs on rxe0 (dat/verbs CPU per op, paired blocks)"
