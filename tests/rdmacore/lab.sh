@@ -17,8 +17,9 @@
 #        DAT_STRICT      1: a failing DAT suite fails the run (it is
 #                        reported either way)
 #        STEPS      the steps to run, of: rxe-suite rping rxe-dat rds
-#                   port-events cgo bench sched siw-suite interop
-#                   siw-dat (default all but sched, in that order)
+#                   port-events cgo bench cloop sched siw-suite interop
+#                   siw-dat (default all but cloop and sched, in that
+#                   order)
 #        BUSY_POLL  the BusyPoll setting (GODAPL_RDMACORE_BUSY_POLL) of
 #                   the rdmacore Send row; the bench step also times
 #                   godapl without it (default 256)
@@ -279,6 +280,12 @@ bench() {
 		# Both ends asleep on the completion channel: ib_send_bw -e.
 		pe=$(perf_rate ib_send_bw 64 2000 92000 -e)
 		oe=$(ours_rate BenchmarkSendRate64Event 2000 92000)
+		# The same Send stream with both loops in C on the provider's
+		# QPs, and in Go without the provider's Go code (internal/cloop).
+		oc=$(ours_rate BenchmarkSendRate64C 2000 92000)
+		or=$(ours_rate BenchmarkSendRate64Raw 2000 92000)
+		# The Go loops with their goroutines locked to their threads.
+		ol=$(ours_rate BenchmarkSendRate64Locked 2000 92000)
 		echo "RESULT perftest_write_64k $pw op/s"
 		echo "RESULT rdmacore_write_64k $ow op/s"
 		echo "RESULT perftest_send_64 $ps op/s"
@@ -286,10 +293,15 @@ bench() {
 		echo "RESULT rdmacore_send_64_busy_poll_$BUSY_POLL $ob op/s"
 		echo "RESULT perftest_send_64_events $pe op/s"
 		echo "RESULT rdmacore_send_64_events $oe op/s"
-		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" -v e="$ob" -v f="$oe" -v g="$pe" \
+		echo "RESULT rdmacore_send_64_c_loops $oc op/s"
+		echo "RESULT rdmacore_send_64_raw_go_loops $or op/s"
+		echo "RESULT rdmacore_send_64_locked $ol op/s"
+		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" -v e="$ob" -v f="$oe" -v g="$pe" -v h="$oc" -v i="$or" -v j="$ol" \
 			'function r(x, y) { return x == "nan" || y == "nan" ? "nan" : sprintf("%.3f", x / y) }
 			BEGIN { printf "RESULT ratio_write_64k %s x\nRESULT ratio_send_64 %s x\nRESULT ratio_send_64_busy_poll %s x\n", r(a, b), r(c, d), r(e, d)
-				printf "RESULT ratio_send_64_events %s x\nRESULT ratio_send_64_events_to_spinning %s x\n", r(f, g), r(f, d) }'
+				printf "RESULT ratio_send_64_events %s x\nRESULT ratio_send_64_events_to_spinning %s x\n", r(f, g), r(f, d)
+				printf "RESULT ratio_send_64_c_loops %s x\nRESULT ratio_send_64_raw_go_loops %s x\n", r(h, d), r(i, d)
+				printf "RESULT ratio_send_64_locked %s x\n", r(j, d) }'
 	done 2>&1 | tee "$BIN/bench.txt"
 
 	echo "== DAT over rdmacore against bare rdmacore verbs on rxe0 (dat/verbs CPU per op, paired blocks)"
@@ -299,6 +311,27 @@ bench() {
 		tee -a "$BIN/bench.txt"
 }
 step bench && bench
+
+# cloop: the Send stream with its loops in C on the provider's own QPs
+# (BenchmarkSendRate64C), each end in C with the other in Go, the Go
+# loops with the provider's Go code and with none of it (each step one
+# cgo call: BenchmarkSendRate64Raw), with their goroutines locked to
+# their threads (BenchmarkSendRate64Locked) and with BusyPoll, and
+# ib_send_bw, interleaved, REPS reps: whether the gap to perftest lies
+# in the provider's Go half or in its queue pairs.
+cloop_step() {
+	echo "== Send 64 B on rxe0: loops in Go, in C, mixed, and ib_send_bw (op/s; ratio to ib_send_bw)"
+	for r in $(seq "$REPS"); do
+		ps=$(perf_rate ib_send_bw 64 2000 92000)
+		echo "RESULT perftest_send_64 $ps op/s"
+		for bn in BenchmarkSendRate64 BenchmarkSendRate64C BenchmarkSendRate64CSend BenchmarkSendRate64CRecv \
+			BenchmarkSendRate64Raw BenchmarkSendRate64Locked BenchmarkSendRate64:$BUSY_POLL; do
+			o=$(ours_rate "${bn%:*}" 2000 92000 "$(echo "$bn" | sed -n 's/.*://p')")
+			echo "RESULT $bn $o op/s $(awk -v a="$o" -v b="$ps" 'BEGIN { print a == "nan" || b == "nan" ? "nan" : sprintf("%.3f", a / b) }') x"
+		done
+	done 2>&1 | tee "$BIN/cloop.txt"
+}
+step cloop && cloop_step
 
 # sched: where the VM's two vCPUs go during a Send stream and a Write
 # stream, perftest's and ours, interleaved, REPS reps: acct.sh around a

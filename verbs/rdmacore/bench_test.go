@@ -10,8 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/verbs/rdmacore/internal/cloop"
 	"github.com/godapl/godapl/verbs/verbstest"
 )
 
@@ -195,14 +197,48 @@ func spareP(n int) func() {
 // reposting what completed, while this one posts and polls the sends.
 // Both spin, as ib_send_bw's two processes do, with a P to spare
 // (spareP).
-func BenchmarkSendRate64(b *testing.B) { sendRate(b, false) }
+func BenchmarkSendRate64(b *testing.B) { sendRate(b, false, goLoops) }
 
 // BenchmarkSendRate64Event is BenchmarkSendRate64 with both ends asleep
 // on the completion channel (CQ.Wait) whenever their CQ is empty, as
 // ib_send_bw --events does.
-func BenchmarkSendRate64Event(b *testing.B) { sendRate(b, true) }
+func BenchmarkSendRate64Event(b *testing.B) { sendRate(b, true, goLoops) }
 
-func sendRate(b *testing.B, event bool) {
+// BenchmarkSendRate64C is BenchmarkSendRate64 with both loops in C
+// (internal/cloop), on the same QPs, CQs and buffers: the provider's Go
+// half is out of the stream once it is set up.
+func BenchmarkSendRate64C(b *testing.B) { sendRate(b, false, cLoops) }
+
+// BenchmarkSendRate64CSend has the sender in C and the receiver in Go,
+// BenchmarkSendRate64CRecv the reverse.
+func BenchmarkSendRate64CSend(b *testing.B) { sendRate(b, false, cSender) }
+func BenchmarkSendRate64CRecv(b *testing.B) { sendRate(b, false, cReceiver) }
+
+// BenchmarkSendRate64Raw has both loops in Go, each step (a post, a
+// poll) one cgo call into internal/cloop as the provider's would be,
+// but none of the provider's Go code around it.
+func BenchmarkSendRate64Raw(b *testing.B) { sendRate(b, false, rawLoops) }
+
+// BenchmarkSendRate64Locked is BenchmarkSendRate64 with each loop's
+// goroutine locked to its thread, as the C loops' are.
+func BenchmarkSendRate64Locked(b *testing.B) { sendRate(b, false, lockedLoops) }
+
+// loops says which ends of sendRate run in C.
+type loops int
+
+const (
+	goLoops loops = iota
+	cLoops
+	cSender
+	cReceiver
+	rawLoops
+	lockedLoops
+)
+
+func (l loops) cSend() bool { return l == cLoops || l == cSender }
+func (l loops) cRecv() bool { return l == cLoops || l == cReceiver }
+
+func sendRate(b *testing.B, event bool, mode loops) {
 	if !event {
 		defer spareP(2)()
 	}
@@ -218,14 +254,31 @@ func sendRate(b *testing.B, event bool) {
 	if _, err := sa.QP.PostRecv(recvs); err != nil {
 		b.Fatal(err)
 	}
-	var received atomic.Int64
+	// The receiver's progress: in C memory when either end runs there.
+	received := new(atomic.Int64)
+	var run *cloop.Run
+	if mode != goLoops {
+		run = cloop.New(cloop.Attr{
+			SendQP: rawQP(sb.QP), SendCQ: rawCQ(sb.CQ), SendAddr: send[0].SGL[0].Addr, SendLKey: send[0].SGL[0].LKey,
+			RecvQP: rawQP(sa.QP), RecvCQ: rawCQ(sa.CQ), RecvAddr: sgls[0].Addr, RecvLKey: sgls[0].LKey,
+			Size: size, N: b.N, Depth: depth, Every: every, RecvDepth: rdepth, Gap: perfPollBatch,
+		})
+		defer run.Free()
+		received = run.Received()
+	}
 	var failed atomic.Pointer[error]
 	// Crossings into C, counted where they happen: every Poll here asks
 	// for perfPollBatch completions with the CQ's ring empty, one
 	// gd_poll_cq call, and every post is one call.
 	var rxPolls, rxEmpty, rxPosts, rxWaits, txPolls, txFull, txWaits int
-	// fail keeps the first error; err is moved to the heap only here.
-	fail := func(err error) { failed.CompareAndSwap(nil, &err) }
+	// fail keeps the first error and stops a loop in C; err is moved to
+	// the heap only here.
+	fail := func(err error) {
+		failed.CompareAndSwap(nil, &err)
+		if run != nil {
+			run.Stop()
+		}
+	}
 	// await sleeps on cq's completion channel in the event variant.
 	ctx := context.Background()
 	await := func(cq verbs.CQ, waits *int) {
@@ -242,45 +295,81 @@ func sendRate(b *testing.B, event bool) {
 	acct := startAcct()
 	b.ReportAllocs()
 	b.ResetTimer()
-	go func() {
-		defer close(done)
-		repost := make([]verbs.RecvWR, 0, perfPollBatch)
-		wcs := make([]verbs.WC, perfPollBatch)
-		for n := 0; n < b.N && failed.Load() == nil; {
-			k := sa.CQ.Poll(wcs)
-			rxPolls++
-			if k == 0 {
-				rxEmpty++
-				await(sa.CQ, &rxWaits)
-				continue
+	switch {
+	case mode.cRecv():
+		go func() {
+			defer close(done)
+			run.Recv()
+			if err := run.Err(); err != nil {
+				fail(err)
 			}
-			repost = repost[:0]
-			for i := range k {
-				if wcs[i].Status != verbs.WCSuccess {
-					fail(fmt.Errorf("receive %+v", wcs[i]))
+		}()
+	case mode == rawLoops:
+		go func() {
+			defer close(done)
+			for n := 0; n < b.N && failed.Load() == nil; {
+				k := run.RecvOne()
+				if k < 0 {
+					fail(run.Err())
 					return
 				}
-				repost = append(repost, recvs[wcs[i].ID])
+				n += k
+				received.Store(int64(n))
 			}
-			rxPosts++
-			if _, err := sa.QP.PostRecv(repost); err != nil {
-				fail(err)
-				return
+		}()
+	default:
+		go func() {
+			defer close(done)
+			if mode == lockedLoops {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
 			}
-			n += k
-			received.Store(int64(n))
-			if event {
-				select {
-				case progress <- struct{}{}:
-				default:
+			repost := make([]verbs.RecvWR, 0, perfPollBatch)
+			wcs := make([]verbs.WC, perfPollBatch)
+			for n := 0; n < b.N && failed.Load() == nil; {
+				k := sa.CQ.Poll(wcs)
+				rxPolls++
+				if k == 0 {
+					rxEmpty++
+					await(sa.CQ, &rxWaits)
+					continue
+				}
+				repost = repost[:0]
+				for i := range k {
+					if wcs[i].Status != verbs.WCSuccess {
+						fail(fmt.Errorf("receive %+v", wcs[i]))
+						return
+					}
+					repost = append(repost, recvs[wcs[i].ID])
+				}
+				rxPosts++
+				if _, err := sa.QP.PostRecv(repost); err != nil {
+					fail(err)
+					return
+				}
+				n += k
+				received.Store(int64(n))
+				if event {
+					select {
+					case progress <- struct{}{}:
+					default:
+					}
 				}
 			}
-		}
-	}()
+		}()
+	}
 	wcs := make([]verbs.WC, perfPollBatch)
 	posted, retired := 0, 0
 	reap := func() {
 		txPolls++
+		if mode == rawLoops {
+			if r := run.ReapOne(retired); r >= 0 {
+				retired = r
+			} else {
+				fail(run.Err())
+			}
+			return
+		}
 		k := sb.CQ.Poll(wcs)
 		for _, wc := range wcs[:k] {
 			if wc.Status != verbs.WCSuccess {
@@ -292,6 +381,17 @@ func sendRate(b *testing.B, event bool) {
 		if k == 0 {
 			await(sb.CQ, &txWaits)
 		}
+	}
+	if mode == lockedLoops {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	if mode.cSend() {
+		run.Send()
+		if err := run.Err(); err != nil {
+			fail(err)
+		}
+		posted = b.N
 	}
 	for posted < b.N && failed.Load() == nil {
 		// A Send that finds no receive is refused and retried after
@@ -322,13 +422,18 @@ func sendRate(b *testing.B, event bool) {
 		if posted%every == every-1 || posted == b.N-1 {
 			send[0].Flags = verbs.SendSignaled
 		}
-		if _, err := sb.QP.PostSend(send); err != nil {
+		if mode == rawLoops {
+			if err := run.PostOne(send[0].ID, send[0].Flags != 0); err != nil {
+				fail(err)
+				break
+			}
+		} else if _, err := sb.QP.PostSend(send); err != nil {
 			fail(err)
 			break
 		}
 		posted++
 	}
-	for retired < posted && failed.Load() == nil {
+	for !mode.cSend() && retired < posted && failed.Load() == nil {
 		reap()
 	}
 	<-done
@@ -336,13 +441,24 @@ func sendRate(b *testing.B, event bool) {
 	if err := failed.Load(); err != nil {
 		b.Fatal(*err)
 	}
+	if run != nil {
+		c := run.Counts()
+		if mode.cSend() {
+			txPolls = c.TxPolls
+		}
+		if mode.cRecv() || mode == rawLoops {
+			rxPolls, rxEmpty, rxPosts = c.RxPolls, c.RxEmpty, c.RxPosts
+		}
+	}
 	per := func(n int) float64 { return float64(n) / float64(b.N) }
 	b.ReportMetric(per(posted+txPolls), "tx-cgo/op")
 	b.ReportMetric(per(txPolls), "tx-polls/op")
 	// How the sender posts and polls: the runs of posts between two
-	// stops for room, and the polls per stop.
-	b.ReportMetric(float64(posted)/float64(max(txFull, 1)), "tx-posts/stop")
-	b.ReportMetric(float64(txPolls)/float64(max(txFull, 1)), "tx-polls/stop")
+	// stops for room, and the polls per stop (counted in Go only).
+	if !mode.cSend() {
+		b.ReportMetric(float64(posted)/float64(max(txFull, 1)), "tx-posts/stop")
+		b.ReportMetric(float64(txPolls)/float64(max(txFull, 1)), "tx-polls/stop")
+	}
 	b.ReportMetric(per(rxPolls+rxPosts), "rx-cgo/op")
 	b.ReportMetric(per(rxEmpty), "rx-empty/op")
 	b.ReportMetric(float64(b.N)/float64(max(rxPosts, 1)), "rx-wc/poll")
@@ -351,3 +467,8 @@ func sendRate(b *testing.B, event bool) {
 	}
 	acct.report(b)
 }
+
+// rawQP and rawCQ are the libibverbs objects behind the provider's QP
+// and CQ, for the loops of internal/cloop.
+func rawQP(q verbs.QP) unsafe.Pointer { return unsafe.Pointer(q.(*qp).q) }
+func rawCQ(c verbs.CQ) unsafe.Pointer { return unsafe.Pointer(c.(*cq).c) }

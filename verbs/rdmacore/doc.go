@@ -32,7 +32,12 @@
 // may also give the provider the BusyPoll option (or set
 // GODAPL_RDMACORE_BUSY_POLL), so that a poll of an empty CQ keeps
 // polling inside C rather than crossing back into Go for every empty
-// poll.
+// poll. And it should lock each spinning goroutine to its thread
+// (runtime.LockOSThread): a goroutine the scheduler preempts may resume
+// on another thread, which the kernel must then wake and place beside
+// the device's work. In the lab's emulated VM on a quiet host a
+// Send stream with both goroutines locked ran 1.26 to 1.51 times the
+// rate of the same stream unlocked.
 //
 // Spin only with CPUs to spare. A software device does its work on the
 // poster's CPU (rxe runs a Send's whole protocol path inside the post's
