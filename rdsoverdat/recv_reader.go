@@ -145,13 +145,9 @@ func (p *connPath) plainInWindow(h wire.Header) bool {
 // restart handshake moved the window since the header was checked): the
 // receiver then discards it.
 func (p *connPath) acceptDirect(seq wire.Seq, retx bool, l int) bool {
-	p.mu.Lock()
-	if retx && seq < p.nextRxSeq {
-		p.mu.Unlock()
+	if !p.advanceRx(seq, retx) {
 		return false
 	}
-	p.nextRxSeq = seq + 1
-	p.mu.Unlock()
 	c := p.conn
 	c.stats.received.Add(1)
 	c.node.stats.recvDelivered.Add(1)
@@ -164,14 +160,24 @@ func (p *connPath) acceptDirect(seq wire.Seq, retx bool, l int) bool {
 // received on the path, as Receive counts it before delivering; false
 // for a duplicate (see acceptDirect). The caller counts its delivery.
 func (p *connPath) acceptSink(seq wire.Seq, retx bool) bool {
+	if !p.advanceRx(seq, retx) {
+		return false
+	}
+	p.conn.stats.received.Add(1)
+	return true
+}
+
+// advanceRx moves the path's next expected sequence number past seq, a
+// message read outside Receive; false for a retransmission the path
+// already has (a restart handshake moved the window since the header
+// was checked).
+func (p *connPath) advanceRx(seq wire.Seq, retx bool) bool {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if retx && seq < p.nextRxSeq {
-		p.mu.Unlock()
 		return false
 	}
 	p.nextRxSeq = seq + 1
-	p.mu.Unlock()
-	p.conn.stats.received.Add(1)
 	return true
 }
 
