@@ -17,9 +17,9 @@
 #        DAT_STRICT      1: a failing DAT suite fails the run (it is
 #                        reported either way)
 #        STEPS      the steps to run, of: rxe-suite rping rxe-dat rds
-#                   port-events cgo bench cloop sched siw-suite interop
-#                   siw-dat (default all but cloop and sched, in that
-#                   order)
+#                   port-events cgo bench cloop split sched siw-suite
+#                   interop siw-dat (default all but cloop, split and
+#                   sched, in that order)
 #        BUSY_POLL  the BusyPoll setting (GODAPL_RDMACORE_BUSY_POLL) of
 #                   the rdmacore Send row; the bench step also times
 #                   godapl without it (default 256)
@@ -143,22 +143,23 @@ perf_rate() {
 	rate "$3" "$4" "$(perftest "$1" "$2" "$3" "${5:-}")" "$(perftest "$1" "$2" "$4" "${5:-}")"
 }
 
-# ours BENCH N [SPINS]: wall-clock seconds of one run of the test binary
-# that runs one of the package's benchmarks for N operations, its CQ
-# polls spinning SPINS times (BusyPoll; default 0): the whole process, as
-# perftest is timed, setup included; nan when it failed.
+# ours BENCH N [SPINS [ENV]]: wall-clock seconds of one run of the test
+# binary that runs one of the package's benchmarks for N operations, its
+# CQ polls spinning SPINS times (BusyPoll; default 0), with the
+# environment ENV (NAME=VALUE words, e.g. GOMAXPROCS=2) added: the whole
+# process, as perftest is timed, setup included; nan when it failed.
 ours() {
 	vmx sh -c "s=\$(date +%s.%N); timeout 600 env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR=$IP \
-		GODAPL_RDMACORE_BUSY_POLL=${3:-0} $BIN/rdmacore.test \
+		GODAPL_RDMACORE_BUSY_POLL=${3:-0} ${4:-} $BIN/rdmacore.test \
 		-test.run '^\$' -test.bench '^$1\$' -test.benchtime $2x >/dev/null 2>&1; c=\$?; e=\$(date +%s.%N); \
 		[ \$c = 0 ] && echo \"\$s \$e\" || echo 'nan nan'" |
 		awk '$1 == "nan" { print "nan"; next } { printf "%.6f\n", $2 - $1 }'
 }
 
-# ours_rate BENCH SHORT LONG [SPINS]: operations per second as perf_rate
-# measures perftest.
+# ours_rate BENCH SHORT LONG [SPINS [ENV]]: operations per second as
+# perf_rate measures perftest.
 ours_rate() {
-	rate "$2" "$3" "$(ours "$1" "$2" "${4:-0}")" "$(ours "$1" "$3" "${4:-0}")"
+	rate "$2" "$3" "$(ours "$1" "$2" "${4:-0}" "${5:-}")" "$(ours "$1" "$3" "${4:-0}" "${5:-}")"
 }
 
 # counters: rxe0's port counters, one "name value" a line.
@@ -332,6 +333,48 @@ cloop_step() {
 	done 2>&1 | tee "$BIN/cloop.txt"
 }
 step cloop && cloop_step
+
+# split: what is left between the locked Go loops and ib_send_bw, split
+# further, interleaved, REPS reps: the Go loops as they are and locked
+# (the baselines), locked with BusyPoll 64 and 256 (crossings and thread
+# placement together), locked with sysmon's asynchronous preemption of
+# the spinning goroutines off (GODEBUG=asyncpreemptoff=1), and locked
+# with GOMAXPROCS=2, no P spare beside the two loops; then preemption
+# off for the unlocked loops, and for the locked ones with BusyPoll 64
+# and 256. Then the signals the runtime delivers and the context switches
+# in one run of the Go loops and the locked ones, with preemption on and
+# off.
+split_step() {
+	echo "== Send 64 B on rxe0: the locked Go loops split (op/s; ratio to ib_send_bw)"
+	for r in $(seq "$REPS"); do
+		ps=$(perf_rate ib_send_bw 64 2000 92000)
+		echo "RESULT perftest_send_64 $ps op/s"
+		for v in go:BenchmarkSendRate64:0: locked:BenchmarkSendRate64Locked:0: \
+			locked_busy_poll_64:BenchmarkSendRate64Locked:64: locked_busy_poll_256:BenchmarkSendRate64Locked:256: \
+			locked_asyncpreemptoff:BenchmarkSendRate64Locked:0:GODEBUG=asyncpreemptoff=1 \
+			locked_gomaxprocs_2:BenchmarkSendRate64Locked:0:GOMAXPROCS=2 \
+			go_asyncpreemptoff:BenchmarkSendRate64:0:GODEBUG=asyncpreemptoff=1 \
+			locked_asyncpreemptoff_busy_poll_64:BenchmarkSendRate64Locked:64:GODEBUG=asyncpreemptoff=1 \
+			locked_asyncpreemptoff_busy_poll_256:BenchmarkSendRate64Locked:256:GODEBUG=asyncpreemptoff=1; do
+			IFS=: read -r label bn spins env <<<"$v"
+			o=$(ours_rate "$bn" 2000 92000 "$spins" "$env")
+			echo "RESULT $label $o op/s $(awk -v a="$o" -v b="$ps" 'BEGIN { print a == "nan" || b == "nan" ? "nan" : sprintf("%.3f", a / b) }') x"
+		done
+	done 2>&1 | tee "$BIN/split.txt"
+	echo "== signals delivered and context switches in one 92000-Send run (perf stat)"
+	vmx sh -c 'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing'
+	for env in GODEBUG= GODEBUG=asyncpreemptoff=1; do
+		for bn in BenchmarkSendRate64 BenchmarkSendRate64Locked; do
+			vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" "$env" perf stat -x, \
+				-e signal:signal_deliver -e context-switches "$BIN/rdmacore.test" -test.run '^$' \
+				-test.bench "^$bn\$" -test.benchtime 92000x 2>&1 |
+				awk -F, -v l="$bn $env" '/^Benchmark/ { split($0, f, " "); ns = f[3] }
+					$3 ~ /signal_deliver/ { sig = $1 } $3 ~ /context-switches/ { cs = $1 }
+					END { printf "   %s: %s signals, %s context switches, %s ns/op\n", l, sig, cs, ns }'
+		done
+	done | tee -a "$BIN/split.txt"
+}
+step split && split_step
 
 # sched: where the VM's two vCPUs go during a Send stream and a Write
 # stream, perftest's and ours, interleaved, REPS reps: acct.sh around a

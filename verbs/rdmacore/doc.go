@@ -35,9 +35,19 @@
 // poll. And it should lock each spinning goroutine to its thread
 // (runtime.LockOSThread): a goroutine the scheduler preempts may resume
 // on another thread, which the kernel must then wake and place beside
-// the device's work. In the lab's emulated VM on a quiet host a
-// Send stream with both goroutines locked ran 1.26 to 1.51 times the
-// rate of the same stream unlocked.
+// the device's work (with locked goroutines the idle P mattered
+// little). And it should run with the runtime's asynchronous
+// preemption off (GODEBUG=asyncpreemptoff=1 in its environment: the
+// runtime reads it only at start, and //go:debug does not accept it).
+// Go's sysmon asks a goroutine that has run 10 ms without rescheduling
+// to yield, and by default also signals its thread; a loop that calls
+// the provider yields at its next call either way, and the garbage
+// collector still stops it there, but the signals cost the stream. In
+// the lab's emulated VM on a quiet host a Send stream
+// (BenchmarkSendRate64) ran at a median 0.55 of ib_send_bw with neither,
+// 0.72 with both goroutines locked, 0.86 locked with preemption off (1.2
+// times the locked rate in the same rep), and 0.77 to 0.79 locked with
+// BusyPoll 64 or 256, which adds nothing once preemption is off.
 //
 // Spin only with CPUs to spare. A software device does its work on the
 // poster's CPU (rxe runs a Send's whole protocol path inside the post's
