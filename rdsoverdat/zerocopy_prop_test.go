@@ -73,7 +73,7 @@ func rdmaPropertyRun(t tb, rt *rapid.T, r *rdmaRig) {
 		}
 		seq, tok := binary.BigEndian.Uint32(buf), binary.BigEndian.Uint64(buf[4:])
 		if seq != st.recvd {
-			t.Fatalf("server %d -> client %d: message %d, want %d", s, c, seq, st.recvd)
+			t.Fatalf("server %d -> client %d: message %d, want %d (%d resets)", s, c, seq, st.recvd, r.resets())
 		}
 		st.recvd++
 		if op := ops[tok]; op != nil && tok != 0 {
