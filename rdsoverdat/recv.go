@@ -148,19 +148,49 @@ func (s *sock) deliver(m *message) bool {
 	}
 	s.rxq.push(m)
 	s.cancelOffer() // a direct message must not overtake m
-	s.rcvBytes += len(m.buf)
-	congest := !s.congested && s.rcvBytes+s.ahead > s.rcvbuf
-	if congest {
-		s.congested = true
-	}
+	s.queuedUnlock(len(m.buf), true)
+	return true
+}
+
+// queuedUnlock counts n bytes just queued on s (rxq or the delivery
+// sink) against SO_RCVBUF, releases s.mu, and wakes what waits for
+// them: receivers (always, or only when one waits), pollers and a
+// RecvMsg running a reader role; then it announces the port congested
+// if those bytes took it past the limit.
+func (s *sock) queuedUnlock(n int, wakeAlways bool) {
+	s.rcvBytes += n
+	congest := s.congestLocked()
 	node, port := s.node, wire.Port(s.bound.Port())
 	s.mu.Unlock()
-	signal(s.rxSig)
+	if wakeAlways || s.reader.waiters.Load() > 0 {
+		signal(s.rxSig)
+	}
 	signal(s.pollSig)
 	s.interruptReader()
 	if congest {
 		s.syncCong(node, port)
 	}
+}
+
+// uncongestLocked clears s's congestion once what it holds has fallen
+// below half of SO_RCVBUF, and reports whether this call did (s.mu
+// held).
+func (s *sock) uncongestLocked() bool {
+	if !s.congested || s.rcvBytes+s.ahead >= s.rcvbuf/2 {
+		return false
+	}
+	s.congested = false
+	return true
+}
+
+// congestLocked marks s congested when what it holds (queued and
+// handed ahead) exceeds SO_RCVBUF, and reports whether this call did
+// (s.mu held).
+func (s *sock) congestLocked() bool {
+	if s.congested || s.rcvBytes+s.ahead <= s.rcvbuf {
+		return false
+	}
+	s.congested = true
 	return true
 }
 
@@ -236,10 +266,7 @@ func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			}
 			s.rxq.pop()
 			s.rcvBytes -= len(in.buf)
-			uncongest := s.congested && s.rcvBytes+s.ahead < s.rcvbuf/2
-			if uncongest {
-				s.congested = false
-			}
+			uncongest := s.uncongestLocked()
 			more := s.rxq.n > 0
 			node, port := s.node, wire.Port(s.bound.Port())
 			s.mu.Unlock()
@@ -325,10 +352,7 @@ func (s *sock) recvSinkHead(m *Msg, flags MsgFlags) (int, error) {
 	}
 	s.sinkPop(len(data))
 	s.rcvBytes -= len(data)
-	uncongest := s.congested && s.rcvBytes+s.ahead < s.rcvbuf/2
-	if uncongest {
-		s.congested = false
-	}
+	uncongest := s.uncongestLocked()
 	more := s.rxq.n > 0 || s.sink.n > 0
 	node, port := s.node, wire.Port(s.bound.Port())
 	s.mu.Unlock()

@@ -44,10 +44,7 @@ func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message, first *
 		count, bytes = 1, len(first.data)
 		s.ahead += bytes
 		s.aheadN++
-		congest = !s.congested && s.rcvBytes+s.ahead > s.rcvbuf && !s.closed.Load()
-		if congest {
-			s.congested = true
-		}
+		congest = !s.closed.Load() && s.congestLocked()
 	}
 	if s.closed.Load() || len(s.rdma.notes) > 0 || s.congNotify != 0 {
 		node, port := s.node, wire.Port(s.bound.Port())
@@ -104,10 +101,7 @@ func (s *sock) aheadRead(msgs, bytes int) {
 	}
 	s.ahead = max(s.ahead-bytes, 0)
 	s.aheadN = max(s.aheadN-msgs, 0)
-	uncongest := s.congested && s.rcvBytes+s.ahead < s.rcvbuf/2
-	if uncongest {
-		s.congested = false
-	}
+	uncongest := s.uncongestLocked()
 	node, port := s.node, wire.Port(s.bound.Port())
 	s.mu.Unlock()
 	if uncongest {

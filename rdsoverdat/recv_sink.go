@@ -189,23 +189,9 @@ func (c *sinkClaim) DirectDone(d xport.Direct, ok bool) {
 	rdsdproto.AheadEntry(k.buf[at:]).Set(len(d.Buf), from)
 	k.done = k.end
 	k.n++
-	s.rcvBytes += len(d.Buf)
-	congest := !s.congested && s.rcvBytes+s.ahead > s.rcvbuf
-	if congest {
-		s.congested = true
-	}
-	node, port := s.node, wire.Port(s.bound.Port())
-	s.mu.Unlock()
-	node.stats.recvDelivered.Add(1)
-	node.stats.recvBytes.Add(uint64(len(d.Buf)))
-	if s.reader.waiters.Load() > 0 {
-		signal(s.rxSig)
-	}
-	signal(s.pollSig)
-	s.interruptReader()
-	if congest {
-		s.syncCong(node, port)
-	}
+	s.node.stats.recvDelivered.Add(1)
+	s.node.stats.recvBytes.Add(uint64(len(d.Buf)))
+	s.queuedUnlock(len(d.Buf), false)
 }
 
 // sinkHead returns the oldest entry of the sink (s.mu held, k.n > 0):
