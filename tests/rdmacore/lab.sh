@@ -313,6 +313,27 @@ bench() {
 }
 step bench && bench
 
+# ratio A B: A / B to three places, nan when either is.
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { print a == "nan" || b == "nan" ? "nan" : sprintf("%.3f", a / b) }'
+}
+
+# send_variants LABEL:BENCH:SPINS:ENV...: REPS reps of ib_send_bw's
+# 64 B rate and, interleaved, each variant's (BENCH with BusyPoll SPINS
+# and ENV in its environment), as RESULT lines with the ratio.
+send_variants() {
+	local r ps v label bn spins env o
+	for r in $(seq "$REPS"); do
+		ps=$(perf_rate ib_send_bw 64 2000 92000)
+		echo "RESULT perftest_send_64 $ps op/s"
+		for v in "$@"; do
+			IFS=: read -r label bn spins env <<<"$v"
+			o=$(ours_rate "$bn" 2000 92000 "$spins" "$env")
+			echo "RESULT $label $o op/s $(ratio "$o" "$ps") x"
+		done
+	done
+}
+
 # cloop: the Send stream with its loops in C on the provider's own QPs
 # (BenchmarkSendRate64C), each end in C with the other in Go, the Go
 # loops with the provider's Go code and with none of it (each step one
@@ -322,15 +343,10 @@ step bench && bench
 # in the provider's Go half or in its queue pairs.
 cloop_step() {
 	echo "== Send 64 B on rxe0: loops in Go, in C, mixed, and ib_send_bw (op/s; ratio to ib_send_bw)"
-	for r in $(seq "$REPS"); do
-		ps=$(perf_rate ib_send_bw 64 2000 92000)
-		echo "RESULT perftest_send_64 $ps op/s"
-		for bn in BenchmarkSendRate64 BenchmarkSendRate64C BenchmarkSendRate64CSend BenchmarkSendRate64CRecv \
-			BenchmarkSendRate64Raw BenchmarkSendRate64Locked BenchmarkSendRate64:$BUSY_POLL; do
-			o=$(ours_rate "${bn%:*}" 2000 92000 "$(echo "$bn" | sed -n 's/.*://p')")
-			echo "RESULT $bn $o op/s $(awk -v a="$o" -v b="$ps" 'BEGIN { print a == "nan" || b == "nan" ? "nan" : sprintf("%.3f", a / b) }') x"
-		done
-	done 2>&1 | tee "$BIN/cloop.txt"
+	send_variants BenchmarkSendRate64:BenchmarkSendRate64:0: BenchmarkSendRate64C:BenchmarkSendRate64C:0: \
+		BenchmarkSendRate64CSend:BenchmarkSendRate64CSend:0: BenchmarkSendRate64CRecv:BenchmarkSendRate64CRecv:0: \
+		BenchmarkSendRate64Raw:BenchmarkSendRate64Raw:0: BenchmarkSendRate64Locked:BenchmarkSendRate64Locked:0: \
+		"BenchmarkSendRate64_busy_poll_$BUSY_POLL:BenchmarkSendRate64:$BUSY_POLL:" 2>&1 | tee "$BIN/cloop.txt"
 }
 step cloop && cloop_step
 
@@ -346,21 +362,14 @@ step cloop && cloop_step
 # off.
 split_step() {
 	echo "== Send 64 B on rxe0: the locked Go loops split (op/s; ratio to ib_send_bw)"
-	for r in $(seq "$REPS"); do
-		ps=$(perf_rate ib_send_bw 64 2000 92000)
-		echo "RESULT perftest_send_64 $ps op/s"
-		for v in go:BenchmarkSendRate64:0: locked:BenchmarkSendRate64Locked:0: \
-			locked_busy_poll_64:BenchmarkSendRate64Locked:64: locked_busy_poll_256:BenchmarkSendRate64Locked:256: \
-			locked_asyncpreemptoff:BenchmarkSendRate64Locked:0:GODEBUG=asyncpreemptoff=1 \
-			locked_gomaxprocs_2:BenchmarkSendRate64Locked:0:GOMAXPROCS=2 \
-			go_asyncpreemptoff:BenchmarkSendRate64:0:GODEBUG=asyncpreemptoff=1 \
-			locked_asyncpreemptoff_busy_poll_64:BenchmarkSendRate64Locked:64:GODEBUG=asyncpreemptoff=1 \
-			locked_asyncpreemptoff_busy_poll_256:BenchmarkSendRate64Locked:256:GODEBUG=asyncpreemptoff=1; do
-			IFS=: read -r label bn spins env <<<"$v"
-			o=$(ours_rate "$bn" 2000 92000 "$spins" "$env")
-			echo "RESULT $label $o op/s $(awk -v a="$o" -v b="$ps" 'BEGIN { print a == "nan" || b == "nan" ? "nan" : sprintf("%.3f", a / b) }') x"
-		done
-	done 2>&1 | tee "$BIN/split.txt"
+	send_variants go:BenchmarkSendRate64:0: locked:BenchmarkSendRate64Locked:0: \
+		locked_busy_poll_64:BenchmarkSendRate64Locked:64: locked_busy_poll_256:BenchmarkSendRate64Locked:256: \
+		locked_asyncpreemptoff:BenchmarkSendRate64Locked:0:GODEBUG=asyncpreemptoff=1 \
+		locked_gomaxprocs_2:BenchmarkSendRate64Locked:0:GOMAXPROCS=2 \
+		go_asyncpreemptoff:BenchmarkSendRate64:0:GODEBUG=asyncpreemptoff=1 \
+		locked_asyncpreemptoff_busy_poll_64:BenchmarkSendRate64Locked:64:GODEBUG=asyncpreemptoff=1 \
+		locked_asyncpreemptoff_busy_poll_256:BenchmarkSendRate64Locked:256:GODEBUG=asyncpreemptoff=1 \
+		2>&1 | tee "$BIN/split.txt"
 	echo "== signals delivered and context switches in one 92000-Send run (perf stat)"
 	vmx sh -c 'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing'
 	for env in GODEBUG= GODEBUG=asyncpreemptoff=1; do
