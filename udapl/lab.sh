@@ -66,17 +66,16 @@ perf() {
 	  timeout 600 dapltest -T P -s $IP -D $1 -i 2000 -p 8 -m b RW 65536 1; kill \$S 2>/dev/null; wait \$S; true" |
 		sed -n 's/.*Bandwidth *: *\([0-9.]*\) MB\/sec.*/\1/p' || true
 }
-# A round is OFA, godapl, godapl, OFA, so that a host load that changes through the round weighs on
-# both alike; its ratio is godapl's pair over OFA's.
+# Rounds of OFA, godapl, godapl, OFA (udapl/lab/ratio.sh).
+. "$REPO/udapl/lab/ratio.sh"
 ratios=
 for r in $(seq "$ROUNDS"); do
 	o1=$(perf ofa-v2-siw "$OFA_CONF"); g1=$(perf godapl-vm "$OUT/vm.conf")
 	g2=$(perf godapl-vm "$OUT/vm.conf"); o2=$(perf ofa-v2-siw "$OFA_CONF")
-	ratio=$(echo "${o1:-0} ${g1:-0} ${g2:-0} ${o2:-0}" | awk '{ if ($1 > 0 && $4 > 0 && $2 > 0 && $3 > 0) printf "%.3f", ($2 + $3) / ($1 + $4); else print "-" }')
+	ratio=$(round_ratio "$o1" "$g1" "$g2" "$o2")
 	echo "dapltest -T P RW 65536 in the VM, round $r: OFA dapl/kernel siw $o1 $o2 MB/s, libdatgodapl $g1 $g2 MB/s, ratio $ratio"
 	[ "$ratio" = - ] || ratios="$ratios $ratio"
 done
-echo "$ratios" | tr ' ' '\n' | sed '/^$/d' | sort -n |
-	awk '{ v[NR] = $1 } END { if (NR) printf "median ratio libdatgodapl/OFA over %d rounds: %.3f\n", NR, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+median_ratio $ratios
 [ $rxefail -eq 0 ] || fail=1
 exit $fail

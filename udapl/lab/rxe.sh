@@ -138,25 +138,23 @@ if step cgocheck; then
 	tt_case dapltest-T-godapl-cgocheck2 "$CG" "$CG"
 fi
 if step perf; then
-	# A round is OFA, godapl, godapl, OFA, so that a host load that changes
-	# through the round weighs on both alike; its ratio is godapl's pair
-	# over OFA's.
+	# Rounds of OFA, godapl, godapl, OFA (udapl/lab/ratio.sh).
+	. "$REPO/udapl/lab/ratio.sh"
 	rounds() {
 		local ratios= r o1 g1 g2 o2 ratio
 		echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 		for r in $(seq "$ROUNDS"); do
 			o1=$(perf "$OFA" "RW 65536 1") g1=$(perf "$GD" "RW 65536 1")
 			g2=$(perf "$GD" "RW 65536 1") o2=$(perf "$OFA" "RW 65536 1")
-			ratio=$(echo "${o1:-0} ${g1:-0} ${g2:-0} ${o2:-0}" | awk '{ if ($1 > 0 && $2 > 0 && $3 > 0 && $4 > 0) printf "%.3f", ($2 + $3) / ($1 + $4); else print "-" }')
+			ratio=$(round_ratio "$o1" "$g1" "$g2" "$o2")
 			echo "dapltest -T P RW 65536 over rxe0, round $r: OFA dapl $o1 $o2 MB/s, libdatgodapl $g1 $g2 MB/s, ratio $ratio"
 			[ "$ratio" = - ] || ratios="$ratios $ratio"
 		done
-		echo "$ratios" | tr ' ' '\n' | sed '/^$/d' | sort -n |
-			awk '{ v[NR] = $1 } END { if (NR) printf "median ratio libdatgodapl/OFA over %d rounds: %.3f\n", NR, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; else print "no round completed" }'
+		median_ratio $ratios
 		echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 	}
 	if [ -n "${UDAPL_LAB_LOCK:-}" ]; then
-		export -f rounds perf vm
+		export -f rounds perf vm round_ratio median_ratio
 		export OFA GD OUT PAIR IA IP LAB VM ROUNDS
 		flock "$UDAPL_LAB_LOCK" bash -c rounds | tee "$OUT/perf.txt"
 	else
