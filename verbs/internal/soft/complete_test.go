@@ -17,21 +17,12 @@ func TestCompleteSendsBatch(t *testing.T) {
 }
 
 func testCompleteSendsBatch(t *testing.T) {
-	d := NewDevice(Limits())
-	vpd, err := d.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pd := vpd.(*PD)
+	d, pd, mr := newTestMR(t, verbs.AccessLocalWrite)
 	vcq, err := d.CreateCQ(verbs.CQAttr{Depth: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cq := vcq.(*CQ)
-	mr, err := pd.RegMR(make([]byte, 64), verbs.AccessLocalWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
 	vqp, err := pd.CreateQP(verbs.QPInitAttr{SendCQ: cq, RecvCQ: cq, SignalAll: true,
 		Caps: verbs.QPCaps{MaxSendWR: 8, MaxRecvWR: 1}})
 	if err != nil {

@@ -31,6 +31,8 @@ func expectBlocked(t *testing.T, done <-chan error, what string) {
 	}
 }
 
+// newTestMR opens a device of the default limits with a PD and a 4 KiB
+// MR of the given access.
 func newTestMR(t *testing.T, access verbs.Access) (*Device, *PD, *MR) {
 	t.Helper()
 	d := NewDevice(Limits())

@@ -19,17 +19,8 @@ func (idleLink) Close() {}
 // ErrQueueFull, and keep posting order while their sequence numbers wrap
 // the arrays many times; an SRQ resized to 5 takes 5.
 func TestQueuesHoldTheirDepth(t *testing.T) {
-	d := NewDevice(Limits())
-	vpd, err := d.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pd := vpd.(*PD)
+	d, pd, mr := newTestMR(t, verbs.AccessLocalWrite)
 	cq, err := d.CreateCQ(verbs.CQAttr{Depth: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr, err := pd.RegMR(make([]byte, 64), verbs.AccessLocalWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
