@@ -85,6 +85,9 @@ func NodeOf(nt xport.NodeTransport) (Node, bool) {
 	return Node{dn}, ok
 }
 
+// Kernel reports whether the node speaks the kernel's wire (IB, RoCE).
+func (n Node) Kernel() bool { return n.dn.kernel }
+
 // SRQ returns the number of receive buffers of the node's SRQ and how
 // many of them its connections granted their peers.
 func (n Node) SRQ() (capacity, reserved int) {
