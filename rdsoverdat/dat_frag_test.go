@@ -29,7 +29,7 @@ func TestDATFragmentOffer(t *testing.T) {
 		longest uint32
 	}{
 		{"offer", rdsdat.PrivateLen, wire.HeaderLen + wire.CongMapBytes},
-		{"no offer", rdsdat.PrivateLen - 4, wire.HeaderLen + wire.FragSize},
+		{"no offer", rdsdat.PrivateLenNoFrag, wire.HeaderLen + wire.FragSize},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			leakCheck(t)

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	rdsdat "github.com/godapl/godapl/rdsoverdat/internal/dat"
+	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 )
 
 // tb is what the rig helpers need of a test: testing.TB, or goTB in a
@@ -86,20 +89,38 @@ func newRig(t tb, st *Stack, mt *memRDMA) *rdmaRig {
 }
 
 // warm connects the rig's nodes before a test begins: a message each
-// way, the second sent only once the first arrived, so that only one
-// side ever connects. When both sides connect at once, a request that
-// arrives after its sender accepted the other's still finds the
-// connection up and drops it, as the kernel's RDS does (an incoming
-// connect on an up connection), and an RDMA op in flight then ends
-// RDMADropped: right for RDS, but no part of what these tests check.
+// way. Over iWARP both go at once, so that both nodes connect at the same
+// moment, as they may in use: the request the larger address abandons
+// must not reset the smaller's connection (dat_race.go), or a later test
+// would see the reset. On the kernel's wire a request that finds the
+// connection up drops it by rule, which costs an RDMA op in flight its
+// message: RDS's right, but no part of what these tests check, so there
+// the second message goes only once the first arrived, and only one side
+// connects. Resets during the warm-up are not counted (resets).
 func (r *rdmaRig) warm(t tb) {
-	for _, p := range [][2]*Socket{{r.cli, r.srv}, {r.srv, r.cli}} {
+	pairs := [][2]*Socket{{r.cli, r.srv}, {r.srv, r.cli}}
+	send := func(p [2]*Socket) {
 		if _, err := p[0].SendTo([]byte("warm"), p[1].BoundAddr(), 0); err != nil {
 			t.Fatalf("warm-up SendTo: %v", err)
 		}
+	}
+	recv := func(p [2]*Socket) {
 		buf := make([]byte, 8)
 		if n, _ := recvFull(t, p[1], buf); string(buf[:n]) != "warm" {
 			t.Fatalf("warm-up message %q", buf[:n])
+		}
+	}
+	if r.kernelDAT() {
+		for _, p := range pairs {
+			send(p)
+			recv(p)
+		}
+	} else {
+		for _, p := range pairs {
+			send(p)
+		}
+		for _, p := range pairs {
+			recv(p)
 		}
 	}
 	r.resets0 += r.resets()
@@ -275,4 +296,18 @@ func split(b []byte, k int) [][]byte {
 		b = b[n:]
 	}
 	return append(out, b)
+}
+
+// kernelDAT reports whether the rig's nodes run the dat transport on
+// the kernel's wire.
+func (r *rdmaRig) kernelDAT() bool {
+	n := r.st.nodeAt(r.cliNode)
+	n.mu.RLock()
+	u, ok := n.trans[TransIB].(interface{ unwrap() xport.NodeTransport })
+	n.mu.RUnlock()
+	if !ok {
+		return false
+	}
+	dn, ok := rdsdat.NodeOf(u.unwrap())
+	return ok && dn.Kernel()
 }

@@ -18,8 +18,9 @@ import (
 // at most one EP being set up or carrying messages (datPath.ep). Connect
 // starts an active EP unless there is one or a reconnect is pending. A
 // connection request from the peer is accepted unless our own request is
-// outstanding and our address is the smaller one; an established EP that
-// a new request finds is dropped first (the peer lost it before us). Lost
+// outstanding and our address is the smaller one, or the request is older
+// than the EP the peer gave us since (dat_race.go); an established EP
+// that a new request finds is dropped first (the peer lost it). Lost
 // connections are retried with randomized exponential backoff by the
 // smaller address always, by the larger one while it has messages. On
 // IB and RoCE the kernel's rules apply instead (dat_kernel.go).
@@ -97,8 +98,9 @@ func (dp *datPath) connect(retry bool) {
 	if err == nil {
 		var pd [datPrivateLen]byte
 		ack, gen, credit := dp.offer(e)
-		encodeDatPrivate(pd[:], dn.node.Addr(), dp.p.Conn().RemoteAddr(), wire.Seq(ack), gen, dn.node.GenNum(), credit)
-		err = e.ep.Connect(dp.p.Conn().RemoteAddr(), dat.ConnQual(dn.cfg.Port), dn.cfg.ConnectTimeout, pd[:], dat.QoSBestEffort, dat.ConnectDefault)
+		p := encodeDatPrivate(pd[:], dn.node.Addr(), dp.p.Conn().RemoteAddr(), wire.Seq(ack), gen, dn.node.GenNum(), credit)
+		putConnID(p, newConnID())
+		err = e.ep.Connect(dp.p.Conn().RemoteAddr(), dat.ConnQual(dn.cfg.Port), dn.cfg.ConnectTimeout, p[:dn.privLen()], dat.QoSBestEffort, dat.ConnectDefault)
 		if err != nil {
 			e.state = datDead
 			dn.retire(e)
@@ -195,11 +197,11 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 	dp := dn.dpath(conn.Path(0))
 	dp.mu.Lock()
 	old := dp.ep
-	if dp.refuses(old) {
-		// Ours wins (iWARP), or the kernel's rule: wait for ours, or
-		// drop an established connection the peer has lost and let
-		// both sides reconnect.
-		wasUp := old.state == datUp
+	if v := dp.verdict(old, peer); v != reqAccept {
+		// Ours wins or the request is stale (iWARP), or the kernel's
+		// rule: wait for ours, or drop an established connection the
+		// peer has lost and let both sides reconnect.
+		wasUp := v == reqRejectDrop
 		if wasUp {
 			dp.dropLocked(old)
 			dp.scheduleLocked()
@@ -229,6 +231,7 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 	copy(e.peer[:], peer)
 	e.state = datAccepted
 	dp.ep = e
+	id := newConnID() // under dp.mu, in the order EPs take the path (dat_race.go)
 	if dp.timer != nil && dp.timer.Stop() {
 		dn.wg.Done()
 	}
@@ -239,8 +242,9 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 	}
 	var pd [datPrivateLen]byte
 	ack, gen, credit := dp.offer(e)
-	encodeDatPrivate(pd[:], dn.node.Addr(), peer.Saddr(), wire.Seq(ack), gen, dn.node.GenNum(), credit)
-	if err := cr.Accept(e.ep, pd[:]); err != nil {
+	p := encodeDatPrivate(pd[:], dn.node.Addr(), peer.Saddr(), wire.Seq(ack), gen, dn.node.GenNum(), credit)
+	putConnID(p, id)
+	if err := cr.Accept(e.ep, p[:dn.privLen()]); err != nil {
 		e.ep.Disconnect(dat.CloseAbrupt) // its failure event retires it
 	}
 }

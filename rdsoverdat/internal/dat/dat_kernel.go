@@ -103,17 +103,29 @@ func (dp *datPath) offer(e *datEP) (ack uint64, ackGen, credit uint32) {
 // iWARP only the smaller address.
 func (dp *datPath) retries() bool { return dp.dn.kernel || dp.isActive() }
 
-// refuses reports whether a connection request must be rejected because
-// of old, the EP the path has: on the kernel's wire always when there is
-// one; over iWARP only when ours is out and our address wins.
-func (dp *datPath) refuses(old *datEP) bool {
-	if old == nil {
-		return false
+// verdict returns what a connection request whose private data is req
+// does to old, the EP the path has: on the kernel's wire it is rejected
+// whenever there is one, an established one being dropped first; over
+// iWARP the transport's own rule applies (dat_race.go).
+func (dp *datPath) verdict(old *datEP, req datPrivate) datVerdict {
+	switch {
+	case old == nil || old.state == datDead:
+		return reqAccept
+	case !dp.dn.kernel:
+		return dp.iwarpVerdict(old, req)
+	case old.state == datUp:
+		return reqRejectDrop
 	}
-	if dp.dn.kernel {
-		return old.state != datDead
+	return reqReject
+}
+
+// privLen is how much of our private data goes out: conn_id only over
+// iWARP, where the race rule reads it (dat_race.go).
+func (dn *datNode) privLen() int {
+	if dn.kernel {
+		return datPrivateLenNoID
 	}
-	return old.state == datConnecting && dp.isActive()
+	return datPrivateLen
 }
 
 // admitUnchecked lets op to a kernel peer through without a check

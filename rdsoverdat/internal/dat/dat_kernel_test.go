@@ -68,13 +68,24 @@ func TestKernelWireCreditsOff(t *testing.T) {
 
 func TestKernelWireRaces(t *testing.T) {
 	dp := &datPath{dn: &datNode{kernel: true}}
-	for _, st := range []datEPState{datConnecting, datAccepted, datUp} {
-		if !dp.refuses(&datEP{state: st}) {
-			t.Errorf("kernel wire accepted a request over an EP in state %d", st)
+	// A request that would be stale over iWARP changes nothing here.
+	var have, req [datPrivateLen]byte
+	encodeDatPrivate(have[:], netip.MustParseAddr("192.168.77.32"), netip.MustParseAddr("192.168.77.31"), 0, 0, 7, 0)
+	putConnID(have[:], 9)
+	copy(req[:], have[:])
+	putConnID(req[:], 8)
+	for st, want := range map[datEPState]datVerdict{datConnecting: reqReject, datAccepted: reqReject, datUp: reqRejectDrop, datDead: reqAccept} {
+		for _, pd := range [][]byte{nil, req[:]} {
+			if v := dp.verdict(&datEP{state: st, peer: have}, pd); v != want {
+				t.Errorf("kernel wire, EP in state %d, request %x: verdict %d, want %d", st, pd, v, want)
+			}
 		}
 	}
-	if dp.refuses(nil) || !dp.retries() {
-		t.Errorf("kernel wire: refuses with no EP %v, retries %v", dp.refuses(nil), dp.retries())
+	if dp.verdict(nil, nil) != reqAccept || !dp.retries() {
+		t.Errorf("kernel wire: verdict with no EP %d, retries %v", dp.verdict(nil, nil), dp.retries())
+	}
+	if dn := (&datNode{kernel: true}); dn.privLen() != 40 {
+		t.Errorf("kernel wire: %d bytes of private data, want 40 as before conn_id", dn.privLen())
 	}
 }
 

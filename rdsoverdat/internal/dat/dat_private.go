@@ -35,6 +35,12 @@ import (
 //
 // Four more carry frag_max, the largest fragment the sender can receive
 // (dat_frag.go): two godapl nodes use larger fragments than rds_ib's.
+//
+// The last four carry conn_id, the number the sender gave this connection
+// (dat_race.go): it tells a request its sender abandoned in a connect
+// race from one made after the connection it would replace. Only iWARP
+// sends it: on the kernel's wire the kernel's race rule needs none, and
+// the private data stays as long as it was before conn_id existed.
 type datPrivate []byte
 
 const (
@@ -49,7 +55,12 @@ const (
 	privAckGenOffset    = 28 // be32 in the tail padding: ack_gen (ours, see above)
 	privMyGenOffset     = 32 // be32 past the struct: my_gen (ours, see above)
 	privFragOffset      = 36 // be32: frag_max, the largest fragment the sender takes (ours, dat_frag.go)
-	datPrivateLen       = 40
+	privConnIDOffset    = 40 // be32: conn_id, the sender's number for the connection (ours, dat_race.go)
+	datPrivateLen       = 44
+
+	// datPrivateLenNoID is what a node sends on the kernel's wire, and
+	// what godapl nodes sent before conn_id.
+	datPrivateLenNoID = privConnIDOffset
 
 	// datMinorMask is RDS_IB_SUPPORTED_PROTOCOLS: 3.0 and 3.1.
 	datMinorMask = 0x0003
@@ -63,7 +74,8 @@ var (
 
 // encodeDatPrivate fills b (datPrivateLen bytes) for a connection from
 // saddr, of generation myGen, to daddr; ack counts in the sequence space
-// of the peer's generation ackGen (0: unknown).
+// of the peer's generation ackGen (0: unknown). conn_id is left 0 (none)
+// for putConnID.
 func encodeDatPrivate(b []byte, saddr, daddr netip.Addr, ack wire.Seq, ackGen, myGen, credit uint32) datPrivate {
 	p := datPrivate(b[:datPrivateLen])
 	clear(p)
@@ -120,4 +132,17 @@ func (p datPrivate) MyGen() uint32 {
 		return 0
 	}
 	return binary.BigEndian.Uint32(p[privMyGenOffset:])
+}
+
+// ConnID is conn_id, 0 (none) when the peer sent no more than frag_max.
+func (p datPrivate) ConnID() uint32 {
+	if len(p) < privConnIDOffset+4 {
+		return 0
+	}
+	return binary.BigEndian.Uint32(p[privConnIDOffset:])
+}
+
+// putConnID writes conn_id into p (datPrivateLen bytes).
+func putConnID(p datPrivate, id uint32) {
+	binary.BigEndian.PutUint32(p[privConnIDOffset:], id)
 }

@@ -107,16 +107,18 @@ func TestDATPrivateData(t *testing.T) {
 	s, d := netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("10.4.5.6")
 	var b [datPrivateLen]byte
 	encodeDatPrivate(b[:], s, d, 77, 0xabcdef01, 0x12345678, 256)
+	putConnID(b[:], 0x9abcdef0)
 	p, err := parseDatPrivate(b[:])
 	if err != nil || p.Saddr() != s || p.Daddr() != d || p.AckSeq() != 77 || p.Credit() != 256 ||
-		p.Major() != 3 || p.Minor() != 1 || p.MinorMask() != 3 || p.AckGen() != 0xabcdef01 || p.MyGen() != 0x12345678 {
+		p.Major() != 3 || p.Minor() != 1 || p.MinorMask() != 3 || p.AckGen() != 0xabcdef01 || p.MyGen() != 0x12345678 ||
+		p.ConnID() != 0x9abcdef0 {
 		t.Fatalf("round trip: %v %v %v %d %d", err, p.Saddr(), p.Daddr(), p.AckSeq(), p.Credit())
 	}
 	// The kernel's layout: ack_seq at 16, credit at 24, 32 bytes; ack_gen
-	// in the tail padding, my_gen after it, then frag_max.
+	// in the tail padding, my_gen after it, then frag_max and conn_id.
 	if binary.BigEndian.Uint64(b[16:]) != 77 || binary.BigEndian.Uint32(b[24:]) != 256 || b[8] != 3 || b[9] != 1 ||
 		binary.BigEndian.Uint32(b[28:]) != 0xabcdef01 || binary.BigEndian.Uint32(b[32:]) != 0x12345678 ||
-		binary.BigEndian.Uint32(b[36:]) != datFragMax || len(b) != 40 {
+		binary.BigEndian.Uint32(b[36:]) != datFragMax || binary.BigEndian.Uint32(b[40:]) != 0x9abcdef0 || len(b) != 44 {
 		t.Fatalf("layout % x", b)
 	}
 	for _, c := range []struct {

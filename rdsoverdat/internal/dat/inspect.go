@@ -16,6 +16,10 @@ import (
 const (
 	// PrivateLen is the length of the connection private data.
 	PrivateLen = datPrivateLen
+	// PrivateLenNoID is the length of an older godapl node's private
+	// data, without conn_id; PrivateLenNoFrag, before frag_max.
+	PrivateLenNoID   = datPrivateLenNoID
+	PrivateLenNoFrag = privFragOffset
 	// SlotLen is the size of a receive buffer: a header and one
 	// fragment, the largest Send a peer may post.
 	SlotLen = datSlot
@@ -29,6 +33,9 @@ const (
 func EncodePrivate(b []byte, saddr, daddr netip.Addr, ack wire.Seq, ackGen, myGen, credit uint32) []byte {
 	return encodeDatPrivate(b, saddr, daddr, ack, ackGen, myGen, credit)
 }
+
+// SetConnID writes conn_id into private data b (PrivateLen bytes).
+func SetConnID(b []byte, id uint32) { putConnID(b, id) }
 
 // Frames fragments a message the way the sender does on a connection
 // of 4096-byte fragments and returns each Send's bytes; adv goes on the
@@ -77,6 +84,9 @@ func NodeOf(nt xport.NodeTransport) (Node, bool) {
 	dn, ok := nt.(*datNode)
 	return Node{dn}, ok
 }
+
+// Kernel reports whether the node speaks the kernel's wire (IB, RoCE).
+func (n Node) Kernel() bool { return n.dn.kernel }
 
 // SRQ returns the number of receive buffers of the node's SRQ and how
 // many of them its connections granted their peers.
@@ -169,4 +179,22 @@ func (n Node) RoleCounts() (lends, held, resumes uint64) {
 // event goroutine takes it back, from the next lend on.
 func (n Node) SetRoleGrace(d time.Duration) {
 	n.dn.role.SetGrace(d)
+}
+
+// PeerConnID returns the generation (my_gen) and connection number
+// (conn_id) the peer sent for the EP that carries path p; false if p is
+// not up.
+func (n Node) PeerConnID(p xport.Path) (gen, id uint32, ok bool) {
+	dp, found := p.Data().Load().(*datPath)
+	if !found {
+		return 0, 0, false
+	}
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	e := dp.up.Load()
+	if e == nil {
+		return 0, 0, false
+	}
+	pd := datPrivate(e.peer[:])
+	return pd.MyGen(), pd.ConnID(), true
 }

@@ -17,3 +17,21 @@ func TestDATPrivateNoGeneration(t *testing.T) {
 		t.Fatal("a my_gen of 0 or missing must name no generation")
 	}
 }
+
+// A conn_id of 0, or private data too short to hold it (an older godapl
+// peer's 40 bytes, the kernel's 32), names no connection; encoding
+// leaves it 0 until putConnID.
+func TestDATPrivateNoConnID(t *testing.T) {
+	var pd [datPrivateLen]byte
+	p := encodeDatPrivate(pd[:], netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"), 5, 0, 3, 16)
+	if p.ConnID() != 0 {
+		t.Fatalf("conn_id %d before putConnID", p.ConnID())
+	}
+	putConnID(p, 0xfedcba98)
+	if p.ConnID() != 0xfedcba98 || p[:datPrivateLenNoID].ConnID() != 0 || p[:32].ConnID() != 0 {
+		t.Fatalf("conn_id %#x, %#x from 40 bytes", p.ConnID(), p[:datPrivateLenNoID].ConnID())
+	}
+	if p[:datPrivateLenNoID].MyGen() != 3 || p[:datPrivateLenNoID].FragOffer() != datFragMax {
+		t.Fatal("40 bytes lost my_gen or frag_max")
+	}
+}
