@@ -315,25 +315,34 @@ func (qp *QP) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 // provider then terminates the stream: iWARP has no RNR retry) or the QP
 // is not in a state that receives. The provider owns the receive until it
 // calls CompleteRecv, which it must do even when the stream dies.
+//
+// A QP on an SRQ takes its receive under the SRQ's lock alone: of the
+// QP it needs only the state, which may change right after it is read
+// whether read under the QP's lock or not.
 func (qp *QP) TakeRecv(w *RecvWQE) bool {
+	if qp.srq != nil {
+		if !receives(verbs.QPState(qp.stateNow.Load())) || !qp.srq.take(w) {
+			return false
+		}
+		qp.recvTaken.Add(1)
+		return true
+	}
 	qp.mu.Lock()
-	st := qp.state
-	if st != verbs.QPStateRTR && st != verbs.QPStateRTS && st != verbs.QPStateSQD {
+	if !receives(qp.state) {
 		qp.mu.Unlock()
 		return false
 	}
-	var ok bool
-	if qp.srq == nil {
-		ok = qp.rq.pop(w)
-		qp.mu.Unlock()
-	} else {
-		qp.mu.Unlock()
-		ok = qp.srq.take(w)
-	}
+	ok := qp.rq.pop(w)
+	qp.mu.Unlock()
 	if ok {
 		qp.recvTaken.Add(1)
 	}
 	return ok
+}
+
+// receives reports whether a QP in state st takes inbound Sends.
+func receives(st verbs.QPState) bool {
+	return st == verbs.QPStateRTR || st == verbs.QPStateRTS || st == verbs.QPStateSQD
 }
 
 // RecvInProgress implements fastpath.RecvInProgress: receives taken with
