@@ -135,6 +135,23 @@ func (qp *QP) localInvalidate(stag uint32) verbs.WCStatus {
 func (qp *QP) NextSend(w *SendWQE) bool {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
+	return qp.nextSendLocked(w)
+}
+
+// NextSendMore is NextSend that also reports whether more requests were
+// queued behind w when it took w: a provider that transmits what a
+// poster queued, in the poster's goroutine, then stops after w without
+// asking again under the QP's lock only to find the queue empty. A
+// request posted after that is the poster's own to kick.
+func (qp *QP) NextSendMore(w *SendWQE) (ok, more bool) {
+	qp.mu.Lock()
+	ok = qp.nextSendLocked(w)
+	more = qp.sqNext != qp.sqTail
+	qp.mu.Unlock()
+	return ok, more
+}
+
+func (qp *QP) nextSendLocked(w *SendWQE) bool {
 	for {
 		if qp.state != verbs.QPStateRTS || qp.sqNext == qp.sqTail {
 			return false
