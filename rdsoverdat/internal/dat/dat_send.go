@@ -104,13 +104,16 @@ type datEP struct {
 
 // datTx is a path's transmit state, owned by whoever holds inXmit.
 type datTx struct {
-	inXmit     atomic.Bool
-	want       atomic.Bool
-	txm        xport.Msg // message being fragmented
-	txEP       *datEP    // the EP txm's fragments went to
-	txOff      int       // payload bytes of txm already posted
-	txDrained  bool      // the queue was empty when txm was taken
-	sinceAck   int       // messages since the last ACK_REQUIRED
+	inXmit    atomic.Bool
+	want      atomic.Bool
+	txm       xport.Msg // message being fragmented
+	txEP      *datEP    // the EP txm's fragments went to
+	txOff     int       // payload bytes of txm already posted
+	txDrained bool      // the queue was empty when txm was taken
+	// txQueued is how many messages the path's queue held behind txm
+	// when nextTx took it from there, -1 when it came from ahead.
+	txQueued   int
+	sinceAck   int // messages since the last ACK_REQUIRED
 	sinceBytes int
 
 	// ahead holds the messages taken after txm, datRDMALookahead at
@@ -281,7 +284,10 @@ func (e *datEP) stall(credit bool) {
 func (dp *datPath) prepare(m xport.Msg) {
 	h := m.Header()
 	f := m.WireFlags()
-	q, _ := dp.p.Pending()
+	q := dp.txQueued
+	if q < 0 {
+		q, _ = dp.p.Pending()
+	}
 	dp.txDrained = q == 0 && dp.ahead.Len() == 0
 	if !m.IsCongMap() {
 		dp.sinceAck++
