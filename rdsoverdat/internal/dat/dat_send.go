@@ -152,15 +152,25 @@ func (dp *datPath) xmit(e *datEP) {
 	if dp.txm != nil && dp.txEP != e {
 		dp.abortTx() // its EP died mid-message: start it over on e
 	}
+	// dry: the last message this round took left the queue empty. The
+	// round then ends without asking the path again, under its lock, for
+	// nothing: whatever is queued after that take kicks the path, which
+	// sets want after kick cleared it for this round, and the kick loop
+	// runs another.
+	dry := false
 	for {
 		m := dp.txm
 		if m == nil {
+			if dry && dp.ahead.Len() == 0 {
+				return
+			}
 			// Once e's Down has run, NextTx gives nothing for e: the path
 			// may be up on the next EP while this round still holds e,
 			// whose Up kicked and so left want for the kick loop.
 			if m = dp.nextTx(e); m == nil {
 				return
 			}
+			dry = dp.txQueued == 0
 			dp.txm, dp.txEP, dp.txOff = m, e, 0
 			dp.prepare(m)
 		}
