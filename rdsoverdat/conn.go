@@ -356,9 +356,25 @@ func (p *connPath) Down(err error) {
 // map goes first. The message moves to the retransmit list (except a
 // map) and the caller holds a reference until TxDone.
 func (p *connPath) NextTx(gen uint64) *message {
-	c := p.conn
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.nextTxLocked(gen)
+}
+
+// NextTxQueued is NextTx that also returns the number of messages still
+// queued behind the one it returns, read under the same hold of the
+// path's lock: a transport that marks the last message before the
+// queue runs dry (dat: ACK_REQUIRED, a signalled completion) would
+// otherwise take the lock again for Pending on every message.
+func (p *connPath) NextTxQueued(gen uint64) (*message, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.nextTxLocked(gen)
+	return m, p.sendQ.n
+}
+
+func (p *connPath) nextTxLocked(gen uint64) *message {
+	c := p.conn
 	if p.state != pathUp || gen != p.gen {
 		return nil
 	}

@@ -110,6 +110,13 @@ func (p *xpath) NextTx(gen uint64) xport.Msg {
 	return nil
 }
 
+func (p *xpath) NextTxQueued(gen uint64) (xport.Msg, int) {
+	if m, q := p.core().NextTxQueued(gen); m != nil {
+		return m, q
+	}
+	return nil, 0
+}
+
 func (p *xpath) NewRxMessage(h wire.Header) (xport.Msg, error) {
 	m, err := p.core().NewRxMessage(h)
 	if err != nil {

@@ -82,7 +82,7 @@ type stream struct {
 	inlineUses  atomic.Uint64           // times a waiter took the receive side
 	inlinePhase atomic.Int32            // inline* phases, written under inlineMu
 	inlineMu    sync.Mutex
-	inlineCtx   context.Context // the holding waiter's; guarded by inlineMu
+	inlineCtx   context.Context // the waiter's while it waits for readability; guarded by inlineMu
 
 	stop   chan struct{} // closed by end
 	txDone chan struct{} // closed when runTx returns

@@ -2,6 +2,7 @@ package siw
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/godapl/godapl/internal/ring"
 	"github.com/godapl/godapl/verbs"
@@ -28,26 +29,35 @@ type inboundRead struct {
 }
 
 // readQueue is a bounded FIFO with its own lock: the form of both Read
-// queues, each shared by the two goroutines of a stream.
+// queues, each shared by the two goroutines of a stream. Its length is
+// also kept outside the lock (n), because every direct send asks whether
+// Read Responses are waiting (pumpDirect), nearly always of an empty
+// queue: a load there, where the lock was two atomic writes a message.
+// A length read without the lock may be stale by the time it is used,
+// as one read under it could be by the time the lock is released.
 type readQueue[T any] struct {
 	mu   sync.Mutex
-	fifo ring.FIFO[T] // guarded by mu
+	fifo ring.FIFO[T]  // guarded by mu
+	n    atomic.Uint32 // fifo.Len(), written under mu
 }
 
-func (q *readQueue[T]) init(capacity int) { q.fifo.Init(capacity) }
+func (q *readQueue[T]) init(capacity int) {
+	q.fifo.Init(capacity)
+	q.n.Store(0)
+}
 
 // len returns the entries queued.
-func (q *readQueue[T]) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.fifo.Len()
-}
+func (q *readQueue[T]) len() int { return int(q.n.Load()) }
 
 // push queues a copy of r; false if the queue is full.
 func (q *readQueue[T]) push(r *T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.fifo.Push(*r)
+	if !q.fifo.Push(*r) {
+		return false
+	}
+	q.n.Store(uint32(q.fifo.Len()))
+	return true
 }
 
 // front copies the oldest entry into r; false if none.
@@ -66,6 +76,7 @@ func (q *readQueue[T]) pop() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.fifo.Pop()
+	q.n.Store(uint32(q.fifo.Len()))
 }
 
 // inboundReads is the IRD queue: at most ird requests (plus a Read RTR)

@@ -96,13 +96,7 @@ func (s *stream) ReceiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly b
 		return false
 	}
 	s.inlineUses.Add(1)
-	s.inlineMu.Lock()
-	s.inlineCtx = ctx
-	s.inlineMu.Unlock()
 	s.receiveInline(ctx, cq, solicitedOnly)
-	s.inlineMu.Lock()
-	s.inlineCtx = nil
-	s.inlineMu.Unlock()
 	if s.rx.over || s.stopped() {
 		s.rxGiveBack.Store(true) // runRx must finish the stream
 	}
@@ -126,6 +120,11 @@ func (s *stream) ReceiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly b
 func (s *stream) receiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly bool) {
 	rx := &s.rx
 	frames := 0 // processed since the last read
+	// fresh: nothing happened since the caller (soft's CQ.Wait) found cq
+	// unsatisfied, so the first look is awaitInline's, which it makes in
+	// any case once it may be interrupted: one hold of the CQ's lock
+	// less per wait.
+	fresh := true
 	for !rx.over {
 		if !rx.idle() {
 			if !s.rxStep() {
@@ -133,6 +132,7 @@ func (s *stream) receiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly b
 			}
 			s.dev.Counters.InlineFrames.Add(1)
 			frames++
+			fresh = false
 			continue
 		}
 		if frames >= inlineStreamFrames {
@@ -143,9 +143,10 @@ func (s *stream) receiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly b
 			return
 		}
 		frames = 0
-		if cq.Satisfied(solicitedOnly) || ctx.Err() != nil || s.stopped() {
+		if !fresh && cq.Satisfied(solicitedOnly) || ctx.Err() != nil || s.stopped() {
 			return
 		}
+		fresh = false
 		err, interrupted := s.awaitInline(ctx, cq, solicitedOnly)
 		if interrupted {
 			return
@@ -164,6 +165,7 @@ func (s *stream) awaitInline(ctx context.Context, cq *soft.CQ, solicitedOnly boo
 	dl, hasDL := ctx.Deadline()
 	s.inlineMu.Lock()
 	s.inlinePhase.Store(inlineWaiting)
+	s.inlineCtx = ctx
 	if hasDL {
 		s.nc.SetReadDeadline(dl)
 	}
@@ -177,6 +179,7 @@ func (s *stream) awaitInline(ctx context.Context, cq *soft.CQ, solicitedOnly boo
 		s.nc.SetReadDeadline(time.Time{})
 	}
 	s.inlinePhase.Store(inlineIdle)
+	s.inlineCtx = nil
 	s.inlineMu.Unlock()
 	switch {
 	case err == nil:
@@ -264,7 +267,8 @@ func (s *stream) rxHandOver() bool {
 }
 
 // interruptIfCanceled interrupts a waiter holding the receive side whose
-// context has been canceled or the stream has ended.
+// context has been canceled or the stream has ended (a waiter's context
+// is known while it waits for readability, the only wait it interrupts).
 func (s *stream) interruptIfCanceled() {
 	s.inlineMu.Lock()
 	ctx := s.inlineCtx

@@ -64,9 +64,18 @@ func (s *stream) pumpDirect() bool {
 	}
 	tx.w = tx.fwDirect
 	defer func() { tx.w = tx.fw }()
+	// more: the send queue held more than the request taken last; once
+	// it did not, the loop ends without asking the QP again (a request
+	// posted since is kicked by its poster, who finds tx.mu held and
+	// hands it to the tx goroutine).
+	more := true
 	for msgs := 0; ; msgs++ {
 		if !tx.curOn {
-			if !s.qp.NextSend(&tx.cur) {
+			var ok bool
+			if !more {
+				break
+			}
+			if ok, more = s.qp.NextSendMore(&tx.cur); !ok {
 				break
 			}
 			if !s.startSend() {

@@ -47,20 +47,32 @@ type cookieSlot struct {
 // that number by the queue's size is also what keeps the EVD's CQ from
 // ever overflowing (see EVD).
 //
-// get and put take mu; peek, on every completion, takes nothing: a slot
-// is written by get before its work request is posted, and the verbs
+// put takes mu; peek, on every completion, takes nothing: a slot is
+// written by get before its work request is posted, and the verbs
 // layer's queues order that write before the completion that names the
 // slot. The slot array is replaced whole (atomically) when it grows.
+//
+// get runs under the SRQ's postMu, as every post does, and takes its
+// slot from own, a batch of free slots moved there under mu (getSlow),
+// so that a post of one buffer, once per message received, takes the
+// table's lock once per batch instead of every time. A slot in own is
+// free, but already counted against the limit: used slots and own
+// together never exceed it. Whatever reads or changes the limit or the
+// count in use (setLimit, inUse, Query) holds postMu too.
 //
 // An SRQ's table can be resized: it grows by reallocating (resize is off
 // the hot path) and shrinks only logically, by lowering limit, so that
 // slot numbers held by outstanding completions stay valid.
 type cookieTable struct {
 	mu    sync.Mutex
-	slots atomic.Pointer[[]cookieSlot] // written under mu
+	slots atomic.Pointer[[]cookieSlot] // written under mu and postMu
 	free  []uint32                     // stack of free slot numbers; guarded by mu
 	limit int                          // slots that may be in use at once, <= len(slots); guarded by mu
+	own   []uint32                     // free slots get takes without mu; guarded by postMu
 }
+
+// cookieBatch is how many free slots getSlow moves to own at most.
+const cookieBatch = 32
 
 func (t *cookieTable) init(n int) {
 	slots := make([]cookieSlot, n)
@@ -70,25 +82,43 @@ func (t *cookieTable) init(n int) {
 		t.free[i] = uint32(n - 1 - i)
 	}
 	t.limit = n
+	t.own = make([]uint32, 0, cookieBatch)
 }
 
-// usedLocked returns the number of slots taken.
-func (t *cookieTable) usedLocked() int { return len(*t.slots.Load()) - len(t.free) }
+// usedLocked returns the number of slots taken; mu and postMu are held.
+func (t *cookieTable) usedLocked() int { return len(*t.slots.Load()) - len(t.free) - len(t.own) }
 
-// get takes a slot; false when limit slots are in use.
+// get takes a slot; false when limit slots are in use. postMu is held.
 func (t *cookieTable) get(s cookieSlot) (uint32, bool) {
+	n := len(t.own)
+	if n == 0 {
+		return t.getSlow(s)
+	}
+	i := t.own[n-1]
+	t.own = t.own[:n-1]
+	(*t.slots.Load())[i] = s
+	return i, true
+}
+
+// getSlow refills own from free, as far as the limit allows, and takes
+// a slot from it. postMu is held and own is empty.
+func (t *cookieTable) getSlow(s cookieSlot) (uint32, bool) {
 	t.mu.Lock()
-	slots := *t.slots.Load()
-	n := len(t.free)
-	if n == 0 || len(slots)-n >= t.limit {
+	k := min(t.limit-t.usedLocked(), len(t.free), cookieBatch)
+	if k <= 0 {
 		t.mu.Unlock()
 		return 0, false
 	}
-	i := t.free[n-1]
-	t.free = t.free[:n-1]
-	slots[i] = s
+	t.own = append(t.own, t.free[len(t.free)-k:]...)
+	t.free = t.free[:len(t.free)-k]
 	t.mu.Unlock()
-	return i, true
+	return t.get(s)
+}
+
+// giveBackLocked returns own's slots to free; mu and postMu are held.
+func (t *cookieTable) giveBackLocked() {
+	t.free = append(t.free, t.own...)
+	t.own = t.own[:0]
 }
 
 // put returns slot i.
@@ -109,7 +139,7 @@ func (t *cookieTable) peek(i uint32) (cookieSlot, bool) {
 	return slots[i], true
 }
 
-// inUse returns the number of slots taken.
+// inUse returns the number of slots taken. postMu is held.
 func (t *cookieTable) inUse() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -117,10 +147,11 @@ func (t *cookieTable) inUse() int {
 }
 
 // setLimit makes n slots usable at once, growing the table if needed; it
-// fails (false) when more than n are in use.
+// fails (false) when more than n are in use. postMu is held.
 func (t *cookieTable) setLimit(n int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.giveBackLocked() // own was counted against the old limit
 	if n < t.usedLocked() {
 		return false
 	}
@@ -148,13 +179,6 @@ func (t *cookieTable) limitNow() int {
 
 // size returns the number of slots (the most that can ever be in use).
 func (t *cookieTable) size() int { return len(*t.slots.Load()) }
-
-// idle reports whether no slot is in use.
-func (t *cookieTable) idle() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.usedLocked() == 0
-}
 
 // owner is an entry of the IA's owner table: the slot rings of one EP,
 // or the receive table of one SRQ.

@@ -406,21 +406,15 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 		e.mu.Unlock()
 		return 0, dat.NewError(op, dat.InvalidState, dat.InvalidStateEVDWaiter)
 	}
-	if threshold == 1 {
-		// The oldest event, as a dequeue takes it: the ring's, or else
-		// the CQ's, translated where it lies (takeSlow).
-		if e.n > 0 {
-			e.popLocked(ev)
-			nmore := e.n + e.rawCount()
-			e.mu.Unlock()
-			return nmore, nil
-		}
-		if e.cq != nil {
-			if nmore, ok := e.takeSlow(ev, 0); ok {
-				e.mu.Unlock()
-				return nmore, nil
-			}
-		}
+	if threshold == 1 && e.n > 0 {
+		// The oldest event, as a dequeue takes it. The CQ's, had there
+		// been one, Take would have taken (takeSlow) just before it
+		// came here: looking again, under the CQ's lock, would find
+		// what arrived since, which CQ.Wait finds too, at once.
+		e.popLocked(ev)
+		nmore := e.n + e.rawCount()
+		e.mu.Unlock()
+		return nmore, nil
 	}
 	blocked := false
 	wctx := ctx // nil if it cannot end: the waits ask it nothing
@@ -434,9 +428,9 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 			// next completion ends the wait, taken as Take takes it,
 			// rather than through the ring (one copy of the Event and
 			// two CQ lock round trips). Before the first sleep there
-			// is nothing to take: the take above has just found the
-			// raw completions and the CQ empty under the CQ's lock,
-			// and what came since, CQ.Wait sees.
+			// is nothing to take: Take has just found the raw
+			// completions and the CQ empty under the CQ's lock, and
+			// what came since, CQ.Wait sees.
 			if blocked {
 				if nmore, ok := e.takeSlow(ev, 0); ok {
 					e.setGate(gateWaiter, false)

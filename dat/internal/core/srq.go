@@ -30,8 +30,8 @@ import (
 // device reports it asynchronously; onAsync turns it into an
 // AsyncSRQLowWatermark event on the IA's async EVD.
 //
-// Lock order: SRQ.mu before EVD.mu and the verbs SRQ's lock; postMu
-// before cookieTable.mu.
+// Lock order: SRQ.mu before postMu, EVD.mu and the verbs SRQ's lock;
+// postMu before EVD.mu, the verbs SRQ's lock and cookieTable.mu.
 type SRQ struct {
 	Object
 	ia    *IA
@@ -246,8 +246,7 @@ func (s *SRQ) Resize(n int) error {
 	if n < s.lw {
 		return dat.NewError(op, dat.InvalidState, dat.InvalidStateSRQInUse)
 	}
-	t := &s.own.table
-	if n < t.inUse() {
+	if n < s.tableInUse() {
 		return dat.NewError(op, dat.InvalidState, dat.InvalidStateSRQInUse)
 	}
 	if n > s.evdSz {
@@ -267,18 +266,32 @@ func (s *SRQ) Resize(n int) error {
 		if err := s.vsrq.Modify(verbs.SRQAttr{MaxWR: n}, verbs.SRQMaxWR); err != nil {
 			return dat.Wrap(op, dat.InsufficientResources, dat.ResourceSRQ, err)
 		}
-		if !t.setLimit(n) {
+		if !s.setTableLimit(n) {
 			return dat.NewError(op, dat.InvalidState, dat.InvalidStateSRQInUse)
 		}
 		return nil
 	}
-	if !t.setLimit(n) {
+	if !s.setTableLimit(n) {
 		return dat.NewError(op, dat.InvalidState, dat.InvalidStateSRQInUse)
 	}
 	// Best effort, as DAT allows: a verbs SRQ that cannot shrink (a post
 	// raced in between) keeps its size, the table's limit still holds.
 	s.vsrq.Modify(verbs.SRQAttr{MaxWR: n}, verbs.SRQMaxWR)
 	return nil
+}
+
+// tableInUse is the cookie table's inUse, under postMu as it needs.
+func (s *SRQ) tableInUse() int {
+	s.postMu.Lock()
+	defer s.postMu.Unlock()
+	return s.own.table.inUse()
+}
+
+// setTableLimit is the cookie table's setLimit, under postMu as it needs.
+func (s *SRQ) setTableLimit(n int) bool {
+	s.postMu.Lock()
+	defer s.postMu.Unlock()
+	return s.own.table.setLimit(n)
 }
 
 // SetLW sets the low watermark and arms its event (srq_set_lw); 0 disarms.

@@ -121,6 +121,15 @@ const (
 	datEVDSpare = 256
 )
 
+// datLocalPriv is the privileges of the node's buffers that only its own
+// work requests touch (receive buffers, RDMA READ sinks): local read as
+// well as write, though nothing reads them through the IA. DAT cannot
+// leave the checks of an LMR without local read to verbs, which always
+// lets the owner read, so one such LMR in the PZ sends every post on it
+// through DAT's own checks: a Send then took the EP's queue lock twice
+// and looked its segment up in the LMR table, an SRQ post likewise.
+const datLocalPriv = dat.MemPrivLocalRead | dat.MemPrivLocalWrite
+
 // datNode is the dat transport on one node.
 type datNode struct {
 	cfg  Config
@@ -269,7 +278,7 @@ func (dn *datNode) growLocked() error {
 			return err
 		}
 	}
-	l, err := lmr.Create(dn.ia, dn.pz, make([]byte, d*datSlot), dat.MemPrivLocalWrite, dat.VATypeVA)
+	l, err := lmr.Create(dn.ia, dn.pz, make([]byte, d*datSlot), datLocalPriv, dat.VATypeVA)
 	if err != nil {
 		return err
 	}

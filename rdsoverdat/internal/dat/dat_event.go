@@ -31,13 +31,14 @@ func (dn *datNode) routineEvents() {
 	defer dn.wg.Done()
 	defer dn.role.End()
 	for {
-		if _, err := dn.evd.WaitInto(dn.ctx, 1, &dn.ev); err != nil {
+		more, err := dn.evd.WaitInto(dn.ctx, 1, &dn.ev)
+		if err != nil {
 			if dn.ctx.Err() != nil {
 				return
 			}
 			continue
 		}
-		dn.batch()
+		dn.batch(more)
 		dn.flushWakes()
 		if dn.batchMsgs > 1 {
 			dn.cool = datRoleCooldown // a stream (dat_role.go)
@@ -52,12 +53,20 @@ func (dn *datNode) routineEvents() {
 	}
 }
 
-// batch handles the event in dn.ev and every event queued behind it.
-func (dn *datNode) batch() {
+// batch handles the event in dn.ev and every event queued behind it;
+// more is the count of those the wait that took dn.ev returned. When it
+// says none, the batch ends without a dequeue that would only find the
+// EVD empty: an empty dequeue takes the CQ's lock, the EVD's and the
+// CQ's again, and a round trip makes a batch or two per message on each
+// side. An event that arrives meanwhile is the next wait's, at once, as
+// one that arrived just after that dequeue was.
+func (dn *datNode) batch(more int) {
 	dn.batchMsgs = 0
 	dn.handle(&dn.ev)
-	for dn.evd.DequeueInto(&dn.ev) == nil {
-		dn.handle(&dn.ev)
+	if more > 0 {
+		for dn.evd.DequeueInto(&dn.ev) == nil {
+			dn.handle(&dn.ev)
+		}
 	}
 	dn.flushReposts()
 }

@@ -308,7 +308,7 @@ func (e *datEP) postRDMA(m xport.Msg) datRDMAResult {
 func (e *datEP) allocProbe() bool {
 	r := &e.rdma
 	if r.probe == nil {
-		l, err := lmr.Alloc(e.dn.ia, e.dn.pz, 1, dat.MemPrivLocalWrite)
+		l, err := lmr.Alloc(e.dn.ia, e.dn.pz, 1, datLocalPriv)
 		if err != nil {
 			return false
 		}

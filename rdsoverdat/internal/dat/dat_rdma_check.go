@@ -157,9 +157,12 @@ const datRDMALookahead = 16
 // round on another EP starts by giving it back (xmit, abortTx).
 func (dp *datPath) nextTx(e *datEP) xport.Msg {
 	if m, ok := dp.ahead.Pop(); ok {
+		dp.txQueued = -1
 		return m
 	}
-	return dp.p.NextTx(e.gen)
+	m, q := dp.p.NextTxQueued(e.gen)
+	dp.txQueued = q
+	return m
 }
 
 // abortTx gives txm and the messages taken after it back to the path

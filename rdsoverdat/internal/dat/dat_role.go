@@ -170,12 +170,12 @@ func (r *datEventRole) hold() (back bool) {
 			r.phase.Store(phaseBusy)
 			return false
 		}
-		_, err := dn.evd.WaitInto(dn.ctx, 1, &dn.ev)
+		more, err := dn.evd.WaitInto(dn.ctx, 1, &dn.ev)
 		r.phase.Store(phaseBusy)
 		if err != nil {
 			return true
 		}
-		dn.batch()
+		dn.batch(more)
 		dn.flushKicks()
 		if dn.batchMsgs > 1 {
 			// A stream: the event goroutine receives it in parallel

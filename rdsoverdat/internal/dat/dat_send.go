@@ -104,13 +104,16 @@ type datEP struct {
 
 // datTx is a path's transmit state, owned by whoever holds inXmit.
 type datTx struct {
-	inXmit     atomic.Bool
-	want       atomic.Bool
-	txm        xport.Msg // message being fragmented
-	txEP       *datEP    // the EP txm's fragments went to
-	txOff      int       // payload bytes of txm already posted
-	txDrained  bool      // the queue was empty when txm was taken
-	sinceAck   int       // messages since the last ACK_REQUIRED
+	inXmit    atomic.Bool
+	want      atomic.Bool
+	txm       xport.Msg // message being fragmented
+	txEP      *datEP    // the EP txm's fragments went to
+	txOff     int       // payload bytes of txm already posted
+	txDrained bool      // the queue was empty when txm was taken
+	// txQueued is how many messages the path's queue held behind txm
+	// when nextTx took it from there, -1 when it came from ahead.
+	txQueued   int
+	sinceAck   int // messages since the last ACK_REQUIRED
 	sinceBytes int
 
 	// ahead holds the messages taken after txm, datRDMALookahead at
@@ -149,15 +152,25 @@ func (dp *datPath) xmit(e *datEP) {
 	if dp.txm != nil && dp.txEP != e {
 		dp.abortTx() // its EP died mid-message: start it over on e
 	}
+	// dry: the last message this round took left the queue empty. The
+	// round then ends without asking the path again, under its lock, for
+	// nothing: whatever is queued after that take kicks the path, which
+	// sets want after kick cleared it for this round, and the kick loop
+	// runs another.
+	dry := false
 	for {
 		m := dp.txm
 		if m == nil {
+			if dry && dp.ahead.Len() == 0 {
+				return
+			}
 			// Once e's Down has run, NextTx gives nothing for e: the path
 			// may be up on the next EP while this round still holds e,
 			// whose Up kicked and so left want for the kick loop.
 			if m = dp.nextTx(e); m == nil {
 				return
 			}
+			dry = dp.txQueued == 0
 			dp.txm, dp.txEP, dp.txOff = m, e, 0
 			dp.prepare(m)
 		}
@@ -281,7 +294,10 @@ func (e *datEP) stall(credit bool) {
 func (dp *datPath) prepare(m xport.Msg) {
 	h := m.Header()
 	f := m.WireFlags()
-	q, _ := dp.p.Pending()
+	q := dp.txQueued
+	if q < 0 {
+		q, _ = dp.p.Pending()
+	}
 	dp.txDrained = q == 0 && dp.ahead.Len() == 0
 	if !m.IsCongMap() {
 		dp.sinceAck++

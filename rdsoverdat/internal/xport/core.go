@@ -106,6 +106,9 @@ type Path interface {
 	// is down or that connection's Down has run. The caller holds a
 	// reference until TxDone or TxAbort.
 	NextTx(gen uint64) Msg
+	// NextTxQueued is NextTx that also returns how many messages were
+	// still queued behind the one it returns (Pending's queued).
+	NextTxQueued(gen uint64) (Msg, int)
 	// TxDone gives back the reference NextTx handed out.
 	TxDone(m Msg)
 	// TxAbort returns a message the transport could not (completely)

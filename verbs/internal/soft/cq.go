@@ -33,6 +33,10 @@ type CQ struct {
 
 	single       atomic.Pointer[QP]        // the only QP using the CQ, if one is
 	inlineWaiter atomic.Pointer[inlineRef] // the receiver a waiter is running
+	// What the running receiver's last Satisfied found: the waiter's
+	// that holds inlineWaiter, whose swaps order its users.
+	inlineSat bool
+	inlineErr error
 }
 
 func newCQ(d *Device, depth int) *CQ {
@@ -131,8 +135,12 @@ func (cq *CQ) Wait(ctx context.Context, solicitedOnly bool) error {
 			cq.signal()
 			return err
 		}
-		if cq.waitInline(ctx, solicitedOnly) {
-			if err := ctx.Err(); err != nil {
+		if ran, sat, err := cq.waitInline(ctx, solicitedOnly); ran {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			if sat {
+				cq.signal() // as above
 				return err
 			}
 			continue

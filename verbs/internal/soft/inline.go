@@ -63,28 +63,37 @@ func (cq *CQ) updateSingleLocked() {
 
 // Satisfied reports whether a waiter on cq may return: the CQ holds a
 // completion (a solicited one, with solicitedOnly), has overflowed, or
-// has been destroyed.
+// has been destroyed. Only the inline receiver calls it, on the waiting
+// goroutine, and the answer is kept for that waiter (inlineSat): a
+// receiver that stopped because the CQ was satisfied need not have Wait
+// take the CQ's lock again to learn it.
 func (cq *CQ) Satisfied(solicitedOnly bool) bool {
-	ok, _ := cq.ready(solicitedOnly)
+	ok, err := cq.ready(solicitedOnly)
+	cq.inlineSat, cq.inlineErr = ok, err
 	return ok
 }
 
 // waitInline lets the inline receiver of the CQ's only QP run on the
-// waiting goroutine, if there is one and no other waiter runs it; it
-// reports whether it ran. While it runs, completions pushed by other
-// goroutines interrupt it.
-func (cq *CQ) waitInline(ctx context.Context, solicitedOnly bool) bool {
+// waiting goroutine, if there is one and no other waiter runs it; ran
+// reports whether it ran, and sat and err what the receiver's last look
+// at the CQ (Satisfied) found, as a look of Wait's own would have: a
+// poll elsewhere may take what either saw before the waiter does. While
+// the receiver runs, completions pushed by other goroutines interrupt
+// it.
+func (cq *CQ) waitInline(ctx context.Context, solicitedOnly bool) (ran, sat bool, err error) {
 	qp := cq.single.Load()
 	if qp == nil {
-		return false
+		return false, false, nil
 	}
 	ref := qp.inline.Load()
 	if ref == nil || !cq.inlineWaiter.CompareAndSwap(nil, ref) {
-		return false
+		return false, false, nil
 	}
-	ran := ref.r.ReceiveInline(ctx, cq, solicitedOnly)
+	cq.inlineSat, cq.inlineErr = false, nil
+	ran = ref.r.ReceiveInline(ctx, cq, solicitedOnly)
+	sat, err = cq.inlineSat, cq.inlineErr
 	cq.inlineWaiter.Store(nil)
-	return ran
+	return ran, sat, err
 }
 
 // Wake makes a goroutine sleeping in Wait look again, as a push does: an

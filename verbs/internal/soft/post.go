@@ -135,6 +135,23 @@ func (qp *QP) localInvalidate(stag uint32) verbs.WCStatus {
 func (qp *QP) NextSend(w *SendWQE) bool {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
+	return qp.nextSendLocked(w)
+}
+
+// NextSendMore is NextSend that also reports whether more requests were
+// queued behind w when it took w: a provider that transmits what a
+// poster queued, in the poster's goroutine, then stops after w without
+// asking again under the QP's lock only to find the queue empty. A
+// request posted after that is the poster's own to kick.
+func (qp *QP) NextSendMore(w *SendWQE) (ok, more bool) {
+	qp.mu.Lock()
+	ok = qp.nextSendLocked(w)
+	more = qp.sqNext != qp.sqTail
+	qp.mu.Unlock()
+	return ok, more
+}
+
+func (qp *QP) nextSendLocked(w *SendWQE) bool {
 	for {
 		if qp.state != verbs.QPStateRTS || qp.sqNext == qp.sqTail {
 			return false
@@ -315,25 +332,34 @@ func (qp *QP) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 // provider then terminates the stream: iWARP has no RNR retry) or the QP
 // is not in a state that receives. The provider owns the receive until it
 // calls CompleteRecv, which it must do even when the stream dies.
+//
+// A QP on an SRQ takes its receive under the SRQ's lock alone: of the
+// QP it needs only the state, which may change right after it is read
+// whether read under the QP's lock or not.
 func (qp *QP) TakeRecv(w *RecvWQE) bool {
+	if qp.srq != nil {
+		if !receives(verbs.QPState(qp.stateNow.Load())) || !qp.srq.take(w) {
+			return false
+		}
+		qp.recvTaken.Add(1)
+		return true
+	}
 	qp.mu.Lock()
-	st := qp.state
-	if st != verbs.QPStateRTR && st != verbs.QPStateRTS && st != verbs.QPStateSQD {
+	if !receives(qp.state) {
 		qp.mu.Unlock()
 		return false
 	}
-	var ok bool
-	if qp.srq == nil {
-		ok = qp.rq.pop(w)
-		qp.mu.Unlock()
-	} else {
-		qp.mu.Unlock()
-		ok = qp.srq.take(w)
-	}
+	ok := qp.rq.pop(w)
+	qp.mu.Unlock()
 	if ok {
 		qp.recvTaken.Add(1)
 	}
 	return ok
+}
+
+// receives reports whether a QP in state st takes inbound Sends.
+func receives(st verbs.QPState) bool {
+	return st == verbs.QPStateRTR || st == verbs.QPStateRTS || st == verbs.QPStateSQD
 }
 
 // RecvInProgress implements fastpath.RecvInProgress: receives taken with

@@ -39,18 +39,21 @@ type QP struct {
 	caps      verbs.QPCaps
 	signalAll bool
 
-	mu        sync.Mutex
-	state     verbs.QPState // guarded by mu
-	link      Link          // guarded by mu
-	ird, ord  int           // guarded by mu
-	sq        []SendWQE     // by seq, see sqSlot; caps.MaxSendWR bounds the count; guarded by mu
-	sqHead    uint64        // guarded by mu
-	sqNext    uint64        // guarded by mu
-	sqTail    uint64        // guarded by mu
-	readsOut  int           // RDMA Reads handed out and not completed; guarded by mu
-	drained   bool          // SQ_DRAINED raised for the current SQD; guarded by mu
-	rq        recvRing      // guarded by mu
-	destroyed bool          // guarded by mu
+	mu    sync.Mutex
+	state verbs.QPState // guarded by mu; set with setStateLocked
+	// stateNow is state, readable without mu: TakeRecv on an SRQ needs
+	// the state alone, once a received Send.
+	stateNow  atomic.Int32
+	link      Link      // guarded by mu
+	ird, ord  int       // guarded by mu
+	sq        []SendWQE // by seq, see sqSlot; caps.MaxSendWR bounds the count; guarded by mu
+	sqHead    uint64    // guarded by mu
+	sqNext    uint64    // guarded by mu
+	sqTail    uint64    // guarded by mu
+	readsOut  int       // RDMA Reads handed out and not completed; guarded by mu
+	drained   bool      // SQ_DRAINED raised for the current SQD; guarded by mu
+	rq        recvRing  // guarded by mu
+	destroyed bool      // guarded by mu
 	// kickPending: sends were posted under LockSend; UnlockSend kicks.
 	kickPending bool // guarded by mu
 	// quietPush: send completions pushed under mu leave the send CQ's
@@ -171,17 +174,17 @@ func (qp *QP) Modify(s verbs.QPState) error {
 		}
 		link, qp.link = qp.link, nil
 		qp.setInlineLocked(nil)
-		qp.state = verbs.QPStateReset
+		qp.setStateLocked(verbs.QPStateReset)
 		qp.sqHead, qp.sqNext = qp.sqTail, qp.sqTail
 		qp.readsOut = 0
 		qp.rq.head, qp.rq.n = 0, 0
 		qp.ird, qp.ord = 0, 0
 	case verbs.QPStateSQD:
-		qp.state = s
+		qp.setStateLocked(s)
 		qp.drained = false
 		qp.checkDrainedLocked()
 	default:
-		qp.state = s
+		qp.setStateLocked(s)
 		kick = s == verbs.QPStateRTS && qp.link != nil
 		link = qp.link
 	}
@@ -212,7 +215,7 @@ func (qp *QP) Connect(link Link, ird, ord int) error {
 	}
 	qp.link, qp.ird, qp.ord = link, ird, ord
 	qp.setInlineLocked(link)
-	qp.state = verbs.QPStateRTS
+	qp.setStateLocked(verbs.QPStateRTS)
 	return nil
 }
 
@@ -245,10 +248,16 @@ func (qp *QP) Fail(err error) {
 // seq, not a division; the queue still holds caps.MaxSendWR requests.
 func (qp *QP) sqSlot(seq uint64) *SendWQE { return &qp.sq[seq&uint64(len(qp.sq)-1)] }
 
+// setStateLocked moves the QP to st; the caller holds mu.
+func (qp *QP) setStateLocked(st verbs.QPState) {
+	qp.state = st
+	qp.stateNow.Store(int32(st))
+}
+
 // enterErrorLocked moves to ERROR and flushes both queues.
 func (qp *QP) enterErrorLocked() {
 	wasConnected := qp.state == verbs.QPStateRTR || qp.state == verbs.QPStateRTS || qp.state == verbs.QPStateSQD
-	qp.state = verbs.QPStateError
+	qp.setStateLocked(verbs.QPStateError)
 	// In posting order: requests that finished behind an unfinished one
 	// report how they finished, the rest are flushed.
 	for seq := qp.sqHead; seq < qp.sqTail; seq++ {
