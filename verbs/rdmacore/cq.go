@@ -139,12 +139,12 @@ func (q *cq) forget(p *qp) {
 
 // Poll takes completions from the ring first, then from the device,
 // which it busy-polls as the provider's BusyPoll option says when nothing
-// else is there. A caller that keeps finding nothing yields now and then,
-// with the lock released (yield.go).
+// else is there. A caller that never blocks yields now and then, with the
+// lock released (yield.go).
 func (q *cq) Poll(wcs []verbs.WC) int {
 	q.mu.Lock()
 	n := q.pollLocked(wcs)
-	yield := n == 0 && len(wcs) > 0 && q.spin.empty(q.d.busyPoll, monoNow)
+	yield := len(wcs) > 0 && q.spin.polled(n, q.d.busyPoll, monoNow)
 	q.mu.Unlock()
 	if yield {
 		runtime.Gosched()
