@@ -69,7 +69,7 @@ status=0
 suite() {
 	echo "== conformance on $1 ($(basename "$2"))"
 	if ! vmx env GODAPL_RDMACORE_DEVICE="$1" GODAPL_RDMACORE_ADDR="$IP" "$2" \
-		-test.run 'TestConformance|TestDevices|TestHotPathAllocs|TestFaults|TestPrivData|TestPrivLimit|TestBusyPoll|TestQPPath|TestMinRNRTimer' -test.v -test.timeout 15m >"$BIN/suite-$1-$(basename "$2").txt" 2>&1; then
+		-test.run 'TestConformance|TestDevices|TestHotPathAllocs|TestFaults|TestPrivData|TestPrivLimit|TestBusyPoll|TestQPPath|TestMinRNRTimer|TestYielder|TestPollYields' -test.v -test.timeout 15m >"$BIN/suite-$1-$(basename "$2").txt" 2>&1; then
 		status=1
 		grep -E -- '--- FAIL|^\s+[a-z_]+\.go:[0-9]+' "$BIN/suite-$1-$(basename "$2").txt" | grep -v harness.go || true
 	fi
@@ -275,6 +275,7 @@ bench() {
 	for r in $(seq "$REPS"); do
 		pw=$(counted perftest_write perf_rate ib_write_bw 65536 200 3200)
 		ow=$(counted rdmacore_write ours_rate BenchmarkWrite64K 200 3200)
+		owl=$(ours_rate BenchmarkWrite64KLocked 200 3200)
 		ps=$(perf_rate ib_send_bw 64 2000 92000)
 		os=$(ours_rate BenchmarkSendRate64 2000 92000)
 		ob=$(ours_rate BenchmarkSendRate64 2000 92000 "$BUSY_POLL")
@@ -289,6 +290,7 @@ bench() {
 		ol=$(ours_rate BenchmarkSendRate64Locked 2000 92000)
 		echo "RESULT perftest_write_64k $pw op/s"
 		echo "RESULT rdmacore_write_64k $ow op/s"
+		echo "RESULT rdmacore_write_64k_locked $owl op/s"
 		echo "RESULT perftest_send_64 $ps op/s"
 		echo "RESULT rdmacore_send_64 $os op/s"
 		echo "RESULT rdmacore_send_64_busy_poll_$BUSY_POLL $ob op/s"
@@ -297,12 +299,12 @@ bench() {
 		echo "RESULT rdmacore_send_64_c_loops $oc op/s"
 		echo "RESULT rdmacore_send_64_raw_go_loops $or op/s"
 		echo "RESULT rdmacore_send_64_locked $ol op/s"
-		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" -v e="$ob" -v f="$oe" -v g="$pe" -v h="$oc" -v i="$or" -v j="$ol" \
+		awk -v a="$ow" -v b="$pw" -v c="$os" -v d="$ps" -v e="$ob" -v f="$oe" -v g="$pe" -v h="$oc" -v i="$or" -v j="$ol" -v k="$owl" \
 			'function r(x, y) { return x == "nan" || y == "nan" ? "nan" : sprintf("%.3f", x / y) }
 			BEGIN { printf "RESULT ratio_write_64k %s x\nRESULT ratio_send_64 %s x\nRESULT ratio_send_64_busy_poll %s x\n", r(a, b), r(c, d), r(e, d)
 				printf "RESULT ratio_send_64_events %s x\nRESULT ratio_send_64_events_to_spinning %s x\n", r(f, g), r(f, d)
 				printf "RESULT ratio_send_64_c_loops %s x\nRESULT ratio_send_64_raw_go_loops %s x\n", r(h, d), r(i, d)
-				printf "RESULT ratio_send_64_locked %s x\n", r(j, d) }'
+				printf "RESULT ratio_send_64_locked %s x\nRESULT ratio_write_64k_locked %s x\n", r(j, d), r(k, b) }'
 	done 2>&1 | tee "$BIN/bench.txt"
 
 	echo "== DAT over rdmacore against bare rdmacore verbs on rxe0 (dat/verbs CPU per op, paired blocks)"
@@ -351,35 +353,50 @@ cloop_step() {
 step cloop && cloop_step
 
 # split: what is left between the locked Go loops and ib_send_bw, split
-# further, interleaved, REPS reps: the Go loops as they are and locked
-# (the baselines), locked with BusyPoll 64 and 256 (crossings and thread
-# placement together), locked with sysmon's asynchronous preemption of
-# the spinning goroutines off (GODEBUG=asyncpreemptoff=1), and locked
-# with GOMAXPROCS=2, no P spare beside the two loops; then preemption
-# off for the unlocked loops, and for the locked ones with BusyPoll 64
-# and 256. Then the signals the runtime delivers and the context switches
-# in one run of the Go loops and the locked ones, with preemption on and
-# off.
+# further, interleaved, REPS reps. Poll yields to the scheduler before
+# sysmon would signal a spinning goroutine (verbs/rdmacore/yield.go); the
+# test binary turns that off with GODAPL_RDMACORE_TEST_YIELD_AFTER=0. The
+# rows: the Go loops as they are and locked, each with the yield and
+# without it; locked with BusyPoll 256; locked with the runtime's
+# asynchronous preemption off (GODEBUG=asyncpreemptoff=1), with the
+# yield and without it; the unlocked loops with preemption off and no
+# yield. Then the Write stream the same way beside ib_write_bw: as it is
+# and locked, each with the yield and without. Then the signals the
+# runtime delivers and the context switches in one run of the Go loops
+# and the locked ones, with the yield and preemption each on and off.
 split_step() {
-	echo "== Send 64 B on rxe0: the locked Go loops split (op/s; ratio to ib_send_bw)"
-	send_variants go:BenchmarkSendRate64:0: locked:BenchmarkSendRate64Locked:0: \
-		locked_busy_poll_64:BenchmarkSendRate64Locked:64: locked_busy_poll_256:BenchmarkSendRate64Locked:256: \
-		locked_asyncpreemptoff:BenchmarkSendRate64Locked:0:GODEBUG=asyncpreemptoff=1 \
-		locked_gomaxprocs_2:BenchmarkSendRate64Locked:0:GOMAXPROCS=2 \
-		go_asyncpreemptoff:BenchmarkSendRate64:0:GODEBUG=asyncpreemptoff=1 \
-		locked_asyncpreemptoff_busy_poll_64:BenchmarkSendRate64Locked:64:GODEBUG=asyncpreemptoff=1 \
-		locked_asyncpreemptoff_busy_poll_256:BenchmarkSendRate64Locked:256:GODEBUG=asyncpreemptoff=1 \
+	local noy=GODAPL_RDMACORE_TEST_YIELD_AFTER=0 off=GODEBUG=asyncpreemptoff=1
+	echo "== Send 64 B on rxe0: the Go loops split (op/s; ratio to ib_send_bw)"
+	send_variants go:BenchmarkSendRate64:0: "go_noyield:BenchmarkSendRate64:0:$noy" \
+		locked:BenchmarkSendRate64Locked:0: "locked_noyield:BenchmarkSendRate64Locked:0:$noy" \
+		locked_busy_poll_256:BenchmarkSendRate64Locked:256: \
+		"locked_asyncpreemptoff:BenchmarkSendRate64Locked:0:$off" \
+		"locked_asyncpreemptoff_noyield:BenchmarkSendRate64Locked:0:$off $noy" \
+		"go_asyncpreemptoff_noyield:BenchmarkSendRate64:0:$off $noy" \
 		2>&1 | tee "$BIN/split.txt"
+	echo "== Write 64 KiB on rxe0: with the yield and without (op/s; ratio to ib_write_bw)"
+	local r pw v label bn env o
+	for r in $(seq "$REPS"); do
+		pw=$(perf_rate ib_write_bw 65536 200 3200)
+		echo "RESULT perftest_write_64k $pw op/s"
+		for v in write:BenchmarkWrite64K: "write_noyield:BenchmarkWrite64K:$noy" \
+			write_locked:BenchmarkWrite64KLocked: "write_locked_noyield:BenchmarkWrite64KLocked:$noy"; do
+			IFS=: read -r label bn env <<<"$v"
+			o=$(ours_rate "$bn" 200 3200 0 "$env")
+			echo "RESULT $label $o op/s $(ratio "$o" "$pw") x"
+		done
+	done 2>&1 | tee -a "$BIN/split.txt"
 	echo "== signals delivered and context switches in one 92000-Send run (perf stat)"
 	vmx sh -c 'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing'
-	for env in GODEBUG= GODEBUG=asyncpreemptoff=1; do
+	for env in GODEBUG= "GODEBUG= $noy" "$off $noy"; do
 		for bn in BenchmarkSendRate64 BenchmarkSendRate64Locked; do
-			vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" "$env" perf stat -x, \
+			vmx env GODAPL_RDMACORE_DEVICE=rxe0 GODAPL_RDMACORE_ADDR="$IP" $env perf stat -x, \
 				-e signal:signal_deliver -e context-switches "$BIN/rdmacore.test" -test.run '^$' \
 				-test.bench "^$bn\$" -test.benchtime 92000x 2>&1 |
-				awk -F, -v l="$bn $env" '/^Benchmark/ { split($0, f, " "); ns = f[3] }
+				awk -F, -v l="$bn $env" '/^Benchmark/ { nf = split($0, f, " "); ns = f[3]
+						for (i = 1; i < nf; i++) { if (f[i+1] == "tx-yields") ty = f[i]; if (f[i+1] == "rx-yields") ry = f[i] } }
 					$3 ~ /signal_deliver/ { sig = $1 } $3 ~ /context-switches/ { cs = $1 }
-					END { printf "   %s: %s signals, %s context switches, %s ns/op\n", l, sig, cs, ns }'
+					END { printf "   %s: %s signals, %s context switches, %s ns/op, yields %s tx %s rx\n", l, sig, cs, ns, ty, ry }'
 		done
 	done | tee -a "$BIN/split.txt"
 }

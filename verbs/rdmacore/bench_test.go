@@ -125,12 +125,22 @@ const (
 )
 
 // BenchmarkWrite64K streams 64 KiB RDMA Writes as ib_write_bw does.
-func BenchmarkWrite64K(b *testing.B) {
+func BenchmarkWrite64K(b *testing.B) { write64K(b, false) }
+
+// BenchmarkWrite64KLocked is BenchmarkWrite64K with the goroutine locked
+// to its thread.
+func BenchmarkWrite64KLocked(b *testing.B) { write64K(b, true) }
+
+func write64K(b *testing.B, locked bool) {
 	const size, depth, every = perfWriteMsgSize, perfTxDepth, perfWriteCQMod
 	sa, sb := pair(b, verbstest.PairAttr{BufSize: size, Caps: verbs.QPCaps{MaxSendWR: depth}, CQDepth: 2 * depth})
 	wr := []verbs.SendWR{{Opcode: verbs.OpRDMAWrite, SGL: []verbs.SGE{sb.Buf.SGE(0, size)},
 		RemoteAddr: sa.Buf.Addr(0), RKey: sa.Buf.RKey()}}
 	wcs := make([]verbs.WC, perfPollBatch)
+	if locked {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	b.SetBytes(size)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -171,6 +181,7 @@ func BenchmarkWrite64K(b *testing.B) {
 		reap()
 	}
 	b.ReportMetric(float64(longest)/float64(time.Millisecond), "max-gap-ms")
+	b.ReportMetric(float64(yields(sb.CQ)), "yields")
 }
 
 // spareP makes sure a P stays idle beside n goroutines that spin on the
@@ -465,7 +476,17 @@ func sendRate(b *testing.B, event bool, mode loops) {
 	if event {
 		b.ReportMetric(per(txWaits+rxWaits), "waits/op")
 	}
+	b.ReportMetric(float64(yields(sb.CQ)), "tx-yields")
+	b.ReportMetric(float64(yields(sa.CQ)), "rx-yields")
 	acct.report(b)
+}
+
+// yields is how many times the pollers of c yielded (yield.go).
+func yields(c verbs.CQ) int {
+	q := c.(*cq)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.spin.count
 }
 
 // rawQP and rawCQ are the libibverbs objects behind the provider's QP

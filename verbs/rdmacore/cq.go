@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -40,6 +41,7 @@ type cq struct {
 	lastQPN  uint32 // the QP of the last completion, looked up
 	lastQP   *qp
 	wake     chan struct{} // closed and replaced on every completion event
+	spin     yielder       // how long pollers have spun on it (yield.go)
 }
 
 var _ verbs.CQ = (*cq)(nil)
@@ -137,11 +139,17 @@ func (q *cq) forget(p *qp) {
 
 // Poll takes completions from the ring first, then from the device,
 // which it busy-polls as the provider's BusyPoll option says when nothing
-// else is there.
+// else is there. A caller that never blocks yields now and then, with the
+// lock released (yield.go).
 func (q *cq) Poll(wcs []verbs.WC) int {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.pollLocked(wcs)
+	n := q.pollLocked(wcs)
+	yield := len(wcs) > 0 && q.spin.polled(n, q.d.busyPoll, monoNow)
+	q.mu.Unlock()
+	if yield {
+		runtime.Gosched()
+	}
+	return n
 }
 
 func (q *cq) pollLocked(wcs []verbs.WC) int {

@@ -36,16 +36,27 @@
 // (runtime.LockOSThread): a goroutine the scheduler preempts may resume
 // on another thread, which the kernel must then wake and place beside
 // the device's work (with locked goroutines the idle P mattered
-// little). And it should run with the runtime's asynchronous
-// preemption off (GODEBUG=asyncpreemptoff=1 in its environment: the
-// runtime reads it only at start, and //go:debug does not accept it).
-// Go's sysmon asks a goroutine that has run 10 ms without rescheduling
-// to yield, and by default also signals its thread; a loop that calls
-// the provider yields at its next call either way, and the garbage
-// collector still stops it there, but the signals cost the stream. In
-// the lab's emulated VM on a quiet host a Send stream
-// (BenchmarkSendRate64) ran at a median 0.55 of ib_send_bw with neither,
-// 0.72 with both goroutines locked, 0.86 locked with preemption off (1.2
+// little).
+//
+// The provider keeps Go's sysmon from signalling a goroutine that spins
+// on Poll. Sysmon asks a goroutine that has run 10 ms without passing
+// through the scheduler to yield and, unless the program runs with
+// GODEBUG=asyncpreemptoff=1 (which only its environment can set),
+// interrupts its thread with a signal to make it; on a software device
+// that thread is usually inside the device's work. So a Poll yields
+// (runtime.Gosched, with the CQ's lock released) once 5 ms have passed
+// since the CQ last yielded: it reads the clock at every poll that finds
+// completions and once per 64 polls of an empty device, and allocates
+// nothing. In the lab's emulated VM a 92,000-Send stream
+// (BenchmarkSendRate64) took 27 to 66 signals with the yield against 319
+// to 424 without it (6 to 8 with asyncpreemptoff), and its threads 3 to
+// 7 times fewer context switches; what that does to its rate awaits a
+// quiet host. DAT's EVDs poll through PollLocked under
+// the CQ's lock, which never yields: a program that spins on
+// dat_evd_dequeue is still signalled, while dat_evd_wait spins only for
+// its bounded budget before it sleeps in Wait. Before the yield, on a
+// quiet host, the Send stream ran at a median 0.55 of ib_send_bw, 0.72
+// with both goroutines locked, 0.86 locked with preemption off (1.2
 // times the locked rate in the same rep), and 0.77 to 0.79 locked with
 // BusyPoll 64 or 256, which adds nothing once preemption is off.
 //
