@@ -50,7 +50,7 @@ type cqWait struct {
 
 	// The owner's, made once so that a wait allocates nothing.
 	got  C.int              // what the last take returned
-	take func(uintptr) bool // takes and acknowledges the pending events
+	take func(uintptr) bool // takes and acknowledges an event
 	intr func()             // kick
 }
 
@@ -61,7 +61,7 @@ func (w *cqWait) init(ch *C.struct_ibv_comp_channel, fd *pollFD) {
 	w.ch, w.fd = ch, fd
 	w.wake = make(chan struct{})
 	w.take = func(uintptr) bool {
-		w.got = C.gd_take_cq_events(w.ch)
+		w.got = C.gd_take_cq_event(w.ch)
 		return w.got != 0
 	}
 	w.intr = w.kick

@@ -167,21 +167,18 @@ int gd_req_notify(uintptr_t cqp, int solicited)
 	return ibv_req_notify_cq(((struct gd_cq *)cqp)->cq, solicited);
 }
 
-int gd_take_cq_events(struct ibv_comp_channel *ch)
+int gd_take_cq_event(struct ibv_comp_channel *ch)
 {
-	struct ibv_cq *cq = NULL, *ev;
+	struct ibv_cq *cq;
 	void *ctx;
-	int n = 0;
 
-	while (ibv_get_cq_event(ch, &ev, &ctx) == 0) {
-		cq = ev;
-		n++;
+	if (ibv_get_cq_event(ch, &cq, &ctx) == 0) {
+		ibv_ack_cq_events(cq, 1);
+		return 1;
 	}
-	if (errno != EAGAIN && errno != EWOULDBLOCK && n == 0)
-		return -errno;
-	if (n > 0)
-		ibv_ack_cq_events(cq, n);
-	return n;
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return 0;
+	return -errno;
 }
 
 int gd_query_port_gids(struct ibv_context *ctx, uint8_t port, union ibv_gid *gids, int n)
