@@ -6,7 +6,6 @@ package rdmacore
 import "C"
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -40,13 +39,15 @@ type cq struct {
 	users    int    // QPs using it
 	lastQPN  uint32 // the QP of the last completion, looked up
 	lastQP   *qp
-	wake     chan struct{} // closed and replaced on every completion event
-	spin     yielder       // how long pollers have spun on it (yield.go)
+	spin     yielder // how long pollers have spun on it (yield.go)
+
+	w cqWait // the waiters (cq_wait.go)
 }
 
 var _ verbs.CQ = (*cq)(nil)
 
-// CreateCQ creates a CQ attached to the device's completion channel.
+// CreateCQ creates a CQ with a completion channel of its own, which its
+// waiters park on (cq_wait.go).
 func (d *Device) CreateCQ(attr verbs.CQAttr) (verbs.CQ, error) {
 	if attr.Depth <= 0 || attr.Depth > d.attr.MaxCQE {
 		return nil, fmt.Errorf("rdmacore: CQ depth %d (device maximum %d): %w", attr.Depth, d.attr.MaxCQE, verbs.ErrInvalidArgument)
@@ -60,9 +61,21 @@ func (d *Device) CreateCQ(attr verbs.CQAttr) (verbs.CQ, error) {
 	if d.cqFixed {
 		hw = min(max(hw, fixedCQDepth), d.attr.MaxCQE)
 	}
-	c := C.ibv_create_cq(d.ctx, C.int(hw), nil, d.compCh, 0)
+	ch := C.ibv_create_comp_channel(d.ctx)
+	if ch == nil {
+		return nil, errnoErr("ibv_create_comp_channel", errnoOf())
+	}
+	c := C.ibv_create_cq(d.ctx, C.int(hw), nil, ch, 0)
 	if c == nil {
-		return nil, errnoErr("ibv_create_cq", errnoOf())
+		err := errnoErr("ibv_create_cq", errnoOf())
+		C.ibv_destroy_comp_channel(ch)
+		return nil, err
+	}
+	fd, err := newPollFD(int(ch.fd), d.name+" completion channel")
+	if err != nil {
+		C.ibv_destroy_cq(c)
+		C.ibv_destroy_comp_channel(ch)
+		return nil, err
 	}
 	depth := int(c.cqe)
 	if d.cqFixed {
@@ -72,9 +85,9 @@ func (d *Device) CreateCQ(attr verbs.CQAttr) (verbs.CQ, error) {
 		d: d, c: c, depth: depth,
 		x:    (*C.struct_gd_cq)(C.calloc(1, C.sizeof_struct_gd_cq)),
 		ring: fastpath.NewCQRing(depth),
-		wake: make(chan struct{}),
 	}
 	q.x.cq = c
+	q.w.init(ch, fd)
 	d.cqs[c] = q
 	return q, nil
 }
@@ -201,8 +214,7 @@ func (q *cq) pushFlushed(wc verbs.WC) {
 	} else {
 		q.ring.Push(&wc)
 	}
-	close(q.wake)
-	q.wake = make(chan struct{})
+	q.kickLocked(true)
 }
 
 // drain moves what the device holds into the ring, which also accounts
@@ -212,104 +224,6 @@ func (q *cq) drain() {
 	if !q.dead {
 		q.fill()
 	}
-	q.mu.Unlock()
-}
-
-// armAndDrain arms the CQ, drains it and returns the channel the next
-// completion event closes; false once the CQ is gone.
-func (q *cq) armAndDrain() (<-chan struct{}, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.dead {
-		return nil, false
-	}
-	w := q.wake
-	C.gd_req_notify(cAddr(q.x), 0)
-	q.fill()
-	return w, true
-}
-
-// Wait arms the CQ, looks at what it holds and sleeps until the next
-// completion event. With the BusyPoll option it first busy-polls an
-// empty CQ once, as Poll does: a completion that arrives meanwhile costs
-// no arming, event and wake-up.
-func (q *cq) Wait(ctx context.Context, solicitedOnly bool) error {
-	if q.d.busyPoll > 0 && !solicitedOnly {
-		q.mu.Lock()
-		if !q.dead && !q.overflow && q.ring.Len() == 0 {
-			q.fillSpin(q.d.busyPoll)
-		}
-		ready := !q.dead && !q.overflow && q.ring.Len() > 0
-		q.mu.Unlock()
-		if ready {
-			return nil
-		}
-	}
-	for {
-		q.mu.Lock()
-		if q.dead {
-			q.mu.Unlock()
-			return verbs.ErrClosed
-		}
-		if q.overflow {
-			q.mu.Unlock()
-			return fmt.Errorf("rdmacore: %w", verbs.ErrCQOverflow)
-		}
-		wake := q.wake
-		sol := C.int(0)
-		if solicitedOnly {
-			sol = 1
-		}
-		if rc := C.gd_req_notify(cAddr(q.x), sol); rc != 0 {
-			q.mu.Unlock()
-			return errnoErr("ibv_req_notify_cq", syscall.Errno(rc))
-		}
-		q.fill()
-		ready := q.ring.Len() > 0
-		if solicitedOnly {
-			ready = q.ring.Solicited() > 0
-		}
-		q.mu.Unlock()
-		if ready {
-			return nil
-		}
-		select {
-		case <-wake:
-			if solicitedOnly {
-				// A solicited-only arm fires only for a solicited
-				// completion (or an error), which the WC does not
-				// mark: the event is the answer.
-				q.mu.Lock()
-				dead, of := q.dead, q.overflow
-				q.mu.Unlock()
-				if dead {
-					return verbs.ErrClosed
-				}
-				if !of {
-					return nil
-				}
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-q.d.closing:
-			return verbs.ErrClosed
-		}
-	}
-}
-
-// notified is called by the device's completion loop.
-func (q *cq) notified() {
-	q.mu.Lock()
-	close(q.wake)
-	q.wake = make(chan struct{})
-	q.mu.Unlock()
-}
-
-func (q *cq) overflowed() {
-	q.mu.Lock()
-	q.overflow = true
-	close(q.wake)
-	q.wake = make(chan struct{})
 	q.mu.Unlock()
 }
 
@@ -381,16 +295,23 @@ func (q *cq) destroy(force bool) error {
 		return verbs.ErrClosed
 	}
 	q.dead = true
-	close(q.wake)
-	q.wake = make(chan struct{})
+	q.kickLocked(false)
+	q.w.unwatchLocked()
 	q.mu.Unlock()
 	q.d.mu.Lock()
 	delete(q.d.cqs, q.c)
 	q.d.mu.Unlock()
+	// Closing the poller's descriptor waits for a waiter inside it to
+	// leave, so that no one takes events from the channel any more: the
+	// ones taken are acknowledged, as ibv_destroy_cq requires.
+	q.w.fd.close()
 	rc := C.ibv_destroy_cq(q.c)
 	C.free(unsafe.Pointer(q.x))
 	if rc != 0 {
 		return errnoErr("ibv_destroy_cq", syscall.Errno(rc))
+	}
+	if rc := C.ibv_destroy_comp_channel(q.w.ch); rc != 0 {
+		return errnoErr("ibv_destroy_comp_channel", syscall.Errno(rc))
 	}
 	return nil
 }

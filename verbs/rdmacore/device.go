@@ -31,9 +31,7 @@ type Device struct {
 	// busyPoll is the provider's BusyPoll option.
 	busyPoll int
 
-	compCh *C.struct_ibv_comp_channel
 	cmCh   *C.struct_rdma_event_channel
-	compFD *pollFD
 	asyncF *pollFD
 	cmFD   *pollFD
 	loops  sync.WaitGroup
@@ -286,7 +284,18 @@ func (d *Device) Close() error {
 	for _, o := range d.cmIDs {
 		owners = append(owners, o)
 	}
+	waited := make([]*cq, 0, len(d.cqs))
+	for _, c := range d.cqs {
+		waited = append(waited, c)
+	}
 	d.mu.Unlock()
+
+	// A CQ's waiters return ErrClosed now, not when the CQ is destroyed.
+	for _, c := range waited {
+		c.mu.Lock()
+		c.kickLocked(false)
+		c.mu.Unlock()
+	}
 
 	for _, o := range owners {
 		o.shutdown()
@@ -324,9 +333,6 @@ func (d *Device) Close() error {
 	d.stopLoops()
 	for _, c := range cqs {
 		c.destroy(true)
-	}
-	if d.compCh != nil {
-		C.ibv_destroy_comp_channel(d.compCh)
 	}
 	if d.cmCh != nil {
 		C.rdma_destroy_event_channel(d.cmCh)

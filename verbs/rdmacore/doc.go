@@ -20,7 +20,10 @@
 // accepts memory from verbs.AllocMem, or Go memory, which it pins for the
 // registration's lifetime. Completion channels, async event files and
 // rdma_cm event channels are non-blocking and waited on through Go's
-// network poller, so no goroutine blocks inside C. Posting a list of work
+// network poller, so no goroutine blocks inside C. Each CQ has a
+// completion channel of its own, on which CQ.Wait parks the waiter itself:
+// the completion event wakes the goroutine that polls, with none between.
+// Posting a list of work
 // requests and polling a batch of completions are one cgo call each, with
 // the requests built in C memory each queue owns.
 //

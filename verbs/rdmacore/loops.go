@@ -11,20 +11,14 @@ import (
 	"github.com/godapl/godapl/verbs"
 )
 
-// A device runs three goroutines, each parked in the network poller on
-// one file: the completion channel shared by its CQs, its async event
-// file and its rdma_cm event channel. Each takes what is pending with a
-// non-blocking library call and hands it to the object it names.
+// A device runs two goroutines, each parked in the network poller on one
+// file: its async event file and its rdma_cm event channel. Each takes
+// what is pending with a non-blocking library call and hands it to the
+// object it names. Completion events have no goroutine: each CQ's waiter
+// parks on the CQ's own channel (cq_wait.go).
 
 func (d *Device) startLoops() error {
-	d.compCh = C.ibv_create_comp_channel(d.ctx)
-	if d.compCh == nil {
-		return errnoErr("ibv_create_comp_channel", errnoOf())
-	}
 	var err error
-	if d.compFD, err = newPollFD(int(d.compCh.fd), d.name+" completion channel"); err != nil {
-		return err
-	}
 	if d.asyncF, err = newPollFD(int(d.ctx.async_fd), d.name+" async events"); err != nil {
 		return err
 	}
@@ -35,8 +29,7 @@ func (d *Device) startLoops() error {
 	if d.cmFD, err = newPollFD(int(d.cmCh.fd), d.name+" rdma_cm events"); err != nil {
 		return err
 	}
-	d.loops.Add(3)
-	go d.compLoop()
+	d.loops.Add(2)
 	go d.asyncLoop()
 	go d.cmLoop()
 	return nil
@@ -44,35 +37,12 @@ func (d *Device) startLoops() error {
 
 // stopLoops closes the files the loops wait on and waits for them to end.
 func (d *Device) stopLoops() {
-	for _, p := range []*pollFD{d.compFD, d.asyncF, d.cmFD} {
+	for _, p := range []*pollFD{d.asyncF, d.cmFD} {
 		if p != nil {
 			p.close()
 		}
 	}
 	d.loops.Wait()
-}
-
-func (d *Device) compLoop() {
-	defer d.loops.Done()
-	for {
-		var c *C.struct_ibv_cq
-		err := d.compFD.wait(func() bool {
-			return C.gd_get_cq_event(d.compCh, &c) != 0
-		})
-		if err != nil {
-			return
-		}
-		if c == nil {
-			continue // the channel failed; the next wait sees the close
-		}
-		C.ibv_ack_cq_events(c, 1)
-		d.mu.Lock()
-		q := d.cqs[c]
-		d.mu.Unlock()
-		if q != nil {
-			q.notified()
-		}
-	}
 }
 
 func (d *Device) asyncLoop() {

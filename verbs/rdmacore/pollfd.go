@@ -46,4 +46,9 @@ func (p *pollFD) wait(try func() bool) error {
 	return p.rc.Read(func(uintptr) bool { return try() })
 }
 
+// read is wait with a callback made once: a closure made per call
+// would allocate.
+func (p *pollFD) read(try func(uintptr) bool) error { return p.rc.Read(try) }
+
+// close stops the waiters; it returns once none is inside wait or read.
 func (p *pollFD) close() { p.f.Close() }

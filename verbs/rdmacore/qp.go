@@ -6,6 +6,7 @@ package rdmacore
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -341,27 +342,22 @@ const flushWait = 2 * time.Second
 // has its completion on a CQ: a destroyed QP's requests are lost with it
 // on some devices, and the contract says Destroy flushes them.
 func (q *qp) awaitFlush() {
-	timer := time.NewTimer(flushWait)
-	defer timer.Stop()
-	for {
-		ws := make([]<-chan struct{}, 0, 2)
-		for _, c := range []*cq{q.sendCQ, q.recvCQ} {
-			w, ok := c.armAndDrain()
-			if !ok {
-				return
-			}
-			ws = append(ws, w)
-		}
-		if q.sqPosted.Load() <= q.sqDone.Load() && (q.srq != nil || q.rqPosted.Load() <= q.rqDone.Load()) {
-			return
-		}
-		select {
-		case <-ws[0]:
-		case <-ws[1]:
-		case <-timer.C:
+	ctx, cancel := context.WithTimeout(context.Background(), flushWait)
+	defer cancel()
+	for _, c := range []*cq{q.sendCQ, q.recvCQ} {
+		if c.wait(ctx, false, q) != nil {
 			return
 		}
 	}
+}
+
+// flushedOn reports whether the QP's requests that complete on c have
+// (polling c accounts them); c.mu is held.
+func (q *qp) flushedOn(c *cq) bool {
+	if c == q.sendCQ && q.sqPosted.Load() > q.sqDone.Load() {
+		return false
+	}
+	return c != q.recvCQ || q.srq != nil || q.rqPosted.Load() <= q.rqDone.Load()
 }
 
 // postErr maps the errno of ibv_post_send or ibv_post_recv (some

@@ -167,12 +167,15 @@ int gd_req_notify(uintptr_t cqp, int solicited)
 	return ibv_req_notify_cq(((struct gd_cq *)cqp)->cq, solicited);
 }
 
-int gd_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq)
+int gd_take_cq_event(struct ibv_comp_channel *ch)
 {
+	struct ibv_cq *cq;
 	void *ctx;
 
-	if (ibv_get_cq_event(ch, cq, &ctx) == 0)
+	if (ibv_get_cq_event(ch, &cq, &ctx) == 0) {
+		ibv_ack_cq_events(cq, 1);
 		return 1;
+	}
 	if (errno == EAGAIN || errno == EWOULDBLOCK)
 		return 0;
 	return -errno;

@@ -104,9 +104,11 @@ int64_t gd_post_recv(uintptr_t rq, int n);
 // returns 0: one crossing from Go then covers many empty polls.
 int gd_poll_cq(uintptr_t cq, int n, int spins);
 int gd_req_notify(uintptr_t cq, int solicited);
-// gd_get_cq_event takes one completion event from a non-blocking channel:
-// 1 with *cq set, 0 when none is pending, -errno on failure.
-int gd_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq);
+// gd_take_cq_event takes a completion event from a non-blocking channel
+// and acknowledges it: 1, or 0 when none is pending, or -errno. A CQ
+// armed once has one event at most: reading on to EAGAIN would cost a
+// system call per wake-up.
+int gd_take_cq_event(struct ibv_comp_channel *ch);
 int gd_query_port_gids(struct ibv_context *ctx, uint8_t port, union ibv_gid *gids, int n);
 int gd_errno(void);
 // gd_probe_inline returns the largest inline data a QP of ctx takes.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/godapl/godapl/internal/fastpath"
 )
 
 // directCtx is the context a waiter blocks in CQ.Wait itself with (see
@@ -24,9 +26,12 @@ import (
 // timer has fired and the EVD has cancelled this one.
 type directCtx struct {
 	done chan struct{}
-	err  atomic.Pointer[error] // set once, just before done closes
-	dl   atomic.Int64          // the deadline in Unix ns; 0 for none
+	err  atomic.Pointer[error]  // set once, just before done closes
+	dl   atomic.Int64           // the deadline in Unix ns; 0 for none
+	hook atomic.Pointer[func()] // the provider's wake-up (fastpath.EndHooker)
 }
+
+var _ fastpath.EndHooker = (*directCtx)(nil)
 
 func newDirectCtx() *directCtx { return &directCtx{done: make(chan struct{})} }
 
@@ -39,8 +44,16 @@ var (
 func (c *directCtx) end(err *error) {
 	if c.err.CompareAndSwap(nil, err) {
 		close(c.done)
+		if h := c.hook.Load(); h != nil {
+			(*h)()
+		}
 	}
 }
+
+// SetEndHook makes the context a fastpath.EndHooker: a provider whose
+// wait sleeps in the network poller (rdmacore's CQ) is woken by end
+// itself, with no goroutine between the canceller and the waiter.
+func (c *directCtx) SetEndHook(f *func()) { c.hook.Store(f) }
 
 // over reports whether the context has ended.
 func (c *directCtx) over() bool { return c.err.Load() != nil }
