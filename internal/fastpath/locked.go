@@ -126,6 +126,18 @@ type CQMutexer interface {
 	CQMutex() *sync.Mutex
 }
 
+// CQYielder is an optional CQLocker interface for a provider that wants
+// a consumer spinning on its CQ to yield the processor now and then
+// (verbs/rdmacore: before Go's sysmon interrupts a goroutine that has run
+// 10 ms with a signal). PollLocked keeps the count under the lock; once
+// the consumer has released the lock and holds no other, it calls
+// YieldDue, which yields when a yield is due and returns at once
+// otherwise.
+type CQYielder interface {
+	CQLocker
+	YieldDue()
+}
+
 // CQRinger is an optional CQMutexer interface for a provider that keeps
 // its completions in a CQRing: Poll and PollLocked take them from it and
 // nothing else does. The consumer, holding the mutex, then takes the

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -39,7 +40,8 @@ type cq struct {
 	users    int    // QPs using it
 	lastQPN  uint32 // the QP of the last completion, looked up
 	lastQP   *qp
-	spin     yielder // how long pollers have spun on it (yield.go)
+	spin     yielder     // how long pollers have spun on it (yield.go)
+	yieldDue atomic.Bool // a PollLocked found a yield due (YieldDue)
 
 	w cqWait // the waiters (cq_wait.go)
 }
@@ -317,7 +319,23 @@ func (q *cq) destroy(force bool) error {
 }
 
 // CQMutex, Lock, Unlock, PollLocked make the CQ a verbs.CQMutexer.
-func (q *cq) CQMutex() *sync.Mutex          { return &q.mu }
-func (q *cq) Lock()                         { q.mu.Lock() }
-func (q *cq) Unlock()                       { q.mu.Unlock() }
-func (q *cq) PollLocked(wcs []verbs.WC) int { return q.pollLocked(wcs) }
+func (q *cq) CQMutex() *sync.Mutex { return &q.mu }
+func (q *cq) Lock()                { q.mu.Lock() }
+func (q *cq) Unlock()              { q.mu.Unlock() }
+
+// PollLocked is Poll for a consumer holding the lock, which cannot yield
+// there: a yield that falls due is left for YieldDue.
+func (q *cq) PollLocked(wcs []verbs.WC) int {
+	n := q.pollLocked(wcs)
+	if len(wcs) > 0 && q.spin.polled(n, q.d.busyPoll, monoNow) {
+		q.yieldDue.Store(true)
+	}
+	return n
+}
+
+// YieldDue yields when a PollLocked found a yield due (fastpath.CQYielder).
+func (q *cq) YieldDue() {
+	if q.yieldDue.Load() && q.yieldDue.Swap(false) {
+		runtime.Gosched()
+	}
+}

@@ -150,3 +150,43 @@ func TestPollYields(t *testing.T) {
 		}
 	}
 }
+
+// TestPollLockedLeavesYield: a consumer polling under the CQ's lock (DAT)
+// is not yielded there; the yield falls due and YieldDue takes it once
+// the lock is released, allocating nothing.
+func TestPollLockedLeavesYield(t *testing.T) {
+	sa, _ := pair(t, verbstest.PairAttr{})
+	q := sa.CQ.(*cq)
+	wcs := make([]verbs.WC, 4)
+	setYieldAfter(t, time.Nanosecond)
+	due := func() bool {
+		q.Lock()
+		for range yieldCheckPolls {
+			if n := q.PollLocked(wcs); n != 0 {
+				t.Fatalf("PollLocked of an empty CQ: %d completions", n)
+			}
+		}
+		q.Unlock()
+		return q.yieldDue.Load()
+	}
+	if !due() {
+		t.Fatalf("no yield due after %d empty PollLocked calls with yields due every ns", yieldCheckPolls)
+	}
+	q.YieldDue()
+	if q.yieldDue.Load() {
+		t.Fatal("YieldDue left the yield due")
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		due()
+		q.YieldDue()
+	})
+	if allocs != 0 {
+		t.Fatalf("PollLocked and YieldDue allocate %.1f times", allocs)
+	}
+
+	// With yielding off nothing falls due.
+	setYieldAfter(t, 0)
+	if due() {
+		t.Fatal("a yield fell due with yielding off")
+	}
+}

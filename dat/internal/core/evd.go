@@ -103,12 +103,13 @@ type EVD struct {
 	// CQ's Poll). It guards the raw completions and the heads of the
 	// slot rings of the queues completing here, so that the hot path
 	// hands a completion out under one lock. Lock order: mu before cql.
-	cql    fastpath.CQLocker
-	cqMu   *sync.Mutex      // what cql locks, when the provider lends it (fastpath.CQMutexer)
-	cqRing *fastpath.CQRing // the CQ's completions, when the provider lends them (fastpath.CQRinger)
-	wcs    [16]verbs.WC     // completions polled from the CQ; guarded by cql
-	wcHead int              // wcs[wcHead:wcN] are raw: polled, not translated; guarded by cql
-	wcN    int              // guarded by cql
+	cql     fastpath.CQLocker
+	cqMu    *sync.Mutex        // what cql locks, when the provider lends it (fastpath.CQMutexer)
+	cqRing  *fastpath.CQRing   // the CQ's completions, when the provider lends them (fastpath.CQRinger)
+	cqYield fastpath.CQYielder // the CQ, when its provider asks spinning pollers to yield
+	wcs     [16]verbs.WC       // completions polled from the CQ; guarded by cql
+	wcHead  int                // wcs[wcHead:wcN] are raw: polled, not translated; guarded by cql
+	wcN     int                // guarded by cql
 	// lastQ is the EP queue of the last DTO Take handed out, which the
 	// next one most likely shares, and lastKey the bits of its work
 	// request IDs above the slot (owner index, generation, receive bit;
@@ -187,6 +188,9 @@ func newEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags, adopt bool) (*EVD, e
 		}
 		if r, ok := cq.(fastpath.CQRinger); ok {
 			e.cqRing = r.CQRing()
+		}
+		if y, ok := cq.(fastpath.CQYielder); ok {
+			e.cqYield = y
 		}
 		depth += qlen
 	}

@@ -202,6 +202,11 @@ func (e *EVD) takeCQ(ev *dat.Event, block uint32) (n int, ok bool) {
 		ok = e.gate.Load()&block == 0 && e.queued.Load() == 0 && e.takeCQLocked(ev)
 		n = e.wcN - e.wcHead
 		mu.Unlock()
+		// Take's callers hold no lock (WaitSlow's, block 0, holds mu):
+		// the provider's yield for a spinning poller goes here.
+		if y := e.cqYield; y != nil && block != 0 {
+			y.YieldDue()
+		}
 		return n, ok
 	}
 	e.cql.Lock()
