@@ -53,15 +53,14 @@
 // nothing. In the lab's emulated VM a 92,000-Send stream
 // (BenchmarkSendRate64) took 27 to 66 signals with the yield against 319
 // to 424 without it (6 to 8 with asyncpreemptoff), and its threads 3 to
-// 7 times fewer context switches; what that does to its rate awaits a
-// quiet host. DAT's EVDs poll through PollLocked under
-// the CQ's lock, which never yields: a program that spins on
-// dat_evd_dequeue is still signalled, while dat_evd_wait spins only for
-// its bounded budget before it sleeps in Wait. Before the yield, on a
-// quiet host, the Send stream ran at a median 0.55 of ib_send_bw, 0.72
-// with both goroutines locked, 0.86 locked with preemption off (1.2
-// times the locked rate in the same rep), and 0.77 to 0.79 locked with
-// BusyPoll 64 or 256, which adds nothing once preemption is off.
+// 7 times fewer context switches. DAT's EVDs poll through PollLocked
+// under the CQ's lock, where no yield can happen: PollLocked leaves a due
+// yield to YieldDue (fastpath.CQYielder), which DAT calls once it has
+// released the lock. On a quiet host, with the yield, the Send stream ran
+// at a median 0.964 of ib_send_bw with both goroutines locked (0.846
+// unlocked) and the Write 64 KiB stream at 0.958 of ib_write_bw locked
+// (0.871 unlocked), nine reps each; before it, 0.72 locked and 0.86
+// locked with preemption off for Send.
 //
 // Spin only with CPUs to spare. A software device does its work on the
 // poster's CPU (rxe runs a Send's whole protocol path inside the post's
