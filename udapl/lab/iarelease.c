@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <dat2/udat.h>
+#include "../udapltest/testdata/datwait.h"
 
 #define WAITERS 16
 
@@ -28,16 +29,6 @@ static void check(int ok, const char *fmt, long a, long b)
 	printf("\n");
 	if (!ok)
 		failed = 1;
-}
-
-static void must(const char *what, DAT_RETURN r)
-{
-	if (r != DAT_SUCCESS) {
-		const char *m = "", *s = "";
-		dat_strerror(r, &m, &s);
-		printf("FAIL setup %s: %s %s\n", what, m, s);
-		exit(1);
-	}
 }
 
 /* fds counts this process's open descriptors, and in *dev those open on
@@ -84,40 +75,11 @@ static long threads(void)
 	return n;
 }
 
-struct waiter {
-	DAT_EVD_HANDLE evd;
-	DAT_RETURN r;
-	pthread_t th;
-};
-
-static void *wait_forever(void *arg)
-{
-	struct waiter *w = arg;
-	DAT_EVENT ev;
-	DAT_COUNT n;
-
-	w->r = dat_evd_wait(w->evd, DAT_TIMEOUT_INFINITE, 1, &ev, &n);
-	return NULL;
-}
-
-/* parked returns once w's thread owns its EVD (a dequeue meets the waiter). */
-static int parked(struct waiter *w)
-{
-	DAT_EVENT ev;
-	long i;
-
-	for (i = 0; i < 100000000; i++) {
-		if (DAT_GET_TYPE(dat_evd_dequeue(w->evd, &ev)) == DAT_INVALID_STATE)
-			return 1;
-		sched_yield();
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static char buf[WAITERS][4096];
 	struct waiter w[WAITERS];
+	pthread_t th[WAITERS];
 	DAT_IA_HANDLE ia;
 	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, conn;
 	DAT_PZ_HANDLE pz;
@@ -151,7 +113,7 @@ int main(int argc, char **argv)
 		check(dev > 0, "round %ld: %ld files of /dev/infiniband open with the IA", (long)r, dev);
 		t0 = threads();
 		for (i = 0; i < WAITERS; i++) {
-			if (pthread_create(&w[i].th, NULL, wait_forever, &w[i]) != 0 || !parked(&w[i])) {
+			if (!start_waiter(&w[i], &th[i])) {
 				printf("FAIL waiter %d never waits\n", i);
 				exit(1);
 			}
@@ -163,7 +125,7 @@ int main(int argc, char **argv)
 		      t1 - t0, t0);
 		must("dat_ia_close", dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG));
 		for (i = 0; i < WAITERS; i++) {
-			pthread_join(w[i].th, NULL);
+			pthread_join(th[i], NULL);
 			if (DAT_GET_TYPE(w[i].r) != DAT_ABORT)
 				check(0, "waiter %ld woken by dat_ia_close with 0x%lx, want DAT_ABORT", (long)i, (long)w[i].r);
 		}

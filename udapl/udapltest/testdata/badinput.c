@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dat2/udat.h>
+#include "datwait.h"
 
 static int failed;
 
@@ -28,50 +29,6 @@ static void check(const char *what, DAT_RETURN r, DAT_RETURN major, int sub)
 	printf("%s %s: %s %s\n", ok ? "ok  " : "FAIL", what, m, s);
 	if (!ok)
 		failed = 1;
-}
-
-static void must(const char *what, DAT_RETURN r)
-{
-	if (r != DAT_SUCCESS) {
-		const char *m = "", *s = "";
-		dat_strerror(r, &m, &s);
-		printf("FAIL setup %s: %s %s\n", what, m, s);
-		exit(1);
-	}
-}
-
-struct waiter {
-	DAT_EVD_HANDLE evd;
-	DAT_RETURN r;
-	DAT_EVENT ev;
-};
-
-static void *wait_forever(void *arg)
-{
-	struct waiter *w = arg;
-	DAT_COUNT n;
-
-	w->r = dat_evd_wait(w->evd, DAT_TIMEOUT_INFINITE, 1, &w->ev, &n);
-	return NULL;
-}
-
-/* start_waiter starts a thread in dat_evd_wait on w->evd and returns once
- * it owns the EVD (a dequeue meets its waiter), or 0 if it never does. */
-static int start_waiter(struct waiter *w, pthread_t *th)
-{
-	DAT_EVENT ev;
-	long i;
-
-	if (pthread_create(th, NULL, wait_forever, w) != 0) {
-		printf("FAIL pthread_create\n");
-		exit(1);
-	}
-	for (i = 0; i < 100000000; i++) {
-		if (DAT_GET_TYPE(dat_evd_dequeue(w->evd, &ev)) == DAT_INVALID_STATE)
-			return 1;
-		sched_yield();
-	}
-	return 0;
 }
 
 int main(int argc, char **argv)

@@ -20,18 +20,9 @@
 #include <time.h>
 #include <sys/resource.h>
 #include <dat2/udat.h>
+#include "datwait.h"
 
 #define DEPTH 8
-
-static void must(const char *what, DAT_RETURN r)
-{
-	if (r != DAT_SUCCESS) {
-		const char *m = "", *s = "";
-		dat_strerror(r, &m, &s);
-		printf("%s: %s %s\n", what, m, s);
-		exit(1);
-	}
-}
 
 static double now(void)
 {
