@@ -3,6 +3,7 @@ package dat
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,10 +98,8 @@ func (dp *datPath) connect(retry bool) {
 	e, err := dn.newEP(dp, true)
 	if err == nil {
 		var pd [datPrivateLen]byte
-		ack, gen, credit := dp.offer(e)
-		p := encodeDatPrivate(pd[:], dn.node.Addr(), dp.p.Conn().RemoteAddr(), wire.Seq(ack), gen, dn.node.GenNum(), credit)
-		putConnID(p, newConnID())
-		err = e.ep.Connect(dp.p.Conn().RemoteAddr(), dat.ConnQual(dn.cfg.Port), dn.cfg.ConnectTimeout, p[:dn.privLen()], dat.QoSBestEffort, dat.ConnectDefault)
+		p := dp.private(pd[:], e, dp.p.Conn().RemoteAddr(), newConnID())
+		err = e.ep.Connect(dp.p.Conn().RemoteAddr(), dat.ConnQual(dn.cfg.Port), dn.cfg.ConnectTimeout, p, dat.QoSBestEffort, dat.ConnectDefault)
 		if err != nil {
 			e.state = datDead
 			dn.retire(e)
@@ -241,12 +240,20 @@ func (dn *datNode) onRequest(ev *dat.Event) {
 		dp.p.Down(errDatLost)
 	}
 	var pd [datPrivateLen]byte
-	ack, gen, credit := dp.offer(e)
-	p := encodeDatPrivate(pd[:], dn.node.Addr(), peer.Saddr(), wire.Seq(ack), gen, dn.node.GenNum(), credit)
-	putConnID(p, id)
-	if err := cr.Accept(e.ep, p[:dn.privLen()]); err != nil {
+	if err := cr.Accept(e.ep, dp.private(pd[:], e, peer.Saddr(), id)); err != nil {
 		e.ep.Disconnect(dat.CloseAbrupt) // its failure event retires it
 	}
+}
+
+// private fills b with what e's side of the path sends daddr with a
+// request or an accept that takes connection number id (dat_race.go),
+// and returns the part of it that goes out (privLen).
+func (dp *datPath) private(b []byte, e *datEP, daddr netip.Addr, id uint32) []byte {
+	dn := dp.dn
+	ack, gen, credit := dp.offer(e)
+	p := encodeDatPrivate(b, dn.node.Addr(), daddr, wire.Seq(ack), gen, dn.node.GenNum(), credit)
+	putConnID(p, id)
+	return p[:dn.privLen()]
 }
 
 // dropLocked takes e off the path: the caller reports Down if e was up.
