@@ -158,12 +158,9 @@ func (q *cq) forget(p *qp) {
 // lock released (yield.go).
 func (q *cq) Poll(wcs []verbs.WC) int {
 	q.mu.Lock()
-	n := q.pollLocked(wcs)
-	yield := len(wcs) > 0 && q.spin.polled(n, q.d.busyPoll, monoNow)
+	n := q.PollLocked(wcs)
 	q.mu.Unlock()
-	if yield {
-		runtime.Gosched()
-	}
+	q.YieldDue()
 	return n
 }
 
