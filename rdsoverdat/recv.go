@@ -224,12 +224,16 @@ func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 	if flags&MsgOOB != 0 {
 		return 0, nil
 	}
-	s.mu.Lock()
-	until := opEnd(s.rcvTimeo)
-	s.mu.Unlock()
-	tryReader := true
+	var until time.Time
+	tryReader, first := true, true
 	for {
 		s.mu.Lock()
+		if first {
+			// SO_RCVTIMEO in the loop's first hold of the lock rather
+			// than a hold of its own: a call that finds its message
+			// at once then takes the lock once.
+			until, first = opEnd(s.rcvTimeo), false
+		}
 		if s.closed.Load() {
 			s.mu.Unlock()
 			return 0, errClosed

@@ -68,7 +68,7 @@ func (dn *datNode) batch(more int) {
 			dn.handle(&dn.ev)
 		}
 	}
-	dn.flushReposts()
+	dn.endReposts()
 }
 
 // handle dispatches one event on its Number, reading only the member that

@@ -104,13 +104,22 @@ func (dn *datNode) addFree(first, n int, iov *[1]dat.LMRTriplet) error {
 // buffer stays off the SRQ in a long batch of events.
 const datRepostMax = 32
 
+// datRepostBatch is how many handled buffers a batch of events may leave
+// held for a later batch when credits bind every peer: request-response
+// traffic makes a batch of one receive per message, and its buffer, given
+// back alone, would cost a whole SRQ post (the DAT SRQ's lock, its cookie
+// table, the verbs SRQ's lock and checks) per message. As rds_ib refills
+// its ring in batches rather than per completion, such buffers go back
+// datRepostBatch at a time.
+const datRepostBatch = 8
+
 // datRepost holds the buffers whose completions the event role handled
 // and has not given back yet, with the EP each came from (nil if none
-// or dead then), in completion order. A batch of events gives them back
-// with one SRQ post (srq.PostRecvList), on rdmacore one
-// ibv_post_srq_recv for the lot instead of one per buffer, at its end,
-// before any event that is not a receive completion, and whenever
-// datRepostMax are held. Each buffer is counted as a posted credit of its
+// or dead then), in completion order. They go back with one SRQ post
+// (srq.PostRecvList), on rdmacore one ibv_post_srq_recv for the lot
+// instead of one per buffer: at the end of a batch of events (or of a
+// later one, endReposts), before any event that is not a receive
+// completion, and whenever datRepostMax are held. Each buffer is counted as a posted credit of its
 // connection only once it is back: a credit piggybacked by a sender in
 // the meantime never names a buffer that is not on the SRQ.
 type datRepost struct {
@@ -168,6 +177,40 @@ func (dn *datNode) flushReposts() {
 			dn.wake(e)
 		}
 	}
+}
+
+// endReposts is flushReposts at the end of a batch of events: the held
+// buffers may wait for later batches while fewer than datRepostBatch are
+// held and none of their connections could miss them. A peer bound by
+// credits lacks, besides the buffers held here, at most ackEvery-1 posted
+// but not yet advertised (an ack-only frame goes out at ackEvery), and
+// spends its last credit only with an advertisement of its own
+// (dat_credit.go); with held+ackEvery+1 <= grant it still has two
+// credits, one to send with, once its messages are handled, so holding
+// never stalls it, even if nothing else arrives.
+// A node that keeps every buffer posted (kernel peers, peers that grant
+// no credits) gives them back at once: such a peer may send regardless of
+// credits, and a held buffer is one fewer on the SRQ for it.
+func (dn *datNode) endReposts() {
+	if dn.rep.n > 0 && !dn.repostsMayWait() {
+		dn.flushReposts()
+	}
+}
+
+// repostsMayWait reports whether the held buffers may stay held after a
+// batch of events (endReposts).
+func (dn *datNode) repostsMayWait() bool {
+	r := &dn.rep
+	if r.n >= datRepostBatch || !dn.rxp.lazy.Load() {
+		return false
+	}
+	held := uint32(r.n)
+	for _, e := range r.ep[:r.n] {
+		if e != nil && int(held+e.ackEvery)+1 > e.grant {
+			return false
+		}
+	}
+	return true
 }
 
 // keepPosted reports whether buffer i, handled, goes back to the SRQ;
