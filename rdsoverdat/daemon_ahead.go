@@ -115,14 +115,12 @@ func (dc *daemonConn) handAhead(pushed bool, first *heldMsg) (int, error) {
 	if !ok || dc.dying.Load() {
 		return 0, nil
 	}
+	dc.pushBufs()
 	l := &dc.ahead
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if pushed && !dc.push.Load() && first == nil {
 		return 0, nil
-	}
-	if l.buf == nil {
-		l.buf = make([]byte, 0, aheadBytes+aheadMsgs*rdsdproto.AheadHeaderLen)
 	}
 	l.mu.Lock()
 	held, room := len(l.lens)-l.head, aheadBytes-l.bytes
@@ -142,6 +140,12 @@ func (dc *daemonConn) handAhead(pushed bool, first *heldMsg) (int, error) {
 	// Counted before the client can see them, so that its credits
 	// never run ahead of the ledger.
 	l.mu.Lock()
+	if l.head > 0 && len(l.lens)+count > cap(l.lens) {
+		// At most aheadMsgs are unread: moving them keeps the
+		// ledger in the slice it has.
+		l.lens = l.lens[:copy(l.lens, l.lens[l.head:])]
+		l.head = 0
+	}
 	for at := 0; at < len(body); {
 		n := int(rdsdproto.AheadEntry(body[at:]).Len())
 		l.lens = append(l.lens, n)

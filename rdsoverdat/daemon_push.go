@@ -97,9 +97,7 @@ func (dc *daemonConn) pushStep() {
 		if sk.congestedNow() {
 			dc.wantAck()
 		}
-		if dc.pbuf == nil {
-			dc.pbuf = make([]byte, aheadBytes)
-		}
+		dc.pushBufs()
 		_, filled, n, from := sk.waitQueued(dc.recvSig, dc.gone, dc.pbuf[:aheadBytes-bytes])
 		if filled {
 			// Read straight into pbuf: it goes ahead before anything
@@ -112,6 +110,22 @@ func (dc *daemonConn) pushStep() {
 			}
 		}
 	}
+}
+
+// pushBufs makes the buffers of handing ahead and pushing, once: when the
+// socket binds, so that they are there for the first message of its
+// stream, or at the first use on a socket that receives unbound.
+func (dc *daemonConn) pushBufs() {
+	dc.bufOnce.Do(func() {
+		dc.pbuf = make([]byte, aheadBytes)
+		l := &dc.ahead
+		l.wmu.Lock()
+		l.buf = make([]byte, 0, aheadBytes+aheadMsgs*rdsdproto.AheadHeaderLen)
+		l.wmu.Unlock()
+		l.mu.Lock()
+		l.lens = make([]int, 0, 2*aheadMsgs)
+		l.mu.Unlock()
+	})
 }
 
 // wantAck asks the client to report its next read with a credit record,
