@@ -88,9 +88,6 @@ var dcallPool = sync.Pool{New: func() any { return &dcall{done: make(chan struct
 // later call to report.
 func newDaemonSocket(st *Stack) *daemonSocket {
 	k := &daemonSocket{stack: st, calls: map[uint32]*dcall{}, done: make(chan struct{})}
-	// Room for the messages of two full batches handed ahead, which is
-	// the most it holds, so that a stream's first batches grow nothing.
-	k.held.msgs = make([]heldMsg, 0, 2*aheadMsgs)
 	uc, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: st.cfg.Daemon, Net: "unixpacket"})
 	if err != nil {
 		k.err = err

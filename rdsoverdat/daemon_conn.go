@@ -228,7 +228,6 @@ func (dc *daemonConn) handle(r rdsdproto.Record) error {
 			// before pushing started would keep them out of the
 			// sink for as long as it stays.
 			sk.armSink(true)
-			dc.pushBufs()
 		}
 		h.SetAddrPort(s.BoundAddr())
 		return dc.replyTo(h, err)

@@ -112,9 +112,9 @@ func (dc *daemonConn) pushStep() {
 	}
 }
 
-// pushBufs makes the buffers of handing ahead and pushing, once: when the
-// socket binds, so that they are there for the first message of its
-// stream, or at the first use on a socket that receives unbound.
+// pushBufs makes the buffers of handing ahead and pushing, whole, when
+// the socket first hands a message ahead: a socket that only sends
+// needs none, and one that receives none grown while its stream starts.
 func (dc *daemonConn) pushBufs() {
 	dc.bufOnce.Do(func() {
 		dc.pbuf = make([]byte, aheadBytes)

@@ -5,11 +5,12 @@ import (
 	"testing"
 )
 
-// A fresh socket's stream through the daemon allocates nothing from its
-// first message on: the core's message objects come from the reserve
-// when a collection emptied the pool, the sink's buffer and the
-// connection's batch buffers are made at bind, and the client's held
-// queue when the socket is made.
+// A fresh socket's stream through the daemon allocates next to nothing:
+// the core's message objects come from the reserve when a collection
+// emptied the pool, and the sink's buffer, the connection's batch
+// buffers and the client's held queue are made whole for the first
+// message, a few allocations in all, instead of growing with the
+// stream.
 func TestDaemonStreamStartAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool is randomized under -race")

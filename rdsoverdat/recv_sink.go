@@ -39,11 +39,12 @@ import (
 // way.
 
 // sinkMinBuf is the least size of a sink's buffer, sinkFirstMax the
-// most of its first one: made when the sink is armed, as large as
+// most of its first one: made for the first message, as large as
 // SO_RCVBUF lets the buffer grow, up to 1 MiB (13000 queued 64 B
 // messages), so that a stream's first messages neither wait for the
-// buffer to grow nor bring on collections by its growth, and a socket
-// with a large SO_RCVBUF that sees little holds no more.
+// buffer to grow nor bring on collections by its growth, a socket
+// with a large SO_RCVBUF that sees little holds no more, and one that
+// only sends holds none.
 const (
 	sinkMinBuf   = 64 << 10
 	sinkFirstMax = 1 << 20
@@ -74,9 +75,6 @@ func (s *sock) armSink(on bool) bool {
 	}
 	s.sink.armed = on
 	if on {
-		if s.sink.buf == nil {
-			s.sink.buf = make([]byte, min(max(2*s.rcvbuf, sinkMinBuf), sinkFirstMax))
-		}
 		s.node.sinks.Add(1)
 	} else {
 		s.node.sinks.Add(-1)
@@ -106,7 +104,11 @@ func (s *sock) sinkRoom(need int) bool {
 		k.start, k.done = 0, k.end
 		return true
 	}
-	size := min(max(2*len(k.buf), sinkMinBuf, live+need), limit)
+	grow := 2 * len(k.buf)
+	if grow == 0 {
+		grow = sinkFirstMax
+	}
+	size := min(max(grow, sinkMinBuf, live+need), limit)
 	buf := make([]byte, size)
 	k.end = copy(buf, k.buf[k.start:k.end])
 	k.buf, k.start, k.done = buf, 0, k.end
