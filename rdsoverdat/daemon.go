@@ -58,6 +58,9 @@ func NewDaemon(st *Stack, cfg DaemonConfig) (*Daemon, error) {
 		return nil, errors.New("rdsoverdat: a daemon serves a Stack of its own nodes, not a kernel or daemon Stack")
 	}
 	d := &Daemon{st: st, log: zerolog.Nop(), lns: map[*net.UnixListener]struct{}{}, conns: map[*daemonConn]struct{}{}}
+	// Its sockets' streams start on messages no collection took
+	// (msg_reserve.go).
+	reserveMessages(reserveMsgs)
 	if cfg.Logger != nil {
 		d.log = *cfg.Logger
 	}

@@ -2,6 +2,7 @@ package rdsoverdat
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
 )
@@ -50,9 +51,14 @@ type aheadLedger struct {
 	bytes int   // their sum
 	sent  uint64
 	read  uint64
-	wmu   sync.Mutex // one hand-ahead at a time: take and write in order
-	buf   []byte     // the batch being built (under wmu)
-	rel   []*message // the batch's messages, to release (under wmu)
+	// readSeen is read, for a look without mu that finds nothing new.
+	readSeen atomic.Uint64
+	wmu      sync.Mutex // one hand-ahead at a time: take and write in order
+	buf      []byte     // the batch being built (under wmu)
+	rel      []*message // the batch's messages, to release (under wmu)
+	// cong is whether the socket's port was congested when the last
+	// batch was taken, for the pusher after one of its own.
+	cong atomic.Bool
 }
 
 // unread returns the handed messages and bytes not reported read.
@@ -115,14 +121,12 @@ func (dc *daemonConn) handAhead(pushed bool, first *heldMsg) (int, error) {
 	if !ok || dc.dying.Load() {
 		return 0, nil
 	}
+	dc.pushBufs()
 	l := &dc.ahead
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if pushed && !dc.push.Load() && first == nil {
 		return 0, nil
-	}
-	if l.buf == nil {
-		l.buf = make([]byte, 0, aheadBytes+aheadMsgs*rdsdproto.AheadHeaderLen)
 	}
 	l.mu.Lock()
 	held, room := len(l.lens)-l.head, aheadBytes-l.bytes
@@ -134,14 +138,21 @@ func (dc *daemonConn) handAhead(pushed bool, first *heldMsg) (int, error) {
 	if pushed && !dc.push.Load() {
 		most = 1 // first alone
 	}
-	body, count, bytes, rel := sk.takeAhead(l.buf[:0], most, room, l.rel, first)
+	body, count, bytes, rel, cong := sk.takeAhead(l.buf[:0], most, room, l.rel, first)
 	l.rel = rel
+	l.cong.Store(cong)
 	if count == 0 {
 		return 0, nil
 	}
 	// Counted before the client can see them, so that its credits
 	// never run ahead of the ledger.
 	l.mu.Lock()
+	if l.head > 0 && len(l.lens)+count > cap(l.lens) {
+		// At most aheadMsgs are unread: moving them keeps the
+		// ledger in the slice it has.
+		l.lens = l.lens[:copy(l.lens, l.lens[l.head:])]
+		l.head = 0
+	}
 	for at := 0; at < len(body); {
 		n := int(rdsdproto.AheadEntry(body[at:]).Len())
 		l.lens = append(l.lens, n)

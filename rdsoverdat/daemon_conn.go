@@ -38,7 +38,8 @@ type daemonConn struct {
 	pushed  bool        // it did once: the receiver goroutine serves every receive (the reader's)
 	pushSig chan struct{}
 	recvs   atomic.Uint64 // receive requests (not credits) read: what pushing spares
-	pbuf    []byte        // the pusher's buffer for a message read straight into it
+	pbuf    []byte        // the pusher's buffer for a message read straight into it (pushBufs)
+	bufOnce sync.Once     // pushBufs
 	pfirst  heldMsg       // that message, for handAhead
 
 	mu          sync.Mutex

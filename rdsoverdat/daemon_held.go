@@ -87,6 +87,11 @@ func (k *daemonSocket) hold(r rdsdproto.Record, buf *[]byte) error {
 	}
 	k.mu.Lock()
 	q := &k.held
+	if q.msgs == nil {
+		// Room for two full batches, the most it holds, so that a
+		// stream's first batches grow nothing.
+		q.msgs = make([]heldMsg, 0, 2*aheadMsgs)
+	}
 	if q.head > 0 && len(q.msgs)+n > cap(q.msgs) {
 		m := copy(q.msgs, q.msgs[q.head:])
 		clear(q.msgs[m:])

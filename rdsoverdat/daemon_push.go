@@ -60,13 +60,13 @@ func (dc *daemonConn) pushStep() {
 		return // stopped meanwhile
 	}
 	if n > 0 {
-		if sk.congestedNow() {
+		if dc.ahead.cong.Load() {
 			dc.wantAck()
 		}
 		return // more may have come meanwhile
 	}
 	held, bytes := dc.ahead.unread()
-	present, pushable, size := sk.aheadHead(aheadBytes)
+	present, pushable, size, congested := sk.aheadHead(aheadBytes)
 	full := held >= aheadMsgs || size > aheadBytes-bytes
 	switch {
 	case present && pushable && !full:
@@ -85,7 +85,7 @@ func (dc *daemonConn) pushStep() {
 	case present:
 		// A message that must go to a receive request, or a
 		// notification before it: ask.
-		if sk.congestedNow() {
+		if congested {
 			dc.wantAck()
 		}
 		sk.releaseReader()
@@ -94,24 +94,38 @@ func (dc *daemonConn) pushStep() {
 		h := rdsdproto.New(hb[:], rdsdproto.OpRecv, 0, 0)
 		dc.replyCode(h, rdsdproto.CodeAhead)
 	default:
-		if sk.congestedNow() {
+		if congested {
 			dc.wantAck()
 		}
-		if dc.pbuf == nil {
-			dc.pbuf = make([]byte, aheadBytes)
-		}
+		dc.pushBufs()
 		_, filled, n, from := sk.waitQueued(dc.recvSig, dc.gone, dc.pbuf[:aheadBytes-bytes])
 		if filled {
 			// Read straight into pbuf: it goes ahead before anything
 			// queued behind it.
 			dc.pfirst = heldMsg{data: dc.pbuf[:n], from: from}
-			_, err := dc.handAhead(true, &dc.pfirst)
+			n, err := dc.handAhead(true, &dc.pfirst)
 			dc.pfirst = heldMsg{}
-			if err == nil && sk.congestedNow() {
+			if err == nil && n > 0 && dc.ahead.cong.Load() {
 				dc.wantAck()
 			}
 		}
 	}
+}
+
+// pushBufs makes the buffers of handing ahead and pushing, whole, when
+// the socket first hands a message ahead: a socket that only sends
+// needs none, and one that receives none grown while its stream starts.
+func (dc *daemonConn) pushBufs() {
+	dc.bufOnce.Do(func() {
+		dc.pbuf = make([]byte, aheadBytes)
+		l := &dc.ahead
+		l.wmu.Lock()
+		l.buf = make([]byte, 0, aheadBytes+aheadMsgs*rdsdproto.AheadHeaderLen)
+		l.wmu.Unlock()
+		l.mu.Lock()
+		l.lens = make([]int, 0, 2*aheadMsgs)
+		l.mu.Unlock()
+	})
 }
 
 // wantAck asks the client to report its next read with a credit record,
@@ -133,7 +147,11 @@ func (dc *daemonConn) applyAck() error {
 	if !dc.c.Rings() {
 		return nil
 	}
-	return dc.applyRead(dc.c.PeerAck())
+	c := dc.c.PeerAck()
+	if c <= dc.ahead.readSeen.Load() {
+		return nil // nothing new: the pusher looks at every step
+	}
+	return dc.applyRead(c)
 }
 
 // applyRead applies a client's count of handed messages read, from a
@@ -157,6 +175,7 @@ func (dc *daemonConn) applyRead(c uint64) error {
 	if l.head == len(l.lens) {
 		l.lens, l.head = l.lens[:0], 0
 	}
+	l.readSeen.Store(l.read)
 	l.mu.Unlock()
 	if sk, ok := dc.s.b.(*sock); ok && msgs > 0 {
 		sk.aheadRead(msgs, bytes)

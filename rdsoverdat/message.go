@@ -54,7 +54,12 @@ const (
 	msgFlush                             // peer restarted: drop instead of retransmit
 )
 
-var msgPool = sync.Pool{New: func() any { return new(message) }}
+var msgPool = sync.Pool{New: func() any {
+	if m := msgReserve.take(); m != nil {
+		return m
+	}
+	return new(message)
+}}
 
 // maxPooledBuf bounds the payload storage a message keeps in msgPool, so
 // that small messages never hold on to a large buffer.
@@ -115,6 +120,7 @@ func (m *message) release() {
 	buf := m.buf
 	*m = message{buf: buf[:0]}
 	switch c := cap(buf); {
+	case c <= reserveBuf && msgReserve.put(m):
 	case c <= maxPooledBuf:
 		msgPool.Put(m)
 	case c <= wire.MaxMsgSize:

@@ -24,14 +24,15 @@ import (
 // none with an RDMA cookie (its control message), which stays for an
 // ordinary receive. One lock serves the whole batch; the messages go
 // back to their pool after it, through rel (the caller's scratch). It
-// returns the body, the messages taken and their payload bytes.
+// returns the body, the messages taken and their payload bytes, and
+// whether the port was congested then.
 //
 // first, if not nil, is a message from from that a transport read
 // straight into the caller's buffer while the queue was empty
 // (waitQueued): it goes first, counted as handed ahead like the rest,
 // and may congest the port as its delivery would have. It goes even
 // after s closed: the caller's ledger counts it either way.
-func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message, first *heldMsg) ([]byte, int, int, []*message) {
+func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message, first *heldMsg) ([]byte, int, int, []*message, bool) {
 	count, bytes := 0, 0
 	rel = rel[:0]
 	s.mu.Lock()
@@ -47,12 +48,12 @@ func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message, first *
 		congest = !s.closed.Load() && s.congestLocked()
 	}
 	if s.closed.Load() || len(s.rdma.notes) > 0 || s.congNotify != 0 {
-		node, port := s.node, wire.Port(s.bound.Port())
+		node, port, congested := s.node, wire.Port(s.bound.Port()), s.congested
 		s.mu.Unlock()
 		if congest {
 			s.syncCong(node, port)
 		}
-		return body, count, bytes, rel
+		return body, count, bytes, rel, congested
 	}
 	// The delivery sink's entries are the oldest queued (recv_sink.go).
 	var n, taken int
@@ -78,7 +79,7 @@ func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message, first *
 	s.rcvBytes -= taken
 	s.ahead += taken
 	s.aheadN += len(rel)
-	node, port := s.node, wire.Port(s.bound.Port())
+	node, port, congested := s.node, wire.Port(s.bound.Port()), s.congested
 	s.mu.Unlock()
 	if congest {
 		s.syncCong(node, port)
@@ -87,7 +88,7 @@ func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message, first *
 		in.release()
 		rel[i] = nil
 	}
-	return body, count, bytes, rel
+	return body, count, bytes, rel, congested
 }
 
 // aheadRead records that the client read msgs messages of bytes handed
@@ -120,20 +121,20 @@ func (s *sock) notePending() bool {
 // aheadHead describes the head of the receive queue for a daemon that
 // pushes messages ahead: whether there is one, whether takeAhead could
 // ever take it (a plain message of at most max bytes, no notification
-// waiting before it) and its size.
-func (s *sock) aheadHead(max int) (present, pushable bool, size int) {
+// waiting before it) and its size, and whether the port is congested.
+func (s *sock) aheadHead(max int) (present, pushable bool, size int, congested bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sink.n > 0 {
 		data, _ := s.sinkHead()
-		return true, len(data) <= max && len(s.rdma.notes) == 0 && s.congNotify == 0, len(data)
+		return true, len(data) <= max && len(s.rdma.notes) == 0 && s.congNotify == 0, len(data), s.congested
 	}
 	in := s.rxq.head
 	if in == nil {
-		return false, false, 0
+		return false, false, 0, s.congested
 	}
 	ok := !in.hasCookie && len(in.buf) <= max && len(s.rdma.notes) == 0 && s.congNotify == 0
-	return true, ok, len(in.buf)
+	return true, ok, len(in.buf), s.congested
 }
 
 // congestedNow reports whether the socket's port is congested.

@@ -38,8 +38,17 @@ import (
 // up to twice SO_RCVBUF, beyond which messages are queued the ordinary
 // way.
 
-// sinkMinBuf is the size of a sink's first buffer.
-const sinkMinBuf = 64 << 10
+// sinkMinBuf is the least size of a sink's buffer, sinkFirstMax the
+// most of its first one: made for the first message, as large as
+// SO_RCVBUF lets the buffer grow, up to 1 MiB (13000 queued 64 B
+// messages), so that a stream's first messages neither wait for the
+// buffer to grow nor bring on collections by its growth, a socket
+// with a large SO_RCVBUF that sees little holds no more, and one that
+// only sends holds none.
+const (
+	sinkMinBuf   = 64 << 10
+	sinkFirstMax = 1 << 20
+)
 
 // rxSink is a socket's delivery sink (sock.sink, under sock.mu).
 // buf[start:done] holds complete entries, n of them; buf[done:end] is the
@@ -75,14 +84,19 @@ func (s *sock) armSink(on bool) bool {
 
 // sinkRoom makes room for an entry of need bytes at the end of the sink
 // (s.mu held, no claim under way): it moves the entries to the front, or
-// into a larger buffer, and reports false if the sink may not grow so
-// far.
+// into a larger buffer, and reports false if the sink may not hold so
+// much.
 func (s *sock) sinkRoom(need int) bool {
 	k := &s.sink
+	live := k.end - k.start
+	limit := max(2*s.rcvbuf, sinkMinBuf)
+	if live+need > limit {
+		// Also in a buffer made larger before SO_RCVBUF shrank.
+		return false
+	}
 	if len(k.buf)-k.end >= need {
 		return true
 	}
-	live := k.end - k.start
 	if live+need <= len(k.buf)/4 {
 		// Moving at most a quarter of the buffer to free three
 		// quarters: each byte is moved a third of a time on average.
@@ -90,11 +104,11 @@ func (s *sock) sinkRoom(need int) bool {
 		k.start, k.done = 0, k.end
 		return true
 	}
-	limit := max(2*s.rcvbuf, sinkMinBuf)
-	if live+need > limit {
-		return false
+	grow := 2 * len(k.buf)
+	if grow == 0 {
+		grow = sinkFirstMax
 	}
-	size := min(max(2*len(k.buf), sinkMinBuf, live+need), max(limit, live+need))
+	size := min(max(grow, sinkMinBuf, live+need), limit)
 	buf := make([]byte, size)
 	k.end = copy(buf, k.buf[k.start:k.end])
 	k.buf, k.start, k.done = buf, 0, k.end

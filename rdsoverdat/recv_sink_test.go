@@ -44,7 +44,7 @@ func sinkSend(t *testing.T, p *connPath, a, b *Socket, payload []byte) bool {
 // payloads in order and the messages counted as handed ahead.
 func takeAll(t *testing.T, s *sock, maxMsgs, room int) [][]byte {
 	t.Helper()
-	body, count, bytesN, _ := s.takeAhead(nil, maxMsgs, room, nil, nil)
+	body, count, bytesN, _, _ := s.takeAhead(nil, maxMsgs, room, nil, nil)
 	var out [][]byte
 	total := 0
 	for len(body) > 0 {
@@ -261,7 +261,7 @@ func TestSinkClaimAllocs(t *testing.T) {
 		}
 		copy(d.Buf, payload)
 		d.Done(true)
-		body, _, _, _ = s.takeAhead(body[:0], aheadMsgs, aheadBytes, nil, nil)
+		body, _, _, _, _ = s.takeAhead(body[:0], aheadMsgs, aheadBytes, nil, nil)
 		s.aheadRead(1, len(payload))
 	}
 	deliver()
