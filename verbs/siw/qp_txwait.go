@@ -36,8 +36,9 @@ import (
 // long as the completion it waits for would take in any case.
 
 // txWaitFallback is how long work left to a waiter waits for one before
-// the tx goroutine is kicked.
-const txWaitFallback = time.Millisecond
+// the tx goroutine is kicked. A variable so that tests that count the
+// waiters' sends can keep a slow machine from turning them off.
+var txWaitFallback = time.Millisecond
 
 // txWaitState is the stream's state for Options.TransmitInWait.
 type txWaitState struct {

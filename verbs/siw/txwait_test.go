@@ -68,6 +68,10 @@ func waitBlocking(t *testing.T, cq verbs.CQ) func() verbs.WC {
 }
 
 func TestTransmitInWait(t *testing.T) {
+	// Posts leave their Writes to the waits that follow; on a loaded
+	// machine the first wait may come later than the fallback, which
+	// would hand them all to the transmit goroutine.
+	t.Cleanup(siw.SetTxWaitFallback(time.Minute))
 	sa, sb := inlinePair(t, siw.Options{TransmitInWait: true})
 	fillPattern(sa, sb, 1)
 	writeAll(t, sa, sb, 64, 8, waitBlocking(t, sb.CQ))
