@@ -75,6 +75,9 @@ type DeviceStats struct {
 	// read and placed itself instead of the provider's receive goroutine
 	// (providers without such a mode leave it 0).
 	InlineFrames uint64
+	// InlineSends counts transmit runs that a goroutine waiting on a CQ
+	// made for work a poster left it (siw's Options.TransmitInWait).
+	InlineSends uint64
 }
 
 // Device is an opened RDMA device.

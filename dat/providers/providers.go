@@ -31,6 +31,7 @@ import (
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/verbs"
 	"github.com/godapl/godapl/verbs/mem"
+	"github.com/godapl/godapl/verbs/siw"
 )
 
 // MemAddr is the address of the default "mem" IA.
@@ -43,6 +44,8 @@ type Options struct {
 	// Conf, if not empty, is a registry file replacing the default
 	// entries; empty means the file named by dat.ConfEnv, if any.
 	Conf string
+	// Siw are the soft-iWARP provider's options (zero: its defaults).
+	Siw siw.Options
 }
 
 // List returns the providers built into godapl, in the order the
@@ -52,7 +55,7 @@ func List(o Options) []verbs.Provider {
 	if m == nil {
 		m = mem.New()
 	}
-	return append([]verbs.Provider{m, siwProvider()}, rdmacoreProviders()...)
+	return append([]verbs.Provider{m, siwProvider(o.Siw)}, rdmacoreProviders()...)
 }
 
 // New builds a registry: the default entries (or the file's) over the

@@ -5,5 +5,5 @@ import (
 	"github.com/godapl/godapl/verbs/siw"
 )
 
-// siwProvider returns the soft-iWARP provider with its default options.
-func siwProvider() verbs.Provider { return siw.New(siw.Options{}) }
+// siwProvider returns the soft-iWARP provider with the given options.
+func siwProvider(o siw.Options) verbs.Provider { return siw.New(o) }

@@ -42,6 +42,7 @@ import (
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/dat/providers"
 	"github.com/godapl/godapl/verbs"
+	"github.com/godapl/godapl/verbs/siw"
 )
 
 func main() {}
@@ -112,7 +113,10 @@ func gd_provider_init(info *C.DAT_PROVIDER_INFO, instance *C.char) {
 	defer reg.mu.Unlock()
 	if reg.byName == nil {
 		reg.byName = map[string]*registered{}
-		reg.verbs = providers.List(providers.Options{})
+		// Every caller is a C thread, for which a goroutine readied by a
+		// post is a thread hand-off: a Write the poster does not send
+		// itself is sent by the thread that then waits for it.
+		reg.verbs = providers.List(providers.Options{Siw: siw.Options{TransmitInWait: true}})
 	}
 	if _, ok := reg.byName[name]; ok {
 		return

@@ -251,7 +251,9 @@ func BenchmarkPerfRDMAWrite64K(b *testing.B) {
 // the same rounds, on an IA and dapltest server of its own. A round is
 // C, base, Go, Go, base, C, or base first in every other round, so that
 // neither build has the better places; both ratios are over the round's
-// Go pair.
+// Go pair. It also reports the median of the rounds' C over base: what
+// decides a change, as the two builds' transfers sit side by side in
+// every round while a Go pair lies between them.
 func perfAgainst(b *testing.B, cSide, goSide func() float64, i cIA) {
 	if _, err := os.Stat(*perfBaseLib); err != nil {
 		b.Fatal(err)
@@ -260,7 +262,7 @@ func perfAgainst(b *testing.B, cSide, goSide func() float64, i cIA) {
 	dapltestServer(b, ib)
 	baseSide := func() float64 { return perf(b, ib, perfIters, perfWorkload...) * (1 << 20) / 1e6 }
 	b.ResetTimer()
-	var cMB, baseMB, goMB, ratios, baseRatios []float64
+	var cMB, baseMB, goMB, ratios, baseRatios, overBase []float64
 	for r := range max(*perfRounds, 1) {
 		first, second := cSide, baseSide
 		if r%2 == 1 {
@@ -274,8 +276,9 @@ func perfAgainst(b *testing.B, cSide, goSide func() float64, i cIA) {
 		cMB, baseMB, goMB = append(cMB, c1, c2), append(baseMB, b1, b2), append(goMB, g1, g2)
 		ratios = append(ratios, (c1+c2)/(g1+g2))
 		baseRatios = append(baseRatios, (b1+b2)/(g1+g2))
-		b.Logf("round %d: C %.0f %.0f MB/s, base C %.0f %.0f MB/s, Go %.0f %.0f MB/s, c/go %.3f, base c/go %.3f",
-			r+1, c1, c2, b1, b2, g1, g2, ratios[r], baseRatios[r])
+		overBase = append(overBase, (c1+c2)/(b1+b2))
+		b.Logf("round %d: C %.0f %.0f MB/s, base C %.0f %.0f MB/s, Go %.0f %.0f MB/s, c/go %.3f, base c/go %.3f, c/base %.3f",
+			r+1, c1, c2, b1, b2, g1, g2, ratios[r], baseRatios[r], overBase[r])
 	}
 	b.StopTimer()
 	b.ReportMetric(median(cMB), "c-MB/s")
@@ -283,6 +286,7 @@ func perfAgainst(b *testing.B, cSide, goSide func() float64, i cIA) {
 	b.ReportMetric(median(goMB), "go-MB/s")
 	b.ReportMetric(median(ratios), "c/go")
 	b.ReportMetric(median(baseRatios), "base-c/go")
+	b.ReportMetric(median(overBase), "c/base")
 }
 
 // The workload of BenchmarkPerfRDMAWrite64K, in the arguments both

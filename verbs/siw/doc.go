@@ -52,7 +52,9 @@
 // goroutine (runRx), owned by the Device. A post that finds the link
 // idle transmits a few small messages itself with one non-blocking write
 // (saving a goroutine wakeup per message); otherwise runTx drains the
-// send queue when kicked, segments messages into FPDUs of at most
+// send queue when kicked (with Options.TransmitInWait a post leaves a
+// large message to the next goroutine waiting on the QP's CQ instead),
+// segments messages into FPDUs of at most
 // Options.MaxULPDU bytes, and writes many FPDUs per writev, referencing
 // large payloads in registered memory instead of copying them; Sends and Writes complete
 // when handed to TCP, as in siw. runRx reads FPDUs through a buffered

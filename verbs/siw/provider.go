@@ -67,6 +67,12 @@ type Options struct {
 	// receive goroutine then does all of it, at the cost of a goroutine
 	// wakeup per message a waiter is woken for.
 	NoInlineReceive bool
+	// TransmitInWait lets a post leave a message too large for the
+	// poster to send itself to the next goroutine that waits on the QP's
+	// CQ, instead of waking the transmit goroutine (see qp_txwait.go):
+	// for callers to whom waking a goroutine costs a thread hand-off, C
+	// threads calling in through cgo.
+	TransmitInWait bool
 	// MaxULPDU caps the ULPDU_Length of outbound FPDUs (0: DefaultMaxULPDU).
 	MaxULPDU int
 	// MPAReplyTimeout and MPARequestTimeout override the defaults above.

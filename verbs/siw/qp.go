@@ -63,6 +63,7 @@ type stream struct {
 	kick      chan struct{} // capacity 1: the send queue or the read queue has work
 	ready     chan struct{} // closed once tx may send (startup rule)
 	txOpen    atomic.Bool   // the tx goroutine has passed the gate; the direct path may run
+	txWait    txWaitState   // work left to a CQ waiter (qp_txwait.go)
 	peerSpoke atomic.Bool   // an FPDU of the peer has arrived (ends an initiator's nudges)
 	readyOnce sync.Once
 

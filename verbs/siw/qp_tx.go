@@ -98,6 +98,7 @@ func (tx *txState) init(s *stream) {
 // runTx is the stream's transmit goroutine.
 func (s *stream) runTx() {
 	defer close(s.txDone)
+	defer s.stopTxWait()
 	defer s.txFinish()
 	tx := &s.tx
 	for gated := true; gated; {
@@ -193,6 +194,7 @@ func (s *stream) takeGated() {
 // whenever the batch is large, and once at the end.
 func (s *stream) pump() error {
 	tx := &s.tx
+	s.txWait.left.Store(false) // sent below, whoever left it
 	if err := s.flushDirect(); err != nil {
 		return err
 	}

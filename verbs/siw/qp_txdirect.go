@@ -41,7 +41,7 @@ const (
 func (s *stream) Kick() {
 	tx := &s.tx
 	if s.txOpen.Load() && tx.mu.TryLock() {
-		more := s.pumpDirect()
+		more := s.pumpDirect() && !s.leaveToWaiter()
 		tx.mu.Unlock()
 		if !more {
 			return

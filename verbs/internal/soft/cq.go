@@ -135,6 +135,9 @@ func (cq *CQ) Wait(ctx context.Context, solicitedOnly bool) error {
 			cq.signal()
 			return err
 		}
+		if cq.transmitInline(ctx) {
+			continue
+		}
 		if ran, sat, err := cq.waitInline(ctx, solicitedOnly); ran {
 			if cerr := ctx.Err(); cerr != nil {
 				return cerr

@@ -15,7 +15,7 @@ type Stats struct {
 	MalformedFrames, CRCErrors, ProtectionErrors atomic.Uint64
 	CQOverflows, AsyncEventsDropped              atomic.Uint64
 	BytesSent, BytesReceived                     atomic.Uint64
-	InlineFrames                                 atomic.Uint64
+	InlineFrames, InlineSends                    atomic.Uint64
 }
 
 // Device is the provider-independent part of a software device. Providers
@@ -74,7 +74,7 @@ func (d *Device) Stats() verbs.DeviceStats {
 		CRCErrors: s.CRCErrors.Load(), ProtectionErrors: s.ProtectionErrors.Load(),
 		CQOverflows: s.CQOverflows.Load(), AsyncEventsDropped: s.AsyncEventsDropped.Load(),
 		BytesSent: s.BytesSent.Load(), BytesReceived: s.BytesReceived.Load(),
-		InlineFrames: s.InlineFrames.Load(),
+		InlineFrames: s.InlineFrames.Load(), InlineSends: s.InlineSends.Load(),
 	}
 }
 

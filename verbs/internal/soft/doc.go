@@ -34,6 +34,8 @@
 // A Link that also implements InlineReceiver lets a goroutine blocked in
 // CQ.Wait run the stream's receive side itself, when the CQ serves that
 // QP alone (inline.go); CQ pushes from other goroutines interrupt it.
+// One that implements InlineTransmitter lets such a goroutine send, before
+// it sleeps, the work a poster left it.
 //
 // Lock order: QP.mu before CQ.mu and SRQ.mu; Device.mu is never held while
 // taking another lock. The engine never calls a Link while holding a lock.

@@ -29,8 +29,23 @@ type InlineReceiver interface {
 	Interrupt()
 }
 
-// inlineRef boxes an InlineReceiver for an atomic.Pointer.
-type inlineRef struct{ r InlineReceiver }
+// InlineTransmitter is implemented by a Link whose transmit work a CQ
+// waiter may do: a provider that leaves work a poster handed it for the
+// next waiter, rather than wake a goroutine of its own, sends it here.
+type InlineTransmitter interface {
+	// TransmitInline sends, on the calling goroutine, the work the link
+	// left for a waiter, and reports whether it did: completions may
+	// then have been pushed. It returns false at once when there is none
+	// or another goroutine is sending.
+	TransmitInline(ctx context.Context) bool
+}
+
+// inlineRef boxes the link's inline roles for an atomic.Pointer; either
+// may be nil.
+type inlineRef struct {
+	r InlineReceiver
+	t InlineTransmitter
+}
 
 // attach records that qp uses cq (as send CQ, receive CQ or both).
 func (cq *CQ) attach(qp *QP) {
@@ -86,7 +101,7 @@ func (cq *CQ) waitInline(ctx context.Context, solicitedOnly bool) (ran, sat bool
 		return false, false, nil
 	}
 	ref := qp.inline.Load()
-	if ref == nil || !cq.inlineWaiter.CompareAndSwap(nil, ref) {
+	if ref == nil || ref.r == nil || !cq.inlineWaiter.CompareAndSwap(nil, ref) {
 		return false, false, nil
 	}
 	cq.inlineSat, cq.inlineErr = false, nil
@@ -94,6 +109,17 @@ func (cq *CQ) waitInline(ctx context.Context, solicitedOnly bool) (ran, sat bool
 	sat, err = cq.inlineSat, cq.inlineErr
 	cq.inlineWaiter.Store(nil)
 	return ran, sat, err
+}
+
+// transmitInline lets the CQ's only QP send, on the waiting goroutine,
+// what its link left for a waiter; it reports whether it sent anything.
+func (cq *CQ) transmitInline(ctx context.Context) bool {
+	qp := cq.single.Load()
+	if qp == nil {
+		return false
+	}
+	ref := qp.inline.Load()
+	return ref != nil && ref.t != nil && ref.t.TransmitInline(ctx)
 }
 
 // Wake makes a goroutine sleeping in Wait look again, as a push does: an
@@ -109,12 +135,14 @@ func (cq *CQ) interruptInline() {
 	}
 }
 
-// setInlineLocked records the QP's link as its inline receiver, if it is
-// one (nil clears it). The caller holds qp.mu.
+// setInlineLocked records the QP's link as its inline receiver and
+// transmitter, if it is either (nil clears them). The caller holds qp.mu.
 func (qp *QP) setInlineLocked(link Link) {
-	if r, ok := link.(InlineReceiver); ok {
-		qp.inline.Store(&inlineRef{r})
-	} else {
+	r, _ := link.(InlineReceiver)
+	t, _ := link.(InlineTransmitter)
+	if r == nil && t == nil {
 		qp.inline.Store(nil)
+		return
 	}
+	qp.inline.Store(&inlineRef{r, t})
 }
