@@ -115,8 +115,9 @@ func gd_provider_init(info *C.DAT_PROVIDER_INFO, instance *C.char) {
 		reg.byName = map[string]*registered{}
 		// Every caller is a C thread, for which a goroutine readied by a
 		// post is a thread hand-off: a Write the poster does not send
-		// itself is sent by the thread that then waits for it.
-		reg.verbs = providers.List(providers.Options{Siw: siw.Options{TransmitInWait: true}})
+		// itself is sent by the thread that then waits for it, unless
+		// the environment turns that off for a program that polls.
+		reg.verbs = providers.List(providers.Options{Siw: siw.Options{TransmitInWait: transmitInWait()}})
 	}
 	if _, ok := reg.byName[name]; ok {
 		return
@@ -172,3 +173,12 @@ func lookup(name string) (*dat.Registry, *registered, error) {
 	rg, err := dat.NewRegistry(reg.verbs, []dat.Entry{r.entry}, providers.InterfaceAddr)
 	return rg, r, err
 }
+
+// transmitInWaitEnv names the variable that, set to 0, keeps the
+// library's siw IAs from leaving Writes to the thread that waits
+// (docs/UDAPL.md, "Writes sent by the thread that waits").
+const transmitInWaitEnv = "GODAPL_TRANSMIT_IN_WAIT"
+
+// transmitInWait reports whether the library opens siw with
+// TransmitInWait: on unless the environment says 0.
+func transmitInWait() bool { return os.Getenv(transmitInWaitEnv) != "0" }
