@@ -1,3 +1,5 @@
+//go:build udapl && cgo
+
 package main
 
 import "testing"
