@@ -34,9 +34,11 @@ func newSendList() *sendList {
 // extension of ep_post_send). It returns how many were posted: posts[:n]
 // are on the send queue, posts[n:] are not, and err is what ep_post_send
 // would have returned for posts[n] (nil when n == len(posts)). Sends of
-// one segment with flags PostDTO's way takes go down together; any other
-// is posted on its own, in its place. It allocates nothing after the
-// EP's first list.
+// one segment go down together, their segments checked as Post checks
+// them (by the provider, or by DAT for one that does not check SGLs, as
+// rdmacore does not); any other entry, and one the checks refuse, is
+// posted on its own, in its place, by PostDTO, which reports the
+// refusal. It allocates nothing after the EP's first list.
 func (ep *EP) PostSendList(posts []dat.SendPost) (int, error) {
 	if ep == nil {
 		return 0, errPostFreed
@@ -49,7 +51,8 @@ func (ep *EP) PostSendList(posts []dat.SendPost) (int, error) {
 			return done, err
 		}
 		if n == 0 {
-			// Not PostDTO's way, or no room: the general path decides.
+			// Not the list's common case, refused, or no room: the
+			// general path decides.
 			p := &posts[done]
 			if err := ep.PostDTO(dat.DTOSend, p.IOV, p.Cookie, nil, p.Flags); err != nil {
 				return done, err
@@ -60,22 +63,23 @@ func (ep *EP) PostSendList(posts []dat.SendPost) (int, error) {
 	return done, nil
 }
 
-// postSendChunk posts the leading Sends of posts that PostDTO's way
-// takes, up to sendListChunk, in one verbs post, and returns how many.
-// It stops before the first it does not take (0 if that is the first),
-// and returns the error of a post the provider refused.
+// postSendChunk posts the leading Sends of posts of one segment whose
+// flags the snapshot lets through, up to sendListChunk, in one verbs
+// post, and returns how many. It stops before the first it does not take
+// (0 if that is the first), and returns the error of a post the provider
+// refused.
 func (ep *EP) postSendChunk(posts []dat.SendPost) (int, error) {
+	const op = "ep_post_send"
 	cfg := ep.cfg.Load()
-	if cfg == nil || cfg.one[dat.DTOSend] == 0 {
+	if cfg == nil || cfg.sqMu == nil || cfg.reqIOV[dat.DTOSend] < 1 {
 		return 0, nil
 	}
-	m := cfg.sqMu // set: cfg.one
+	m := cfg.sqMu
 	m.Lock()
 	q := &cfg.own.req
-	if cfg.pz.loose.Load() != 0 {
-		m.Unlock()
-		return 0, nil
-	}
+	// The provider checks the segments as it takes them, unless it does
+	// not check SGLs or the PZ has loose LMRs: then DAT does, here.
+	trust := cfg.checksSGL && cfg.pz.loose.Load() == 0
 	l := ep.list
 	if l == nil {
 		l = newSendList()
@@ -84,16 +88,20 @@ func (ep *EP) postSendChunk(posts []dat.SendPost) (int, error) {
 	seq0, k := q.tail, 0
 	for k < sendListChunk && k < len(posts) {
 		p := &posts[k]
-		if (p.Flags|oneBit)&^cfg.one[dat.DTOSend] != 0 || len(p.IOV) != 1 || p.IOV[0].SegmentLength == 0 {
+		if p.Flags&^cfg.reqFlags[dat.DTOSend] != 0 || len(p.IOV) != 1 || p.IOV[0].SegmentLength == 0 {
 			break
+		}
+		t := &p.IOV[0]
+		s := &l.sge[k]
+		if trust {
+			s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
+		} else if ep.ia.CheckLocal(op, cfg.pz, t, dat.MemPrivLocalRead, s) != nil {
+			break // refused: PostDTO's checks say why
 		}
 		seq, ok := q.reserve()
 		if !ok {
 			break // full: PostDTO's refusal says so
 		}
-		t := &p.IOV[0]
-		s := &l.sge[k]
-		s.Addr, s.Length, s.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
 		q.slot(seq).set(seq, p.Cookie, dat.DTOSend, p.Flags, t.SegmentLength)
 		signalled := p.Flags&dat.CompletionSuppress == 0 || !cfg.unsigSuppressed || !q.mayGoUnsignalled(p.Flags)
 		w := &l.wr[k]
@@ -112,5 +120,5 @@ func (ep *EP) postSendChunk(posts []dat.SendPost) (int, error) {
 	}
 	// Still locked: what the provider did not take is taken back.
 	q.tail, q.lastSig = seq0+uint32(n), l.lastSig[n]
-	return n, unlockSend(cfg.sq, ep.ia.refused(true, "ep_post_send", cfg.pz, posts[n].IOV, dat.MemPrivLocalRead, postErr("ep_post_send", err)))
+	return n, unlockSend(cfg.sq, ep.ia.refused(trust, op, cfg.pz, posts[n].IOV, dat.MemPrivLocalRead, postErr(op, err)))
 }
