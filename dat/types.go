@@ -78,6 +78,15 @@ type RecvPost struct {
 	Cookie DTOCookie
 }
 
+// SendPost is one Send of a send list (ep.EP.PostSendList, a godapl
+// extension): the segments, cookie and completion flags of one
+// ep_post_send.
+type SendPost struct {
+	IOV    []LMRTriplet
+	Cookie DTOCookie
+	Flags  CompletionFlags
+}
+
 // RMRTriplet names peer memory for RDMA (DAT_RMR_TRIPLET, 2.0 layout).
 type RMRTriplet struct {
 	VirtualAddress VAddr

@@ -192,6 +192,7 @@ var connectTests = []testCase{
 }
 
 var dtoTests = []testCase{
+	{"SendList", sendList},
 	{"SendRecv", func(t *testing.T, e *env) {
 		srv, cli := NewSide(t, e.a, 8192), NewSide(t, e.b, 8192)
 		sep, cep := Connect(t, srv, cli, nil)

@@ -113,6 +113,17 @@ func (e *EP) PostSend(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.Comp
 	return e.c().PostDTO(dat.DTOSend, iov, cookie, nil, flags)
 }
 
+// PostSendList posts the Sends of posts in order, as that many calls of
+// PostSend would, handing them to the provider together, up to 32 in one
+// work request list (a godapl extension of dat_ep_post_send): on
+// rdmacore one ibv_post_send, one doorbell, for the list. It returns how
+// many were posted: posts[:n] are on the send queue, posts[n:] are not,
+// and err is what PostSend would have returned for posts[n] (nil when n
+// == len(posts)). It allocates nothing after the EP's first list.
+func (e *EP) PostSendList(posts []dat.SendPost) (n int, err error) {
+	return e.c().PostSendList(posts)
+}
+
 // PostSendWithInvalidate posts a Send that also invalidates the peer's
 // rmrContext once the message is placed (dat_ep_post_send_with_invalidate).
 func (e *EP) PostSendWithInvalidate(iov []dat.LMRTriplet, cookie dat.DTOCookie, flags dat.CompletionFlags, rmrContext dat.RMRContext) error {

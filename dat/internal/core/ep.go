@@ -70,6 +70,7 @@ type EP struct {
 	rwr  [1]verbs.RecvWR
 	drwr [1]verbs.RecvWR // PostRecv's common case: one SGE (rsgl[0])
 	rsgl [verbs.MaxSGE]verbs.SGE
+	list *sendList // PostSendList's, from the EP's first list on
 }
 
 // postCfg is the part of an EP's configuration its post paths need.

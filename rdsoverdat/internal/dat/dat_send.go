@@ -21,7 +21,10 @@ import (
 // Each fragment is copied into a send slot of the EP's LMR: the 48-byte
 // header, with this fragment's h_credit and checksum, then up to 4096
 // payload bytes (more if both nodes offered it, dat_frag.go), posted as
-// one Send. Send completions are suppressed
+// one Send. A round's fragments go to the EP together (flushTx): one
+// list post per datTxBatch of them, which over rdmacore is one
+// ibv_post_send, one doorbell, where each fragment was one (over rxe a
+// system call in which the kernel transmits). Send completions are suppressed
 // except on every 16th slot (every SendDepth/2th if that is fewer) and on
 // a message's last fragment when the path's queue is empty; completions
 // arrive in order, so one completion frees every slot before it too.
@@ -37,6 +40,11 @@ const (
 	datMaxUnackedBytes   = 16 << 20
 	// datAckCookie marks the ack-only frame's send completion.
 	datAckCookie = dat.DTOCookie(1 << 63)
+	// datTxBatch is the most fragments a round holds before it posts
+	// them: up to one signalled completion's worth (datSignalEvery) and
+	// more, so that a sender refilling its ring after a completion rings
+	// once.
+	datTxBatch = 32
 )
 
 // datEPExtraDTOs are an EP's request DTOs beyond its send slots: the
@@ -74,6 +82,11 @@ type datEP struct {
 	// over at slot 0 whenever it is empty (slotOff).
 	txBase uint64
 	iov    [1]dat.LMRTriplet
+	// txList holds the round's fragments not posted yet, txN of them
+	// (flushTx); txIOV is their segments.
+	txList [datTxBatch]dat.SendPost
+	txIOV  [datTxBatch]dat.LMRTriplet
+	txN    int
 	// signalEvery: a signalled completion every this many fragments, so
 	// that a full ring always has one coming.
 	signalEvery uint64
@@ -138,14 +151,15 @@ func (dp *datPath) kick() {
 		if e := dp.up.Load(); e != nil && !e.dead.Load() && !dn.closing.Load() {
 			e.stalled.Store(false) // set again if this round stalls
 			dp.xmit(e)
+			dp.flushTx(e)
 		}
 		dn.xmits.Add(-1)
 		dp.inXmit.Store(false)
 	}
 }
 
-// xmit sends messages on e until the queue is empty or a stall. inXmit
-// is held.
+// xmit sends messages on e until the queue is empty or a stall, leaving
+// the last fragments to the caller's flushTx. inXmit is held.
 func (dp *datPath) xmit(e *datEP) {
 	p := dp.p
 	depth := uint64(dp.dn.cfg.SendDepth)
@@ -173,6 +187,9 @@ func (dp *datPath) xmit(e *datEP) {
 			dry = dp.txQueued == 0
 			dp.txm, dp.txEP, dp.txOff = m, e, 0
 			dp.prepare(m)
+		}
+		if m.RDMA() != nil && !dp.flushTx(e) {
+			return // an op's requests go after the fragments before it
 		}
 		switch e.xmitRDMA(m) {
 		case datXmitStop:
@@ -219,19 +236,15 @@ func (dp *datPath) xmit(e *datEP) {
 					flags &^= dat.CompletionSuppress
 				}
 			}
-			e.iov[0] = e.tx.Triplet(off, wire.HeaderLen+n)
-			if err := e.ep.PostSend(e.iov[:], dat.DTOCookie(e.txPosted), flags); err != nil {
-				// The connection is going down (its event follows),
-				// or is unusable: the message waits for the next one.
-				e.credits.unGrab(got, adv)
-				dp.abortTx()
-				if !e.dead.Load() {
-					e.ep.Disconnect(dat.CloseAbrupt)
-				}
-				return
-			}
+			i := e.txN
+			e.txIOV[i] = e.tx.Triplet(off, wire.HeaderLen+n)
+			e.txList[i] = dat.SendPost{IOV: e.txIOV[i : i+1], Cookie: dat.DTOCookie(e.txPosted), Flags: flags}
+			e.txN++
 			e.txPosted++
 			dp.txOff += n
+			if e.txN == datTxBatch && !dp.flushTx(e) {
+				return
+			}
 			if last {
 				break
 			}
@@ -239,6 +252,37 @@ func (dp *datPath) xmit(e *datEP) {
 		p.TxDone(m)
 		dp.txm = nil
 	}
+}
+
+// flushTx posts the fragments the round holds on e, as one list (inXmit
+// held), and reports whether they went. One that cannot go means the
+// connection is going down (its event follows) or is unusable: it is
+// dropped, and the message being sent goes back to the queue; the
+// messages already handed back (TxDone) before it stay unacknowledged,
+// as if posted and flushed, and are sent again on the next connection.
+// Their credits are not given back: they were the dying EP's.
+func (dp *datPath) flushTx(e *datEP) bool {
+	k := e.txN
+	if k == 0 {
+		return true
+	}
+	e.txN = 0
+	var err error
+	if k == 1 {
+		err = e.ep.PostSend(e.txList[0].IOV, e.txList[0].Cookie, e.txList[0].Flags)
+	} else {
+		_, err = e.ep.PostSendList(e.txList[:k])
+	}
+	if err == nil {
+		return true
+	}
+	if dp.txEP == e {
+		dp.abortTx()
+	}
+	if !e.dead.Load() {
+		e.ep.Disconnect(dat.CloseAbrupt)
+	}
+	return false
 }
 
 // slotOff returns the offset of the send slot for the next fragment

@@ -34,7 +34,9 @@
 // delivered, ack-only frames sent and received), so that what each side
 // sends per message can be set against the kernel's counters. A tput
 // receiver also prints a "PROC" line at the marker: its CPU time,
-// context switches and Go scheduler transitions per message received.
+// context switches and Go scheduler transitions per message received;
+// a tput sender prints one for its run, per message sent, up to the
+// answer.
 package main
 
 import (
@@ -189,7 +191,7 @@ func rx(s *rdsoverdat.Socket, linger time.Duration) error {
 			}
 		case kindMarker:
 			if n > 0 && !answered {
-				printProc(first, snapProc(), n)
+				printProc("rx", first, snapProc(), n)
 			}
 			var ans [8]byte
 			binary.BigEndian.PutUint64(ans[:], n)
@@ -231,6 +233,7 @@ func finish(s *rdsoverdat.Socket, dst netip.AddrPort, in []byte, retry time.Dura
 
 func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d, retry time.Duration) error {
 	buf[0] = kindData
+	p0 := snapProc()
 	t0 := time.Now()
 	end := t0.Add(d)
 	var sent uint64
@@ -244,6 +247,7 @@ func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d, retry time.Du
 		return err
 	}
 	el := time.Since(t0).Seconds()
+	printProc("tx", p0, snapProc(), sent)
 	got := binary.BigEndian.Uint64(ans[:])
 	if got != sent {
 		return fmt.Errorf("sent %d messages, the receiver counted %d", sent, got)

@@ -37,14 +37,14 @@ func snapProc() procSnap {
 	return s
 }
 
-// printProc prints a PROC line: what the receiver spent per message
-// between snapshots a and b, over msgs messages.
-func printProc(a, b procSnap, msgs uint64) {
+// printProc prints a PROC line: what the process in role (rx or tx)
+// spent per message between snapshots a and b, over msgs messages.
+func printProc(role string, a, b procSnap, msgs uint64) {
 	if msgs == 0 {
 		return
 	}
 	n := float64(msgs)
-	fmt.Printf("PROC role=rx msgs=%d cpu_us_per_msg=%.2f vcsw_per_msg=%.3f ivcsw_per_msg=%.3f sched_samples_per_msg=%.3f\n",
-		msgs, float64((b.cpu-a.cpu).Nanoseconds())/1e3/n, float64(b.vcsw-a.vcsw)/n, float64(b.ivcsw-a.ivcsw)/n,
+	fmt.Printf("PROC role=%s msgs=%d cpu_us_per_msg=%.2f vcsw_per_msg=%.3f ivcsw_per_msg=%.3f sched_samples_per_msg=%.3f\n",
+		role, msgs, float64((b.cpu-a.cpu).Nanoseconds())/1e3/n, float64(b.vcsw-a.vcsw)/n, float64(b.ivcsw-a.ivcsw)/n,
 		float64(b.sched-a.sched)/n)
 }
