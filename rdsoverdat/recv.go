@@ -166,6 +166,9 @@ func (s *sock) queuedUnlock(n int, wakeAlways bool, w *xport.Wakes) {
 	s.rcvBytes += n
 	congest := s.congestLocked()
 	node, port := s.node, wire.Port(s.bound.Port())
+	if w != nil && !s.wakeDue.Load() {
+		s.wakeDue.Store(true)
+	}
 	s.mu.Unlock()
 	if w != nil {
 		w.Add(s, wakeAlways)
@@ -181,6 +184,9 @@ func (s *sock) queuedUnlock(n int, wakeAlways bool, w *xport.Wakes) {
 // (always, or only when one waits), pollers and a RecvMsg of s running
 // another connection's reader role.
 func (s *sock) Wake(always bool) {
+	if s.wakeDue.Load() {
+		s.wakeDue.Store(false)
+	}
 	if always || s.reader.waiters.Load() > 0 {
 		signal(s.rxSig)
 	}
