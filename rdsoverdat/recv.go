@@ -159,18 +159,23 @@ func (s *sock) deliver(m *message, w *xport.Wakes) bool {
 
 // queuedUnlock counts n bytes just queued on s (rxq or the delivery
 // sink) against SO_RCVBUF, releases s.mu, and wakes what waits for
-// them (Wake), at once or, with w, when the transport's reader is done
-// with what it has read; then it announces the port congested if those
+// them (Wake), at once or, with w and a daemon's socket, when the
+// transport's reader is done with what it has read; then it announces the port congested if those
 // bytes took it past the limit, at once, since senders must stop.
 func (s *sock) queuedUnlock(n int, wakeAlways bool, w *xport.Wakes) {
 	s.rcvBytes += n
 	congest := s.congestLocked()
 	node, port := s.node, wire.Port(s.bound.Port())
-	if w != nil && !s.wakeDue.Load() {
+	// Only a daemon's socket (its sink armed) waits for the end of the
+	// read: its pusher hands the read's messages ahead in one batch. A
+	// receiver in process takes one message a call, and waking it later
+	// measured no better (docs/RDSD.md, run 8).
+	later := w != nil && s.sink.armed
+	if later && !s.wakeDue.Load() {
 		s.wakeDue.Store(true)
 	}
 	s.mu.Unlock()
-	if w != nil {
+	if later {
 		w.Add(s, wakeAlways)
 	} else {
 		s.Wake(wakeAlways)
