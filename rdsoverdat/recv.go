@@ -160,8 +160,9 @@ func (s *sock) deliver(m *message, w *xport.Wakes) bool {
 // queuedUnlock counts n bytes just queued on s (rxq or the delivery
 // sink) against SO_RCVBUF, releases s.mu, and wakes what waits for
 // them (Wake), at once or, with w and a daemon's socket, when the
-// transport's reader is done with what it has read; then it announces the port congested if those
-// bytes took it past the limit, at once, since senders must stop.
+// transport's reader is done with what it has read; then it announces
+// the port congested if those bytes took it past the limit, at once,
+// since senders must stop.
 func (s *sock) queuedUnlock(n int, wakeAlways bool, w *xport.Wakes) {
 	s.rcvBytes += n
 	congest := s.congestLocked()
