@@ -63,7 +63,10 @@ func (dc *daemonConn) pushStep() {
 		if dc.ahead.cong.Load() {
 			dc.wantAck()
 		}
-		return // more may have come meanwhile
+		// More may have come meanwhile: once the transport's reader
+		// has delivered the rest of its read.
+		sk.waitWake(dc.recvSig, dc.gone)
+		return
 	}
 	held, bytes := dc.ahead.unread()
 	present, pushable, size, congested := sk.aheadHead(aheadBytes)

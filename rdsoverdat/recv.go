@@ -46,7 +46,11 @@ func (p *connPath) NewRxMessage(h wire.Header) (*message, error) {
 }
 
 // Receive takes ownership of a complete incoming message.
-func (p *connPath) Receive(m *message) {
+func (p *connPath) Receive(m *message) { p.receive(m, nil) }
+
+// receive is Receive; a data message's socket is woken through w when
+// w is not nil (xport.Wakes), at once otherwise.
+func (p *connPath) receive(m *message, w *xport.Wakes) {
 	c := p.conn
 	node := c.node
 	h := m.Header()
@@ -107,7 +111,7 @@ func (p *connPath) Receive(m *message) {
 	m.from = netip.AddrPortFrom(c.faddr, uint16(sport))
 	p.rdmaIncoming(m, s)
 	l := len(m.buf) // m belongs to the socket once delivered
-	if !s.deliver(m) {
+	if !s.deliver(m, w) {
 		c.stats.dropped.Add(1)
 		node.stats.recvDropDeadSock.Add(1)
 		m.release()
@@ -139,8 +143,9 @@ func (p *connPath) handshake(h wire.Header) {
 }
 
 // deliver queues m on the socket (rds_recv_incoming's tail and
-// rds_recv_rcvbuf_delta): false if the socket is closing.
-func (s *sock) deliver(m *message) bool {
+// rds_recv_rcvbuf_delta): false if the socket is closing. The wake-up
+// goes through w when w is not nil.
+func (s *sock) deliver(m *message, w *xport.Wakes) bool {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -148,28 +153,51 @@ func (s *sock) deliver(m *message) bool {
 	}
 	s.rxq.push(m)
 	s.cancelOffer() // a direct message must not overtake m
-	s.queuedUnlock(len(m.buf), true)
+	s.queuedUnlock(len(m.buf), true, w)
 	return true
 }
 
 // queuedUnlock counts n bytes just queued on s (rxq or the delivery
 // sink) against SO_RCVBUF, releases s.mu, and wakes what waits for
-// them: receivers (always, or only when one waits), pollers and a
-// RecvMsg running a reader role; then it announces the port congested
-// if those bytes took it past the limit.
-func (s *sock) queuedUnlock(n int, wakeAlways bool) {
+// them (Wake), at once or, with w and a daemon's socket, when the
+// transport's reader is done with what it has read; then it announces
+// the port congested if those bytes took it past the limit, at once,
+// since senders must stop.
+func (s *sock) queuedUnlock(n int, wakeAlways bool, w *xport.Wakes) {
 	s.rcvBytes += n
 	congest := s.congestLocked()
 	node, port := s.node, wire.Port(s.bound.Port())
+	// Only a daemon's socket (its sink armed) waits for the end of the
+	// read: its pusher hands the read's messages ahead in one batch. A
+	// receiver in process takes one message a call, and waking it later
+	// measured no better (docs/RDSD.md, run 8).
+	later := w != nil && s.sink.armed
+	if later && !s.wakeDue.Load() {
+		s.wakeDue.Store(true)
+	}
 	s.mu.Unlock()
-	if wakeAlways || s.reader.waiters.Load() > 0 {
+	if later {
+		w.Add(s, wakeAlways)
+	} else {
+		s.Wake(wakeAlways)
+	}
+	if congest {
+		s.syncCong(node, port)
+	}
+}
+
+// Wake wakes what waits for s's messages (xport.Waker): receivers
+// (always, or only when one waits), pollers and a RecvMsg of s running
+// another connection's reader role.
+func (s *sock) Wake(always bool) {
+	if s.wakeDue.Load() {
+		s.wakeDue.Store(false)
+	}
+	if always || s.reader.waiters.Load() > 0 {
 		signal(s.rxSig)
 	}
 	signal(s.pollSig)
 	s.interruptReader()
-	if congest {
-		s.syncCong(node, port)
-	}
 }
 
 // uncongestLocked clears s's congestion once what it holds has fallen

@@ -144,6 +144,33 @@ func (s *sock) congestedNow() bool {
 	return s.congested
 }
 
+// waitWake waits, if a transport's reader delivered to s and has yet to
+// wake it (wakeDue), for that wake-up, or until s closes or stop or gone
+// has a token (false): a pusher that has just handed a batch ahead then
+// takes the rest of the read's messages in one batch rather than a few
+// at a time as they come. The reader wakes it before it reads again or
+// gives its reading up, so the wait is at most the rest of one read.
+func (s *sock) waitWake(stop, gone <-chan struct{}) bool {
+	if !s.wakeDue.Load() {
+		return true
+	}
+	// Counted as waiting before the second look at the flag: a Wake
+	// that clears it after that look sees the count and signals.
+	s.reader.waiters.Add(1)
+	defer s.reader.waiters.Add(-1)
+	if !s.wakeDue.Load() || s.closed.Load() {
+		return !s.closed.Load()
+	}
+	select {
+	case <-s.rxSig:
+		return true
+	case <-s.done:
+	case <-stop:
+	case <-gone:
+	}
+	return false
+}
+
 // waitQueued blocks until the receive queue (the delivery sink
 // included) holds a message (true), or s closes, stop or gone has a
 // token (false): the wait of a daemon

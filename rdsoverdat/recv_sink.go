@@ -190,7 +190,7 @@ func (c *sinkClaim) DirectDone(d xport.Direct, ok bool) {
 		m.from = from
 		k.end = at
 		s.mu.Unlock()
-		if !s.deliver(m) {
+		if !s.deliver(m, d.Wakes) {
 			m.release()
 			p.conn.stats.dropped.Add(1)
 			p.conn.node.stats.recvDropDeadSock.Add(1)
@@ -205,7 +205,7 @@ func (c *sinkClaim) DirectDone(d xport.Direct, ok bool) {
 	k.n++
 	s.node.stats.recvDelivered.Add(1)
 	s.node.stats.recvBytes.Add(uint64(len(d.Buf)))
-	s.queuedUnlock(len(d.Buf), false)
+	s.queuedUnlock(len(d.Buf), false, d.Wakes)
 }
 
 // sinkHead returns the oldest entry of the sink (s.mu held, k.n > 0):

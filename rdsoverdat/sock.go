@@ -23,6 +23,11 @@ type sock struct {
 	// room, a congestion change or a write deadline change arrives,
 	// pollSig on any of these (for Wait).
 	rxSig, txSig, pollSig chan struct{}
+	// wakeDue: a transport's reader delivered to s and wakes it at the
+	// end of its read (xport.Wakes); Wake clears it. A daemon's pusher
+	// that finds messages queued while it is set waits for that
+	// wake-up, so that it hands the read's messages ahead in one batch.
+	wakeDue atomic.Bool
 
 	// congMu serializes syncCong, which makes the node's map follow
 	// congested; it is taken without mu held, and takes mu inside.

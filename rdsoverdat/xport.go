@@ -96,7 +96,10 @@ func (p *xpath) Count(c xport.Counter) {
 func (p *xpath) TxDone(m xport.Msg)     { p.core().TxDone(m.(*message)) }
 func (p *xpath) TxAbort(m xport.Msg)    { p.core().TxAbort(m.(*message)) }
 func (p *xpath) DropAcked(k uint64) int { return p.core().DropAcked(k) }
-func (p *xpath) Receive(m xport.Msg)    { p.core().Receive(m.(*message)) }
+func (p *xpath) Receive(m xport.Msg)    { p.core().receive(m.(*message), nil) }
+func (p *xpath) ReceiveWakes(m xport.Msg, w *xport.Wakes) {
+	p.core().receive(m.(*message), w)
+}
 func (p *xpath) DropAckedSeq(s wire.Seq) int {
 	return p.core().DropAckedSeq(s)
 }

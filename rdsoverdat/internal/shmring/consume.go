@@ -214,11 +214,15 @@ func (r *Ring) releaseRec() {
 }
 
 // publishRpos makes freed room visible and wakes a sleeping producer
-// once the record it waits to write fits, not before: a producer waiting
-// for room for a large record is not woken by each small one read.
-// Waiting for more room than the record needs would save wake-ups
-// behind a slow consumer, but would leave the producer asleep beside
-// room it could use while the consumer pauses.
+// once half the ring is free, or the record it waits to write fits if
+// that is more. A producer behind a busy consumer (a stream of small
+// records into a full ring) was woken for each record read as soon as
+// its own fitted, and so wrote one record a wake-up; from half the ring
+// on it writes many. It is never left asleep beside room it could use
+// for long: a consumer stops reading only when it has read everything
+// committed (the daemon's reader before it sleeps, a client's call
+// until its reply, which reads on while it waits), and the release that
+// empties the ring frees all of it.
 func (r *Ring) publishRpos() {
 	r.sh.rpos.Store(r.rpos)
 	want := r.sh.prodWait.Load()
@@ -228,7 +232,7 @@ func (r *Ring) publishRpos() {
 	// A write position out of bounds (a hostile peer) makes free
 	// wrap to a large number: then the producer is woken.
 	free := r.cap - (r.sh.wpos.Load() - r.rpos)
-	if free < min(uint64(want), r.cap) {
+	if free < min(max(uint64(want), r.cap/2), r.cap) {
 		return
 	}
 	if r.sh.prodWait.CompareAndSwap(want, 0) {

@@ -207,33 +207,57 @@ func TestSignalOnlySleepers(t *testing.T) {
 	}
 }
 
-// A sleeping producer is woken once its record fits, not for every
-// record read before that.
-func TestProducerWokenWhenRecordFits(t *testing.T) {
+// A sleeping producer is woken once half the ring is free (more than
+// its record needs), not for every record read before that, and once.
+func TestProducerWokenAtHalfRing(t *testing.T) {
 	prod, cons := pair(t, MinCapacity)
 	small := make([]byte, 56) // 64 bytes with the header
 	for prod.TryWrite(small) {
 	}
-	big := make([]byte, 1000) // 1008 bytes with the header
+	big := make([]byte, 1000) // 1008 bytes with the header, under half
 	w := result(func() error { return prod.Write(context.Background(), big) })
 	untilSleeping(t, prodSleeping(prod), w)
+	// Room freed by reads alone: the woken producer writes meanwhile.
+	wpos := cons.sh.wpos.Load()
+	free := func() uint64 { return cons.cap - (wpos - cons.rpos) }
 	buf := make([]byte, 64)
-	for i := range 1008 / 64 {
+	for free() < cons.cap/2 {
+		if s := cons.Stats(); s.Signals != 0 {
+			t.Fatalf("producer woken with %d bytes free of %d", free(), cons.cap)
+		}
 		if _, ok := cons.TryRead(buf); !ok {
 			t.Fatal("TryRead")
 		}
-		if s := cons.Stats(); s.Signals != 0 {
-			t.Fatalf("producer woken with %d records read, %d bytes free", i+1, (i+1)*64)
-		}
-	}
-	if _, ok := cons.TryRead(buf); !ok {
-		t.Fatal("TryRead")
 	}
 	if err := await(t, w); err != nil {
 		t.Fatal(err)
 	}
 	if s := cons.Stats(); s.Signals != 1 {
 		t.Fatalf("%d wake-ups, want 1", s.Signals)
+	}
+}
+
+// A producer waiting for a record larger than half the ring is woken
+// once it fits.
+func TestProducerWokenWhenLargeRecordFits(t *testing.T) {
+	prod, cons := pair(t, MinCapacity)
+	small := make([]byte, 56)
+	for prod.TryWrite(small) {
+	}
+	big := make([]byte, prod.MaxRecord())
+	w := result(func() error { return prod.Write(context.Background(), big) })
+	untilSleeping(t, prodSleeping(prod), w)
+	buf := make([]byte, 64)
+	for {
+		if _, ok := cons.TryRead(buf); !ok {
+			t.Fatal("TryRead: the ring emptied and the producer still sleeps")
+		}
+		if cons.Stats().Signals != 0 {
+			break
+		}
+	}
+	if err := await(t, w); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -85,6 +85,7 @@ func (r *tcpReaderRole) init(c *tcpConn) {
 
 // end runs when the reader goroutine ends: no one takes the role again.
 func (r *tcpReaderRole) end() {
+	r.rx.rd.wakes.Flush()
 	r.End()
 	r.rx.abort()
 }
@@ -212,6 +213,7 @@ func (r *tcpReaderRole) Run(s xport.Receiver, buf []byte, peek bool, limit time.
 	if res == xport.RRQueued {
 		res = xport.RRAgain
 	}
+	r.rx.rd.wakes.Flush() // the other sockets' deliveries of this run
 	if !limit.IsZero() {
 		r.setHoldDeadline(time.Time{})
 	}
@@ -279,11 +281,12 @@ func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int
 	if x.dst == dstClaim {
 		d := x.d
 		x.next(l)
+		d.Wakes = &x.rd.wakes
 		d.Done(true)
 	} else {
 		m := x.m
 		x.next(l)
-		p.Receive(m)
+		p.ReceiveWakes(m, &x.rd.wakes)
 	}
 	if tgt == s {
 		return 0, netip.AddrPort{}, xport.RRQueued, nil

@@ -33,9 +33,11 @@ func (c *tcpConn) routineRecv() {
 		if err == nil && s != nil && c.tp.tn.cfg.ReaderGrace > 0 {
 			// The receiver that waited for this message runs the role
 			// from its next RecvMsg on (tcp_reader.go).
+			r.rx.rd.wakes.Flush()
 			err = r.lend(s)
 		}
 		if err != nil {
+			r.rx.rd.wakes.Flush()
 			c.shutdown(err, true)
 			return
 		}
@@ -134,13 +136,14 @@ func (c *tcpConn) readerStep() (xport.Receiver, error) {
 		d := x.d
 		x.next(l)
 		want := waiting(d.Sink)
+		d.Wakes = &x.rd.wakes
 		d.Done(true)
 		return want, nil
 	}
 	m := x.m
 	x.next(l)
 	want := waiting(p.ReaderTarget(m.Header()))
-	p.Receive(m)
+	p.ReceiveWakes(m, &x.rd.wakes)
 	return want, nil
 }
 
@@ -166,6 +169,11 @@ type tcpReader struct {
 	buf  []byte          // staging, holding buf[r:w] not yet consumed
 	r, w int
 	big  bool // the last payload was at least tcpDirectReadMin bytes
+
+	// The sockets delivered to from what was read (xport.Wakes): woken
+	// before the next read of the socket and whenever the role's holder
+	// gives it up, so that a burst read at once wakes each socket once.
+	wakes xport.Wakes
 
 	// The pending readv: the payload's rest and the staging buffer's
 	// first header, and what the system call returned. readvFn is
@@ -268,6 +276,7 @@ func (rd *tcpReader) fill(p []byte, pn *int) error {
 	for n < len(p) {
 		var k int
 		var err error
+		rd.wakes.Flush() // the next read may block: wake what was delivered
 		if len(p)-n >= tcpDirectReadMin {
 			k, err = rd.readDirect(p[n:])
 			n += k

@@ -46,6 +46,9 @@ type StreamReceiver interface {
 	// receiver's buffer as Receive would; false for a duplicate, which
 	// the receiver then discards.
 	AcceptDirect(seq wire.Seq, retx bool, l int) bool
+	// ReceiveWakes is Path.Receive with the socket's wake-up noted in w
+	// rather than done (wakes.go); the message is queued at once.
+	ReceiveWakes(m Msg, w *Wakes)
 }
 
 // Direct is a claimed direct reception.
@@ -60,6 +63,10 @@ type Direct struct {
 	Seq   wire.Seq
 	Sport wire.Port
 	Retx  bool
+	// Wakes, if the transport sets it before Done, takes a sink's
+	// wake-up of its socket (wakes.go); nil wakes at once. A waiting
+	// receiver's own buffer is always finished at once.
+	Wakes *Wakes
 }
 
 // Done ends the claim: ok reports that Buf holds the whole payload.
