@@ -30,6 +30,11 @@ import (
 //     Enable this socket set and Mask 0.
 //   - TransLoop cannot be selected (EINVAL): the kernel picks loopback by
 //     itself for local addresses.
+//   - A blocking send to a congested port waits for the map to clear as
+//     the kernel's does, but it has first been refused: the kernel counts
+//     it as a congested send error rather than a blocked one, and a socket
+//     with RDS_CONG_MONITOR gets the port armed in its mask (and so a
+//     congestion update once it clears), as a non-blocking send would.
 //   - Stack.NodeStats and Socket.NodeStats have nothing to report
 //     (false): connections and statistics live in the kernel (rds-info).
 //
@@ -275,15 +280,25 @@ func (k *kernelSocket) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage
 		}
 	}
 	var n int
-	err := k.io(false, flags, func(fd int) error {
-		var e error
-		n, e = unix.SendmsgN(fd, p, nil, to, int(flags|MsgDontWait))
-		return e
-	})
-	if len(p) > wire.MaxMsgSize && errors.Is(err, eMSGSIZE) {
-		err = ErrMsgTooBig // as the other backend says it
+	start := time.Now()
+	for {
+		err := k.io(false, flags, func(fd int) error {
+			var e error
+			n, e = unix.SendmsgN(fd, p, nil, to, int(flags|MsgDontWait))
+			return e
+		})
+		if err != unix.ENOBUFS || flags&MsgDontWait != 0 {
+			if len(p) > wire.MaxMsgSize && errors.Is(err, eMSGSIZE) {
+				err = ErrMsgTooBig // as the other backend says it
+			}
+			return n, err
+		}
+		// A blocking send to a congested port waits for the map to
+		// clear, as rds_cong_wait does for a blocking sendmsg.
+		if err := k.congWait(start); err != nil {
+			return 0, err
+		}
 	}
-	return n, err
 }
 
 // cmsgSpace is room for the control messages a receive can carry: a
