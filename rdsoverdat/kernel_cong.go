@@ -6,9 +6,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// congPollSlice bounds one poll(2) of a congestion wait, so that Close,
-// a new write deadline and SO_SNDTIMEO are noticed within it.
-const congPollSlice = 10 * time.Millisecond
+// congPollSlice bounds one poll(2) of a congestion wait: the send is
+// tried again after each, since the wake-up poll(2) waits for can be
+// lost (below), and Close, a new write deadline and SO_SNDTIMEO are
+// noticed within it.
+const congPollSlice = time.Millisecond
 
 // pollWrBand is POLLWRBAND for poll(2)'s event field.
 const pollWrBand = int16(PollWrBand)
@@ -17,50 +19,48 @@ const pollWrBand = int16(PollWrBand)
 // clear, on the kernel backend. The backend's sendmsg never blocks in
 // the kernel (the socket is non-blocking, for the netpoller), so where a
 // blocking sendmsg would sleep in rds_cong_wait it gets ENOBUFS. It
-// waits here and returns nil when the send is to be tried again: the
-// kernel raises POLLWRBAND on every congestion map update, so poll(2)
-// for it wakes on the update. The netpoller cannot wait for that: the
-// map's wake-up goes to a queue (rds_poll_waitq) that a poll joins only
-// once the socket has been refused for congestion, after epoll
-// registered it. start is when the send began, for SO_SNDTIMEO.
+// waits here, and returns nil when the send is to be tried again: after
+// a congestion map update or after congPollSlice, whichever comes first.
+// The kernel raises POLLWRBAND once for each map update, but only to the
+// first rds_poll that looks after it, and the netpoller's epoll looks
+// too whenever the socket is woken (by acks, for one), so the update may
+// have been seen there: hence the slice and the retry. The netpoller
+// cannot do the wait itself: the map's wake-up goes to a queue
+// (rds_poll_waitq) that only a poll(2) made after the refusal joins.
+// start is when the send began, for SO_SNDTIMEO.
 func (k *kernelSocket) congWait(start time.Time) error {
-	for {
-		if k.closed.Load() {
-			return errClosed
-		}
-		k.mu.Lock()
-		user, timeo := k.wdl, k.wtimeo
-		k.mu.Unlock()
-		now := time.Now()
-		if !user.IsZero() && !now.Before(user) {
-			return errDeadline
-		}
-		if timeo > 0 && now.Sub(start) >= timeo {
-			return eTIMEDOUT
-		}
-		slice := congPollSlice
-		if !user.IsZero() {
-			slice = min(slice, user.Sub(now))
-		}
-		if timeo > 0 {
-			slice = min(slice, start.Add(timeo).Sub(now))
-		}
-		ms := int((slice + time.Millisecond - 1) / time.Millisecond)
-		var n int
-		var perr error
-		// Control holds the descriptor, so a concurrent Close waits for
-		// this slice instead of letting the number be reused under it.
-		if err := k.rc.Control(func(fd uintptr) {
-			pfd := [1]unix.PollFd{{Fd: int32(fd), Events: pollWrBand}}
-			n, perr = unix.Poll(pfd[:], ms)
-		}); err != nil {
-			return k.kernelErr(err)
-		}
-		if perr != nil && perr != unix.EINTR {
-			return k.kernelErr(perr)
-		}
-		if n > 0 {
-			return nil
-		}
+	if k.closed.Load() {
+		return errClosed
 	}
+	k.mu.Lock()
+	user, timeo := k.wdl, k.wtimeo
+	k.mu.Unlock()
+	now := time.Now()
+	if !user.IsZero() && !now.Before(user) {
+		return errDeadline
+	}
+	if timeo > 0 && now.Sub(start) >= timeo {
+		return eTIMEDOUT
+	}
+	slice := congPollSlice
+	if !user.IsZero() {
+		slice = min(slice, user.Sub(now))
+	}
+	if timeo > 0 {
+		slice = min(slice, start.Add(timeo).Sub(now))
+	}
+	ms := int((slice + time.Millisecond - 1) / time.Millisecond)
+	var perr error
+	// Control holds the descriptor, so a concurrent Close waits for
+	// this slice instead of letting the number be reused under it.
+	if err := k.rc.Control(func(fd uintptr) {
+		pfd := [1]unix.PollFd{{Fd: int32(fd), Events: pollWrBand}}
+		_, perr = unix.Poll(pfd[:], ms)
+	}); err != nil {
+		return k.kernelErr(err)
+	}
+	if perr != nil && perr != unix.EINTR {
+		return k.kernelErr(perr)
+	}
+	return nil
 }
