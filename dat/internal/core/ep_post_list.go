@@ -63,9 +63,10 @@ func (ep *EP) PostSendList(posts []dat.SendPost) (int, error) {
 	return done, nil
 }
 
-// postSendChunk posts the leading Sends of posts of one segment whose
-// flags the snapshot lets through, up to sendListChunk, in one verbs
-// post, and returns how many. It stops before the first it does not take
+// postSendChunk hands the first entries of the list to the verbs QP in
+// one PostSend, up to sendListChunk of them, as long as each is a Send
+// of one segment with flags the snapshot lets through, and returns how
+// many it handed. It stops before the first it does not take
 // (0 if that is the first), and returns the error of a post the provider
 // refused.
 func (ep *EP) postSendChunk(posts []dat.SendPost) (int, error) {
