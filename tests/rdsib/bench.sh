@@ -66,7 +66,7 @@ one() {
 		return 1
 	fi
 	wait $rxjob || true
-	grep -h "RESULT\|STATS\|PROC" "$BIN/tx.txt" "$BIN/rx.txt"
+	grep -h "^RESULT\|^BUF \|^STATS\|^PROC\|^VM \|^RXE " "$BIN/tx.txt" "$BIN/rx.txt"
 }
 
 # value FIELD LINE: a field=value of a RESULT line.
@@ -98,11 +98,11 @@ for r in $(seq "$REPS"); do
 		t= m= p=
 		if has tput; then
 			t=$(one $backend -mode tput -size 65536 -secs "$SECS")
-			{ grep "STATS\|PROC" <<<"$t" || true; } | sed "s/^/round=$r backend=$backend tput_64k /"
+			{ grep "^BUF \|^STATS\|^PROC\|^VM \|^RXE " <<<"$t" || true; } | sed "s/^/round=$r backend=$backend tput_64k /"
 		fi
 		if has rate; then
 			m=$(one $backend -mode tput -size 64 -secs "$SECS")
-			{ grep "STATS\|PROC" <<<"$m" || true; } | sed "s/^/round=$r backend=$backend rate_64 /"
+			{ grep "^BUF \|^STATS\|^PROC\|^VM \|^RXE " <<<"$m" || true; } | sed "s/^/round=$r backend=$backend rate_64 /"
 		fi
 		if has rtt; then
 			p=$(one $backend -mode rtt -size 64 -iters 500)

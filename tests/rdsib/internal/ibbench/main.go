@@ -36,7 +36,10 @@
 // receiver also prints a "PROC" line at the marker: its CPU time,
 // context switches and Go scheduler transitions per message received;
 // a tput sender prints one for its run, per message sent, up to the
-// answer.
+// answer. Each PROC line comes with a VM line, the whole VM's CPU per
+// message over the same span (user, system and softirq, from
+// /proc/stat), and an RXE line, the RDMA devices' hw_counters that
+// moved (RNR NAKs, retries, out-of-sequence and duplicate requests).
 package main
 
 import (
@@ -126,6 +129,9 @@ func run(args []string) error {
 		return err
 	}
 	if err := s.Bind(local); err != nil {
+		return err
+	}
+	if err := printBuf(s, role); err != nil {
 		return err
 	}
 	if *stats {
@@ -284,6 +290,23 @@ func rtt(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, iters int, retry 
 	slices.Sort(rtts)
 	fmt.Printf("RESULT rtt size=%d iters=%d p50_us=%.1f avg_us=%.1f\n", len(buf), iters,
 		float64(rtts[len(rtts)/2].Nanoseconds())/1e3, float64(sum.Nanoseconds())/float64(len(rtts))/1e3)
+	return nil
+}
+
+// printBuf prints a BUF line, the SO_SNDBUF and SO_RCVBUF the socket
+// runs with as the backend reports them (the kernel's sk_sndbuf/2 and
+// sk_rcvbuf/2, i.e. what RDS counts), so that a run shows both
+// backends' queues rather than what was asked.
+func printBuf(s *rdsoverdat.Socket, role string) error {
+	var snd rdsoverdat.SendBuffer
+	var rcv rdsoverdat.RecvBuffer
+	if err := s.Option(&snd); err != nil {
+		return err
+	}
+	if err := s.Option(&rcv); err != nil {
+		return err
+	}
+	fmt.Printf("BUF role=%s sndbuf=%d rcvbuf=%d\n", role, snd, rcv)
 	return nil
 }
 
