@@ -11,9 +11,10 @@
 #        REPS   rounds (default 3)
 #        SECS   seconds per throughput run (default 5)
 #        MODES  what to measure: any of tput rate rtt (default all three)
-#        BUF    SO_SNDBUF and SO_RCVBUF both backends ask for (ibbench
-#               -buf; default 16 MiB, of which the kernel grants its
-#               wmem_max and rmem_max, 212992 in the lab VM)
+#        BUF    SO_SNDBUF and SO_RCVBUF of both backends (ibbench -buf,
+#               which the kernel backend forces as root; default VM1's
+#               net.core.wmem_max, 212992 in the lab VM, what the kernel
+#               grants an application without privilege)
 #        BASE   an ibbench binary of another build (of this version or
 #               later; under the repository, which the VMs share)
 #               measured each round as backend "base" beside this
@@ -30,7 +31,7 @@ REPS=${REPS:-3}
 SECS=${SECS:-5}
 MODES=${MODES:-tput rate rtt}
 BASE=${BASE:-}
-BUF=${BUF:-$((16 << 20))}
+BUF=${BUF:-}
 BIN=$REPO/bin/rdsib
 mkdir -p "$BIN"
 
@@ -41,6 +42,10 @@ go build -tags rdmacore -o "$BIN/ibbench" ./tests/rdsib/internal/ibbench
 trap 'vm stop --name "$N1" >/dev/null 2>&1 || true; vm stop --name "$N2" >/dev/null 2>&1 || true' EXIT
 vm start --name "$N1" --ip "$IP1" --rdma "rxe0:rxe:eth0" --share "$REPO"
 vm start --name "$N2" --ip "$IP2" --rdma "rxe0:rxe:eth0" --share "$REPO"
+if [ -z "$BUF" ]; then
+	BUF=$(vm exec --name "$N1" -- cat /proc/sys/net/core/wmem_max)
+fi
+echo "BUF $BUF"
 
 # one BACKEND ARGS...: one measurement, the receiver on VM1, the sender
 # on VM2; prints the sender's RESULT line, both sides' STATS lines and
@@ -85,9 +90,17 @@ backends="kernel dat"
 if [ -n "$BASE" ]; then
 	backends="kernel base dat"
 fi
+# A round's first measurement (right after boot in round 1) and its
+# last have places the others lack: even rounds take the backends in
+# reverse order, so that no implementation always has the same place.
+rev() { tr ' ' '\n' <<<"$1" | tac | tr '\n' ' '; }
 for r in $(seq "$REPS"); do
 	declare -A res=()
-	for backend in $backends; do
+	order=$backends
+	if [ $((r % 2)) = 0 ]; then
+		order=$(rev "$backends")
+	fi
+	for backend in $order; do
 		if [ $backend = kernel ]; then
 			vm exec --name "$N1" -- modprobe rds_rdma
 			vm exec --name "$N2" -- modprobe rds_rdma

@@ -17,10 +17,14 @@
 // the receiver, after 20 warm-up ones; prints "RESULT rtt size=N iters=I
 // p50_us=P avg_us=A". The receiver serves one sender, then exits.
 //
-// -buf asks for SO_SNDBUF and SO_RCVBUF (16 MiB by default). The kernel
-// grants at most net.core.wmem_max and rmem_max (212992 in the lab VM)
-// and godapl what is asked: -buf 212992 gives both backends the same
-// queue at the sender and the same congestion point at the receiver.
+// -buf sets SO_SNDBUF and SO_RCVBUF, both backends alike (the kernel
+// backend forces them as root, past net.core.wmem_max and rmem_max;
+// each side prints a BUF line with what its socket got). By default
+// SO_SNDBUF is net.core.wmem_max and SO_RCVBUF net.core.rmem_max
+// (212992 each in the lab VM), what the kernel grants an application
+// that asks for more without privilege: a sender then runs a few
+// thousand small messages ahead of its receiver, as RDS applications
+// do, rather than a queue that takes tens of seconds to drain.
 //
 // A socket's close discards what it has not sent, so neither side
 // closes on its last message: the receiver, once it has answered,
@@ -51,6 +55,8 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/godapl/godapl/rdsoverdat"
@@ -77,7 +83,7 @@ func run(args []string) error {
 	ia := fs.String("ia", "ofa-v2-rxe0-1", "the dat backend's DAT IA")
 	prof := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	stats := fs.Bool("stats", false, "print the dat backend's node counters at the end")
-	bufSize := fs.Int("buf", 16<<20, "SO_SNDBUF and SO_RCVBUF to ask for")
+	bufSize := fs.Int("buf", 0, "SO_SNDBUF and SO_RCVBUF (0: net.core.wmem_max and rmem_max)")
 	retry := fs.Duration("retry", 30*time.Second, "sender: send the marker again after this long without an answer")
 	linger := fs.Duration("linger", 120*time.Second, "receiver: after answering, exit after this long without a message")
 	if err := fs.Parse(args); err != nil {
@@ -113,7 +119,16 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-bind: %w", err)
 	}
-	cfg := rdsoverdat.Config{SendBuffer: *bufSize, RecvBuffer: *bufSize}
+	snd, rcv := *bufSize, *bufSize
+	if *bufSize <= 0 {
+		if snd, err = sysctlInt("/proc/sys/net/core/wmem_max"); err != nil {
+			return err
+		}
+		if rcv, err = sysctlInt("/proc/sys/net/core/rmem_max"); err != nil {
+			return err
+		}
+	}
+	cfg := rdsoverdat.Config{SendBuffer: snd, RecvBuffer: rcv}
 	switch *backend {
 	case "kernel":
 		cfg.Kernel = true
@@ -291,6 +306,15 @@ func rtt(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, iters int, retry 
 	fmt.Printf("RESULT rtt size=%d iters=%d p50_us=%.1f avg_us=%.1f\n", len(buf), iters,
 		float64(rtts[len(rtts)/2].Nanoseconds())/1e3, float64(sum.Nanoseconds())/float64(len(rtts))/1e3)
 	return nil
+}
+
+// sysctlInt reads an integer sysctl from its /proc/sys file.
+func sysctlInt(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
 // printBuf prints a BUF line, the SO_SNDBUF and SO_RCVBUF the socket
