@@ -1,12 +1,15 @@
 #!/bin/bash
 # godapl's RDS over DAT over rdmacore/rxe against the kernel's rds_rdma
 # over the same rxe, in one boot of two lab VMs, interleaved: each round
-# measures the kernel on both VMs (rds_rdma loaded), then godapl on both
-# (rds_rdma unloaded, its listener would hold port 18634), with
-# tests/rdsib/internal/ibbench: 64 KiB throughput, 64 B message rate and
-# 64 B round trip. Prints RESULT lines and each round's ratios godapl /
-# kernel (above 1 is better for throughput and rate, below 1 for the
-# round trip). Run from the repository root as root (make rds-ib-bench).
+# measures the kernel on both VMs (rds_rdma loaded) and godapl on both
+# (rds_rdma unloaded, its listener would hold port 18634), in reverse
+# order in even rounds, with tests/rdsib/internal/ibbench: 64 KiB
+# throughput, 64 B message rate and 64 B round trip. Prints RESULT lines
+# and each round's ratios godapl / kernel: above 1 is better for
+# throughput and rate, below 1 for the round trip and for
+# rate_64_vm_cpu, both VMs' CPU per message of the 64 B rate run (the
+# VM lines), which is what a message costs the host's shared cores.
+# Run from the repository root as root (make rds-ib-bench).
 #   env: LAB, LAB_CACHE, VM1_NAME, VM1_IP, VM2_NAME, VM2_IP as lab.sh
 #        REPS   rounds (default 3)
 #        SECS   seconds per throughput run (default 5)
@@ -83,6 +86,10 @@ for n in "$N1" "$N2"; do
 	vm exec --name "$n" -- sh -c 'while :; do sleep 0.1; done' >/dev/null 2>&1 &
 done
 
+# vmcpu LINES: the VM lines' CPU per message, both VMs together: what a
+# message costs the host's cores, which the two VMs share.
+vmcpu() { awk '/^VM /{for(i=1;i<=NF;i++) if($i ~ /^vm_cpu_us_per_msg=/){split($i,a,"=");s+=a[2];n++}} END{if(n==2) printf "%.1f", s}' <<<"$1"; }
+
 # has MODE: MODES names MODE.
 has() { [[ " $MODES " == *" $1 "* ]]; }
 
@@ -120,8 +127,10 @@ for r in $(seq "$REPS"); do
 		if has rtt; then
 			p=$(one $backend -mode rtt -size 64 -iters 500)
 		fi
+		c=$(vmcpu "$m")
 		t=$(grep RESULT <<<"$t" || true) m=$(grep RESULT <<<"$m" || true) p=$(grep RESULT <<<"$p" || true)
-		echo "RESULT round=$r backend=$backend tput_64k_MBps=$(value MBps "$t") rate_64_msgs=$(value msgps "$m") rtt_64_p50_us=$(value p50_us "$p")"
+		echo "RESULT round=$r backend=$backend tput_64k_MBps=$(value MBps "$t") rate_64_msgs=$(value msgps "$m") rtt_64_p50_us=$(value p50_us "$p") rate_64_vm_us=$c"
+		res[$backend.c]=$c
 		res[$backend.t]=$(value MBps "$t")
 		res[$backend.m]=$(value msgps "$m")
 		res[$backend.p]=$(value p50_us "$p")
@@ -129,8 +138,8 @@ for r in $(seq "$REPS"); do
 	for b in $backends; do
 		[ $b = kernel ] && continue
 		awk -v r="$r" -v n="$b" -v a="${res[$b.t]}" -v b="${res[kernel.t]}" -v c="${res[$b.m]}" -v d="${res[kernel.m]}" \
-			-v e="${res[$b.p]}" -v f="${res[kernel.p]}" \
+			-v e="${res[$b.p]}" -v f="${res[kernel.p]}" -v g="${res[$b.c]}" -v h="${res[kernel.c]}" \
 			'function q(x, y) { return y > 0 ? sprintf("%.3f", x / y) : "-" }
-			BEGIN { printf "RATIO round=%d backend=%s tput_64k=%s rate_64=%s rtt_64=%s\n", r, n, q(a, b), q(c, d), q(e, f) }'
+			BEGIN { printf "RATIO round=%d backend=%s tput_64k=%s rate_64=%s rtt_64=%s rate_64_vm_cpu=%s\n", r, n, q(a, b), q(c, d), q(e, f), q(g, h) }'
 	done
 done
