@@ -8,7 +8,9 @@
 # and each round's ratios godapl / kernel: above 1 is better for
 # throughput and rate, below 1 for the round trip and for
 # rate_64_vm_cpu, both VMs' CPU per message of the 64 B rate run (the
-# VM lines), which is what a message costs the host's shared cores.
+# VM lines, as the VMs count it), and rate_64_host_cpu, both VMs' QEMU
+# processes' host CPU per message of that run: what a message costs the
+# host's cores, which the two VMs share.
 # Run from the repository root as root (make rds-ib-bench).
 #   env: LAB, LAB_CACHE, VM1_NAME, VM1_IP, VM2_NAME, VM2_IP as lab.sh
 #        REPS   rounds (default 3)
@@ -45,6 +47,8 @@ go build -tags rdmacore -o "$BIN/ibbench" ./tests/rdsib/internal/ibbench
 trap 'vm stop --name "$N1" >/dev/null 2>&1 || true; vm stop --name "$N2" >/dev/null 2>&1 || true' EXIT
 vm start --name "$N1" --ip "$IP1" --rdma "rxe0:rxe:eth0" --share "$REPO"
 vm start --name "$N2" --ip "$IP2" --rdma "rxe0:rxe:eth0" --share "$REPO"
+Q1=$(<"$LAB_CACHE/vms/$N1/qemu.pid")
+Q2=$(<"$LAB_CACHE/vms/$N2/qemu.pid")
 if [ -z "$BUF" ]; then
 	BUF=$(vm exec --name "$N1" -- cat /proc/sys/net/core/wmem_max)
 fi
@@ -55,6 +59,11 @@ echo "BUF $BUF"
 # the receiver's PROC line (its CPU and wake-ups per message).
 # BACKEND base is the dat backend of the BASE binary.
 port=19000
+# qcpu: the host CPU time both VMs' QEMU processes have used, in clock
+# ticks (utime + stime of /proc/PID/stat, all their threads): unlike the
+# VMs' own accounting, it does not count a vCPU's time off the host's
+# cores as busy.
+qcpu() { cat "/proc/$Q1/stat" "/proc/$Q2/stat" | awk '{sub(/.*\) /, ""); s += $12 + $13} END {print s}'; }
 one() {
 	local backend=$1 bin=$BIN/ibbench
 	shift
@@ -63,6 +72,8 @@ one() {
 	fi
 	port=$((port + 2))
 	rm -f "$BIN/rx.ready"
+	local q0
+	q0=$(qcpu)
 	vm exec --name "$N1" -- timeout 600 "$bin" -backend "$backend" -buf "$BUF" -stats rx -bind "$IP1:$port" \
 		-ready "$BIN/rx.ready" >"$BIN/rx.txt" 2>&1 &
 	local rxjob=$!
@@ -74,6 +85,7 @@ one() {
 		return 1
 	fi
 	wait $rxjob || true
+	echo "HOST ticks=$(($(qcpu) - q0)) hz=$(getconf CLK_TCK)"
 	grep -h "^RESULT\|^BUF \|^STATS\|^PROC\|^VM \|^RXE " "$BIN/tx.txt" "$BIN/rx.txt"
 }
 
@@ -89,6 +101,14 @@ done
 # vmcpu LINES: the VM lines' CPU per message, both VMs together: what a
 # message costs the host's cores, which the two VMs share.
 vmcpu() { awk '/^VM /{for(i=1;i<=NF;i++) if($i ~ /^vm_cpu_us_per_msg=/){split($i,a,"=");s+=a[2];n++}} END{if(n==2) printf "%.1f", s}' <<<"$1"; }
+
+# hostcpu LINES: the HOST line's QEMU CPU (both VMs, from the receiver's
+# start to the sender's end) per message of the RESULT line, in us.
+hostcpu() {
+	awk '/^HOST /{split($2, a, "="); split($3, b, "="); t = a[2] / b[2]}
+		/^RESULT /{for (i = 1; i <= NF; i++) if ($i ~ /^msgs=/) {split($i, c, "="); n = c[2]}}
+		END {if (n > 0) printf "%.1f", t * 1e6 / n}' <<<"$1"
+}
 
 # has MODE: MODES names MODE.
 has() { [[ " $MODES " == *" $1 "* ]]; }
@@ -118,19 +138,20 @@ for r in $(seq "$REPS"); do
 		t= m= p=
 		if has tput; then
 			t=$(one $backend -mode tput -size 65536 -secs "$SECS")
-			{ grep "^BUF \|^STATS\|^PROC\|^VM \|^RXE " <<<"$t" || true; } | sed "s/^/round=$r backend=$backend tput_64k /"
+			{ grep "^BUF \|^STATS\|^PROC\|^VM \|^RXE \|^HOST " <<<"$t" || true; } | sed "s/^/round=$r backend=$backend tput_64k /"
 		fi
 		if has rate; then
 			m=$(one $backend -mode tput -size 64 -secs "$SECS")
-			{ grep "^BUF \|^STATS\|^PROC\|^VM \|^RXE " <<<"$m" || true; } | sed "s/^/round=$r backend=$backend rate_64 /"
+			{ grep "^BUF \|^STATS\|^PROC\|^VM \|^RXE \|^HOST " <<<"$m" || true; } | sed "s/^/round=$r backend=$backend rate_64 /"
 		fi
 		if has rtt; then
 			p=$(one $backend -mode rtt -size 64 -iters 500)
 		fi
-		c=$(vmcpu "$m")
+		c=$(vmcpu "$m") h=$(hostcpu "$m")
 		t=$(grep RESULT <<<"$t" || true) m=$(grep RESULT <<<"$m" || true) p=$(grep RESULT <<<"$p" || true)
-		echo "RESULT round=$r backend=$backend tput_64k_MBps=$(value MBps "$t") rate_64_msgs=$(value msgps "$m") rtt_64_p50_us=$(value p50_us "$p") rate_64_vm_us=$c"
+		echo "RESULT round=$r backend=$backend tput_64k_MBps=$(value MBps "$t") rate_64_msgs=$(value msgps "$m") rtt_64_p50_us=$(value p50_us "$p") rate_64_vm_us=$c rate_64_host_us=$h"
 		res[$backend.c]=$c
+		res[$backend.h]=$h
 		res[$backend.t]=$(value MBps "$t")
 		res[$backend.m]=$(value msgps "$m")
 		res[$backend.p]=$(value p50_us "$p")
@@ -139,7 +160,9 @@ for r in $(seq "$REPS"); do
 		[ $b = kernel ] && continue
 		awk -v r="$r" -v n="$b" -v a="${res[$b.t]}" -v b="${res[kernel.t]}" -v c="${res[$b.m]}" -v d="${res[kernel.m]}" \
 			-v e="${res[$b.p]}" -v f="${res[kernel.p]}" -v g="${res[$b.c]}" -v h="${res[kernel.c]}" \
-			'function q(x, y) { return y > 0 ? sprintf("%.3f", x / y) : "-" }
-			BEGIN { printf "RATIO round=%d backend=%s tput_64k=%s rate_64=%s rtt_64=%s rate_64_vm_cpu=%s\n", r, n, q(a, b), q(c, d), q(e, f), q(g, h) }'
+			-v i="${res[$b.h]}" -v j="${res[kernel.h]}" \
+			'function q(x, y) { return x > 0 && y > 0 ? sprintf("%.3f", x / y) : "-" }
+			BEGIN { printf "RATIO round=%d backend=%s tput_64k=%s rate_64=%s rtt_64=%s rate_64_vm_cpu=%s rate_64_host_cpu=%s\n",
+				r, n, q(a, b), q(c, d), q(e, f), q(g, h), q(i, j) }'
 	done
 done
