@@ -112,6 +112,7 @@ func run(args []string) error {
 	secs := sub.Float64("secs", 5, "tput: seconds to send")
 	iters := sub.Int("iters", 2000, "rtt: timed round trips")
 	ready := sub.String("ready", "", "rx: create this file once bound")
+	window := sub.String("window", "", "tx tput: create FILE.start as sending starts and FILE.end at the answer")
 	if err := sub.Parse(fs.Args()[1:]); err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func run(args []string) error {
 	buf := make([]byte, *size)
 	switch *mode {
 	case "tput":
-		return tput(s, dst, buf, time.Duration(*secs*float64(time.Second)), *retry)
+		return tput(s, dst, buf, time.Duration(*secs*float64(time.Second)), *retry, *window)
 	case "rtt":
 		return rtt(s, dst, buf, *iters, *retry)
 	}
@@ -252,8 +253,15 @@ func finish(s *rdsoverdat.Socket, dst netip.AddrPort, in []byte, retry time.Dura
 	}
 }
 
-func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d, retry time.Duration) error {
+// tput runs the throughput sender. With window set it marks the measured
+// span with window+".start" and window+".end", so that the host can read
+// both VMs' QEMU CPU over the span alone, without either process's start
+// and exit.
+func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d, retry time.Duration, window string) error {
 	buf[0] = kindData
+	if err := mark(window, ".start"); err != nil {
+		return err
+	}
 	p0 := snapProc()
 	t0 := time.Now()
 	end := t0.Add(d)
@@ -268,7 +276,11 @@ func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d, retry time.Du
 		return err
 	}
 	el := time.Since(t0).Seconds()
-	printProc("tx", p0, snapProc(), sent)
+	p1 := snapProc()
+	if err := mark(window, ".end"); err != nil {
+		return err
+	}
+	printProc("tx", p0, p1, sent)
 	got := binary.BigEndian.Uint64(ans[:])
 	if got != sent {
 		return fmt.Errorf("sent %d messages, the receiver counted %d", sent, got)
@@ -306,6 +318,14 @@ func rtt(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, iters int, retry 
 	fmt.Printf("RESULT rtt size=%d iters=%d p50_us=%.1f avg_us=%.1f\n", len(buf), iters,
 		float64(rtts[len(rtts)/2].Nanoseconds())/1e3, float64(sum.Nanoseconds())/float64(len(rtts))/1e3)
 	return nil
+}
+
+// mark creates the file window+suffix, if window is set.
+func mark(window, suffix string) error {
+	if window == "" {
+		return nil
+	}
+	return os.WriteFile(window+suffix, nil, 0o644)
 }
 
 // sysctlInt reads an integer sysctl from its /proc/sys file.
