@@ -125,9 +125,9 @@ vmcpu() { awk '/^VM /{for(i=1;i<=NF;i++) if($i ~ /^vm_cpu_us_per_msg=/){split($i
 # hostcpu LINES: the HOST line's QEMU CPU (both VMs, over the sender's
 # window) per message of the RESULT line, in us.
 hostcpu() {
-	awk '/^HOST /{split($2, a, "="); split($3, b, "="); t = a[2] / b[2]}
+	awk '/^HOST /{split($2, a, "="); split($3, b, "="); t = a[2] / b[2]; h = 1}
 		/^RESULT /{for (i = 1; i <= NF; i++) if ($i ~ /^msgs=/) {split($i, c, "="); n = c[2]}}
-		END {if (n > 0) printf "%.1f", t * 1e6 / n}' <<<"$1"
+		END {if (h && n > 0) printf "%.1f", t * 1e6 / n}' <<<"$1"
 }
 
 # has MODE: MODES names MODE.
