@@ -54,11 +54,6 @@ if [ -z "$BUF" ]; then
 fi
 echo "BUF $BUF"
 
-# one BACKEND ARGS...: one measurement, the receiver on VM1, the sender
-# on VM2; prints the sender's RESULT line, both sides' STATS lines and
-# the receiver's PROC line (its CPU and wake-ups per message).
-# BACKEND base is the dat backend of the BASE binary.
-port=19000
 # qcpu: the host CPU time both VMs' QEMU processes have used, in clock
 # ticks (utime + stime of /proc/PID/stat, all their threads): unlike the
 # VMs' own accounting, it does not count a vCPU's time off the host's
@@ -74,6 +69,12 @@ hostwin() {
 	for _ in $(seq 12000); do [ -e "$BIN/win.end" ] && break; sleep 0.05; done
 	echo $(($(qcpu) - a)) >"$BIN/win.ticks"
 }
+
+# one BACKEND ARGS...: one measurement, the receiver on VM1, the sender
+# on VM2; prints the sender's RESULT line, both sides' BUF, STATS, PROC,
+# VM and RXE lines and, for a tput run of this build, a HOST line.
+# BACKEND base is the dat backend of the BASE binary.
+port=19000
 one() {
 	local backend=$1 bin=$BIN/ibbench
 	shift
