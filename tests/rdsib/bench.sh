@@ -1,19 +1,25 @@
 #!/bin/bash
 # godapl's RDS over DAT over rdmacore/rxe against the kernel's rds_rdma
 # over the same rxe, in one boot of two lab VMs, interleaved: each round
-# measures the kernel on both VMs (rds_rdma loaded), then godapl on both
-# (rds_rdma unloaded, its listener would hold port 18634), with
-# tests/rdsib/internal/ibbench: 64 KiB throughput, 64 B message rate and
-# 64 B round trip. Prints RESULT lines and each round's ratios godapl /
-# kernel (above 1 is better for throughput and rate, below 1 for the
-# round trip). Run from the repository root as root (make rds-ib-bench).
+# measures the kernel on both VMs (rds_rdma loaded) and godapl on both
+# (rds_rdma unloaded, its listener would hold port 18634), in reverse
+# order in even rounds, with tests/rdsib/internal/ibbench: 64 KiB
+# throughput, 64 B message rate and 64 B round trip. Prints RESULT lines
+# and each round's ratios godapl / kernel: above 1 is better for
+# throughput and rate, below 1 for the round trip and for
+# rate_64_vm_cpu, both VMs' CPU per message of the 64 B rate run (the
+# VM lines, as the VMs count it), and rate_64_host_cpu, both VMs' QEMU
+# processes' host CPU per message of that run: what a message costs the
+# host's cores, which the two VMs share.
+# Run from the repository root as root (make rds-ib-bench).
 #   env: LAB, LAB_CACHE, VM1_NAME, VM1_IP, VM2_NAME, VM2_IP as lab.sh
 #        REPS   rounds (default 3)
 #        SECS   seconds per throughput run (default 5)
 #        MODES  what to measure: any of tput rate rtt (default all three)
-#        BUF    SO_SNDBUF and SO_RCVBUF both backends ask for (ibbench
-#               -buf; default 16 MiB, of which the kernel grants its
-#               wmem_max and rmem_max, 212992 in the lab VM)
+#        BUF    SO_SNDBUF and SO_RCVBUF of both backends (ibbench -buf,
+#               which the kernel backend forces as root; default VM1's
+#               net.core.wmem_max, 212992 in the lab VM, what the kernel
+#               grants an application without privilege)
 #        BASE   an ibbench binary of another build (of this version or
 #               later; under the repository, which the VMs share)
 #               measured each round as backend "base" beside this
@@ -30,7 +36,7 @@ REPS=${REPS:-3}
 SECS=${SECS:-5}
 MODES=${MODES:-tput rate rtt}
 BASE=${BASE:-}
-BUF=${BUF:-$((16 << 20))}
+BUF=${BUF:-}
 BIN=$REPO/bin/rdsib
 mkdir -p "$BIN"
 
@@ -41,10 +47,32 @@ go build -tags rdmacore -o "$BIN/ibbench" ./tests/rdsib/internal/ibbench
 trap 'vm stop --name "$N1" >/dev/null 2>&1 || true; vm stop --name "$N2" >/dev/null 2>&1 || true' EXIT
 vm start --name "$N1" --ip "$IP1" --rdma "rxe0:rxe:eth0" --share "$REPO"
 vm start --name "$N2" --ip "$IP2" --rdma "rxe0:rxe:eth0" --share "$REPO"
+Q1=$(<"$LAB_CACHE/vms/$N1/qemu.pid")
+Q2=$(<"$LAB_CACHE/vms/$N2/qemu.pid")
+if [ -z "$BUF" ]; then
+	BUF=$(vm exec --name "$N1" -- cat /proc/sys/net/core/wmem_max)
+fi
+echo "BUF $BUF"
+
+# qcpu: the host CPU time both VMs' QEMU processes have used, in clock
+# ticks (utime + stime of /proc/PID/stat, all their threads): unlike the
+# VMs' own accounting, it does not count a vCPU's time off the host's
+# cores as busy.
+qcpu() { cat "/proc/$Q1/stat" "/proc/$Q2/stat" | awk '{sub(/.*\) /, ""); s += $12 + $13} END {print s}'; }
+# hostwin: qcpu's ticks between the files $BIN/win.start and win.end that
+# a tput sender run with -window creates, into $BIN/win.ticks; polled, so
+# each end is late by up to 50 ms. Gives up after 10 minutes.
+hostwin() {
+	for _ in $(seq 12000); do [ -e "$BIN/win.start" ] && break; sleep 0.05; done
+	local a
+	a=$(qcpu)
+	for _ in $(seq 12000); do [ -e "$BIN/win.end" ] && break; sleep 0.05; done
+	echo $(($(qcpu) - a)) >"$BIN/win.ticks"
+}
 
 # one BACKEND ARGS...: one measurement, the receiver on VM1, the sender
-# on VM2; prints the sender's RESULT line, both sides' STATS lines and
-# the receiver's PROC line (its CPU and wake-ups per message).
+# on VM2; prints the sender's RESULT line, both sides' BUF, STATS, PROC,
+# VM and RXE lines and, for a tput run of this build, a HOST line.
 # BACKEND base is the dat backend of the BASE binary.
 port=19000
 one() {
@@ -54,19 +82,32 @@ one() {
 		backend=dat bin=$BASE
 	fi
 	port=$((port + 2))
-	rm -f "$BIN/rx.ready"
+	rm -f "$BIN/rx.ready" "$BIN/win.start" "$BIN/win.end" "$BIN/win.ticks"
+	# The window of a tput run, in this build's ibbench only (a BASE
+	# binary may predate -window).
+	local win=() poll=
+	if [ "$bin" != "$BASE" ] && [[ " $* " == *" -mode tput "* ]]; then
+		win=(-window "$BIN/win")
+		hostwin &
+		poll=$!
+	fi
 	vm exec --name "$N1" -- timeout 600 "$bin" -backend "$backend" -buf "$BUF" -stats rx -bind "$IP1:$port" \
 		-ready "$BIN/rx.ready" >"$BIN/rx.txt" 2>&1 &
 	local rxjob=$!
 	for _ in $(seq 600); do [ -e "$BIN/rx.ready" ] && break; sleep 0.1; done
 	if ! vm exec --name "$N2" -- timeout 600 "$bin" -backend "$backend" -buf "$BUF" -stats tx -bind "$IP2:$((port + 1))" \
-		-to "$IP1:$port" "$@" >"$BIN/tx.txt" 2>&1; then
+		-to "$IP1:$port" "${win[@]}" "$@" >"$BIN/tx.txt" 2>&1; then
 		echo "ibbench $backend $* failed:" >&2
 		cat "$BIN/tx.txt" >&2
+		[ -z "$poll" ] || kill "$poll" 2>/dev/null || true
 		return 1
 	fi
 	wait $rxjob || true
-	grep -h "RESULT\|STATS\|PROC" "$BIN/tx.txt" "$BIN/rx.txt"
+	if [ -n "$poll" ]; then
+		wait "$poll" || true
+		[ ! -s "$BIN/win.ticks" ] || echo "HOST ticks=$(<"$BIN/win.ticks") hz=$(getconf CLK_TCK)"
+	fi
+	grep -h "^RESULT\|^BUF \|^STATS\|^PROC\|^VM \|^RXE " "$BIN/tx.txt" "$BIN/rx.txt"
 }
 
 # value FIELD LINE: a field=value of a RESULT line.
@@ -78,6 +119,18 @@ for n in "$N1" "$N2"; do
 	vm exec --name "$n" -- sh -c 'while :; do sleep 0.1; done' >/dev/null 2>&1 &
 done
 
+# vmcpu LINES: the VM lines' CPU per message, both VMs together: what a
+# message costs the host's cores, which the two VMs share.
+vmcpu() { awk '/^VM /{for(i=1;i<=NF;i++) if($i ~ /^vm_cpu_us_per_msg=/){split($i,a,"=");s+=a[2];n++}} END{if(n==2) printf "%.1f", s}' <<<"$1"; }
+
+# hostcpu LINES: the HOST line's QEMU CPU (both VMs, over the sender's
+# window) per message of the RESULT line, in us.
+hostcpu() {
+	awk '/^HOST /{split($2, a, "="); split($3, b, "="); t = a[2] / b[2]; h = 1}
+		/^RESULT /{for (i = 1; i <= NF; i++) if ($i ~ /^msgs=/) {split($i, c, "="); n = c[2]}}
+		END {if (h && n > 0) printf "%.1f", t * 1e6 / n}' <<<"$1"
+}
+
 # has MODE: MODES names MODE.
 has() { [[ " $MODES " == *" $1 "* ]]; }
 
@@ -85,9 +138,17 @@ backends="kernel dat"
 if [ -n "$BASE" ]; then
 	backends="kernel base dat"
 fi
+# A round's first measurement (right after boot in round 1) and its
+# last have places the others lack: even rounds take the backends in
+# reverse order, so that no implementation always has the same place.
+rev() { tr ' ' '\n' <<<"$1" | tac | tr '\n' ' '; }
 for r in $(seq "$REPS"); do
 	declare -A res=()
-	for backend in $backends; do
+	order=$backends
+	if [ $((r % 2)) = 0 ]; then
+		order=$(rev "$backends")
+	fi
+	for backend in $order; do
 		if [ $backend = kernel ]; then
 			vm exec --name "$N1" -- modprobe rds_rdma
 			vm exec --name "$N2" -- modprobe rds_rdma
@@ -98,17 +159,20 @@ for r in $(seq "$REPS"); do
 		t= m= p=
 		if has tput; then
 			t=$(one $backend -mode tput -size 65536 -secs "$SECS")
-			{ grep "STATS\|PROC" <<<"$t" || true; } | sed "s/^/round=$r backend=$backend tput_64k /"
+			{ grep "^BUF \|^STATS\|^PROC\|^VM \|^RXE \|^HOST " <<<"$t" || true; } | sed "s/^/round=$r backend=$backend tput_64k /"
 		fi
 		if has rate; then
 			m=$(one $backend -mode tput -size 64 -secs "$SECS")
-			{ grep "STATS\|PROC" <<<"$m" || true; } | sed "s/^/round=$r backend=$backend rate_64 /"
+			{ grep "^BUF \|^STATS\|^PROC\|^VM \|^RXE \|^HOST " <<<"$m" || true; } | sed "s/^/round=$r backend=$backend rate_64 /"
 		fi
 		if has rtt; then
 			p=$(one $backend -mode rtt -size 64 -iters 500)
 		fi
+		c=$(vmcpu "$m") h=$(hostcpu "$m")
 		t=$(grep RESULT <<<"$t" || true) m=$(grep RESULT <<<"$m" || true) p=$(grep RESULT <<<"$p" || true)
-		echo "RESULT round=$r backend=$backend tput_64k_MBps=$(value MBps "$t") rate_64_msgs=$(value msgps "$m") rtt_64_p50_us=$(value p50_us "$p")"
+		echo "RESULT round=$r backend=$backend tput_64k_MBps=$(value MBps "$t") rate_64_msgs=$(value msgps "$m") rtt_64_p50_us=$(value p50_us "$p") rate_64_vm_us=$c rate_64_host_us=$h"
+		res[$backend.c]=$c
+		res[$backend.h]=$h
 		res[$backend.t]=$(value MBps "$t")
 		res[$backend.m]=$(value msgps "$m")
 		res[$backend.p]=$(value p50_us "$p")
@@ -116,8 +180,10 @@ for r in $(seq "$REPS"); do
 	for b in $backends; do
 		[ $b = kernel ] && continue
 		awk -v r="$r" -v n="$b" -v a="${res[$b.t]}" -v b="${res[kernel.t]}" -v c="${res[$b.m]}" -v d="${res[kernel.m]}" \
-			-v e="${res[$b.p]}" -v f="${res[kernel.p]}" \
-			'function q(x, y) { return y > 0 ? sprintf("%.3f", x / y) : "-" }
-			BEGIN { printf "RATIO round=%d backend=%s tput_64k=%s rate_64=%s rtt_64=%s\n", r, n, q(a, b), q(c, d), q(e, f) }'
+			-v e="${res[$b.p]}" -v f="${res[kernel.p]}" -v g="${res[$b.c]}" -v h="${res[kernel.c]}" \
+			-v i="${res[$b.h]}" -v j="${res[kernel.h]}" \
+			'function q(x, y) { return x > 0 && y > 0 ? sprintf("%.3f", x / y) : "-" }
+			BEGIN { printf "RATIO round=%d backend=%s tput_64k=%s rate_64=%s rtt_64=%s rate_64_vm_cpu=%s rate_64_host_cpu=%s\n",
+				r, n, q(a, b), q(c, d), q(e, f), q(g, h), q(i, j) }'
 	done
 done

@@ -17,10 +17,14 @@
 // the receiver, after 20 warm-up ones; prints "RESULT rtt size=N iters=I
 // p50_us=P avg_us=A". The receiver serves one sender, then exits.
 //
-// -buf asks for SO_SNDBUF and SO_RCVBUF (16 MiB by default). The kernel
-// grants at most net.core.wmem_max and rmem_max (212992 in the lab VM)
-// and godapl what is asked: -buf 212992 gives both backends the same
-// queue at the sender and the same congestion point at the receiver.
+// -buf sets SO_SNDBUF and SO_RCVBUF, both backends alike (the kernel
+// backend forces them as root, past net.core.wmem_max and rmem_max;
+// each side prints a BUF line with what its socket got). By default
+// SO_SNDBUF is net.core.wmem_max and SO_RCVBUF net.core.rmem_max
+// (212992 each in the lab VM), what the kernel grants an application
+// that asks for more without privilege: a sender then runs a few
+// thousand small messages ahead of its receiver, as RDS applications
+// do, rather than a queue that takes tens of seconds to drain.
 //
 // A socket's close discards what it has not sent, so neither side
 // closes on its last message: the receiver, once it has answered,
@@ -36,7 +40,10 @@
 // receiver also prints a "PROC" line at the marker: its CPU time,
 // context switches and Go scheduler transitions per message received;
 // a tput sender prints one for its run, per message sent, up to the
-// answer.
+// answer. Each PROC line comes with a VM line, the whole VM's CPU per
+// message over the same span (user, system and softirq, from
+// /proc/stat), and an RXE line, the RDMA devices' hw_counters that
+// moved (RNR NAKs, retries, out-of-sequence and duplicate requests).
 package main
 
 import (
@@ -48,6 +55,8 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/godapl/godapl/rdsoverdat"
@@ -74,7 +83,7 @@ func run(args []string) error {
 	ia := fs.String("ia", "ofa-v2-rxe0-1", "the dat backend's DAT IA")
 	prof := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	stats := fs.Bool("stats", false, "print the dat backend's node counters at the end")
-	bufSize := fs.Int("buf", 16<<20, "SO_SNDBUF and SO_RCVBUF to ask for")
+	bufSize := fs.Int("buf", 0, "SO_SNDBUF and SO_RCVBUF (0: net.core.wmem_max and rmem_max)")
 	retry := fs.Duration("retry", 30*time.Second, "sender: send the marker again after this long without an answer")
 	linger := fs.Duration("linger", 120*time.Second, "receiver: after answering, exit after this long without a message")
 	if err := fs.Parse(args); err != nil {
@@ -103,6 +112,7 @@ func run(args []string) error {
 	secs := sub.Float64("secs", 5, "tput: seconds to send")
 	iters := sub.Int("iters", 2000, "rtt: timed round trips")
 	ready := sub.String("ready", "", "rx: create this file once bound")
+	window := sub.String("window", "", "tx tput: create FILE.start as sending starts and FILE.end at the answer")
 	if err := sub.Parse(fs.Args()[1:]); err != nil {
 		return err
 	}
@@ -110,7 +120,16 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-bind: %w", err)
 	}
-	cfg := rdsoverdat.Config{SendBuffer: *bufSize, RecvBuffer: *bufSize}
+	snd, rcv := *bufSize, *bufSize
+	if *bufSize <= 0 {
+		if snd, err = sysctlInt("/proc/sys/net/core/wmem_max"); err != nil {
+			return err
+		}
+		if rcv, err = sysctlInt("/proc/sys/net/core/rmem_max"); err != nil {
+			return err
+		}
+	}
+	cfg := rdsoverdat.Config{SendBuffer: snd, RecvBuffer: rcv}
 	switch *backend {
 	case "kernel":
 		cfg.Kernel = true
@@ -126,6 +145,9 @@ func run(args []string) error {
 		return err
 	}
 	if err := s.Bind(local); err != nil {
+		return err
+	}
+	if err := printBuf(s, role); err != nil {
 		return err
 	}
 	if *stats {
@@ -149,7 +171,7 @@ func run(args []string) error {
 	buf := make([]byte, *size)
 	switch *mode {
 	case "tput":
-		return tput(s, dst, buf, time.Duration(*secs*float64(time.Second)), *retry)
+		return tput(s, dst, buf, time.Duration(*secs*float64(time.Second)), *retry, *window)
 	case "rtt":
 		return rtt(s, dst, buf, *iters, *retry)
 	}
@@ -231,8 +253,15 @@ func finish(s *rdsoverdat.Socket, dst netip.AddrPort, in []byte, retry time.Dura
 	}
 }
 
-func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d, retry time.Duration) error {
+// tput runs the throughput sender. With window set it marks the measured
+// span with window+".start" and window+".end", so that the host can read
+// both VMs' QEMU CPU over the span alone, without either process's start
+// and exit.
+func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d, retry time.Duration, window string) error {
 	buf[0] = kindData
+	if err := mark(window, ".start"); err != nil {
+		return err
+	}
 	p0 := snapProc()
 	t0 := time.Now()
 	end := t0.Add(d)
@@ -247,7 +276,11 @@ func tput(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, d, retry time.Du
 		return err
 	}
 	el := time.Since(t0).Seconds()
-	printProc("tx", p0, snapProc(), sent)
+	p1 := snapProc()
+	if err := mark(window, ".end"); err != nil {
+		return err
+	}
+	printProc("tx", p0, p1, sent)
 	got := binary.BigEndian.Uint64(ans[:])
 	if got != sent {
 		return fmt.Errorf("sent %d messages, the receiver counted %d", sent, got)
@@ -284,6 +317,40 @@ func rtt(s *rdsoverdat.Socket, dst netip.AddrPort, buf []byte, iters int, retry 
 	slices.Sort(rtts)
 	fmt.Printf("RESULT rtt size=%d iters=%d p50_us=%.1f avg_us=%.1f\n", len(buf), iters,
 		float64(rtts[len(rtts)/2].Nanoseconds())/1e3, float64(sum.Nanoseconds())/float64(len(rtts))/1e3)
+	return nil
+}
+
+// mark creates the file window+suffix, if window is set.
+func mark(window, suffix string) error {
+	if window == "" {
+		return nil
+	}
+	return os.WriteFile(window+suffix, nil, 0o644)
+}
+
+// sysctlInt reads an integer sysctl from its /proc/sys file.
+func sysctlInt(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// printBuf prints a BUF line, the SO_SNDBUF and SO_RCVBUF the socket
+// runs with as the backend reports them (the kernel's sk_sndbuf/2 and
+// sk_rcvbuf/2, i.e. what RDS counts), so that a run shows both
+// backends' queues rather than what was asked.
+func printBuf(s *rdsoverdat.Socket, role string) error {
+	var snd rdsoverdat.SendBuffer
+	var rcv rdsoverdat.RecvBuffer
+	if err := s.Option(&snd); err != nil {
+		return err
+	}
+	if err := s.Option(&rcv); err != nil {
+		return err
+	}
+	fmt.Printf("BUF role=%s sndbuf=%d rcvbuf=%d\n", role, snd, rcv)
 	return nil
 }
 

@@ -18,6 +18,7 @@ type procSnap struct {
 	vcsw  int64
 	ivcsw int64
 	sched uint64
+	vm    vmSnap
 }
 
 var schedSample = []metrics.Sample{{Name: "/sched/latencies:seconds"}}
@@ -28,6 +29,7 @@ func snapProc() procSnap {
 	var s procSnap
 	s.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	s.vcsw, s.ivcsw = ru.Nvcsw, ru.Nivcsw
+	s.vm = snapVM()
 	metrics.Read(schedSample)
 	if v := schedSample[0].Value; v.Kind() == metrics.KindFloat64Histogram {
 		for _, c := range v.Float64Histogram().Counts {
@@ -47,4 +49,5 @@ func printProc(role string, a, b procSnap, msgs uint64) {
 	fmt.Printf("PROC role=%s msgs=%d cpu_us_per_msg=%.2f vcsw_per_msg=%.3f ivcsw_per_msg=%.3f sched_samples_per_msg=%.3f\n",
 		role, msgs, float64((b.cpu-a.cpu).Nanoseconds())/1e3/n, float64(b.vcsw-a.vcsw)/n, float64(b.ivcsw-a.ivcsw)/n,
 		float64(b.sched-a.sched)/n)
+	printVM(role, a.vm, b.vm, msgs)
 }
