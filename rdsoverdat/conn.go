@@ -245,8 +245,14 @@ type connPath struct {
 	retrans   msgList // transmitted, waiting for the peer's ack
 	nextTxSeq wire.Seq
 	nextRxSeq wire.Seq
-	ups       uint64
-	gen       uint64 // the carrying connection's generation: Downs that ended an up
+	// rxSock is the socket bound to rxPort, where the last message
+	// received went: a socket keeps its port until it closes, so while
+	// it is open the next message to that port goes to it without the
+	// node's map and its read lock (receive).
+	rxSock *sock
+	rxPort wire.Port
+	ups    uint64
+	gen    uint64 // the carrying connection's generation: Downs that ended an up
 }
 
 // Conn returns the connection the path belongs to.

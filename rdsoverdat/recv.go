@@ -72,6 +72,7 @@ func (p *connPath) receive(m *message, w *xport.Wakes) {
 		return
 	}
 	p.nextRxSeq = seq + 1
+	s, sPort := p.rxSock, p.rxPort
 	p.mu.Unlock()
 	c.stats.received.Add(1)
 
@@ -101,12 +102,16 @@ func (p *connPath) receive(m *message, w *xport.Wakes) {
 	if sport == wire.PingPort {
 		node.stats.recvPong.Add(1)
 	}
-	s := node.lookup(dport)
-	if s == nil {
-		c.stats.dropped.Add(1)
-		node.stats.recvDropNoSock.Add(1)
-		m.release()
-		return
+	if s == nil || sPort != dport || s.closed.Load() {
+		if s = node.lookup(dport); s == nil {
+			c.stats.dropped.Add(1)
+			node.stats.recvDropNoSock.Add(1)
+			m.release()
+			return
+		}
+		p.mu.Lock()
+		p.rxSock, p.rxPort = s, dport
+		p.mu.Unlock()
 	}
 	m.from = netip.AddrPortFrom(c.faddr, uint16(sport))
 	p.rdmaIncoming(m, s)

@@ -31,6 +31,7 @@ func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags 
 
 	s.mu.Lock()
 	node, tr, sndbuf, timeo := s.node, s.trans, s.sndbuf, s.sndTimeo
+	conn, connIP, connType := s.txConn, s.txIP, s.txType
 	s.mu.Unlock()
 	if node == nil {
 		return 0, eNOTCONN
@@ -48,9 +49,13 @@ func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags 
 			return 0, err
 		}
 	}
-	conn := node.connFor(ip, tr.Type())
-	if conn == nil {
-		return 0, eNOTCONN
+	if t := tr.Type(); conn == nil || connIP != ip || connType != t || conn.node != node {
+		if conn = node.connFor(ip, t); conn == nil {
+			return 0, eNOTCONN
+		}
+		s.mu.Lock()
+		s.txConn, s.txIP, s.txType = conn, ip, t
+		s.mu.Unlock()
 	}
 	if len(cm) == 0 {
 		return s.admit(conn, p, dport, nonblock, opEnd(timeo), nil)
@@ -89,11 +94,12 @@ func (s *sock) admit(conn *connection, p []byte, dport wire.Port, nonblock bool,
 			s.sndBytes += len(p)
 			room := s.sndBytes < s.sndbuf
 			half := s.sndBytes >= s.sndbuf/2
+			sport := wire.Port(s.bound.Port())
 			s.mu.Unlock()
 			if room {
 				signal(s.txSig)
 			}
-			return s.queue(conn, p, dport, half, ra)
+			return s.queue(conn, p, sport, dport, half, ra)
 		}
 		if nonblock && !settled {
 			// Acks a transport left to later traffic may have come:
@@ -181,17 +187,15 @@ func (s *sock) congWait(conn *connection, dport wire.Port, nonblock bool, until 
 	return nil
 }
 
-// queue builds the message and puts it on the socket's path.
-func (s *sock) queue(conn *connection, p []byte, dport wire.Port, ackReq bool, ra *rdmaAttach) (int, error) {
+// queue builds the message and puts it on the socket's path; sport is
+// the bound port, read in the hold of the socket's lock that admitted it.
+func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq bool, ra *rdmaAttach) (int, error) {
 	m := newMessage(len(p))
 	copy(m.buf, p)
 	m.sock, m.dport = s, dport
 	if ackReq {
 		m.flags |= msgAckRequired
 	}
-	s.mu.Lock()
-	sport := wire.Port(s.bound.Port())
-	s.mu.Unlock()
 	m.Header().Encode(&wire.Fields{Len: uint32(len(p)), Sport: sport, Dport: dport})
 	if ra != nil {
 		ra.attach(m)

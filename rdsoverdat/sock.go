@@ -57,10 +57,17 @@ type sock struct {
 	recvErr     bool
 	pathHash    uint32
 	lanes       map[*connection]*connPath // multipath: each connection's lane for this socket
-	rdma        sockRDMA                  // RDMA mappings and notifications (rdma_mr.go)
-	rxw         rxWaiter                  // a blocked RecvMsg's buffer on offer (recv_direct.go)
-	reader      sockReaderRole            // reader roles lent to this socket (recv_reader.go)
-	sink        rxSink                    // a daemon's batch the transport writes into (recv_sink.go)
+	// txConn is the connection of the last send, to txIP over txType:
+	// a node keeps its connections for good, so a socket that sends to
+	// one peer finds it here instead of in the node's map, under its
+	// read lock, on every send.
+	txConn *connection
+	txIP   netip.Addr
+	txType TransportType
+	rdma   sockRDMA       // RDMA mappings and notifications (rdma_mr.go)
+	rxw    rxWaiter       // a blocked RecvMsg's buffer on offer (recv_direct.go)
+	reader sockReaderRole // reader roles lent to this socket (recv_reader.go)
+	sink   rxSink         // a daemon's batch the transport writes into (recv_sink.go)
 }
 
 // newSock returns a new unbound socket of st, registered with it.

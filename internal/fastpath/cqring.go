@@ -64,8 +64,8 @@ func (r *CQRing) Pop(wc *verbs.WC) (left int) {
 	if wc.Solicited() {
 		r.solicited--
 	}
-	r.head = (r.head + 1) & (len(r.wcs) - 1)
 	r.n--
+	r.head = r.next()
 	return r.n
 }
 
@@ -75,9 +75,21 @@ func (r *CQRing) PopPeeked(wc *verbs.WC) (left int) {
 	if wc.Solicited() {
 		r.solicited--
 	}
-	r.head = (r.head + 1) & (len(r.wcs) - 1)
 	r.n--
+	r.head = r.next()
 	return r.n
+}
+
+// next is head after a pop, n having been decremented: the following
+// slot, or the first once the ring is empty. A CQ that rarely holds more
+// than one completion (a round trip's) then keeps using the same slot,
+// which stays in the cache, where cycling through the array would reach
+// every slot again only after the whole ring had been written.
+func (r *CQRing) next() int {
+	if r.n == 0 {
+		return 0
+	}
+	return (r.head + 1) & (len(r.wcs) - 1)
 }
 
 // Poll moves up to len(wcs) of the oldest completions into wcs and
@@ -89,8 +101,8 @@ func (r *CQRing) Poll(wcs []verbs.WC) int {
 		if wcs[k].Solicited() {
 			r.solicited--
 		}
-		r.head = (r.head + 1) & (len(r.wcs) - 1)
 		r.n--
+		r.head = r.next()
 		k++
 	}
 	return k

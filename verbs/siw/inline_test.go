@@ -167,6 +167,33 @@ func TestInlineReceiveWaitEnds(t *testing.T) {
 	verbstest.RoundTrip(t, sb, sa, 100, 2, inlineTimeout)
 }
 
+// TestInlineReceiveDoneContext: CQ.Wait leaves its first look at the CQ
+// to the inline receiver, which does not look when the context has
+// already ended; Wait then looks itself, so that a completion already
+// queued is still reported (nil) before the context's error.
+func TestInlineReceiveDoneContext(t *testing.T) {
+	sa, sb := inlinePair(t, testOptions())
+	engageInline(t, sa, sb)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	verbstest.MustPostSend(t, sb.QP, verbs.SendWR{ID: 9, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{sb.Buf.SGE(0, 8)}, RemoteAddr: sa.Buf.Addr(32 << 10), RKey: sa.Buf.RKey()}) // memory nothing else touches
+	for deadline := time.Now().Add(inlineTimeout); sb.CQ.Len() == 0; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the Write's completion never came")
+		}
+	}
+	if err := sb.CQ.Wait(ctx, false); err != nil {
+		t.Fatalf("Wait with an ended context on a CQ holding a completion = %v, want nil", err)
+	}
+	verbstest.ExpectWC(t, verbstest.PollOne(t, sb.CQ, inlineTimeout), 9, verbs.WCSuccess, verbs.WCRDMAWrite)
+	if err := sb.CQ.Wait(ctx, false); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait with an ended context on an empty CQ = %v, want context.Canceled", err)
+	}
+	verbstest.RoundTrip(t, sa, sb, 100, 1, inlineTimeout)
+}
+
 // awaitInlineWaiter waits until a goroutine waiting on s's CQ reads s's
 // socket itself, so that what the test does next reaches a waiter in
 // inline receive. A waiter that finds the receive goroutine reading the

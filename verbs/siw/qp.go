@@ -81,9 +81,10 @@ type stream struct {
 	rxWake      chan struct{}           // capacity 1: a waiter gave it back, look now
 	rxNap       atomic.Int64            // runRx's current nap (a time.Duration)
 	inlineUses  atomic.Uint64           // times a waiter took the receive side
-	inlinePhase atomic.Int32            // inline* phases, written under inlineMu
+	inlinePhase atomic.Int32            // inline* phases (awaitInline, Interrupt)
 	inlineMu    sync.Mutex
-	inlineCtx   context.Context // the waiter's while it waits for readability; guarded by inlineMu
+	inlineCtx   context.Context // the last waiter's context; guarded by inlineMu
+	inlineDone  <-chan struct{} // inlineCtx's Done; written under inlineMu, read by the waiter
 
 	stop   chan struct{} // closed by end
 	txDone chan struct{} // closed when runTx returns

@@ -29,6 +29,7 @@ type rxState struct {
 	sock     sockReader
 	fr       *iwarp.FrameReader
 	over     bool        // a waiter's processing ended the stream
+	inlineCQ *soft.CQ    // the CQ of the waiter running the receive side, nil under runRx
 	cooldown int         // FPDUs runRx receives before it hands over again
 	nap      *time.Timer // runRx's nap while waiters own the receive side
 	started  bool        // an FPDU has arrived (opens the responder's gate)
@@ -264,7 +265,11 @@ func (s *stream) rxSend(h iwarp.Header) bool {
 	}
 	rx.recvOn = false
 	rx.sendMSN++
-	s.qp.CompleteRecv(&rx.recv, verbs.WCSuccess, uint32(rx.placer.Placed()), flags, inv)
+	if rx.inlineCQ != nil {
+		s.qp.CompleteRecvInline(&rx.recv, uint32(rx.placer.Placed()), flags, inv, rx.inlineCQ)
+	} else {
+		s.qp.CompleteRecv(&rx.recv, verbs.WCSuccess, uint32(rx.placer.Placed()), flags, inv)
+	}
 	return true
 }
 

@@ -56,7 +56,8 @@ const (
 	rxOwnerWaiter
 )
 
-// Phases of an inline waiter (stream.inlinePhase), under inlineMu.
+// Phases of an inline waiter (stream.inlinePhase): the waiter moves it
+// between idle and waiting, Interrupt (under inlineMu) to interrupted.
 const (
 	inlineIdle        = iota // not waiting for readability
 	inlineWaiting            // blocked in the readability wait: may be interrupted
@@ -96,7 +97,9 @@ func (s *stream) ReceiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly b
 		return false
 	}
 	s.inlineUses.Add(1)
+	s.rx.inlineCQ = cq
 	s.receiveInline(ctx, cq, solicitedOnly)
+	s.rx.inlineCQ = nil
 	if s.rx.over || s.stopped() {
 		s.rxGiveBack.Store(true) // runRx must finish the stream
 	}
@@ -163,24 +166,36 @@ func (s *stream) receiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly b
 // completion on cq comes first (interrupted).
 func (s *stream) awaitInline(ctx context.Context, cq *soft.CQ, solicitedOnly bool) (err error, interrupted bool) {
 	dl, hasDL := ctx.Deadline()
-	s.inlineMu.Lock()
-	s.inlinePhase.Store(inlineWaiting)
-	s.inlineCtx = ctx
-	if hasDL {
-		s.nc.SetReadDeadline(dl)
+	// The context is recorded for runRx's checks (interruptIfCanceled)
+	// only when it is not the one recorded last: a consumer waits with
+	// the same context wait after wait, and a hold of inlineMu per wait
+	// would be two lock operations per message. Done channels compare
+	// where contexts of some types would not.
+	if done := ctx.Done(); done != s.inlineDone || hasDL {
+		s.inlineMu.Lock()
+		s.inlineCtx, s.inlineDone = ctx, done
+		if hasDL {
+			s.nc.SetReadDeadline(dl)
+		}
+		s.inlineMu.Unlock()
 	}
-	s.inlineMu.Unlock()
+	s.inlinePhase.Store(inlineWaiting)
 	// A completion pushed before the phase was set did not interrupt us.
 	if !cq.Satisfied(solicitedOnly) {
 		err = s.rx.sock.fillSpill()
 	}
-	s.inlineMu.Lock()
-	if (hasDL || s.inlinePhase.Load() == inlineInterrupted) && !s.stopped() {
-		s.nc.SetReadDeadline(time.Time{})
+	// Back to idle without the lock unless an Interrupt won the phase
+	// (it moves the read deadline under inlineMu, and the waiter must
+	// see that done before it moves the deadline back) or the waiter
+	// set a deadline of its own.
+	if !s.inlinePhase.CompareAndSwap(inlineWaiting, inlineIdle) || hasDL {
+		s.inlineMu.Lock()
+		if !s.stopped() {
+			s.nc.SetReadDeadline(time.Time{})
+		}
+		s.inlinePhase.Store(inlineIdle)
+		s.inlineMu.Unlock()
 	}
-	s.inlinePhase.Store(inlineIdle)
-	s.inlineCtx = nil
-	s.inlineMu.Unlock()
 	switch {
 	case err == nil:
 		return nil, s.rx.sock.buffered() == 0
@@ -190,14 +205,16 @@ func (s *stream) awaitInline(ctx context.Context, cq *soft.CQ, solicitedOnly boo
 	return err, false
 }
 
-// Interrupt implements soft.InlineReceiver.
+// Interrupt implements soft.InlineReceiver. The phase moves to
+// inlineInterrupted only here, under inlineMu, and the waiter's way back
+// to idle (a compare-and-swap from inlineWaiting) fails once it has: the
+// waiter then takes inlineMu, after the read deadline was moved.
 func (s *stream) Interrupt() {
 	if s.inlinePhase.Load() != inlineWaiting {
 		return
 	}
 	s.inlineMu.Lock()
-	if s.inlinePhase.Load() == inlineWaiting {
-		s.inlinePhase.Store(inlineInterrupted)
+	if s.inlinePhase.CompareAndSwap(inlineWaiting, inlineInterrupted) {
 		s.nc.SetReadDeadline(aLongTimeAgo)
 	}
 	s.inlineMu.Unlock()
@@ -273,6 +290,8 @@ func (s *stream) interruptIfCanceled() {
 	s.inlineMu.Lock()
 	ctx := s.inlineCtx
 	s.inlineMu.Unlock()
+	// ctx may be an earlier wait's: Interrupt does nothing unless a
+	// waiter waits, and a waiter with another context recorded it.
 	if s.stopped() || (ctx != nil && ctx.Err() != nil) {
 		s.Interrupt()
 	}

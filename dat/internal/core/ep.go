@@ -392,6 +392,7 @@ func (ep *EP) configure(op string, pz *PZ, recv, req, conn *EVD, a dat.EPAttr) e
 	if qp != nil {
 		ia.ownMu.Lock()
 		ia.byQPN[qp.QPN()] = ep
+		ia.byQPNGen.Add(1)
 		ia.ownMu.Unlock()
 		ia.hook(qp, ep.onAsync)
 	}
@@ -440,6 +441,7 @@ func (ep *EP) unconfigure() {
 		ia.ownMu.Lock()
 		if ia.byQPN[qp.QPN()] == ep {
 			delete(ia.byQPN, qp.QPN())
+			ia.byQPNGen.Add(1)
 		}
 		ia.ownMu.Unlock()
 		qp.Destroy()

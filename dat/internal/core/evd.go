@@ -118,6 +118,12 @@ type EVD struct {
 	// EVD is kept, and its owner's removal clears it (slotRing.forget).
 	lastKey uint64    // guarded by cql
 	lastQ   *slotRing // guarded by cql
+	// The EP of the QP numbered qpnN as IA.byQPN said at its generation
+	// qpnGen: the EP of an SRQ receive, most likely the last one's
+	// (epByQPN). Guarded by cql.
+	qpnN   uint32
+	qpnGen uint64
+	qpnEP  *EP
 
 	// spin is the wait spin (see evd_spin.go): spinMax the budget set,
 	// spinCur what the next wait may spend.

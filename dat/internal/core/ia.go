@@ -3,6 +3,7 @@ package core
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/verbs"
@@ -52,6 +53,9 @@ type IA struct {
 
 	ownMu sync.RWMutex
 	byQPN map[uint32]*EP // guarded by ownMu
+	// byQPNGen counts the changes of byQPN, made under ownMu: an EVD's
+	// answer from byQPN stands while it has not moved (EVD.epByQPN).
+	byQPNGen atomic.Uint64
 
 	memMu sync.RWMutex
 	// lmrs finds an LMR by the STag index of its context (the context's

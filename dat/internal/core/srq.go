@@ -444,10 +444,20 @@ func (s *SRQ) inProgress() int {
 	return max(n, 0)
 }
 
-// epByQPN returns the EP whose QP has number qpn.
-func (ia *IA) epByQPN(qpn uint32) *EP {
+// epByQPN returns the EP whose QP has number qpn, for the SRQ receives
+// of e, under cql: the EPs of
+// an SRQ's receives come mostly one after another from one QP, and while
+// byQPN has not changed the last answer stands, without the read lock
+// and the map of every receive.
+func (e *EVD) epByQPN(qpn uint32) *EP {
+	ia := e.ia
+	if qpn == e.qpnN && e.qpnEP != nil && ia.byQPNGen.Load() == e.qpnGen {
+		return e.qpnEP
+	}
 	ia.ownMu.RLock()
 	ep := ia.byQPN[qpn]
+	gen := ia.byQPNGen.Load()
 	ia.ownMu.RUnlock()
+	e.qpnN, e.qpnGen, e.qpnEP = qpn, gen, ep
 	return ep
 }

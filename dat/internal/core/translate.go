@@ -77,7 +77,7 @@ func (e *EVD) translateLocked(wc *verbs.WC, ev *dat.Event) (h hold, quiet, ok bo
 		h.tbl, h.slot = &o.table, idx
 		// The EP is the one whose QP consumed the buffer; a freed EP's
 		// late completion (its buffers vanish with it) frees the slot.
-		ep := e.ia.epByQPN(wc.QPN)
+		ep := e.epByQPN(wc.QPN)
 		if ep == nil {
 			h.releaseLocked()
 			return hold{}, false, false

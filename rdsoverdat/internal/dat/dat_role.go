@@ -166,7 +166,10 @@ func (r *datEventRole) hold() (back bool) {
 	dn.flushAcks() // what the previous holder left for its caller's reply
 	for {
 		r.phase.Store(phaseWaiting)
-		if r.intr.Swap(false) {
+		// A load, not a swap: the phase's store orders it before the
+		// wait, as Interrupt's store of intr comes before its look at
+		// the phase, and it mostly finds nothing to clear.
+		if r.takeIntr() {
 			r.phase.Store(phaseBusy)
 			return false
 		}
@@ -183,9 +186,21 @@ func (r *datEventRole) hold() (back bool) {
 			dn.cool = datRoleCooldown
 			return true
 		}
-		if r.intr.Swap(false) {
+		if r.takeIntr() {
 			return false // acks and credits wait for the caller's reply
 		}
 		dn.flushAcks()
 	}
+}
+
+// takeIntr reports and clears a pending interrupt. An interrupt that
+// comes between the load and the clearing is lost, and need not be
+// kept: the holder returns to look at its socket, which already holds
+// what that interrupt would make it look for.
+func (r *datEventRole) takeIntr() bool {
+	if !r.intr.Load() {
+		return false
+	}
+	r.intr.Store(false)
+	return true
 }

@@ -232,9 +232,6 @@ func (dp *datPath) xmit(e *datEP) {
 			}
 			if last {
 				flags |= dat.CompletionSolicitedWait
-				if dp.txDrained {
-					flags &^= dat.CompletionSuppress
-				}
 			}
 			i := e.txN
 			e.txIOV[i] = e.tx.Triplet(off, wire.HeaderLen+n)

@@ -31,18 +31,23 @@ import (
 //     reads in a way that cannot run the role.
 //
 // Locking: Role's mutex is a leaf, never held while a Receiver is
-// called.
+// called. The state and the count of takes share one atomic word, so
+// that a RecvMsg takes an idle role and leaves it idle again with one
+// compare-and-swap each, without the mutex, while the check is armed;
+// every other change of the word is a compare-and-swap or, by the
+// holder, a store, made under the mutex.
 type Role struct {
 	ref RoleRef
 
+	// w is takes<<8 | state: RecvMsg takes so far, and who holds it.
+	w atomic.Uint64
+
 	mu    sync.Mutex
-	state RoleState
 	note  error         // what the last holder left for the owner (Park)
 	back  chan struct{} // the role went back to the owner
 	grace time.Duration
 	timer *time.Timer // the check on a lent role
-	armed bool        // the timer runs
-	takes uint64      // RecvMsg takes so far
+	armed atomic.Bool // the timer runs; written under mu
 	seen  uint64      // takes when the timer was armed
 
 	// For tests and figures: lends by the owner, takes back by the
@@ -60,6 +65,33 @@ const (
 	RoleDead                   // the owner has ended
 )
 
+// roleWord packs a count of takes and a state into Role.w.
+func roleWord(takes uint64, st RoleState) uint64 { return takes<<8 | uint64(st) }
+
+func wordState(w uint64) RoleState { return RoleState(w & 0xff) }
+func wordTakes(w uint64) uint64    { return w >> 8 }
+
+// setState moves the role to st from the state the caller knows it is in
+// and that nobody else can leave meanwhile (the holder's RoleRecv, the
+// owner's RoleOwner), keeping the count of takes.
+func (r *Role) setState(st RoleState) {
+	r.w.Store(r.w.Load()&^0xff | uint64(st))
+}
+
+// casState moves the role from state from to st, keeping the count of
+// takes, and reports whether it was in from.
+func (r *Role) casState(from, st RoleState) bool {
+	for {
+		w := r.w.Load()
+		if wordState(w) != from {
+			return false
+		}
+		if r.w.CompareAndSwap(w, w&^0xff|uint64(st)) {
+			return true
+		}
+	}
+}
+
 // Init readies the role, held by its owner, before anyone can see it: rr
 // is the transport's side, which sockets run, and grace the period of the
 // check on a lent role.
@@ -75,11 +107,7 @@ func (r *Role) Init(rr ReaderRole, grace time.Duration) {
 func (r *Role) Ref() *RoleRef { return &r.ref }
 
 // State returns who holds the role.
-func (r *Role) State() RoleState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.state
-}
+func (r *Role) State() RoleState { return wordState(r.w.Load()) }
 
 // SetGrace sets the period of the check, from the next arming on.
 func (r *Role) SetGrace(d time.Duration) {
@@ -95,7 +123,7 @@ func (r *Role) Counts() (lends, resumes uint64) { return r.lends.Load(), r.resum
 // the role is its own again (Park); it returns what Park returns.
 func (r *Role) Lend(s Receiver, stop <-chan struct{}) error {
 	r.mu.Lock()
-	r.state = RoleIdle
+	r.setState(RoleIdle)
 	r.arm()
 	r.mu.Unlock()
 	r.lends.Add(1)
@@ -108,8 +136,9 @@ func (r *Role) Lend(s Receiver, stop <-chan struct{}) error {
 // arm starts the check on the idle role unless one is pending; r.mu is
 // held.
 func (r *Role) arm() {
-	if !r.armed {
-		r.armed, r.seen = true, r.takes
+	if !r.armed.Load() {
+		r.armed.Store(true)
+		r.seen = wordTakes(r.w.Load())
 		r.timer.Reset(r.grace)
 	}
 }
@@ -120,10 +149,10 @@ func (r *Role) arm() {
 func (r *Role) Park(stop <-chan struct{}) error {
 	for {
 		r.mu.Lock()
-		if r.state == RoleOwner {
+		if r.State() == RoleOwner {
 			note := r.note
 			r.note = nil
-			r.armed = false
+			r.armed.Store(false)
 			r.timer.Stop()
 			r.mu.Unlock()
 			return note
@@ -147,24 +176,29 @@ func (r *Role) takeBack(check bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if check {
-		r.armed = false
+		// Before the look at the state: a Leave that made the role idle
+		// without the mutex looks at armed after, so that one of the
+		// two sees the other's store (Leave).
+		r.armed.Store(false)
 	}
-	if r.state != RoleIdle {
+	w := r.w.Load()
+	if wordState(w) != RoleIdle {
 		return
 	}
-	if check && r.takes != r.seen {
+	if check && wordTakes(w) != r.seen {
 		r.arm()
 		return
 	}
-	r.state = RoleOwner
-	r.resumes.Add(1)
+	if r.w.CompareAndSwap(w, w&^0xff|uint64(RoleOwner)) {
+		r.resumes.Add(1)
+	}
 }
 
 // End marks the role dead when its owner ends (holding it): nobody takes
 // it again.
 func (r *Role) End() {
 	r.mu.Lock()
-	r.state = RoleDead
+	r.setState(RoleDead)
 	r.mu.Unlock()
 	r.timer.Stop()
 }
@@ -172,10 +206,7 @@ func (r *Role) End() {
 // GiveBack returns an idle role to its owner (ReaderRole).
 func (r *Role) GiveBack() {
 	r.mu.Lock()
-	idle := r.state == RoleIdle
-	if idle {
-		r.state = RoleOwner
-	}
+	idle := r.casState(RoleIdle, RoleOwner)
 	r.mu.Unlock()
 	if idle {
 		Signal(r.back)
@@ -188,22 +219,21 @@ func (r *Role) GiveBack() {
 // why: RRBusy, another RecvMsg holds the role; RRGone, its owner has it
 // or has ended.
 func (r *Role) Take(s Receiver) (RRResult, bool) {
-	r.mu.Lock()
-	switch r.state {
-	case RoleIdle:
-	case RoleRecv:
-		r.mu.Unlock()
-		s.ReaderDone(&r.ref, false)
-		return RRBusy, false
-	default:
-		r.mu.Unlock()
-		s.ReaderDone(&r.ref, true)
-		return RRGone, false
+	for {
+		w := r.w.Load()
+		switch wordState(w) {
+		case RoleIdle:
+		case RoleRecv:
+			s.ReaderDone(&r.ref, false)
+			return RRBusy, false
+		default:
+			s.ReaderDone(&r.ref, true)
+			return RRGone, false
+		}
+		if r.w.CompareAndSwap(w, roleWord(wordTakes(w)+1, RoleRecv)) {
+			return RRAgain, true
+		}
 	}
-	r.state = RoleRecv
-	r.takes++
-	r.mu.Unlock()
-	return RRAgain, true
 }
 
 // Decline is Take for a RecvMsg of s that will not run the role: an idle
@@ -212,13 +242,12 @@ func (r *Role) Take(s Receiver) (RRResult, bool) {
 // RRGone.
 func (r *Role) Decline(s Receiver, note error) RRResult {
 	r.mu.Lock()
-	switch r.state {
-	case RoleIdle:
-		r.state = RoleOwner
+	switch {
+	case r.casState(RoleIdle, RoleOwner):
 		r.note = note
 		r.mu.Unlock()
 		Signal(r.back)
-	case RoleRecv:
+	case r.State() == RoleRecv:
 		r.mu.Unlock()
 		s.ReaderDone(&r.ref, false)
 		return RRBusy
@@ -233,17 +262,26 @@ func (r *Role) Decline(s Receiver, note error) RRResult {
 // whose Park returns note; otherwise the role is idle again, under the
 // check. Then s is told.
 func (r *Role) Leave(s Receiver, back bool, note error) {
-	r.mu.Lock()
-	if back {
-		r.state = RoleOwner
+	switch {
+	case back:
+		r.mu.Lock()
+		r.setState(RoleOwner)
 		r.note = note
-	} else {
-		r.state = RoleIdle
-		r.arm()
-	}
-	r.mu.Unlock()
-	if back {
+		r.mu.Unlock()
 		Signal(r.back)
+	default:
+		// Idle first, then the look at armed: a check that disarmed
+		// itself meanwhile saw the role held (and left it), or sees it
+		// idle (and handles it); in the first case armed is false here
+		// and the check is armed again under the mutex.
+		r.setState(RoleIdle)
+		if !r.armed.Load() {
+			r.mu.Lock()
+			if r.State() == RoleIdle {
+				r.arm()
+			}
+			r.mu.Unlock()
+		}
 	}
 	s.ReaderDone(&r.ref, false)
 }

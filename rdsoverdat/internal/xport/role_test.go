@@ -108,6 +108,32 @@ func TestRoleCheck(t *testing.T) {
 	})
 }
 
+// A check that fires while a RecvMsg holds the role disarms itself and
+// leaves the role alone; the Leave that makes the role idle afterwards
+// arms it again, so the owner gets the role back a grace period later
+// instead of never.
+func TestRoleCheckWhileHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, s := newTestRole(), &roleSock{}
+		back := lendAsync(r, s, nil)
+		if res, ok := r.Take(s); !ok {
+			t.Fatalf("Take of an idle role: %v", res)
+		}
+		time.Sleep(testGrace * 3 / 2) // the check fires meanwhile
+		synctest.Wait()
+		if st := r.State(); st != RoleRecv {
+			t.Fatalf("state %v after a check on a held role, want recv", st)
+		}
+		r.Leave(s, false, nil)
+		if p := <-back; p.note != nil || p.d != testGrace*5/2 {
+			t.Fatalf("role left after its check: back after %v with %v, want %v", p.d, p.note, testGrace*5/2)
+		}
+		if st := r.State(); st != RoleOwner {
+			t.Fatalf("state %v after the second check, want the owner's", st)
+		}
+	})
+}
+
 // Take fails on a role another RecvMsg holds (busy) and on one its owner
 // holds (gone); Leave with back and Decline hand the role to the owner
 // with their note at once.

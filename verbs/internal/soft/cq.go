@@ -34,9 +34,13 @@ type CQ struct {
 	single       atomic.Pointer[QP]        // the only QP using the CQ, if one is
 	inlineWaiter atomic.Pointer[inlineRef] // the receiver a waiter is running
 	// What the running receiver's last Satisfied found: the waiter's
-	// that holds inlineWaiter, whose swaps order its users.
-	inlineSat bool
-	inlineErr error
+	// that holds inlineWaiter, whose swaps order its users. With
+	// inlineKnown, a push of the waiter's own (pushInline) found the CQ
+	// satisfied, and the next Satisfied returns that without a look.
+	inlineSat       bool
+	inlineErr       error
+	inlineKnown     bool
+	inlineSolicited bool // the waiter's solicitedOnly
 }
 
 func newCQ(d *Device, depth int) *CQ {
@@ -80,6 +84,27 @@ func (cq *CQ) pushQuiet(wc *verbs.WC) bool {
 	return true
 }
 
+// pushInline is Push by the goroutine running the receiver of cq's
+// waiter (QP.CompleteRecvInline): it keeps what ready finds right after
+// the push, in the same hold of the lock, for the waiter's next
+// Satisfied, which then need not take the lock again to learn it. A
+// closed or full CQ takes Push's way.
+func (cq *CQ) pushInline(wc *verbs.WC) {
+	cq.mu.Lock()
+	if cq.closed || cq.ring.Len() == cq.depth {
+		cq.mu.Unlock()
+		cq.Push(wc)
+		return
+	}
+	cq.ring.Push(wc)
+	sat, err := cq.readyLocked(cq.inlineSolicited)
+	cq.mu.Unlock()
+	if sat {
+		cq.inlineSat, cq.inlineErr, cq.inlineKnown = true, err, true
+	}
+	cq.signal()
+}
+
 func (cq *CQ) signal() {
 	select {
 	case cq.wake <- struct{}{}:
@@ -115,7 +140,13 @@ func (cq *CQ) Depth() int {
 // ready reports whether a waiter may return, and with which error.
 func (cq *CQ) ready(solicitedOnly bool) (bool, error) {
 	cq.mu.Lock()
-	defer cq.mu.Unlock()
+	ok, err := cq.readyLocked(solicitedOnly)
+	cq.mu.Unlock()
+	return ok, err
+}
+
+// readyLocked is ready under mu.
+func (cq *CQ) readyLocked(solicitedOnly bool) (bool, error) {
 	switch {
 	case cq.closed:
 		return true, verbs.ErrClosed
@@ -127,19 +158,29 @@ func (cq *CQ) ready(solicitedOnly bool) (bool, error) {
 	return cq.ring.Len() > 0, nil
 }
 
-// Wait implements verbs.CQ.
+// Wait implements verbs.CQ. The first look at the CQ is the inline
+// receiver's when one runs (its wait looks once it can be interrupted,
+// which a look before it would only repeat), and made before sleeping
+// otherwise.
 func (cq *CQ) Wait(ctx context.Context, solicitedOnly bool) error {
-	for {
-		if ok, err := cq.ready(solicitedOnly); ok {
-			// Pass the token on: another waiter may be satisfied too.
-			cq.signal()
-			return err
+	for first := true; ; first = false {
+		if !first {
+			if ok, err := cq.ready(solicitedOnly); ok {
+				// Pass the token on: another waiter may be satisfied too.
+				cq.signal()
+				return err
+			}
 		}
 		if cq.transmitInline(ctx) {
 			continue
 		}
 		if ran, sat, err := cq.waitInline(ctx, solicitedOnly); ran {
-			if cerr := ctx.Err(); cerr != nil {
+			if first && !sat && ctx.Err() != nil {
+				// Ended before the receiver looked: the look this
+				// Wait skipped decides, as it did before any wait.
+				sat, err = cq.ready(solicitedOnly)
+			}
+			if cerr := ctx.Err(); cerr != nil && !(first && sat) {
 				return cerr
 			}
 			if sat {
@@ -147,6 +188,9 @@ func (cq *CQ) Wait(ctx context.Context, solicitedOnly bool) error {
 				return err
 			}
 			continue
+		}
+		if first {
+			continue // look before sleeping
 		}
 		select {
 		case <-cq.wake:

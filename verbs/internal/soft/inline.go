@@ -83,6 +83,12 @@ func (cq *CQ) updateSingleLocked() {
 // receiver that stopped because the CQ was satisfied need not have Wait
 // take the CQ's lock again to learn it.
 func (cq *CQ) Satisfied(solicitedOnly bool) bool {
+	if cq.inlineKnown {
+		// The waiter's own push found it so (pushInline); a poll
+		// elsewhere since then is as a poll just after a look.
+		cq.inlineKnown = false
+		return true
+	}
 	ok, err := cq.ready(solicitedOnly)
 	cq.inlineSat, cq.inlineErr = ok, err
 	return ok
@@ -104,9 +110,10 @@ func (cq *CQ) waitInline(ctx context.Context, solicitedOnly bool) (ran, sat bool
 	if ref == nil || ref.r == nil || !cq.inlineWaiter.CompareAndSwap(nil, ref) {
 		return false, false, nil
 	}
-	cq.inlineSat, cq.inlineErr = false, nil
+	cq.inlineSat, cq.inlineErr, cq.inlineKnown, cq.inlineSolicited = false, nil, false, solicitedOnly
 	ran = ref.r.ReceiveInline(ctx, cq, solicitedOnly)
 	sat, err = cq.inlineSat, cq.inlineErr
+	cq.inlineKnown = false
 	cq.inlineWaiter.Store(nil)
 	return ran, sat, err
 }

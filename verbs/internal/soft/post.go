@@ -377,6 +377,22 @@ func (qp *QP) CompleteRecv(w *RecvWQE, status verbs.WCStatus, byteLen uint32, fl
 	qp.recvCQ.Push(&wc)
 }
 
+// CompleteRecvInline is CompleteRecv of a successful receive by the
+// goroutine that runs the QP's receive side for waiter, a CQ's waiter
+// (InlineReceiver.ReceiveInline): when the completion goes to that CQ,
+// the push's own hold of the CQ's lock also finds what the waiter's next
+// look (CQ.Satisfied) would, and keeps it for that look.
+func (qp *QP) CompleteRecvInline(w *RecvWQE, byteLen uint32, flags verbs.WCFlags, invRKey uint32, waiter *CQ) {
+	cq := qp.recvCQ
+	if cq != waiter {
+		qp.CompleteRecv(w, verbs.WCSuccess, byteLen, flags, invRKey)
+		return
+	}
+	wc := verbs.WC{ID: w.ID, Status: verbs.WCSuccess, Opcode: verbs.WCRecv, Flags: flags, ByteLen: byteLen, QPN: qp.qpn, InvalidatedRKey: invRKey}
+	qp.recvTaken.Add(-1)
+	cq.pushInline(&wc)
+}
+
 // ResolveSGE returns the memory a local SGE names, checked against the QP's
 // PD; write asks for local write rights (receives, RDMA Read sinks). The
 // caller releases the Hold as soon as its copy is done.
