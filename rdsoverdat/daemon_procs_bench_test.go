@@ -46,6 +46,12 @@ func BenchmarkAggregate16(b *testing.B) {
 		st, _ := daemonStack(b, tcpBenchCfg)
 		as := testAddrs(2)
 		per := b.N/streams + 1
+		// The daemon runs here, the streams in the children: a stall
+		// shows as the daemon delivering nothing more, and the
+		// children's own watchdogs see it too.
+		stop := watchProgress(func() uint64 { return delivered(st.daemonStack) },
+			fmt.Sprintf("%s: %d client processes of %d messages", b.Name(), streams, per))
+		defer stop()
 		var children []*aggChild
 		for range streams {
 			children = append(children, startAggChild(b, st.cfg.Daemon, as, per))
@@ -65,6 +71,7 @@ func BenchmarkAggregate16(b *testing.B) {
 			cpu += d
 		}
 		b.StopTimer()
+		stop() // the children's exits deliver nothing
 		self := usageNow().cpu - u.cpu
 		b.ReportMetric(float64(self+cpu)/float64(b.N), "cpu-ns/op")
 		for _, c := range children {
@@ -93,11 +100,17 @@ func benchBind(b testing.TB, st *Stack, as []netip.Addr) [2]*Socket {
 	return p
 }
 
-// runStreams streams n 64 B messages over every pair at once.
+// runStreams streams n 64 B messages over every pair at once. A run
+// that stops making progress ends the process with every goroutine's
+// stack (watchProgress) rather than hang.
 func runStreams(b testing.TB, pairs [][2]*Socket, n int) {
 	var wg sync.WaitGroup
 	errc := make(chan error, 2*len(pairs))
-	for _, p := range pairs {
+	counts := make([]streamCount, len(pairs))
+	stop := watchProgress(func() uint64 { return sumCounts(counts) },
+		fmt.Sprintf("%s: %d streams of %d messages", b.Name(), len(pairs), n))
+	defer stop()
+	for k, p := range pairs {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
@@ -112,10 +125,13 @@ func runStreams(b testing.TB, pairs [][2]*Socket, n int) {
 		go func() {
 			defer wg.Done()
 			m := Msg{Data: make([]byte, 64)}
-			for range n {
+			for i := range n {
 				if _, err := p[1].RecvMsg(&m, 0); err != nil {
 					errc <- err
 					return
+				}
+				if i%progressEvery == progressEvery-1 || i == n-1 {
+					counts[k].n.Store(uint64(i + 1))
 				}
 			}
 		}()

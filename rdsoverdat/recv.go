@@ -328,7 +328,7 @@ func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			// A connection's reader role is lent to this socket and no
 			// other RecvMsg of it runs one: read it here (recv_reader.go).
 			limit, limitErr := recvLimit(s.rdeadline, until)
-			s.reader.hold.Store(r)
+			s.holdReader(r)
 			s.mu.Unlock()
 			if !limit.IsZero() && time.Until(limit) <= 0 {
 				s.ReaderDone(r, false)

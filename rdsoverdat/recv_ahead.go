@@ -201,7 +201,7 @@ func (s *sock) waitQueued(stop, gone <-chan struct{}, buf []byte) (queued, fille
 			return true, false, 0, from
 		}
 		if r := s.reader.lent; r != nil && tryReader && s.reader.hold.Load() == nil {
-			s.reader.hold.Store(r)
+			s.holdReader(r)
 			s.mu.Unlock()
 			n, from, res := r.R.Run(s, buf, false, time.Time{})
 			switch res {

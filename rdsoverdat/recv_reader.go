@@ -27,7 +27,12 @@ type sockReaderRole struct {
 	// hold is the role a RecvMsg of this socket runs now: one at a time,
 	// so that whatever comes for the socket can interrupt it. Set under
 	// Socket.mu, cleared by the holder (readerDone).
-	hold    atomic.Pointer[xport.RoleRef]
+	hold atomic.Pointer[xport.RoleRef]
+	// kicked: the socket interrupted hold since it was set. The
+	// interrupt is the role's, not the socket's: one that comes before
+	// the RecvMsg holds the role ends the current holder's read, and
+	// the RecvMsg learns of it here when it takes the role (Take).
+	kicked  atomic.Bool
 	waiters atomic.Int32 // RecvMsg calls blocked on the queue
 }
 
@@ -84,12 +89,25 @@ func (s *sock) ReaderDone(r *xport.RoleRef, gone bool) {
 }
 
 // interruptReader makes a RecvMsg of s that reads a connection in the
-// poller look at the socket again.
+// poller, or is about to, look at the socket again.
 func (s *sock) interruptReader() {
 	if r := s.reader.hold.Load(); r != nil {
+		s.reader.kicked.Store(true)
 		r.R.Interrupt()
 	}
 }
+
+// holdReader records that a RecvMsg of s, having found nothing to
+// return, runs role r next (s.mu held). The kick is cleared before hold
+// is set, so that an interrupt that sees hold is seen by Take.
+func (s *sock) holdReader(r *xport.RoleRef) {
+	s.reader.kicked.Store(false)
+	s.reader.hold.Store(r)
+}
+
+// Interrupted reports whether s was interrupted since its RecvMsg
+// decided to run a role (xport.Receiver).
+func (s *sock) Interrupted() bool { return s.reader.kicked.Load() }
 
 // dropReader gives a role lent to s back to its transport (s.mu held): s
 // closes, or waits where no read of the connection can wake it (Poll,

@@ -273,3 +273,4 @@ func (c *sinkClaim) Closed() bool                        { return (*sock)(c).Clo
 func (c *sinkClaim) QueueEmpty() bool                    { return (*sock)(c).QueueEmpty() }
 func (c *sinkClaim) LendReader(r *xport.RoleRef) bool    { return (*sock)(c).LendReader(r) }
 func (c *sinkClaim) ReaderDone(r *xport.RoleRef, g bool) { (*sock)(c).ReaderDone(r, g) }
+func (c *sinkClaim) Interrupted() bool                   { return (*sock)(c).Interrupted() }

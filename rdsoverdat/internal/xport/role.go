@@ -217,7 +217,9 @@ func (r *Role) GiveBack() {
 // if it took the idle role, which the caller then holds until Leave.
 // Otherwise the run is over, s is told (ReaderDone), and the result says
 // why: RRBusy, another RecvMsg holds the role; RRGone, its owner has it
-// or has ended.
+// or has ended; RRAgain, s was interrupted (Receiver.Interrupted) and
+// must look at its queue first, the role left idle or, if s closed,
+// given back.
 func (r *Role) Take(s Receiver) (RRResult, bool) {
 	for {
 		w := r.w.Load()
@@ -231,9 +233,20 @@ func (r *Role) Take(s Receiver) (RRResult, bool) {
 			return RRGone, false
 		}
 		if r.w.CompareAndSwap(w, roleWord(wordTakes(w)+1, RoleRecv)) {
-			return RRAgain, true
+			break
 		}
 	}
+	if s.Interrupted() {
+		// What interrupted s (a message, a notification, a new
+		// deadline, its close) came after its RecvMsg looked and
+		// before it held the role, and was spent on the holder
+		// before it: reading now could wait for good with that
+		// message queued. Any interrupt from now on ends this
+		// holder's reads.
+		r.Leave(s, s.Closed(), nil)
+		return RRAgain, false
+	}
+	return RRAgain, true
 }
 
 // Decline is Take for a RecvMsg of s that will not run the role: an idle

@@ -11,13 +11,15 @@ import (
 // roleSock is a Receiver that records what the role tells it.
 type roleSock struct {
 	refuse      bool // LendReader fails: the socket is closed
+	kicked      bool // Interrupted
 	lent        *RoleRef
 	done, gones int
 }
 
-func (s *roleSock) Waiting() bool    { return true }
-func (s *roleSock) Closed() bool     { return s.refuse }
-func (s *roleSock) QueueEmpty() bool { return true }
+func (s *roleSock) Waiting() bool     { return true }
+func (s *roleSock) Closed() bool      { return s.refuse }
+func (s *roleSock) QueueEmpty() bool  { return true }
+func (s *roleSock) Interrupted() bool { return s.kicked }
 
 func (s *roleSock) LendReader(r *RoleRef) bool {
 	if s.refuse {

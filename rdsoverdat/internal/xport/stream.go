@@ -96,6 +96,12 @@ type Receiver interface {
 	// ReaderDone ends a RecvMsg's run of role r: gone forgets it was
 	// lent, otherwise a receiver that waited meanwhile may take it.
 	ReaderDone(r *RoleRef, gone bool)
+	// Interrupted reports whether the socket interrupted the role it
+	// is about to run (ReaderRole.Interrupt) since its RecvMsg last
+	// looked at the socket: an interrupt that came before that RecvMsg
+	// held the role ended another holder's read instead, so the
+	// RecvMsg must look again rather than read.
+	Interrupted() bool
 }
 
 // ReaderRole is a transport connection's reader role as a socket sees
