@@ -43,7 +43,8 @@ const recvPush = 1 << 2
 // client's allowance, a request, the end).
 func (dc *daemonConn) pushStep() {
 	sk, ok := dc.s.b.(*sock)
-	if !ok || dc.dying.Load() {
+	if !ok || dc.dying.Load() || sk.closed.Load() {
+		// A closed socket has nothing more to push.
 		dc.push.Store(false)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -260,5 +261,27 @@ func TestDaemonPushStreamTCP(t *testing.T) {
 	}
 	if _, rcv := b.Buffered(); rcv != 0 {
 		t.Errorf("Buffered recv = %d with every message read", rcv)
+	}
+}
+
+// A socket closed in the daemon while its client's connection lives on
+// (the close request, before the client hangs up) stops its pusher,
+// which would otherwise look at the closed socket over and over until
+// the connection ended.
+func TestDaemonPushStopsOnClose(t *testing.T) {
+	leakCheck(t)
+	_, b := pushPair(t)
+	dc := daemonConnOf(b.b.(*daemonSocket))
+	if !dc.push.Load() {
+		t.Fatal("not pushing after the first receive")
+	}
+	if err := dc.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); dc.push.Load(); {
+		if time.Now().After(end) {
+			t.Fatal("still pushing to a closed socket")
+		}
+		runtime.Gosched()
 	}
 }
