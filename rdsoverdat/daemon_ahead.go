@@ -108,15 +108,13 @@ func (dc *daemonConn) credit(r rdsdproto.Record) error {
 
 // handAhead writes the messages queued on the socket to the client,
 // within the client's allowance, as one batch, and returns how many. Taking and writing are
-// one step under aheadMu, so that two goroutines handing ahead (the
-// reader and the receiver goroutine) write their batches in the order
-// they took them.
+// one step under wmu, so that the goroutines handing ahead (the
+// reader, the receiver goroutine, a transport's reader in pushNow)
+// write their batches in the order they took them.
 //
 // pushed is a hand-ahead of the pusher's (daemon_push.go), which hands
-// nothing once pushing is off (stopPush waits for one under way), except
-// first: a message the pusher read into its own buffer, which goes
-// first whatever happens (takeAhead).
-func (dc *daemonConn) handAhead(pushed bool, first *heldMsg) (int, error) {
+// nothing once pushing is off (stopPush waits for one under way).
+func (dc *daemonConn) handAhead(pushed bool) (int, error) {
 	sk, ok := dc.s.b.(*sock)
 	if !ok || dc.dying.Load() {
 		return 0, nil
@@ -125,29 +123,40 @@ func (dc *daemonConn) handAhead(pushed bool, first *heldMsg) (int, error) {
 	l := &dc.ahead
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if pushed && !dc.push.Load() && first == nil {
-		return 0, nil
-	}
-	l.mu.Lock()
-	held, room := len(l.lens)-l.head, aheadBytes-l.bytes
-	l.mu.Unlock()
-	if (held >= aheadMsgs || room <= 0) && first == nil {
-		return 0, nil
-	}
-	most := aheadMsgs - held
 	if pushed && !dc.push.Load() {
-		most = 1 // first alone
-	}
-	body, count, bytes, rel, cong := sk.takeAhead(l.buf[:0], most, room, l.rel, first)
-	l.rel = rel
-	l.cong.Store(cong)
-	if count == 0 {
 		return 0, nil
 	}
-	// Counted before the client can see them, so that its credits
-	// never run ahead of the ledger.
+	held, room := l.room()
+	if held >= aheadMsgs || room <= 0 {
+		return 0, nil
+	}
+	body, t, rel := sk.takeAhead(l.buf[:0], aheadMsgs-held, room, l.rel)
+	l.rel = rel
+	l.cong.Store(t.congested)
+	if t.count == 0 {
+		return 0, nil
+	}
+	l.count(body, t)
+	var hb [rdsdproto.HeaderLen]byte
+	h := rdsdproto.New(hb[:], rdsdproto.OpRecv, 0, 0)
+	setAhead(h, len(body), t.count)
+	return t.count, dc.c.Write(h, body)
+}
+
+// room returns the handed messages not reported read and the payload
+// bytes the client may still be handed.
+func (l *aheadLedger) room() (held, room int) {
 	l.mu.Lock()
-	if l.head > 0 && len(l.lens)+count > cap(l.lens) {
+	defer l.mu.Unlock()
+	return len(l.lens) - l.head, aheadBytes - l.bytes
+}
+
+// count enters a batch taken (body, t) in the ledger, before the client
+// can see it, so that its credits never run ahead of the ledger.
+func (l *aheadLedger) count(body []byte, t aheadTake) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.head > 0 && len(l.lens)+t.count > cap(l.lens) {
 		// At most aheadMsgs are unread: moving them keeps the
 		// ledger in the slice it has.
 		l.lens = l.lens[:copy(l.lens, l.lens[l.head:])]
@@ -158,13 +167,14 @@ func (dc *daemonConn) handAhead(pushed bool, first *heldMsg) (int, error) {
 		l.lens = append(l.lens, n)
 		at += rdsdproto.AheadHeaderLen + n
 	}
-	l.bytes += bytes
-	l.sent += uint64(count)
-	l.mu.Unlock()
-	var hb [rdsdproto.HeaderLen]byte
-	h := rdsdproto.New(hb[:], rdsdproto.OpRecv, 0, 0)
+	l.bytes += t.bytes
+	l.sent += uint64(t.count)
+}
+
+// setAhead makes h, a new OpRecv record, the header of a batch of
+// count messages handed ahead in a body of n bytes.
+func setAhead(h rdsdproto.Record, n, count int) {
 	h.SetFlags(rdsdproto.FlagReply)
-	h.SetB(uint64(len(body)))
+	h.SetB(uint64(n))
 	h.SetC(uint64(count))
-	return count, dc.c.Write(h, body)
 }

@@ -38,9 +38,8 @@ type daemonConn struct {
 	pushed  bool        // it did once: the receiver goroutine serves every receive (the reader's)
 	pushSig chan struct{}
 	recvs   atomic.Uint64 // receive requests (not credits) read: what pushing spares
-	pbuf    []byte        // the pusher's buffer for a message read straight into it (pushBufs)
+	steps   atomic.Uint64 // the pusher's steps: what the transport's reader spares (tests)
 	bufOnce sync.Once     // pushBufs
-	pfirst  heldMsg       // that message, for handAhead
 
 	mu          sync.Mutex
 	sendq       []queuedSend // sends waiting behind one that blocks, in order
@@ -564,7 +563,7 @@ func (dc *daemonConn) recv(r, h rdsdproto.Record) error {
 		return dc.recvQueued(h, room, flags, ahead)
 	}
 	if err == nil && ahead {
-		if _, err := dc.handAhead(false, nil); err != nil {
+		if _, err := dc.handAhead(false); err != nil {
 			return err
 		}
 	}
@@ -597,9 +596,6 @@ func (dc *daemonConn) recvQueued(h rdsdproto.Record, room int, flags MsgFlags, a
 		dc.goBlocking(dc.drainRecvsFn)
 	}
 	signal(dc.recvSig)
-	if sk, ok := dc.s.b.(*sock); ok && dc.pushed {
-		sk.interruptReader() // a pusher reading the transport (waitQueued)
-	}
 	return nil
 }
 
@@ -649,7 +645,7 @@ func (dc *daemonConn) drainRecvs() {
 			// The transport reads messages in bursts: the one that woke
 			// this receive often has others queued behind it, which go
 			// now rather than on the client's next request.
-			dc.handAhead(false, nil)
+			dc.handAhead(false)
 		}
 		dc.recvReply(q.hdr[:], m, n, err, &dc.wenc)
 	}

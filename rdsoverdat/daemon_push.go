@@ -41,9 +41,16 @@ const recvPush = 1 << 2
 // for pushes and no receive request waits: it hands ahead what is
 // queued, or waits for something to do (a message, room in the
 // client's allowance, a request, the end).
+//
+// While it sleeps for messages (waitPush), the transport's reader hands
+// them ahead itself at the end of each read (pushNow), and wakes it only
+// for what it could not: a full allowance or ring, a message that must
+// be asked for, a congested port, another hand-ahead under way.
 func (dc *daemonConn) pushStep() {
+	dc.steps.Add(1)
 	sk, ok := dc.s.b.(*sock)
-	if !ok || dc.dying.Load() {
+	if !ok || dc.dying.Load() || sk.closed.Load() {
+		// A closed socket has nothing more to push.
 		dc.push.Store(false)
 		return
 	}
@@ -51,7 +58,7 @@ func (dc *daemonConn) pushStep() {
 		dc.hostile(err)
 		return
 	}
-	n, err := dc.handAhead(true, nil)
+	n, err := dc.handAhead(true)
 	if err != nil {
 		dc.push.Store(false) // the connection is ending
 		return
@@ -59,14 +66,8 @@ func (dc *daemonConn) pushStep() {
 	if !dc.push.Load() {
 		return // stopped meanwhile
 	}
-	if n > 0 {
-		if dc.ahead.cong.Load() {
-			dc.wantAck()
-		}
-		// More may have come meanwhile: once the transport's reader
-		// has delivered the rest of its read.
-		sk.waitWake(dc.recvSig, dc.gone)
-		return
+	if n > 0 && dc.ahead.cong.Load() {
+		dc.wantAck()
 	}
 	held, bytes := dc.ahead.unread()
 	present, pushable, size, congested := sk.aheadHead(aheadBytes)
@@ -101,18 +102,60 @@ func (dc *daemonConn) pushStep() {
 			dc.wantAck()
 		}
 		dc.pushBufs()
-		_, filled, n, from := sk.waitQueued(dc.recvSig, dc.gone, dc.pbuf[:aheadBytes-bytes])
-		if filled {
-			// Read straight into pbuf: it goes ahead before anything
-			// queued behind it.
-			dc.pfirst = heldMsg{data: dc.pbuf[:n], from: from}
-			n, err := dc.handAhead(true, &dc.pfirst)
-			dc.pfirst = heldMsg{}
-			if err == nil && n > 0 && dc.ahead.cong.Load() {
-				dc.wantAck()
-			}
-		}
+		sk.pusher.Store(dc)
+		sk.waitPush(dc.recvSig, dc.gone)
 	}
+}
+
+// pushNow hands ahead, on a transport's reader at the end of a read
+// (sock.wake), what its read queued on the socket while the pusher
+// sleeps, and reports whether it left the pusher nothing to do. It never
+// waits: not for another hand-ahead (wmu), nor for the client's ring
+// (TryReserve), so that a client that stops reading holds up no other
+// socket of the connection; what it cannot place, or a batch that
+// leaves the port congested (the pusher asks for the client's next
+// read), is the pusher's. The batch goes from the socket's queue into
+// the ring record itself.
+func (dc *daemonConn) pushNow() bool {
+	sk, ok := dc.s.b.(*sock)
+	if !ok || dc.dying.Load() || !dc.c.Rings() {
+		return false
+	}
+	l := &dc.ahead
+	if !l.wmu.TryLock() {
+		return false
+	}
+	defer l.wmu.Unlock()
+	if !dc.push.Load() || !sk.pushIdle.Load() {
+		return false
+	}
+	if err := dc.applyAck(); err != nil {
+		return false // the pusher ends the connection
+	}
+	held, room := l.room()
+	if held >= aheadMsgs || room <= 0 {
+		return false
+	}
+	most := aheadMsgs - held
+	body, ok := dc.c.TryReserve(room + most*rdsdproto.AheadHeaderLen)
+	if !ok {
+		return false
+	}
+	body, t, rel := sk.takeAhead(body, most, room, l.rel)
+	l.rel = rel
+	l.cong.Store(t.congested)
+	if t.count == 0 {
+		dc.c.AbortReserved()
+		return !t.rest && !t.congested
+	}
+	l.count(body, t)
+	var hb [rdsdproto.HeaderLen]byte
+	h := rdsdproto.New(hb[:], rdsdproto.OpRecv, 0, 0)
+	setAhead(h, len(body), t.count)
+	if err := dc.c.CommitReserved(h, len(body)); err != nil {
+		return false
+	}
+	return !t.rest && !t.congested
 }
 
 // pushBufs makes the buffers of handing ahead and pushing, whole, when
@@ -120,7 +163,6 @@ func (dc *daemonConn) pushStep() {
 // needs none, and one that receives none grown while its stream starts.
 func (dc *daemonConn) pushBufs() {
 	dc.bufOnce.Do(func() {
-		dc.pbuf = make([]byte, aheadBytes)
 		l := &dc.ahead
 		l.wmu.Lock()
 		l.buf = make([]byte, 0, aheadBytes+aheadMsgs*rdsdproto.AheadHeaderLen)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -184,9 +185,8 @@ func TestDaemonPushLarge(t *testing.T) {
 }
 
 // A round trip over tcp through the daemon allocates nothing once warm,
-// with the receivers waiting for pushes: the pusher reads the message
-// straight into its buffer when the transport lends it the reader role,
-// and hands it ahead from there.
+// with the receivers waiting for pushes: the transport's reader hands
+// each message ahead from the socket's sink into the ring record.
 func TestDaemonPushRoundTripAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool is randomized under -race")
@@ -220,10 +220,10 @@ func TestDaemonPushRoundTripAllocs(t *testing.T) {
 	}
 }
 
-// A stream over tcp, pushed (by batches of what was queued, and by the
-// pusher's own reads of the connection when the transport lends it the
-// reader role), arrives whole and in order, of every size up to a few
-// hundred bytes, and leaves nothing counted once read.
+// A stream over tcp, pushed (by the transport's reader at the end of its
+// reads, and by the pusher for what that could not place), arrives
+// whole and in order, of every size up to a few hundred bytes, and
+// leaves nothing counted once read.
 func TestDaemonPushStreamTCP(t *testing.T) {
 	leakCheck(t)
 	st, _ := daemonStack(t, Config{Transports: []Transport{TCP(TCPConfig{})}})
@@ -260,5 +260,131 @@ func TestDaemonPushStreamTCP(t *testing.T) {
 	}
 	if _, rcv := b.Buffered(); rcv != 0 {
 		t.Errorf("Buffered recv = %d with every message read", rcv)
+	}
+}
+
+// A socket closed in the daemon while its client's connection lives on
+// (the close request, before the client hangs up) stops its pusher,
+// which would otherwise look at the closed socket over and over until
+// the connection ended.
+func TestDaemonPushStopsOnClose(t *testing.T) {
+	leakCheck(t)
+	_, b := pushPair(t)
+	dc := daemonConnOf(b.b.(*daemonSocket))
+	if !dc.push.Load() {
+		t.Fatal("not pushing after the first receive")
+	}
+	if err := dc.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); dc.push.Load(); {
+		if time.Now().After(end) {
+			t.Fatal("still pushing to a closed socket")
+		}
+		runtime.Gosched()
+	}
+}
+
+// pushIdle waits (polling the state) until the pusher of b's daemon
+// connection sleeps waiting for messages.
+func pushIdle(t *testing.T, b *Socket) *daemonConn {
+	t.Helper()
+	dc := daemonConnOf(b.b.(*daemonSocket))
+	sk := dc.s.b.(*sock)
+	for end := time.Now().Add(10 * time.Second); !sk.pushIdle.Load(); {
+		if time.Now().After(end) {
+			t.Fatal("the pusher never went to sleep")
+		}
+		runtime.Gosched()
+	}
+	return dc
+}
+
+// Over tcp, the transport's reader hands a sleeping pusher's messages
+// ahead itself at the end of its read: a receiver that keeps up gets
+// every message with the pusher never woken.
+func TestDaemonPushFromReader(t *testing.T) {
+	leakCheck(t)
+	st, _ := daemonStack(t, tcpBenchCfg)
+	as := testAddrs(2)
+	a := mustBind(t, st, ap(as[0], 0))
+	b := mustBind(t, st, ap(as[1], 0))
+	m := Msg{Data: make([]byte, 16)}
+	if _, err := a.SendTo([]byte{0}, b.BoundAddr(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.RecvMsg(&m, 0); err != nil {
+		t.Fatal(err)
+	}
+	dc := pushIdle(t, b)
+	steps, recvs := dc.steps.Load(), dc.recvs.Load()
+	for i := range 100 {
+		pushIdle(t, b)
+		want := []byte{byte(i), 3}
+		if _, err := a.SendTo(want, b.BoundAddr(), 0); err != nil {
+			t.Fatal(err)
+		}
+		n, err := b.RecvMsg(&m, 0)
+		if err != nil || !bytes.Equal(m.Data[:n], want) || m.Addr != a.BoundAddr() {
+			t.Fatalf("message %d: %d %v %x from %v", i, n, err, m.Data[:n], m.Addr)
+		}
+	}
+	if got := dc.steps.Load() - steps; got != 0 {
+		t.Errorf("the pusher took %d steps for 100 messages the reader handed ahead, want 0", got)
+	}
+	if got := dc.recvs.Load() - recvs; got != 0 {
+		t.Errorf("%d receive requests, want 0", got)
+	}
+	if _, rcv := b.Buffered(); rcv != 0 {
+		t.Errorf("Buffered recv = %d with every message read", rcv)
+	}
+}
+
+// A client that stops reading holds up no other socket of its
+// connection's peer: the reader leaves what exceeds its allowance to its
+// pusher and goes on delivering, the other receiver's stream arrives
+// whole, and the stopped one finds all of its messages in order later.
+func TestDaemonPushStoppedReader(t *testing.T) {
+	leakCheck(t)
+	st, _ := daemonStack(t, tcpBenchCfg)
+	as := testAddrs(2)
+	a := mustBind(t, st, ap(as[0], 0), SendBuffer(1<<20))
+	slow := mustBind(t, st, ap(as[1], 0), RecvBuffer(1<<20))
+	fast := mustBind(t, st, ap(as[1], 0))
+	m := Msg{Data: make([]byte, 16)}
+	for _, b := range []*Socket{slow, fast} {
+		if _, err := a.SendTo([]byte{0}, b.BoundAddr(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.RecvMsg(&m, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 3 * aheadMsgs
+	msg := func(i int) []byte { return []byte{byte(i), byte(i >> 8), 9} }
+	for i := range n {
+		if _, err := a.SendTo(msg(i), slow.BoundAddr(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		if _, err := a.SendTo(msg(i), fast.BoundAddr(), 0); err != nil {
+			t.Fatal(err)
+		}
+		k, err := fast.RecvMsg(&m, 0)
+		if err != nil || !bytes.Equal(m.Data[:k], msg(i)) {
+			t.Fatalf("fast message %d: %d %v %x", i, k, err, m.Data[:k])
+		}
+	}
+	for i := range n {
+		k, err := slow.RecvMsg(&m, 0)
+		if err != nil || !bytes.Equal(m.Data[:k], msg(i)) || m.Addr != a.BoundAddr() {
+			t.Fatalf("slow message %d: %d %v %x from %v", i, k, err, m.Data[:k], m.Addr)
+		}
+	}
+	for _, b := range []*Socket{slow, fast} {
+		if _, rcv := b.Buffered(); rcv != 0 {
+			t.Errorf("Buffered recv = %d with every message read", rcv)
+		}
 	}
 }

@@ -184,7 +184,7 @@ func (s *sock) queuedUnlock(n int, wakeAlways bool, w *xport.Wakes) {
 	if later {
 		w.Add(s, wakeAlways)
 	} else {
-		s.Wake(wakeAlways)
+		s.wake(wakeAlways, false)
 	}
 	if congest {
 		s.syncCong(node, port)
@@ -194,11 +194,20 @@ func (s *sock) queuedUnlock(n int, wakeAlways bool, w *xport.Wakes) {
 // Wake wakes what waits for s's messages (xport.Waker): receivers
 // (always, or only when one waits), pollers and a RecvMsg of s running
 // another connection's reader role.
-func (s *sock) Wake(always bool) {
+func (s *sock) Wake(always bool) { s.wake(always, true) }
+
+// wake is Wake; read says a transport's reader calls it at the end of a
+// read (xport.Wakes), where a pusher asleep may be spared: the messages
+// go to its client from here, and it wakes only if some could not.
+func (s *sock) wake(always, read bool) {
 	if s.wakeDue.Load() {
 		s.wakeDue.Store(false)
 	}
-	if always || s.reader.waiters.Load() > 0 {
+	if s.pushIdle.Load() {
+		if !read || !s.pushNow() {
+			signal(s.rxSig)
+		}
+	} else if always || s.reader.waiters.Load() > 0 {
 		signal(s.rxSig)
 	}
 	signal(s.pollSig)

@@ -1,11 +1,7 @@
 package rdsoverdat
 
 import (
-	"net/netip"
-	"time"
-
 	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
-	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
@@ -16,6 +12,15 @@ import (
 // for congestion) and Buffered, and they make the socket readable, as
 // if they were still queued.
 
+// aheadTake is what takeAhead took: the messages and their payload
+// bytes, whether the port was congested then, and whether messages
+// remain queued.
+type aheadTake struct {
+	count, bytes int
+	congested    bool
+	rest         bool
+}
+
 // takeAhead pops the head of the receive queue, and the messages behind
 // it, into a batch of messages handed ahead (rdsdproto's ahead.go) that
 // it appends to body, up to maxMsgs messages and room payload bytes,
@@ -23,47 +28,25 @@ import (
 // fit: none while a notification waits to be read before them, and
 // none with an RDMA cookie (its control message), which stays for an
 // ordinary receive. One lock serves the whole batch; the messages go
-// back to their pool after it, through rel (the caller's scratch). It
-// returns the body, the messages taken and their payload bytes, and
-// whether the port was congested then.
-//
-// first, if not nil, is a message from from that a transport read
-// straight into the caller's buffer while the queue was empty
-// (waitQueued): it goes first, counted as handed ahead like the rest,
-// and may congest the port as its delivery would have. It goes even
-// after s closed: the caller's ledger counts it either way.
-func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message, first *heldMsg) ([]byte, int, int, []*message, bool) {
-	count, bytes := 0, 0
+// back to their pool after it, through rel (the caller's scratch). The
+// body grows by at most room plus an entry header a message.
+func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message) ([]byte, aheadTake, []*message) {
+	var t aheadTake
 	rel = rel[:0]
 	s.mu.Lock()
-	var congest bool
-	if first != nil {
-		at := len(body)
-		body = append(body, make([]byte, rdsdproto.AheadHeaderLen)...)
-		rdsdproto.AheadEntry(body[at:]).Set(len(first.data), first.from)
-		body = append(body, first.data...)
-		count, bytes = 1, len(first.data)
-		s.ahead += bytes
-		s.aheadN++
-		congest = !s.closed.Load() && s.congestLocked()
-	}
 	if s.closed.Load() || len(s.rdma.notes) > 0 || s.congNotify != 0 {
-		node, port, congested := s.node, wire.Port(s.bound.Port()), s.congested
+		t.congested = s.congested
+		t.rest = !s.closed.Load() && (s.sink.n > 0 || s.rxq.head != nil)
 		s.mu.Unlock()
-		if congest {
-			s.syncCong(node, port)
-		}
-		return body, count, bytes, rel, congested
+		return body, t, rel
 	}
 	// The delivery sink's entries are the oldest queued (recv_sink.go).
-	var n, taken int
-	body, n, taken = s.takeSink(body, maxMsgs-count, room-bytes)
-	count += n
-	bytes += taken
-	s.aheadN += n
-	for count < maxMsgs && s.sink.n == 0 {
+	body, t.count, t.bytes = s.takeSink(body, maxMsgs, room)
+	taken := t.bytes
+	s.aheadN += t.count
+	for t.count < maxMsgs && s.sink.n == 0 {
 		in := s.rxq.head
-		if in == nil || in.hasCookie || len(in.buf) > room-bytes {
+		if in == nil || in.hasCookie || len(in.buf) > room-t.bytes {
 			break
 		}
 		s.rxq.pop()
@@ -72,23 +55,21 @@ func (s *sock) takeAhead(body []byte, maxMsgs, room int, rel []*message, first *
 		body = append(body, make([]byte, rdsdproto.AheadHeaderLen)...)
 		rdsdproto.AheadEntry(body[at:]).Set(len(in.buf), in.from)
 		body = append(body, in.buf...)
-		count++
-		bytes += len(in.buf)
+		t.count++
+		t.bytes += len(in.buf)
 		rel = append(rel, in)
 	}
 	s.rcvBytes -= taken
 	s.ahead += taken
 	s.aheadN += len(rel)
-	node, port, congested := s.node, wire.Port(s.bound.Port()), s.congested
+	t.congested = s.congested
+	t.rest = s.sink.n > 0 || s.rxq.head != nil
 	s.mu.Unlock()
-	if congest {
-		s.syncCong(node, port)
-	}
 	for i, in := range rel {
 		in.release()
 		rel[i] = nil
 	}
-	return body, count, bytes, rel, congested
+	return body, t, rel
 }
 
 // aheadRead records that the client read msgs messages of bytes handed
@@ -144,22 +125,34 @@ func (s *sock) congestedNow() bool {
 	return s.congested
 }
 
-// waitWake waits, if a transport's reader delivered to s and has yet to
-// wake it (wakeDue), for that wake-up, or until s closes or stop or gone
-// has a token (false): a pusher that has just handed a batch ahead then
-// takes the rest of the read's messages in one batch rather than a few
-// at a time as they come. The reader wakes it before it reads again or
-// gives its reading up, so the wait is at most the rest of one read.
-func (s *sock) waitWake(stop, gone <-chan struct{}) bool {
-	if !s.wakeDue.Load() {
-		return true
+// waitPush is where a daemon's pusher sleeps while nothing is queued
+// for it: it returns true once something may be (a wake-up of s), false
+// if s closes or stop or gone has a token. Messages the transport's
+// reader is still delivering (wakeDue) are not looked at: the reader
+// hands them ahead itself at the end of its read while the pusher
+// sleeps here (pushIdle, wake), or wakes it for what it could not.
+// The pusher does not count as a waiting receiver, so the transport
+// keeps its reading rather than lending it.
+func (s *sock) waitPush(stop, gone <-chan struct{}) bool {
+	// Idle before the look: a delivery after the look wakes or spares
+	// it, one before is seen.
+	s.pushIdle.Store(true)
+	defer s.pushIdle.Store(false)
+	s.mu.Lock()
+	closed := s.closed.Load()
+	queued := (s.rxq.head != nil || s.sink.n > 0) && !s.wakeDue.Load()
+	// A role lent to an ordinary receive of s goes back: the pusher
+	// does not read the connection.
+	r := s.dropReader()
+	s.mu.Unlock()
+	if r != nil {
+		r.R.GiveBack()
 	}
-	// Counted as waiting before the second look at the flag: a Wake
-	// that clears it after that look sees the count and signals.
-	s.reader.waiters.Add(1)
-	defer s.reader.waiters.Add(-1)
-	if !s.wakeDue.Load() || s.closed.Load() {
-		return !s.closed.Load()
+	switch {
+	case closed:
+		return false
+	case queued:
+		return true
 	}
 	select {
 	case <-s.rxSig:
@@ -171,62 +164,10 @@ func (s *sock) waitWake(stop, gone <-chan struct{}) bool {
 	return false
 }
 
-// waitQueued blocks until the receive queue (the delivery sink
-// included) holds a message (true), or s closes, stop or gone has a
-// token (false): the wait of a daemon
-// connection that pushes messages ahead as they come. It waits as a
-// blocked RecvMsg does, counted as a receiver that waits, so that a
-// transport lends it its reader role and it reads the connection
-// itself. A message for s that the role reads while the queue is empty
-// goes straight into buf, as into a RecvMsg's buffer: then n is its
-// length, from its sender, filled true, and the caller hands it ahead
-// before anything queued (takeAhead's first).
-func (s *sock) waitQueued(stop, gone <-chan struct{}, buf []byte) (queued, filled bool, n int, from netip.AddrPort) {
-	tryReader := true
-	for {
-		select {
-		case <-stop:
-			return false, false, 0, from
-		case <-gone:
-			return false, false, 0, from
-		default:
-		}
-		s.mu.Lock()
-		if s.closed.Load() {
-			s.mu.Unlock()
-			return false, false, 0, from
-		}
-		if s.rxq.head != nil || s.sink.n > 0 {
-			s.mu.Unlock()
-			return true, false, 0, from
-		}
-		if r := s.reader.lent; r != nil && tryReader && s.reader.hold.Load() == nil {
-			s.holdReader(r)
-			s.mu.Unlock()
-			n, from, res := r.R.Run(s, buf, false, time.Time{})
-			switch res {
-			case xport.RRFilled:
-				return false, true, n, from
-			case xport.RRBusy, xport.RRGone:
-				tryReader = false
-			}
-			continue
-		}
-		s.reader.waiters.Add(1)
-		s.mu.Unlock()
-		stopped := false
-		select {
-		case <-s.rxSig:
-		case <-s.done:
-		case <-stop:
-			stopped = true
-		case <-gone:
-			stopped = true
-		}
-		s.reader.waiters.Add(-1)
-		if stopped {
-			return false, false, 0, from
-		}
-		tryReader = true
-	}
+// pushNow lets the daemon connection that pushes s's messages, asleep
+// in waitPush, hand them ahead from a transport's reader (daemon_push.go);
+// false leaves them to the pusher.
+func (s *sock) pushNow() bool {
+	dc := s.pusher.Load()
+	return dc != nil && dc.pushNow()
 }

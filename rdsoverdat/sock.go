@@ -28,6 +28,13 @@ type sock struct {
 	// that finds messages queued while it is set waits for that
 	// wake-up, so that it hands the read's messages ahead in one batch.
 	wakeDue atomic.Bool
+	// pusher is the daemon connection that pushes s's messages to its
+	// client, and pushIdle says it sleeps in waitPush: the wake-up at
+	// the end of a read then lets it hand them ahead itself (pushNow),
+	// on the reader's goroutine, and wakes the pusher only for what
+	// that left (daemon_push.go).
+	pusher   atomic.Pointer[daemonConn]
+	pushIdle atomic.Bool
 
 	// congMu serializes syncCong, which makes the node's map follow
 	// congested; it is taken without mu held, and takes mu inside.

@@ -30,6 +30,7 @@ type Conn struct {
 
 	wmu  sync.Mutex
 	wbuf []byte
+	resv []byte // the ring record TryReserve began (under wmu)
 
 	rbuf []byte // one datagram (reader side; one reader at a time)
 	oob  []byte
@@ -263,6 +264,48 @@ func (c *Conn) writeRing(hdr Record, total int, body [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// TryReserve begins, without waiting, one ring record of at most n
+// body bytes: the body's room (length 0, capacity n) if no other writer
+// is under way and the ring has room now, for a writer that must not
+// sleep behind a peer that stopped reading. The caller fills it and
+// ends the record with CommitReserved or AbortReserved; no other record
+// is written in between.
+func (c *Conn) TryReserve(n int) ([]byte, bool) {
+	if !c.wmu.TryLock() {
+		return nil, false
+	}
+	if c.tx == nil || HeaderLen+n > min(c.tx.MaxRecord(), MaxRingRecord) {
+		c.wmu.Unlock()
+		return nil, false
+	}
+	w, ok, _ := c.tx.TryReserve(HeaderLen + n)
+	if !ok {
+		c.wmu.Unlock()
+		return nil, false
+	}
+	c.resv = w
+	return w[HeaderLen:HeaderLen:len(w)], true
+}
+
+// CommitReserved publishes the record TryReserve began, with header hdr
+// and the first n bytes of its body room as its body.
+func (c *Conn) CommitReserved(hdr Record, n int) error {
+	w := c.resv[:HeaderLen+n]
+	copy(w, hdr[:HeaderLen])
+	Record(w).SetFlags(hdr.Flags() &^ FlagMore)
+	c.resv = nil
+	err := c.tx.Commit(HeaderLen + n)
+	c.wmu.Unlock()
+	return err
+}
+
+// AbortReserved drops the record TryReserve began: nothing is written.
+func (c *Conn) AbortReserved() {
+	c.tx.Abort()
+	c.resv = nil
+	c.wmu.Unlock()
 }
 
 // WriteFDs sends hdr with no body and the descriptors fds on the socket

@@ -62,6 +62,28 @@ func (r *Ring) Reserve(ctx context.Context, n int) ([]byte, error) {
 	return r.reserved(), nil
 }
 
+// TryReserve is Reserve without the wait: ok is false when the ring
+// has no room for n bytes now. A producer that must not sleep (one
+// serving other peers too) tries, and leaves the record to one that may
+// wait when it fails.
+func (r *Ring) TryReserve(n int) (p []byte, ok bool, err error) {
+	if !r.acquire() {
+		return nil, false, ErrClosed
+	}
+	if ok, err = r.reserve(n); !ok || err != nil {
+		r.release()
+		return nil, false, err
+	}
+	if r.resvRef {
+		r.release() // the replaced reservation's reference serves
+	}
+	r.resvRef = true
+	return r.reserved(), true, nil
+}
+
+// Abort forgets the reservation: nothing of it is published.
+func (r *Ring) Abort() { r.dropReservation() }
+
 // Commit publishes the first n bytes of the reservation as a record.
 // The reservation's reference keeps the ring mapped, so Commit takes
 // none of its own: a record costs the producer one reference, not two.
