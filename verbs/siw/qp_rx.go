@@ -265,11 +265,7 @@ func (s *stream) rxSend(h iwarp.Header) bool {
 	}
 	rx.recvOn = false
 	rx.sendMSN++
-	if rx.inlineCQ != nil {
-		s.qp.CompleteRecvInline(&rx.recv, uint32(rx.placer.Placed()), flags, inv, rx.inlineCQ)
-	} else {
-		s.qp.CompleteRecv(&rx.recv, verbs.WCSuccess, uint32(rx.placer.Placed()), flags, inv)
-	}
+	s.qp.CompleteRecvInline(&rx.recv, uint32(rx.placer.Placed()), flags, inv, rx.inlineCQ)
 	return true
 }
 

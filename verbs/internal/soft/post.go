@@ -368,29 +368,31 @@ func (qp *QP) RecvInProgress() int { return int(qp.recvTaken.Load()) }
 
 // CompleteRecv reports a receive taken with TakeRecv.
 func (qp *QP) CompleteRecv(w *RecvWQE, status verbs.WCStatus, byteLen uint32, flags verbs.WCFlags, invRKey uint32) {
+	qp.completeRecv(w, status, byteLen, flags, invRKey, nil)
+}
+
+// CompleteRecvInline is CompleteRecv of a successful receive by the
+// goroutine that runs the QP's receive side for waiter, a CQ's waiter
+// (InlineReceiver.ReceiveInline), or by any other if waiter is nil: when
+// the completion goes to that CQ, the push's own hold of the CQ's lock
+// also finds what the waiter's next look (CQ.Satisfied) would, and keeps
+// it for that look.
+func (qp *QP) CompleteRecvInline(w *RecvWQE, byteLen uint32, flags verbs.WCFlags, invRKey uint32, waiter *CQ) {
+	qp.completeRecv(w, verbs.WCSuccess, byteLen, flags, invRKey, waiter)
+}
+
+func (qp *QP) completeRecv(w *RecvWQE, status verbs.WCStatus, byteLen uint32, flags verbs.WCFlags, invRKey uint32, waiter *CQ) {
 	wc := verbs.WC{ID: w.ID, Status: status, Opcode: verbs.WCRecv, Flags: flags, ByteLen: byteLen, QPN: qp.qpn, InvalidatedRKey: invRKey}
 	if status != verbs.WCSuccess {
 		wc.Flags, wc.ByteLen, wc.InvalidatedRKey = 0, 0, 0
 	}
 	// Before the push: whoever polls the completion sees it not counted.
 	qp.recvTaken.Add(-1)
-	qp.recvCQ.Push(&wc)
-}
-
-// CompleteRecvInline is CompleteRecv of a successful receive by the
-// goroutine that runs the QP's receive side for waiter, a CQ's waiter
-// (InlineReceiver.ReceiveInline): when the completion goes to that CQ,
-// the push's own hold of the CQ's lock also finds what the waiter's next
-// look (CQ.Satisfied) would, and keeps it for that look.
-func (qp *QP) CompleteRecvInline(w *RecvWQE, byteLen uint32, flags verbs.WCFlags, invRKey uint32, waiter *CQ) {
-	cq := qp.recvCQ
-	if cq != waiter {
-		qp.CompleteRecv(w, verbs.WCSuccess, byteLen, flags, invRKey)
-		return
+	if cq := qp.recvCQ; waiter != nil && cq == waiter {
+		cq.pushInline(&wc)
+	} else {
+		cq.Push(&wc)
 	}
-	wc := verbs.WC{ID: w.ID, Status: verbs.WCSuccess, Opcode: verbs.WCRecv, Flags: flags, ByteLen: byteLen, QPN: qp.qpn, InvalidatedRKey: invRKey}
-	qp.recvTaken.Add(-1)
-	cq.pushInline(&wc)
 }
 
 // ResolveSGE returns the memory a local SGE names, checked against the QP's
