@@ -130,17 +130,26 @@ func (dc *daemonConn) handAhead(pushed bool) (int, error) {
 	if held >= aheadMsgs || room <= 0 {
 		return 0, nil
 	}
-	body, t, rel := sk.takeAhead(l.buf[:0], aheadMsgs-held, room, l.rel)
-	l.rel = rel
-	l.cong.Store(t.congested)
+	body, t := l.take(sk, l.buf[:0], aheadMsgs-held, room)
 	if t.count == 0 {
 		return 0, nil
 	}
-	l.count(body, t)
 	var hb [rdsdproto.HeaderLen]byte
-	h := rdsdproto.New(hb[:], rdsdproto.OpRecv, 0, 0)
-	setAhead(h, len(body), t.count)
-	return t.count, dc.c.Write(h, body)
+	return t.count, dc.c.Write(aheadHeader(hb[:], len(body), t.count), body)
+}
+
+// take takes a batch of at most most messages and room payload bytes
+// queued on sk into body (takeAhead) and enters it in the ledger (wmu
+// held): what a hand-ahead does before it writes the batch, wherever
+// body lies.
+func (l *aheadLedger) take(sk *sock, body []byte, most, room int) ([]byte, aheadTake) {
+	body, t, rel := sk.takeAhead(body, most, room, l.rel)
+	l.rel = rel
+	l.cong.Store(t.congested)
+	if t.count > 0 {
+		l.count(body, t)
+	}
+	return body, t
 }
 
 // room returns the handed messages not reported read and the payload
@@ -171,10 +180,12 @@ func (l *aheadLedger) count(body []byte, t aheadTake) {
 	l.sent += uint64(t.count)
 }
 
-// setAhead makes h, a new OpRecv record, the header of a batch of
-// count messages handed ahead in a body of n bytes.
-func setAhead(h rdsdproto.Record, n, count int) {
+// aheadHeader makes hb the header of a batch of count messages handed
+// ahead in a body of n bytes, and returns it.
+func aheadHeader(hb []byte, n, count int) rdsdproto.Record {
+	h := rdsdproto.New(hb, rdsdproto.OpRecv, 0, 0)
 	h.SetFlags(rdsdproto.FlagReply)
 	h.SetB(uint64(n))
 	h.SetC(uint64(count))
+	return h
 }

@@ -141,18 +141,13 @@ func (dc *daemonConn) pushNow() bool {
 	if !ok {
 		return false
 	}
-	body, t, rel := sk.takeAhead(body, most, room, l.rel)
-	l.rel = rel
-	l.cong.Store(t.congested)
+	body, t := l.take(sk, body, most, room)
 	if t.count == 0 {
 		dc.c.AbortReserved()
 		return !t.rest && !t.congested
 	}
-	l.count(body, t)
 	var hb [rdsdproto.HeaderLen]byte
-	h := rdsdproto.New(hb[:], rdsdproto.OpRecv, 0, 0)
-	setAhead(h, len(body), t.count)
-	if err := dc.c.CommitReserved(h, len(body)); err != nil {
+	if err := dc.c.CommitReserved(aheadHeader(hb[:], len(body), t.count), len(body)); err != nil {
 		return false
 	}
 	return !t.rest && !t.congested
