@@ -272,5 +272,6 @@ func (s NodeStats) Counters() []Counter {
 		{"rdma_other_error", s.RDMAOtherError},
 		{"send_rdma_bytes", s.SendRDMABytes},
 		{"recv_direct", s.RecvDirect},
+		{"ib_tx_ring_full", s.TxRingFull},
 	}
 }

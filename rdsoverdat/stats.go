@@ -50,6 +50,10 @@ type NodeStats struct {
 	RDMAOtherError  uint64
 	SendRDMABytes   uint64 // send_rdma_bytes
 	RecvDirect      uint64 // of RecvDelivered, read straight into a waiting receiver's buffer
+	// TxRingFull: a transmit round found every send slot of its
+	// connection posted and waits for send completions (rds_ib's
+	// ib_tx_ring_full).
+	TxRingFull uint64
 }
 
 // NodeStats returns the counters of the node of local address addr;
@@ -96,6 +100,7 @@ type nodeCounters struct {
 	rdma          [len(rdmaStatusNames)]atomic.Uint64 // by RDMAStatus
 	sendRDMABytes atomic.Uint64
 	recvDirect    atomic.Uint64
+	txRingFull    atomic.Uint64
 }
 
 // countRDMA counts an RDMA op's final outcome; n is its length.
@@ -120,6 +125,7 @@ func (c *nodeCounters) snapshot() NodeStats {
 		c.recvImmediateRetries.Load(),
 		c.rdma[RDMASuccess].Load(), c.rdma[RDMARemoteError].Load(), c.rdma[RDMACanceled].Load(),
 		c.rdma[RDMADropped].Load(), c.rdma[RDMAOtherError].Load(), c.sendRDMABytes.Load(), c.recvDirect.Load(),
+		c.txRingFull.Load(),
 	}
 }
 

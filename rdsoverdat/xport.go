@@ -57,6 +57,8 @@ func (n *xnode) Count(c xport.Counter) {
 		s.ackReceived.Add(1)
 	case xport.CountCreditStall:
 		s.creditStall.Add(1)
+	case xport.CountTxRingFull:
+		s.txRingFull.Add(1)
 	case xport.CountBadChecksum:
 		s.recvDropBadChecksum.Add(1)
 	case xport.CountBadHeader:

@@ -34,6 +34,7 @@ const (
 	CountAckSent     Counter = iota // an ack-only frame sent
 	CountAckReceived                // an ack-only frame received
 	CountCreditStall                // a send waited for credits
+	CountTxRingFull                 // a send waited for send slots
 	CountBadChecksum                // a frame dropped for its checksum
 	CountBadHeader                  // a frame dropped for its header
 )

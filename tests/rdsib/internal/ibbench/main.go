@@ -362,7 +362,7 @@ func printStats(s *rdsoverdat.Socket, role string) {
 		return
 	}
 	fmt.Printf("STATS role=%s delivered=%d direct=%d sent=%d ack_sent=%d ack_received=%d dropped_acked=%d"+
-		" queue_full=%d cong_blocked=%d cong_sent=%d cong_received=%d\n",
+		" queue_full=%d cong_blocked=%d cong_sent=%d cong_received=%d tx_ring_full=%d\n",
 		role, st.RecvDelivered, st.RecvDirect, st.SendQueued, st.AckSent, st.AckReceived, st.SendDropAcked,
-		st.SendQueueFull, st.CongSendBlocked, st.CongUpdateSent, st.CongUpdateReceived)
+		st.SendQueueFull, st.CongSendBlocked, st.CongUpdateSent, st.CongUpdateReceived, st.TxRingFull)
 }
