@@ -322,8 +322,9 @@ func (e *datEP) wakeForCredits() {
 }
 
 // stall records that the sender waits; credit says for credits (counted
-// as a credit stall) rather than send slots (counted as a full ring). The caller tries once more
-// after setting the flag, so that a wake-up racing with it is not lost.
+// as a credit stall) rather than send slots (counted as a full ring).
+// The caller tries once more after setting the flag, so that a wake-up
+// racing with it is not lost.
 func (e *datEP) stall(credit bool) {
 	if e.stalled.Swap(true) {
 		return
