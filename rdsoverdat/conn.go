@@ -251,8 +251,12 @@ type connPath struct {
 	// node's map and its read lock (receive).
 	rxSock *sock
 	rxPort wire.Port
-	ups    uint64
-	gen    uint64 // the carrying connection's generation: Downs that ended an up
+	// rxTarget is the socket readerTarget found last, kept likewise
+	// (valid while open and its nodePort is the port asked for); atomic,
+	// as transports may look up from more than one goroutine.
+	rxTarget atomic.Pointer[sock]
+	ups      uint64
+	gen      uint64 // the carrying connection's generation: Downs that ended an up
 }
 
 // Conn returns the connection the path belongs to.

@@ -35,6 +35,10 @@ type sock struct {
 	// that left (daemon_push.go).
 	pusher   atomic.Pointer[daemonConn]
 	pushIdle atomic.Bool
+	// nodePort is the port s holds in its node's map, set under the
+	// node's lock when bound and kept until s closes, so that a reader
+	// that cached s checks its port without the map (readerTarget).
+	nodePort atomic.Uint32
 
 	// congMu serializes syncCong, which makes the node's map follow
 	// congested; it is taken without mu held, and takes mu inside.
