@@ -251,8 +251,12 @@ type connPath struct {
 	// node's map and its read lock (receive).
 	rxSock *sock
 	rxPort wire.Port
-	ups    uint64
-	gen    uint64 // the carrying connection's generation: Downs that ended an up
+	// rxTarget is the socket readerTarget found last, kept likewise
+	// (valid while open and its nodePort is the port asked for); atomic,
+	// as transports may look up from more than one goroutine.
+	rxTarget atomic.Pointer[sock]
+	ups      uint64
+	gen      uint64 // the carrying connection's generation: Downs that ended an up
 }
 
 // Conn returns the connection the path belongs to.
@@ -510,10 +514,19 @@ func (p *connPath) DropAckedSeq(seq wire.Seq) int {
 // complete ends a sent message's life on the send side: its payload no
 // longer counts against the socket's SO_SNDBUF. p.mu is held.
 func (p *connPath) complete(m *message) {
-	if s := m.sock; s != nil {
-		s.sendDone(len(m.buf))
+	s := m.sock
+	if s == nil {
+		m.release()
+		return
 	}
-	m.release()
+	n := len(m.buf)
+	if !m.unref() {
+		s.sendDone(n)
+		return
+	}
+	if !s.sendDoneSpare(n, m) {
+		m.recycle()
+	}
 }
 
 // enqueue assigns the next sequence number and queues m. It fails if the

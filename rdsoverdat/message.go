@@ -85,6 +85,25 @@ func bigPool(c int) *sync.Pool {
 	return &bigPools[1]
 }
 
+// spareBuf is the most payload storage a socket's spare message keeps
+// (sock.spares).
+const spareBuf = reserveBuf
+
+// reuseMessage returns spare, a reset message or nil, as a message with
+// room for n payload bytes if it has the room, else a new one.
+func reuseMessage(spare *message, n int) *message {
+	if spare == nil {
+		return newMessage(n)
+	}
+	if cap(spare.buf) < n {
+		spare.recycle()
+		return newMessage(n)
+	}
+	spare.buf = spare.buf[:n]
+	spare.refs.Store(1)
+	return spare
+}
+
 // newMessage returns a message with room for n payload bytes.
 func newMessage(n int) *message {
 	var m *message
@@ -108,18 +127,30 @@ func newMessage(n int) *message {
 // release drops one reference; the last one returns m to the pool of its
 // buffer's size.
 func (m *message) release() {
+	if m.unref() {
+		m.recycle()
+	}
+}
+
+// unref drops one reference and reports whether it was the last, in
+// which case m is reset (keeping its buffer) and belongs to the caller.
+func (m *message) unref() bool {
 	switch r := m.refs.Add(-1); {
 	case r > 0:
-		return
+		return false
 	case r < 0:
 		panic("rdsoverdat: message released twice")
 	}
 	if m.rdma != nil && m.rdma.pin != nil {
 		m.rdma.pin.Release()
 	}
-	buf := m.buf
-	*m = message{buf: buf[:0]}
-	switch c := cap(buf); {
+	*m = message{buf: m.buf[:0]}
+	return true
+}
+
+// recycle returns a reset message to the pool of its buffer's size.
+func (m *message) recycle() {
+	switch c := cap(m.buf); {
 	case c <= reserveBuf && msgReserve.put(m):
 	case c <= maxPooledBuf:
 		msgPool.Put(m)

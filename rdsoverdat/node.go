@@ -118,6 +118,7 @@ func (n *rdsNode) bind(s *sock, port wire.Port) (wire.Port, error) {
 			return 0, eADDRINUSE
 		}
 		n.socks[port] = s
+		s.nodePort.Store(uint32(port))
 		return port, nil
 	}
 	start := randPort()
@@ -125,6 +126,7 @@ func (n *rdsNode) bind(s *sock, port wire.Port) (wire.Port, error) {
 	for {
 		if p >= 2 && n.socks[p] == nil {
 			n.socks[p] = s
+			s.nodePort.Store(uint32(p))
 			return p, nil
 		}
 		p++

@@ -43,7 +43,14 @@ func (p *connPath) readerTarget(h wire.Header) *sock {
 	if h.IsCongMap() || dport == wire.PingPort || wire.IsHandshakePong(sport, dport) {
 		return nil
 	}
-	return p.conn.node.lookup(dport)
+	if s := p.rxTarget.Load(); s != nil && s.nodePort.Load() == uint32(dport) && !s.closed.Load() {
+		return s // the node's map would give the same: a port is s's until it closes
+	}
+	s := p.conn.node.lookup(dport)
+	if s != nil {
+		p.rxTarget.Store(s)
+	}
+	return s
 }
 
 // Waiting reports whether a RecvMsg of s waits for a message

@@ -95,11 +95,12 @@ func (s *sock) admit(conn *connection, p []byte, dport wire.Port, nonblock bool,
 			room := s.sndBytes < s.sndbuf
 			half := s.sndBytes >= s.sndbuf/2
 			sport := wire.Port(s.bound.Port())
+			spare := s.takeSpareLocked()
 			s.mu.Unlock()
 			if room {
 				signal(s.txSig)
 			}
-			return s.queue(conn, p, sport, dport, half, ra)
+			return s.queue(conn, p, sport, dport, half, ra, spare)
 		}
 		if nonblock && !settled {
 			// Acks a transport left to later traffic may have come:
@@ -187,10 +188,11 @@ func (s *sock) congWait(conn *connection, dport wire.Port, nonblock bool, until 
 	return nil
 }
 
-// queue builds the message and puts it on the socket's path; sport is
-// the bound port, read in the hold of the socket's lock that admitted it.
-func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq bool, ra *rdmaAttach) (int, error) {
-	m := newMessage(len(p))
+// queue builds the message, in spare if it has room (sock.spares), and
+// puts it on the socket's path; sport is the bound port, read in the
+// hold of the socket's lock that admitted it.
+func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq bool, ra *rdmaAttach, spare *message) (int, error) {
+	m := reuseMessage(spare, len(p))
 	copy(m.buf, p)
 	m.sock, m.dport = s, dport
 	if ackReq {
@@ -220,6 +222,40 @@ func (s *sock) sendDone(n int) {
 	s.mu.Unlock()
 	signal(s.txSig)
 	signal(s.pollSig)
+}
+
+// maxSpares bounds a socket's spare messages: a request-response
+// sender's acks free them a few at a time (the tcp transport counts
+// them once per 8 of its own writes), and each spare keeps at most
+// spareBuf bytes.
+const maxSpares = 16
+
+// takeSpareLocked returns a spare message of s, or nil; s.mu is held.
+func (s *sock) takeSpareLocked() *message {
+	m := s.spares
+	if m != nil {
+		s.spares, m.next = m.next, nil
+		s.nspares--
+	}
+	return m
+}
+
+// sendDoneSpare is sendDone for the message m just freed (unref), which
+// s keeps among its spares if it has room for it, m's buffer is small and
+// no daemon's reserve wants it back; it reports whether s took m.
+func (s *sock) sendDoneSpare(n int, m *message) bool {
+	keep := cap(m.buf) <= spareBuf && !msgReserve.low.Load()
+	s.mu.Lock()
+	s.sndBytes -= n
+	s.roomCameLocked()
+	if keep = keep && s.nspares < maxSpares && !s.closed.Load(); keep {
+		m.next, s.spares = s.spares, m
+		s.nspares++
+	}
+	s.mu.Unlock()
+	signal(s.txSig)
+	signal(s.pollSig)
+	return keep
 }
 
 // lane returns the socket's path on conn, fixed by its first message.

@@ -35,6 +35,10 @@ type sock struct {
 	// that left (daemon_push.go).
 	pusher   atomic.Pointer[daemonConn]
 	pushIdle atomic.Bool
+	// nodePort is the port s holds in its node's map, set under the
+	// node's lock when bound and kept until s closes, so that a reader
+	// that cached s checks its port without the map (readerTarget).
+	nodePort atomic.Uint32
 
 	// congMu serializes syncCong, which makes the node's map follow
 	// congested; it is taken without mu held, and takes mu inside.
@@ -75,6 +79,14 @@ type sock struct {
 	rxw    rxWaiter       // a blocked RecvMsg's buffer on offer (recv_direct.go)
 	reader sockReaderRole // reader roles lent to this socket (recv_reader.go)
 	sink   rxSink         // a daemon's batch the transport writes into (recv_sink.go)
+
+	// spares (under mu) are up to maxSpares messages of s that acks
+	// freed, reset and linked by next, which its next sends fill instead
+	// of messages from msgPool: a sender that waits for each answer
+	// takes and gives back a message per round trip, and the pool costs
+	// more than mu, which both ends take anyway.
+	spares  *message
+	nspares int
 }
 
 // newSock returns a new unbound socket of st, registered with it.
@@ -207,7 +219,15 @@ func (s *sock) close() error {
 		n.roomWanted.Add(-1)
 	}
 	rr := s.dropReader()
+	spares := s.spares
+	s.spares, s.nspares = nil, 0
 	s.mu.Unlock()
+	for m := spares; m != nil; {
+		next := m.next
+		m.next = nil
+		m.recycle()
+		m = next
+	}
 	if rr != nil {
 		rr.R.GiveBack()
 	}

@@ -221,9 +221,14 @@ type tcpConn struct {
 	trusted   bool   // acks count: heard, or up for tcpAckTrust
 	written   uint64 // bytes handed to bw
 	lastAcked uint64
-	outq      int
-	outqErr   error
-	outqFn    func(fd uintptr)
+	// unacked is the path's unacknowledged count as the role last saw
+	// it (ackDue): a message it takes adds one, one its acks free takes
+	// one off, and flushQueue reads the path's count again. Others only
+	// lower the path's (a cancelled socket, Down), so it is never below.
+	unacked int
+	outq    int
+	outqErr error
+	outqFn  func(fd uintptr)
 }
 
 // shutdown ends the connection. Graceful: the writer stops, the path

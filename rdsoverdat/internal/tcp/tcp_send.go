@@ -177,7 +177,7 @@ func (b *txBatch) writev(fd uintptr) bool {
 	for len(b.segs) > 0 {
 		n := iovecs(b.iov, b.segs)
 		k, e := rawWritev(fd, b.iov, n)
-		clear(b.iov[:n])
+		dropBases(b.iov[:n])
 		switch e {
 		case 0:
 		case unix.EINTR:
@@ -199,7 +199,9 @@ func (b *txBatch) reset() {
 		m.Release()
 		b.held[i] = nil
 	}
-	clear(b.back)
+	for i := 0; i < len(b.back); i++ {
+		b.back[i] = nil // a few: clear's bulk barrier costs more
+	}
 	b.stage, b.back, b.held, b.segs, b.bytes, b.tail = b.stage[:0], b.back[:0], b.held[:0], nil, 0, -1
 	b.started = false
 }
@@ -253,7 +255,8 @@ func (c *tcpConn) settle(force bool) bool {
 		return true
 	}
 	c.checkAcks()
-	if _, unacked := c.tp.p.Pending(); unacked > 0 {
+	_, unacked := c.tp.p.Pending()
+	if c.unacked = unacked; unacked > 0 {
 		return true
 	}
 	c.tp.lone.Store(false)
@@ -272,8 +275,7 @@ func (c *tcpConn) ackDue() bool {
 	if c.written-c.lastAcked >= tcpLoneBytes {
 		return true
 	}
-	_, unacked := c.tp.p.Pending()
-	return unacked >= tcpLoneDue
+	return c.unacked >= tcpLoneDue
 }
 
 // ackPollSchedule is when the writer next polls for acks while messages
@@ -353,12 +355,19 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 			return !done, err
 		}
 	}
-	for {
+	// more: the path had messages queued behind the last one taken, so
+	// that a round does not take the path's lock once more only to find
+	// the queue empty. One queued after that is kicked by its sender.
+	more := true
+	for more {
 		m := c.carry
 		if m == nil {
-			if m = p.NextTx(c.gen); m == nil {
+			var queued int
+			if m, queued = p.NextTxQueued(c.gen); m == nil {
 				break
 			}
+			more = queued > 0
+			c.unacked++
 		}
 		c.carry = nil
 		if !b.fits(len(m.Payload())) {
@@ -392,7 +401,9 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 	if !direct {
 		progress = c.checkAcks()
 	}
-	switch _, unacked := p.Pending(); {
+	_, unacked := p.Pending()
+	c.unacked = unacked
+	switch {
 	case unacked == 0:
 		c.tp.lone.Store(false)
 		if c.armed {
@@ -437,7 +448,9 @@ func (c *tcpConn) checkAcks() bool {
 		return false
 	}
 	c.lastAcked = acked
-	return c.tp.p.DropAcked(acked) > 0
+	n := c.tp.p.DropAcked(acked)
+	c.unacked = max(c.unacked-n, 0)
+	return n > 0
 }
 
 // readOutq is the RawConn.Control callback (kept as a method value so
