@@ -58,6 +58,7 @@ func kernelOp(t *testing.T, k *kpeer, s *rdsoverdat.Socket, kaddr netip.AddrPort
 	send()
 	res, err := wait()
 	if err != nil {
+		labState(t, k, res)
 		t.Fatal(err)
 	}
 	return res
@@ -113,12 +114,14 @@ func TestRDMAKernelOps(t *testing.T) {
 				}
 			})
 			t.Logf("cookie %#x (offset %#x): the kernel's answer %v", uint64(ck), ck.Offset(), res)
+			// The message behind an op that failed never comes.
+			if st, _ := res["status"].(float64); res["status"] == nil || st != rdmaSuccess {
+				labState(t, k, res)
+				t.Fatalf("the kernel's status %v, want RDS_RDMA_SUCCESS", res["status"])
+			}
 			expectReply(t, s, kaddr, first)
 			if got, _ := res["cookie"].(float64); uint64(got) != uint64(ck) || ck.Offset() == 0 {
 				t.Errorf("the kernel used cookie %v, godapl made %#x (offset %#x)", res["cookie"], uint64(ck), ck.Offset())
-			}
-			if st, _ := res["status"].(float64); res["status"] == nil || st != rdmaSuccess {
-				t.Errorf("the kernel's status %v, want RDS_RDMA_SUCCESS", res["status"])
 			}
 			if c.write && !bytes.Equal(win, pattern(nil, uint64(first), c.size)) {
 				t.Error("godapl's memory does not hold what the kernel wrote")
@@ -156,10 +159,11 @@ func TestRDMAKernelOpsOffset(t *testing.T) {
 	for i, at := range []int{0, 4000, size - 1000} {
 		first := 3000 + i
 		res := kernelOp(t, k, s, kaddr, map[string]any{"size": 1000, "first": first, "write": true, "remote_addr": at}, sendCookie)
-		expectReply(t, s, kaddr, first)
 		if st, _ := res["status"].(float64); res["status"] == nil || st != rdmaSuccess {
+			labState(t, k, res)
 			t.Fatalf("op at %d: the kernel's status %v", at, res["status"])
 		}
+		expectReply(t, s, kaddr, first)
 		copy(want[at:], pattern(nil, uint64(first), 1000))
 		if !bytes.Equal(win, want) {
 			t.Fatalf("op at remote_vec.addr %d did not land there", at)

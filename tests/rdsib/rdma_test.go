@@ -59,12 +59,14 @@ func TestRDMAKernelMaps(t *testing.T) {
 				flags |= rdsoverdat.RDMAReadWrite
 			}
 			args := rdsoverdat.RDMAArgs{Cookie: cookie, RemoteBytes: uint64(c.size), Local: [][]byte{local}, Flags: flags, UserToken: 77}
-			note := sendRDMA(t, s, kaddr, "done", args)
+			note := sendRDMA(t, k, s, kaddr, "done", args)
 			if note == nil || note.UserToken != 77 || note.Status != rdsoverdat.RDMASuccess {
+				labState(t, k, nil)
 				t.Errorf("notification %+v, want token 77 RDS_RDMA_SUCCESS", note)
 			}
 			res, err := wait()
 			if err != nil {
+				labState(t, k, res)
 				t.Fatal(err)
 			}
 			if c.write && res["ok_pattern"] != true {
@@ -100,7 +102,7 @@ func TestRDMABadCookie(t *testing.T) {
 	local := make([]byte, 4096)
 	args := rdsoverdat.RDMAArgs{Cookie: rdsoverdat.MakeCookie(0x7fff00, 0), RemoteBytes: 4096, Local: [][]byte{local},
 		Flags: rdsoverdat.RDMANotifyMe | rdsoverdat.RDMAReadWrite, UserToken: 78}
-	note := sendRDMA(t, s, kaddr, "lost", args)
+	note := sendRDMA(t, k, s, kaddr, "lost", args)
 	if note == nil || note.UserToken != 78 || note.Status != rdsoverdat.RDMARemoteError {
 		t.Errorf("notification %+v, want token 78 RDS_RDMA_REMOTE_ERROR", note)
 	}
@@ -115,14 +117,16 @@ func TestRDMABadCookie(t *testing.T) {
 
 // sendRDMA sends data to dst with the RDMA op args, which asks for a
 // notification, and returns the RDMANotify of the next message s
-// receives (nil if it carries none).
-func sendRDMA(t *testing.T, s *rdsoverdat.Socket, dst netip.AddrPort, data string, args rdsoverdat.RDMAArgs) *rdsoverdat.RDMANotify {
+// receives (nil if it carries none). A receive that fails logs the
+// state of both VMs (labState) through k.
+func sendRDMA(t *testing.T, k *kpeer, s *rdsoverdat.Socket, dst netip.AddrPort, data string, args rdsoverdat.RDMAArgs) *rdsoverdat.RDMANotify {
 	t.Helper()
 	if _, err := s.SendMsg(&rdsoverdat.Msg{Data: []byte(data), Addr: dst, Control: []rdsoverdat.ControlMessage{args}}, 0); err != nil {
 		t.Fatal(err)
 	}
 	n := rdsoverdat.Msg{Data: make([]byte, 64)}
 	if _, err := s.RecvMsg(&n, 0); err != nil {
+		labState(t, k, nil)
 		t.Fatal(err)
 	}
 	var note *rdsoverdat.RDMANotify

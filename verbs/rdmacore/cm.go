@@ -300,6 +300,14 @@ func cBytes(b []byte) (unsafe.Pointer, C.uint8_t) {
 	return C.CBytes(b), C.uint8_t(len(b))
 }
 
+// retryCount is the transport retry count of connected QPs, the peer's
+// included: the passive side's QP takes it from the REQ. 7 would be 7
+// retries to the IB spec but retries without end to rxe, whose
+// completer never counts 7 down: an op whose response or ACK stops
+// coming would then end on neither side, with no error to report. 6
+// ends it with IB_WC_RETRY_EXC_ERR (the kernel's RDS asks for 1).
+const retryCount = 6
+
 // connParam builds an rdma_conn_param in C memory.
 func connParam(q *qp, priv []byte, ird, ord int) (*C.struct_rdma_conn_param, func()) {
 	p := (*C.struct_rdma_conn_param)(C.calloc(1, C.sizeof_struct_rdma_conn_param))
@@ -308,7 +316,7 @@ func connParam(q *qp, priv []byte, ird, ord int) (*C.struct_rdma_conn_param, fun
 	p.private_data_len = n
 	p.responder_resources = C.uint8_t(ird)
 	p.initiator_depth = C.uint8_t(ord)
-	p.retry_count = 7
+	p.retry_count = retryCount
 	p.rnr_retry_count = 7
 	p.qp_num = C.uint32_t(q.qpn)
 	if q.srq != nil {

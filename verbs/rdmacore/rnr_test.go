@@ -31,6 +31,28 @@ func TestMinRNRTimer(t *testing.T) {
 	}
 }
 
+// Both ends of a connection have the transport retry count retryCount,
+// which every device counts down: rxe takes 7 for retries without end.
+func TestRetryCount(t *testing.T) {
+	name, addr := testDevice(t)
+	a, b := openPair(t, name)
+	defer a.Close()
+	defer b.Close()
+	if a.Query().Transport == verbs.TransportIWARP {
+		t.Skip("iWARP: TCP retransmits, rdma_cm drives the QP and libibverbs reports no retry count")
+	}
+	sa, sb := verbstest.ConnectPair(t, a, b, addr+":0", verbstest.PairAttr{})
+	for _, s := range []*verbstest.Side{sa, sb} {
+		p, err := s.QP.(*qp).queryPath()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.RetryCnt != retryCount || p.RetryCnt >= 7 {
+			t.Errorf("QP %d: retry_cnt %d, want %d (below 7)", s.QP.QPN(), p.RetryCnt, retryCount)
+		}
+	}
+}
+
 // TestQPPath: a connected QP has the path rdma_cm resolved: an MTU the
 // port allows and a retransmission timeout that is set. It logs the
 // attributes, which the lab compares with perftest's.

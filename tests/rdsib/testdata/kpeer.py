@@ -37,6 +37,10 @@ returns its answer when it is done. Operations:
   waitcounter name above [timeout]
                                 wait until that counter exceeds above
   sh cmd                        run a shell command; its output in "out"
+  diag                          this VM's RDS counters, RDMA devices'
+                                hw_counters and QPs (rdma resource show
+                                qp): where an RDMA op that never completed
+                                stopped
   rdmamap port dst size first write
                                 zerocopy (rds-rdma(7)): map size bytes with
                                 RDS_CMSG_RDMA_MAP on a 0-byte message to dst
@@ -44,7 +48,7 @@ returns its answer when it is done. Operations:
                                 pattern(first) for the peer to read), then
                                 wait for one message on port and answer the
                                 cookie and whether the buffer holds
-                                pattern(first)
+                                pattern(first) (diag too when none came)
   rdmaargs port dst [cookie] size first write [remote_addr] [badkey]
                                 an RDMA op on the peer's cookie with
                                 RDS_CMSG_RDMA_ARGS (NOTIFY_ME), tied to a
@@ -54,12 +58,13 @@ returns its answer when it is done. Operations:
                                 cookie is the RDS_CMSG_RDMA_DEST of the next
                                 message on port (badkey: its R_Key xor
                                 badkey). Answers the status notification,
-                                the cookie and, for a read, the check
+                                the cookie and, for a read, the check; an op
+                                whose status is missing answers diag too
 
 Message k's bytes are pattern(k, n): its 8-byte big-endian index then a
 byte ramp starting at k % 251, cut to n bytes (tests/rdsib makes the same).
 """
-import ctypes, errno, json, os, select, socket, struct, subprocess, sys, threading, time, zlib
+import ctypes, errno, glob, json, os, select, socket, struct, subprocess, sys, threading, time, zlib
 
 AF_RDS, SOL_RDS, SO_RDS_TRANSPORT, RDS_TRANS_IB = 21, 276, 8, 0
 SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33
@@ -243,6 +248,35 @@ def op_waitcounter(r):
         time.sleep(0.02)
 
 
+def op_diag(r):
+    d = {"counters": {k: v for k, v in counters().items() if v}, "hw_counters": {}}
+    for path in sorted(glob.glob("/sys/class/infiniband/*/ports/*/hw_counters")):
+        dev = path.split("/")[4]
+        for name in sorted(os.listdir(path)):
+            try:
+                with open(os.path.join(path, name)) as f:
+                    v = int(f.read())
+            except (OSError, ValueError):
+                continue
+            if v:
+                d["hw_counters"][dev + "/" + name] = v
+    try:
+        p = subprocess.run(["rdma", "resource", "show", "qp"], capture_output=True, text=True, timeout=30)
+        d["qps"] = p.stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError) as e:
+        d["qps"] = str(e)
+    return d
+
+
+class Stuck(Exception):
+    """An op that did not end, with op_diag's answer taken then: the
+    QPs are still there, and their PSNs tell where the op stopped."""
+
+    def __init__(self, msg):
+        super().__init__(msg)
+        self.diag = op_diag({})
+
+
 def op_sh(r):
     p = subprocess.run(r["cmd"], shell=True, capture_output=True, text=True, timeout=r.get("timeout", 120))
     if p.returncode:
@@ -269,7 +303,10 @@ def op_rdmamap(r):
         ctypes.memmove(buf, pattern(r["first"], n), n)
     args = struct.pack("=QQQQ", ctypes.addressof(buf), n, ctypes.addressof(cookie), flags)
     sendmsg(s, b"", dst(r["dst"]), [(SOL_RDS, RDS_CMSG_RDMA_MAP, args)], time.time() + t, [0])
-    data, src = recv(s, t)
+    try:
+        data, src = recv(s, t)
+    except TimeoutError as e:
+        raise Stuck(str(e))
     got = buf.raw[:n]
     return {"cookie": cookie.value, "msg": len(data), "ok_pattern": got == pattern(r["first"], n),
             "crc": zlib.crc32(got)}
@@ -300,14 +337,17 @@ def op_rdmaargs(r):
     # The status comes as a 0-byte message with RDS_CMSG_RDMA_STATUS.
     rd, _, _ = select.select([s], [], [], t)
     if not rd:
-        raise TimeoutError("no RDMA status")
+        raise Stuck("no RDMA status in %gs" % t)
     data, anc, flags, src = s.recvmsg(64, 256)
     status = None
     for lvl, typ, v in anc:
         if lvl == SOL_RDS and typ == RDS_CMSG_RDMA_STATUS:
             token, status = struct.unpack("=Qi", v[:12])
     got = buf.raw[:n]
-    return {"status": status, "cookie": cookie, "ok_pattern": got == pattern(r["first"], n), "crc": zlib.crc32(got)}
+    res = {"status": status, "cookie": cookie, "ok_pattern": got == pattern(r["first"], n), "crc": zlib.crc32(got)}
+    if status is None:
+        res["diag"] = op_diag({})
+    return res
 
 
 def run(r):
@@ -316,6 +356,8 @@ def run(r):
         res["ok"] = True
     except Exception as e:
         res = {"ok": False, "err": "%s: %s" % (type(e).__name__, e)}
+        if isinstance(e, Stuck):
+            res["diag"] = e.diag
     return res
 
 
