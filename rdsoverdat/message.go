@@ -43,6 +43,7 @@ type message struct {
 	rxNext    *message
 	cookie    Cookie // RDMA_DEST extension, delivered as RDMADest
 	hasCookie bool
+	rxPath    *connPath // the path whose NewRxMessage made it
 }
 
 type msgFlag uint8
