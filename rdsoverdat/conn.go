@@ -255,8 +255,11 @@ type connPath struct {
 	// (valid while open and its nodePort is the port asked for); atomic,
 	// as transports may look up from more than one goroutine.
 	rxTarget atomic.Pointer[sock]
-	ups      uint64
-	gen      uint64 // the carrying connection's generation: Downs that ended an up
+	// rxSpare is a received message that a RecvMsg freed, kept for the
+	// path's next NewRxMessage (rx_spare.go).
+	rxSpare atomic.Pointer[message]
+	ups     uint64
+	gen     uint64 // the carrying connection's generation: Downs that ended an up
 }
 
 // Conn returns the connection the path belongs to.

@@ -19,6 +19,15 @@ import (
 // (*connPath).NewRxMessage and hands it over with (*connPath).Receive; from then
 // on the core owns it.
 type message struct {
+	msgState
+	// rdmaOp is the storage of rdma, set only while rdma points to it:
+	// half the message, which a message without an op need not clear.
+	rdmaOp rdmaOp
+}
+
+// msgState is a message but for its RDMA op's storage: what unref
+// clears for every message.
+type msgState struct {
 	hdr  [wire.HeaderLen]byte
 	buf  []byte // payload storage; len is h_len
 	refs atomic.Int32
@@ -36,13 +45,13 @@ type message struct {
 	probe    bool // handshake probe or pong: carries extension headers
 	sequence wire.Seq
 	rdma     *rdmaOp // an RDMA op to post before the message (rdma.go): nil or &rdmaOp
-	rdmaOp   rdmaOp
 
 	// Receive side, protected by the receiving socket's mu.
 	from      netip.AddrPort
 	rxNext    *message
 	cookie    Cookie // RDMA_DEST extension, delivered as RDMADest
 	hasCookie bool
+	rxPath    *connPath // the path whose NewRxMessage made it
 }
 
 type msgFlag uint8
@@ -73,8 +82,8 @@ const maxPooledBuf = 256 << 10
 // sync.Pool lets the collector drop what stays unused, so a burst of
 // large messages pins nothing for good.
 var bigPools = [2]sync.Pool{
-	{New: func() any { return &message{buf: make([]byte, 0, 2*maxPooledBuf)} }},
-	{New: func() any { return &message{buf: make([]byte, 0, wire.MaxMsgSize)} }},
+	{New: func() any { return &message{msgState: msgState{buf: make([]byte, 0, 2*maxPooledBuf)}} }},
+	{New: func() any { return &message{msgState: msgState{buf: make([]byte, 0, wire.MaxMsgSize)}} }},
 }
 
 // bigPool returns the pool for payload capacity c (> maxPooledBuf).
@@ -141,10 +150,13 @@ func (m *message) unref() bool {
 	case r < 0:
 		panic("rdsoverdat: message released twice")
 	}
-	if m.rdma != nil && m.rdma.pin != nil {
-		m.rdma.pin.Release()
+	if m.rdma != nil {
+		if m.rdma.pin != nil {
+			m.rdma.pin.Release()
+		}
+		m.rdmaOp = rdmaOp{}
 	}
-	*m = message{buf: m.buf[:0]}
+	m.msgState = msgState{buf: m.buf[:0]}
 	return true
 }
 

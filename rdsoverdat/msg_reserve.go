@@ -52,7 +52,7 @@ func reserveMessages(n int) {
 		r.ms = ms
 	}
 	for len(r.ms) < cap(r.ms) {
-		r.ms = append(r.ms, &message{buf: make([]byte, 0, 64)})
+		r.ms = append(r.ms, &message{msgState: msgState{buf: make([]byte, 0, 64)}})
 	}
 	r.low.Store(false)
 }

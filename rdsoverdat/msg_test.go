@@ -25,3 +25,22 @@ func TestMsgFlagsString(t *testing.T) {
 		}
 	}
 }
+
+// unref clears an RDMA op's storage with the message that carried it, so
+// that a message without an op, which leaves that storage alone, always
+// finds it clear.
+func TestUnrefClearsRDMAOp(t *testing.T) {
+	m := newMessage(64)
+	m.rdmaOp.token, m.rdmaOp.n, m.rdmaOp.write = 7, 4096, true
+	m.rdma = &m.rdmaOp
+	m.sequence, m.hasCookie = 9, true
+	if !m.unref() {
+		t.Fatal("the last reference did not free the message")
+	}
+	if m.rdma != nil || m.rdmaOp.token != 0 || m.rdmaOp.n != 0 || m.rdmaOp.write || m.sequence != 0 || m.hasCookie {
+		t.Fatalf("freed message kept state: rdma %p op %+v seq %d", m.rdma, m.rdmaOp.rdmaOpArgs, m.sequence)
+	}
+	if cap(m.buf) < 64 || len(m.buf) != 0 {
+		t.Fatalf("freed message's buffer: len %d cap %d", len(m.buf), cap(m.buf))
+	}
+}

@@ -40,8 +40,9 @@ func (p *connPath) NewRxMessage(h wire.Header) (*message, error) {
 		p.conn.node.stats.recvDropBadCongMap.Add(1)
 		return nil, ErrBadCongMap
 	}
-	m := newMessage(int(l))
+	m := p.takeRxSpare(int(l))
 	copy(m.hdr[:], h)
+	m.rxPath = p
 	return m, nil
 }
 
@@ -316,7 +317,7 @@ func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			more := s.rxq.n > 0
 			node, port := s.node, wire.Port(s.bound.Port())
 			s.mu.Unlock()
-			in.release()
+			in.releaseRx()
 			if more {
 				signal(s.rxSig)
 			}

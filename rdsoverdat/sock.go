@@ -112,8 +112,14 @@ func newSock(st *Stack) *sock {
 	return s
 }
 
-// signal hands a wake-up token to one waiter, if none is pending.
+// signal hands a wake-up token to one waiter, if none is pending. A
+// pending token is seen by the channel's length alone: most signals (a
+// freed message's room, a poll) find the last one still unread, and a
+// non-blocking send takes the channel's lock to fail.
 func signal(c chan struct{}) {
+	if len(c) > 0 {
+		return
+	}
 	select {
 	case c <- struct{}{}:
 	default:

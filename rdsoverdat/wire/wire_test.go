@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/hex"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -314,5 +315,47 @@ func BenchmarkChecksum(b *testing.B) {
 	h.Encode(&Fields{Sequence: 1, Len: 64})
 	for b.Loop() {
 		h.SetChecksum()
+	}
+}
+
+// The word-wise checksum against the RFC 1071 sum of 16-bit words, on
+// headers whose sums carry at every width.
+func TestChecksumMatchesWordSum(t *testing.T) {
+	ref := func(h Header) uint16 {
+		var sum uint32
+		for i := 0; i < HeaderLen; i += 2 {
+			sum += uint32(h[i])<<8 | uint32(h[i+1])
+		}
+		for sum>>16 != 0 {
+			sum = sum&0xffff + sum>>16
+		}
+		return ^uint16(sum)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	h := make(Header, HeaderLen)
+	for i := range 20000 {
+		switch i % 4 {
+		case 0: // all ones, all zeros and mixes: the carry extremes
+			for j := range h {
+				h[j] = [3]byte{0xff, 0, 0xfe}[(i/4+j)%3]
+			}
+		default:
+			for j := range h {
+				h[j] = byte(rng.Uint32())
+			}
+		}
+		if got, want := h.checksum(), ref(h); got != want {
+			t.Fatalf("header % x: checksum %#04x, want %#04x", []byte(h), got, want)
+		}
+		h.SetChecksum()
+		if !h.ChecksumOK() {
+			t.Fatalf("header % x: own checksum not valid", []byte(h))
+		}
+	}
+	for j := range h {
+		h[j] = 0xff
+	}
+	if got, want := h.checksum(), ref(h); got != want {
+		t.Fatalf("all ones: checksum %#04x, want %#04x", got, want)
 	}
 }

@@ -188,20 +188,25 @@ func (dp *datPath) xmit(e *datEP) {
 			dp.txm, dp.txEP, dp.txOff = m, e, 0
 			dp.prepare(m)
 		}
-		if m.RDMA() != nil && !dp.flushTx(e) {
-			return // an op's requests go after the fragments before it
-		}
-		switch e.xmitRDMA(m) {
-		case datXmitStop:
-			return
-		case datXmitSkip:
-			p.TxDone(m)
-			dp.txm = nil
-			continue
-		case datXmitDrop:
-			p.TxAbort(m) // the op failed: its message is dropped now, not left for an ack
-			dp.txm = nil
-			continue
+		// The op, asked for once: a message without one (nearly all)
+		// skips the op's steps.
+		op := m.RDMA()
+		if op != nil {
+			if !dp.flushTx(e) {
+				return // an op's requests go after the fragments before it
+			}
+			switch e.xmitRDMA(m) {
+			case datXmitStop:
+				return
+			case datXmitSkip:
+				p.TxDone(m)
+				dp.txm = nil
+				continue
+			case datXmitDrop:
+				p.TxAbort(m) // the op failed: its message is dropped now, not left for an ack
+				dp.txm = nil
+				continue
+			}
 		}
 		total := len(m.Payload())
 		for {
@@ -227,7 +232,7 @@ func (dp *datPath) xmit(e *datEP) {
 			if e.txPosted%e.signalEvery == e.signalEvery-1 {
 				flags = dat.CompletionDefault
 			}
-			if dp.txOff == 0 && datFenced(m.RDMA()) {
+			if dp.txOff == 0 && datFenced(op) {
 				flags |= dat.CompletionBarrierFence // after the op's READs (dat_rdma.go)
 			}
 			if last {
