@@ -26,7 +26,6 @@ type SendWQE struct {
 	done     bool
 	status   verbs.WCStatus // preset for work the engine runs itself (bind, local invalidate); final once done
 	byteLen  uint32         // an RDMA Read's length, once done
-	bind     verbs.MWBind
 	isInline bool
 }
 
