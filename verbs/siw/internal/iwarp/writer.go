@@ -173,13 +173,16 @@ func (fw *FrameWriter) Flush() error {
 	switch len(fw.iov) {
 	case 0:
 	case 1:
+		// One store: clear would call the runtime's bulk clear of
+		// pointers for a single slice.
 		_, err = fw.w.Write(fw.iov[0])
+		fw.iov[0] = nil
 	default:
 		fw.bufs = fw.iov
 		_, err = fw.bufs.WriteTo(fw.w)
 		fw.bufs = nil
+		clear(fw.iov)
 	}
-	clear(fw.iov)
 	fw.iov = fw.iov[:0]
 	fw.n, fw.mark, fw.pending = 0, 0, 0
 	if err != nil {
