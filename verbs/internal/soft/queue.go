@@ -98,11 +98,17 @@ func (d *Device) resolveLocal(pd *PD, sge *verbs.SGE, write bool) ([]byte, Hold,
 	if write {
 		need = verbs.AccessLocalWrite
 	}
-	r := d.stags.lookup(sge.LKey)
-	if r == nil || r.mw != nil {
+	// One acquire, whose lookup is also the check for a window: looking
+	// the STag up first to refuse windows walked the table twice.
+	r := d.stags.acquire(sge.LKey)
+	if r == nil {
 		return nil, Hold{}, FaultSTag
 	}
-	return d.stags.check(sge.LKey, pd, sge.Addr, uint64(sge.Length), need)
+	if r.mw != nil { // set before the region is published, never changed
+		r.users.Add(-1)
+		return nil, Hold{}, FaultSTag
+	}
+	return r.hold(pd, sge.Addr, uint64(sge.Length), need)
 }
 
 // checkLocal is resolveLocal for checks at post time, which copy nothing:
