@@ -422,9 +422,15 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 		return nmore, nil
 	}
 	blocked := false
-	wctx := ctx // nil if it cannot end: the waits ask it nothing
-	if ctx.Done() == nil {
+	// wctx is nil if it cannot end: the waits ask it nothing. Its Done
+	// and deadline, which a context keeps for its life, are asked once
+	// here rather than by every check and wait of the loop.
+	wctx := ctx
+	var w waitCtx
+	if w.done = ctx.Done(); w.done == nil {
 		wctx = nil
+	} else {
+		w.dl, w.hasDL = ctx.Deadline()
 	}
 	for {
 		if threshold == 1 && e.n == 0 && e.nSolicit+e.nUnsig == 0 && e.cq != nil {
@@ -477,15 +483,15 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 		}
 		if e.cq != nil {
 			if wctx == nil {
-				e.waitDirectLocked(nil)
+				e.waitDirectLocked(nil, nil)
 				blocked = true
 				continue
 			}
-			if err := waitCtxErr(wctx); err != nil {
+			if err := w.err(wctx); err != nil {
 				return e.endWaitLocked(op, err)
 			}
-			e.waitDirectLocked(wctx)
-			if err := waitCtxErr(wctx); err != nil {
+			e.waitDirectLocked(wctx, &w)
+			if err := w.err(wctx); err != nil {
 				// As a wait on ctx.Done would: what came meanwhile
 				// (an unsolicited completion, say) stays queued.
 				return e.endWaitLocked(op, err)
@@ -505,14 +511,23 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 	}
 }
 
-// waitCtxErr is ctx.Err, or context.DeadlineExceeded once the deadline of
-// ctx has passed and its timer has not fired yet: the waiter's own CQ.Wait
-// ends at the deadline (directCtx), and would otherwise be entered again.
-func waitCtxErr(ctx context.Context) error {
+// waitCtx is what a waiter's context that can end gives once per wait:
+// its Done channel and its deadline, if it has one.
+type waitCtx struct {
+	done  <-chan struct{}
+	dl    time.Time
+	hasDL bool
+}
+
+// err is ctx.Err, or context.DeadlineExceeded once the deadline of ctx
+// (w's) has passed and its timer has not fired yet: the waiter's own
+// CQ.Wait ends at the deadline (directCtx), and would otherwise be
+// entered again.
+func (w *waitCtx) err(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+	if w.hasDL && !time.Now().Before(w.dl) {
 		return context.DeadlineExceeded
 	}
 	return nil
@@ -536,14 +551,14 @@ func (e *EVD) endWaitLocked(op string, err error) (int, error) {
 // something, a push, SetUnwaitable or destroy interrupts it, or ctx ends
 // (see EVD.dctx); ctx is nil for a context that cannot end. The caller
 // holds mu, which is released meanwhile.
-func (e *EVD) waitDirectLocked(ctx context.Context) {
+func (e *EVD) waitDirectLocked(ctx context.Context, w *waitCtx) {
 	if e.dctx == nil || e.dctx.over() {
 		e.dctx = newDirectCtx()
 	}
 	dctx := e.dctx
 	if ctx != nil {
-		e.watchWaiterCtxLocked(ctx)
-		dctx.setDeadline(ctx)
+		e.watchWaiterCtxLocked(ctx, w.done)
+		dctx.setDeadline(w.dl, w.hasDL)
 	} else {
 		dctx.clearDeadline()
 	}
