@@ -81,7 +81,7 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 	w.Signaled = qp.signalAll || wr.Flags&verbs.SendSignaled != 0
 	w.done, w.status, w.byteLen = false, verbs.WCSuccess, 0
 	w.isInline, w.InlineLen = inline, 0
-	w.NumSGE = copy(w.SGL[:], wr.SGL)
+	w.NumSGE = copySGL(&w.SGL, wr.SGL)
 	if inline {
 		off := 0
 		for i := range wr.SGL {

@@ -51,12 +51,23 @@ type recvRing struct {
 	head, n int
 }
 
+// copySGL copies sgl (at most verbs.MaxSGE long, as the posts check)
+// into dst and returns its length. The common list of one SGE is one
+// store: copy would call memmove for it.
+func copySGL(dst *[verbs.MaxSGE]verbs.SGE, sgl []verbs.SGE) int {
+	if len(sgl) == 1 {
+		dst[0] = sgl[0]
+		return 1
+	}
+	return copy(dst[:], sgl)
+}
+
 func (r *recvRing) full() bool { return r.n == r.depth }
 
 func (r *recvRing) push(wr *verbs.RecvWR) {
 	w := &r.slots[(r.head+r.n)&(len(r.slots)-1)]
 	w.ID = wr.ID
-	w.NumSGE = copy(w.SGL[:], wr.SGL)
+	w.NumSGE = copySGL(&w.SGL, wr.SGL)
 	w.Len = verbs.SGLLen(wr.SGL)
 	r.n++
 }
