@@ -196,6 +196,7 @@ func (s *stream) finishFrame() bool {
 func (s *stream) rxSend(h iwarp.Header) bool {
 	rx := &s.rx
 	u := iwarp.UntaggedHeader(h)
+	_ = u[iwarp.UntaggedHeaderLen-1] // one bounds check for the fields read below
 	op := h.Opcode()
 	switch {
 	case u.QN() != iwarp.QNSend:
