@@ -133,7 +133,7 @@ func (s *stream) rxStep() bool {
 
 // idle reports whether the receive side is between FPDUs with nothing
 // read ahead, where it may change owners.
-func (rx *rxState) idle() bool { return rx.fr.Buffered() == 0 && rx.sock.buffered() == 0 }
+func (rx *rxState) idle() bool { return rx.fr.Buffered() == 0 }
 
 // rxFailed ends the stream after the frame reader failed: a protocol
 // error is terminated with its cause, anything else is the connection
@@ -196,6 +196,7 @@ func (s *stream) finishFrame() bool {
 func (s *stream) rxSend(h iwarp.Header) bool {
 	rx := &s.rx
 	u := iwarp.UntaggedHeader(h)
+	_ = u[iwarp.UntaggedHeaderLen-1] // one bounds check for the fields read below
 	op := h.Opcode()
 	switch {
 	case u.QN() != iwarp.QNSend:

@@ -162,8 +162,8 @@ func (s *stream) receiveInline(ctx context.Context, cq *soft.CQ, solicitedOnly b
 }
 
 // awaitInline blocks until the socket is readable and reads what it
-// holds into the spill, unless Interrupt, the context's deadline or a
-// completion on cq comes first (interrupted).
+// holds into the frame reader's buffer, unless Interrupt, the context's
+// deadline or a completion on cq comes first (interrupted).
 func (s *stream) awaitInline(ctx context.Context, cq *soft.CQ, solicitedOnly bool) (err error, interrupted bool) {
 	dl, hasDL := ctx.Deadline()
 	// The context is recorded for runRx's checks (interruptIfCanceled)
@@ -182,7 +182,10 @@ func (s *stream) awaitInline(ctx context.Context, cq *soft.CQ, solicitedOnly boo
 	s.inlinePhase.Store(inlineWaiting)
 	// A completion pushed before the phase was set did not interrupt us.
 	if !cq.Satisfied(solicitedOnly) {
-		err = s.rx.sock.fillSpill()
+		// Idle (receiveInline's loop): the buffer is empty and whole.
+		var n int
+		n, err = s.rx.sock.waitRead(s.rx.fr.Space())
+		s.rx.fr.Filled(n)
 	}
 	// Back to idle without the lock unless an Interrupt won the phase
 	// (it moves the read deadline under inlineMu, and the waiter must
@@ -198,7 +201,7 @@ func (s *stream) awaitInline(ctx context.Context, cq *soft.CQ, solicitedOnly boo
 	}
 	switch {
 	case err == nil:
-		return nil, s.rx.sock.buffered() == 0
+		return nil, s.rx.idle()
 	case errors.Is(err, os.ErrDeadlineExceeded) && !s.stopped():
 		return nil, true
 	}

@@ -32,62 +32,55 @@ import (
 // (rxBulkBufferSize), so that a streaming peer costs one read per
 // several FPDUs.
 //
-// The spill holds what an inline receiver's wait read (fillSpill); reads
-// serve it first.
+// An inline receiver's wait (waitRead) reads into the frame reader's
+// buffer itself.
 type sockReader struct {
-	nc      *net.TCPConn
-	rc      syscall.RawConn
-	fd      uintptr
-	fn      func(fd uintptr) bool // readv, kept so that a read allocates nothing
-	fnSpill func(fd uintptr) bool // readSpill, likewise
-	iov     [2]unix.Iovec
-	niov    int // iovecs of the next readv
-	n       int
-	err     syscall.Errno
-
-	spill  []byte // an inline receiver's read (fillSpill); nil until one
-	sr, sw int    // spill[sr:sw] is read ahead and not yet consumed
+	nc     *net.TCPConn
+	rc     syscall.RawConn
+	fd     uintptr
+	fn     func(fd uintptr) bool // readv, kept so that a read allocates nothing
+	fnWait func(fd uintptr) bool // readWait, likewise
+	iov    [2]unix.Iovec
+	niov   int // iovecs of the next readv
+	n      int
+	err    syscall.Errno
+	dst    []byte // waitRead's destination, during the read
 }
 
 func (r *sockReader) init(nc *net.TCPConn) {
 	r.nc = nc
 	r.rc, _ = nc.SyscallConn()
 	r.fn = r.readv
-	r.fnSpill = r.readSpill
+	r.fnWait = r.readWait
 }
 
-// buffered returns the bytes read ahead and not yet consumed.
-func (r *sockReader) buffered() int { return r.sw - r.sr }
-
-// fillSpill is an inline receiver's wait (qp_rxinline.go): it blocks
-// until the socket is readable, then reads what it holds into the empty
-// spill, which Read serves first. The spill is grown to the frame
-// reader's buffer size, so that a burst of small FPDUs costs one read,
-// as it does with the frame reader's own reads.
-func (r *sockReader) fillSpill() error {
-	if len(r.spill) < rxBufferSize {
-		r.spill = make([]byte, rxBufferSize)
-	}
-	r.sr, r.sw = 0, 0
+// waitRead is an inline receiver's wait (qp_rxinline.go): it blocks
+// until the socket is readable, then reads what it holds into p, the
+// frame reader's free buffer (iwarp.FrameReader.Space), so that a burst
+// of small FPDUs costs one read, as with the frame reader's own reads,
+// and the frames are parsed where they landed.
+func (r *sockReader) waitRead(p []byte) (int, error) {
+	r.dst = p
 	r.n, r.err = 0, 0
-	if err := r.rc.Read(r.fnSpill); err != nil {
-		return err
+	err := r.rc.Read(r.fnWait)
+	r.dst = nil // do not keep the destination alive
+	if err != nil {
+		return 0, err
 	}
 	if r.err != 0 {
-		return &net.OpError{Op: "read", Net: "tcp", Addr: r.nc.RemoteAddr(), Err: r.err}
+		return 0, &net.OpError{Op: "read", Net: "tcp", Addr: r.nc.RemoteAddr(), Err: r.err}
 	}
 	if r.n == 0 {
-		return io.EOF
+		return 0, io.EOF
 	}
 	raceAcquireIO(int(r.fd))
-	r.sw = r.n
-	return nil
+	return r.n, nil
 }
 
-func (r *sockReader) readSpill(fd uintptr) bool {
+func (r *sockReader) readWait(fd uintptr) bool {
 	r.fd = fd
 	for {
-		n, _, e := unix.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&r.spill[0])), uintptr(len(r.spill)))
+		n, _, e := unix.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&r.dst[0])), uintptr(len(r.dst)))
 		if e == unix.EINTR {
 			continue
 		}
@@ -121,11 +114,6 @@ func (r *sockReader) Read(p []byte) (int, error) {
 
 // ReadVec implements iwarp.VectorReader: one readv into a, then b.
 func (r *sockReader) ReadVec(a, b []byte) (int, error) {
-	if r.sr < r.sw {
-		n := copy(a, r.spill[r.sr:r.sw])
-		r.sr += n
-		return n, nil
-	}
 	if len(a) == 0 {
 		return 0, nil
 	}

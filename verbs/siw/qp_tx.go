@@ -376,7 +376,6 @@ func (s *stream) txSegment() error {
 		s.failLocal()
 		return errLocalFault
 	}
-	defer tx.holds.Release()
 	var hdr iwarp.Header
 	var prefix, payload []byte
 	if tx.op == iwarp.OpRDMAWrite {
@@ -399,7 +398,12 @@ func (s *stream) txSegment() error {
 		})
 	}
 	raceReleaseIO()
-	if err := tx.w.FrameParts(hdr, prefix, payload); err != nil {
+	// The holds end once the segment is framed, on every path from here:
+	// released in line, not deferred, which cost a defer record a
+	// segment.
+	err := tx.w.FrameParts(hdr, prefix, payload)
+	tx.holds.Release()
+	if err != nil {
 		return err
 	}
 	tx.off += uint64(len(prefix) + len(payload))

@@ -62,8 +62,18 @@ func (s *stream) pumpDirect() bool {
 	if tx.fwDirect.Buffered() > 0 || len(tx.backlog) > 0 || s.irq.len() > 0 {
 		return true
 	}
+	// The direct writer for this pass only; restored after the call
+	// rather than by a deferred closure, a record on every Kick.
 	tx.w = tx.fwDirect
-	defer func() { tx.w = tx.fw }()
+	more := s.pumpDirectFramed()
+	tx.w = tx.fw
+	return more
+}
+
+// pumpDirectFramed is pumpDirect's pass once its writer is the direct
+// one: it frames and writes, and reports what pumpDirect reports.
+func (s *stream) pumpDirectFramed() bool {
+	tx := &s.tx
 	// more: the send queue held more than the request taken last; once
 	// it did not, the loop ends without asking the QP again (a request
 	// posted since is kicked by its poster, who finds tx.mu held and

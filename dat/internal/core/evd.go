@@ -489,9 +489,9 @@ func (e *EVD) interruptDirectLocked() {
 }
 
 // watchWaiterCtxLocked makes the end of ctx, a waiter's context that can
-// end, interrupt the waiter's CQ.Wait; the caller holds mu.
-func (e *EVD) watchWaiterCtxLocked(ctx context.Context) {
-	done := ctx.Done()
+// end (done its Done), interrupt the waiter's CQ.Wait; the caller
+// holds mu.
+func (e *EVD) watchWaiterCtxLocked(ctx context.Context, done <-chan struct{}) {
 	if done == e.wdone {
 		return
 	}

@@ -61,11 +61,12 @@ func (c *directCtx) over() bool { return c.err.Load() != nil }
 // cancel ends the context.
 func (c *directCtx) cancel() { c.end(&errDirectCanceled) }
 
-// setDeadline makes the context end at the deadline of ctx, if it has
-// one. Only the waiter calls it and clearDeadline, before it waits.
-func (c *directCtx) setDeadline(ctx context.Context) {
+// setDeadline makes the context end at dl if ok (the deadline of the
+// waiter's context). Only the waiter calls it and clearDeadline, before
+// it waits.
+func (c *directCtx) setDeadline(dl time.Time, ok bool) {
 	var ns int64
-	if dl, ok := ctx.Deadline(); ok {
+	if ok {
 		ns = max(dl.UnixNano(), 1)
 	}
 	c.dl.Store(ns)

@@ -101,14 +101,25 @@ func (e *EVD) pollRawCQLocked(max int) bool {
 // takeCQLocked hands the oldest completion out into ev when the ring is
 // empty (nothing can be older): a raw one, or the CQ's next. Its slot
 // retires at once. False when there is none. The caller holds cql.
-func (e *EVD) takeCQLocked(ev *dat.Event) bool {
+func (e *EVD) takeCQLocked(ev *dat.Event) bool { return e.takeCQOwnerLocked(ev, nil) }
+
+// takeCQOwnerLocked is takeCQLocked when the caller has looked up the
+// owner of the oldest completion, first (nil: not looked up), having
+// peeked at it in the CQ with nothing polled: the lookup is not made
+// twice.
+func (e *EVD) takeCQOwnerLocked(ev *dat.Event, first *owner) bool {
 	for {
 		if e.wcHead == e.wcN && !e.pollRawCQLocked(len(e.wcs)) {
 			return false
 		}
 		wc := &e.wcs[e.wcHead]
 		e.wcHead++
-		if h, _, ok := e.translateLocked(wc, ev); ok {
+		o := first
+		if o == nil {
+			o = e.ia.lookupOwner(wc.ID)
+		}
+		first = nil
+		if h, _, ok := e.translateOwnerLocked(o, wc, ev); ok {
 			h.releaseLocked()
 			return true
 		}
@@ -118,20 +129,20 @@ func (e *EVD) takeCQLocked(ev *dat.Event) bool {
 // lastQueueLocked looks up the EP queue that the completion ID names and
 // keeps it in e.lastQ, for Take when e.lastQ is not it; nil for none, an
 // SRQ's, or a queue that does not complete to e. The caller holds cql.
-func (e *EVD) lastQueueLocked(id uint64) *slotRing {
+func (e *EVD) lastQueueLocked(id uint64) (*slotRing, *owner) {
 	o := e.ia.lookupOwner(id)
 	if o == nil || o.srq != nil {
-		return nil
+		return nil, o
 	}
 	q := &o.req
 	if id&wrRecvBit != 0 {
 		q = &o.recv
 	}
 	if q.evd != e {
-		return nil
+		return nil, o
 	}
 	e.lastKey, e.lastQ = id&^wrSlotMask, q
-	return q
+	return q, o
 }
 
 // takeSlow is Take for every case Take hands it (see Take for its common
@@ -161,7 +172,9 @@ func (e *EVD) takeSlow(ev *dat.Event, block uint32) (n int, ok bool) {
 	// Take's translation again, for the completions Take hands over
 	// because e.last is not their owner: shared, it would be a call in
 	// Take, which would then save its arguments on every take.
-	// Anything else is polled and translated the usual way.
+	// Anything else is polled and translated the usual way, from the
+	// owner looked up here if it was (first: an SRQ's completion).
+	var first *owner
 	if e.queued.Load() == 0 && e.wcHead == e.wcN {
 		wc := r.Peek()
 		if wc == nil {
@@ -173,7 +186,7 @@ func (e *EVD) takeSlow(ev *dat.Event, block uint32) (n int, ok bool) {
 		// chain of five dependent loads.
 		q := e.lastQ
 		if wc.ID&^wrSlotMask != e.lastKey {
-			q = e.lastQueueLocked(wc.ID)
+			q, first = e.lastQueueLocked(wc.ID)
 		}
 		if wc.Status == verbs.WCSuccess && q != nil {
 			s, seq := q.lookupLocked(uint32(wc.ID & wrSlotMask))
@@ -187,7 +200,7 @@ func (e *EVD) takeSlow(ev *dat.Event, block uint32) (n int, ok bool) {
 			}
 		}
 	}
-	ok = e.queued.Load() == 0 && e.takeCQLocked(ev)
+	ok = e.queued.Load() == 0 && e.takeCQOwnerLocked(ev, first)
 	n = e.wcN - e.wcHead
 	mu.Unlock()
 	return n, ok
@@ -422,9 +435,15 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 		return nmore, nil
 	}
 	blocked := false
-	wctx := ctx // nil if it cannot end: the waits ask it nothing
-	if ctx.Done() == nil {
+	// wctx is nil if it cannot end: the waits ask it nothing. Its Done
+	// and deadline, which a context keeps for its life, are asked once
+	// here rather than by every check and wait of the loop.
+	wctx := ctx
+	var w waitCtx
+	if w.done = ctx.Done(); w.done == nil {
 		wctx = nil
+	} else {
+		w.dl, w.hasDL = ctx.Deadline()
 	}
 	for {
 		if threshold == 1 && e.n == 0 && e.nSolicit+e.nUnsig == 0 && e.cq != nil {
@@ -477,15 +496,15 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 		}
 		if e.cq != nil {
 			if wctx == nil {
-				e.waitDirectLocked(nil)
+				e.waitDirectLocked(nil, nil)
 				blocked = true
 				continue
 			}
-			if err := waitCtxErr(wctx); err != nil {
+			if err := w.err(wctx); err != nil {
 				return e.endWaitLocked(op, err)
 			}
-			e.waitDirectLocked(wctx)
-			if err := waitCtxErr(wctx); err != nil {
+			e.waitDirectLocked(wctx, &w)
+			if err := w.err(wctx); err != nil {
 				// As a wait on ctx.Done would: what came meanwhile
 				// (an unsolicited completion, say) stays queued.
 				return e.endWaitLocked(op, err)
@@ -505,14 +524,23 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 	}
 }
 
-// waitCtxErr is ctx.Err, or context.DeadlineExceeded once the deadline of
-// ctx has passed and its timer has not fired yet: the waiter's own CQ.Wait
-// ends at the deadline (directCtx), and would otherwise be entered again.
-func waitCtxErr(ctx context.Context) error {
+// waitCtx is what a waiter's context that can end gives once per wait:
+// its Done channel and its deadline, if it has one.
+type waitCtx struct {
+	done  <-chan struct{}
+	dl    time.Time
+	hasDL bool
+}
+
+// err is ctx.Err, or context.DeadlineExceeded once the deadline of ctx
+// (w's) has passed and its timer has not fired yet: the waiter's own
+// CQ.Wait ends at the deadline (directCtx), and would otherwise be
+// entered again.
+func (w *waitCtx) err(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+	if w.hasDL && !time.Now().Before(w.dl) {
 		return context.DeadlineExceeded
 	}
 	return nil
@@ -536,14 +564,14 @@ func (e *EVD) endWaitLocked(op string, err error) (int, error) {
 // something, a push, SetUnwaitable or destroy interrupts it, or ctx ends
 // (see EVD.dctx); ctx is nil for a context that cannot end. The caller
 // holds mu, which is released meanwhile.
-func (e *EVD) waitDirectLocked(ctx context.Context) {
+func (e *EVD) waitDirectLocked(ctx context.Context, w *waitCtx) {
 	if e.dctx == nil || e.dctx.over() {
 		e.dctx = newDirectCtx()
 	}
 	dctx := e.dctx
 	if ctx != nil {
-		e.watchWaiterCtxLocked(ctx)
-		dctx.setDeadline(ctx)
+		e.watchWaiterCtxLocked(ctx, w.done)
+		dctx.setDeadline(w.dl, w.hasDL)
 	} else {
 		dctx.clearDeadline()
 	}

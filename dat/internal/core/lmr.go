@@ -22,6 +22,7 @@ type LMR struct {
 	va      dat.VAType
 	ctx     dat.LMRContext
 	rctx    dat.RMRContext // 0 without remote privileges
+	addr    dat.VAddr      // the MR's, fixed at registration: no call a triplet
 	mu      sync.Mutex     // serialises Free
 }
 
@@ -120,7 +121,7 @@ func CreateLMR(ia *IA, pz *PZ, buf []byte, mem *verbs.Mem, memType dat.MemType, 
 		}
 		return nil, dat.Wrap(op, code, sub, err)
 	}
-	l := &LMR{ia: ia, pz: pz, mr: mr, mem: mem, buf: buf, priv: priv, memType: memType, va: va, ctx: dat.LMRContext(mr.LKey())}
+	l := &LMR{ia: ia, pz: pz, mr: mr, mem: mem, buf: buf, priv: priv, memType: memType, va: va, ctx: dat.LMRContext(mr.LKey()), addr: dat.VAddr(mr.Addr())}
 	if priv&(dat.MemPrivRemoteRead|dat.MemPrivRemoteWrite) != 0 {
 		l.rctx = dat.RMRContext(mr.RKey())
 	}
@@ -153,7 +154,7 @@ func (l *LMR) LiveLMR(op string) error { return l.live(op) }
 func (l *LMR) Bytes() []byte { return l.buf }
 
 // Addr is the address of the first byte, as triplets name it.
-func (l *LMR) Addr() dat.VAddr { return dat.VAddr(l.mr.Addr()) }
+func (l *LMR) Addr() dat.VAddr { return l.addr }
 
 // Context returns the lmr_context.
 func (l *LMR) Context() dat.LMRContext { return l.ctx }

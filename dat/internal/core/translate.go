@@ -61,7 +61,12 @@ func (h *hold) releaseLocked() {
 // produce no event: those of freed EPs, and successful suppressed DTOs
 // (whose slots it frees at once). The caller holds e.cql.
 func (e *EVD) translateLocked(wc *verbs.WC, ev *dat.Event) (h hold, quiet, ok bool) {
-	o := e.ia.lookupOwner(wc.ID)
+	return e.translateOwnerLocked(e.ia.lookupOwner(wc.ID), wc, ev)
+}
+
+// translateOwnerLocked is translateLocked with the owner of wc's work
+// request already looked up (o, nil for none).
+func (e *EVD) translateOwnerLocked(o *owner, wc *verbs.WC, ev *dat.Event) (h hold, quiet, ok bool) {
 	if o == nil {
 		return hold{}, false, false
 	}

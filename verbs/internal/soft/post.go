@@ -73,14 +73,16 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 
 	seq := qp.sqTail
 	w := qp.sqSlot(seq)
-	*w = SendWQE{
-		Seq: seq, ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags,
-		RemoteAddr: wr.RemoteAddr, RKey: wr.RKey, InvRKey: wr.InvalidateRKey, Len: total,
-		Signaled: qp.signalAll || wr.Flags&verbs.SendSignaled != 0,
-	}
-	w.NumSGE = copy(w.SGL[:], wr.SGL)
+	// Field by field rather than a composite literal: that would zero the
+	// whole slot, inline buffer included, on every post. What is left
+	// stale (SGL past NumSGE, Inline past InlineLen) is never read.
+	w.Seq, w.ID, w.Opcode, w.Flags = seq, wr.ID, wr.Opcode, wr.Flags
+	w.RemoteAddr, w.RKey, w.InvRKey, w.Len = wr.RemoteAddr, wr.RKey, wr.InvalidateRKey, total
+	w.Signaled = qp.signalAll || wr.Flags&verbs.SendSignaled != 0
+	w.done, w.status, w.byteLen = false, verbs.WCSuccess, 0
+	w.isInline, w.InlineLen = inline, 0
+	w.NumSGE = copySGL(&w.SGL, wr.SGL)
 	if inline {
-		w.isInline = true
 		off := 0
 		for i := range wr.SGL {
 			b, h, _ := qp.dev.resolveLocal(qp.pd, &wr.SGL[i], false)

@@ -26,7 +26,6 @@ type SendWQE struct {
 	done     bool
 	status   verbs.WCStatus // preset for work the engine runs itself (bind, local invalidate); final once done
 	byteLen  uint32         // an RDMA Read's length, once done
-	bind     verbs.MWBind
 	isInline bool
 }
 
@@ -52,12 +51,23 @@ type recvRing struct {
 	head, n int
 }
 
+// copySGL copies sgl (at most verbs.MaxSGE long, as the posts check)
+// into dst and returns its length. The common list of one SGE is one
+// store: copy would call memmove for it.
+func copySGL(dst *[verbs.MaxSGE]verbs.SGE, sgl []verbs.SGE) int {
+	if len(sgl) == 1 {
+		dst[0] = sgl[0]
+		return 1
+	}
+	return copy(dst[:], sgl)
+}
+
 func (r *recvRing) full() bool { return r.n == r.depth }
 
 func (r *recvRing) push(wr *verbs.RecvWR) {
 	w := &r.slots[(r.head+r.n)&(len(r.slots)-1)]
 	w.ID = wr.ID
-	w.NumSGE = copy(w.SGL[:], wr.SGL)
+	w.NumSGE = copySGL(&w.SGL, wr.SGL)
 	w.Len = verbs.SGLLen(wr.SGL)
 	r.n++
 }
@@ -99,11 +109,17 @@ func (d *Device) resolveLocal(pd *PD, sge *verbs.SGE, write bool) ([]byte, Hold,
 	if write {
 		need = verbs.AccessLocalWrite
 	}
-	r := d.stags.lookup(sge.LKey)
-	if r == nil || r.mw != nil {
+	// One acquire, whose lookup is also the check for a window: looking
+	// the STag up first to refuse windows walked the table twice.
+	r := d.stags.acquire(sge.LKey)
+	if r == nil {
 		return nil, Hold{}, FaultSTag
 	}
-	return d.stags.check(sge.LKey, pd, sge.Addr, uint64(sge.Length), need)
+	if r.mw != nil { // set before the region is published, never changed
+		r.users.Add(-1)
+		return nil, Hold{}, FaultSTag
+	}
+	return r.hold(pd, sge.Addr, uint64(sge.Length), need)
 }
 
 // checkLocal is resolveLocal for checks at post time, which copy nothing:

@@ -203,6 +203,12 @@ func (t *stagTable) check(stag uint32, pd *PD, addr, n uint64, need verbs.Access
 	if r == nil {
 		return nil, Hold{}, FaultSTag
 	}
+	return r.hold(pd, addr, n, need)
+}
+
+// hold is check for a region already acquired: it keeps the access on
+// success and gives it back on a fault.
+func (r *region) hold(pd *PD, addr, n uint64, need verbs.Access) ([]byte, Hold, Fault) {
 	b, f := r.span(pd, addr, n, need)
 	if f != FaultNone {
 		r.users.Add(-1)

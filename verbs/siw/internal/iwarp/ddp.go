@@ -158,6 +158,7 @@ type UntaggedFields struct {
 
 // Encode writes f into h. ULPDU_Length is left to the framer.
 func (h UntaggedHeader) Encode(f *UntaggedFields) {
+	_ = h[UntaggedHeaderLen-1] // one bounds check for the five stores
 	Header(h).SetCtrl(MakeCtrl(f.Opcode, f.Last))
 	h.SetInvalidateSTag(f.InvalidateSTag)
 	h.SetQN(f.QN)

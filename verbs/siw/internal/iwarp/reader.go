@@ -98,6 +98,21 @@ func (fr *FrameReader) SetCRC(on bool) { fr.crcOn = on }
 // not yet consumed.
 func (fr *FrameReader) Buffered() int { return fr.wr - fr.rd }
 
+// Space returns the free tail of the read buffer, for a caller that
+// reads the stream itself (a receiver that waits for the socket in its
+// own goroutine): what it reads there and counts with Filled is
+// buffered as if read by the reader. Nothing is buffered when it is
+// empty: the buffer is then whole.
+func (fr *FrameReader) Space() []byte {
+	if fr.rd == fr.wr {
+		fr.rd, fr.wr = 0, 0
+	}
+	return fr.buf[fr.wr:]
+}
+
+// Filled buffers n bytes the caller read into Space.
+func (fr *FrameReader) Filled(n int) { fr.wr += n }
+
 // PayloadLeft returns the payload bytes of the current FPDU not yet
 // consumed by ReadPayload.
 func (fr *FrameReader) PayloadLeft() int { return fr.left }

@@ -137,7 +137,9 @@ func (fw *FrameWriter) FrameParts(hdr Header, prefix, payload []byte) error {
 	copy(h, hdr)
 	h.SetULPDULength(ulpdu)
 	fw.n += len(hdr)
-	fw.n += copy(fw.buf[fw.n:], prefix)
+	if len(prefix) > 0 { // mostly none: no call to copy nothing
+		fw.n += copy(fw.buf[fw.n:], prefix)
+	}
 	var sum uint32
 	if fw.crcOn {
 		sum = UpdateCRC32c(0, fw.buf[start:fw.n])
@@ -149,12 +151,16 @@ func (fw *FrameWriter) FrameParts(hdr Header, prefix, payload []byte) error {
 		fw.iov = append(fw.iov, fw.buf[fw.mark:fw.n], payload)
 		fw.mark = fw.n
 	}
+	// The trailer in two fixed stores rather than a clear: pad < 4, so
+	// one zeroes it, the other writes the CRC (zero without CRCs).
 	t := fw.buf[fw.n : fw.n+pad+CRCLen]
-	clear(t)
+	PutCRC(t, 0)
 	if fw.crcOn {
 		sum = UpdateCRC32c(sum, t[:pad])
-		PutCRC(t[pad:], sum)
+	} else {
+		sum = 0
 	}
+	PutCRC(t[pad:], sum)
 	fw.n += len(t)
 	fw.pending += FrameLen(ulpdu)
 	return nil
@@ -173,13 +179,16 @@ func (fw *FrameWriter) Flush() error {
 	switch len(fw.iov) {
 	case 0:
 	case 1:
+		// One store: clear would call the runtime's bulk clear of
+		// pointers for a single slice.
 		_, err = fw.w.Write(fw.iov[0])
+		fw.iov[0] = nil
 	default:
 		fw.bufs = fw.iov
 		_, err = fw.bufs.WriteTo(fw.w)
 		fw.bufs = nil
+		clear(fw.iov)
 	}
-	clear(fw.iov)
 	fw.iov = fw.iov[:0]
 	fw.n, fw.mark, fw.pending = 0, 0, 0
 	if err != nil {
