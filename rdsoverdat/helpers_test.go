@@ -148,3 +148,22 @@ func echo(s *Socket, size int) {
 		s.SendTo(m.Data[:n], m.Addr, 0)
 	}
 }
+
+// withoutReserve runs the rest of t as a process without a daemon's
+// message reserve, restored at cleanup: an earlier test's daemon leaves
+// the process's reserve behind, low once later streams drew on it, and a
+// low reserve takes freed messages before a socket or path keeps them.
+func withoutReserve(t *testing.T) {
+	r := &msgReserve
+	r.mu.Lock()
+	ms, low := r.ms, r.low.Load()
+	r.ms = nil
+	r.low.Store(false)
+	r.mu.Unlock()
+	t.Cleanup(func() {
+		r.mu.Lock()
+		r.ms = ms
+		r.low.Store(low)
+		r.mu.Unlock()
+	})
+}

@@ -12,9 +12,7 @@ import (
 // NewRxMessage, reset and with the new header; one still referenced, one
 // with a large buffer, or one a daemon's reserve wants does not.
 func TestRxSpare(t *testing.T) {
-	low := msgReserve.low.Load()
-	msgReserve.low.Store(false)
-	t.Cleanup(func() { msgReserve.low.Store(low) })
+	withoutReserve(t)
 
 	p := &connPath{}
 	h := make(wire.Header, wire.HeaderLen)

@@ -15,25 +15,6 @@ func spareCount(s *sock) (counted, linked int) {
 	return s.nspares, linked
 }
 
-// withoutReserve runs the rest of t as a process without a daemon's
-// message reserve, restored at cleanup: an earlier test's daemon leaves
-// the process's reserve behind, low once later streams drew on it, and a
-// low reserve takes freed messages before any socket keeps them.
-func withoutReserve(t *testing.T) {
-	r := &msgReserve
-	r.mu.Lock()
-	ms, low := r.ms, r.low.Load()
-	r.ms = nil
-	r.low.Store(false)
-	r.mu.Unlock()
-	t.Cleanup(func() {
-		r.mu.Lock()
-		r.ms = ms
-		r.low.Store(low)
-		r.mu.Unlock()
-	})
-}
-
 // TestSocketSpares: the messages a socket's acks free become its spares,
 // at most maxSpares of them, reset, which its sends fill if they have
 // room; a closed socket gives them back.
