@@ -329,8 +329,13 @@ func TestDaemonPushFromReader(t *testing.T) {
 			t.Fatalf("message %d: %d %v %x from %v", i, n, err, m.Data[:n], m.Addr)
 		}
 	}
-	if got := dc.steps.Load() - steps; got != 0 {
-		t.Errorf("the pusher took %d steps for 100 messages the reader handed ahead, want 0", got)
+	// The reader hands each message ahead. The pusher can still wake
+	// now and then on a loaded host (a wake-up token left from before it
+	// slept, or the reader finding the ring's reservation taken for an
+	// instant) and then take a step; a pusher that delivered the stream
+	// would take one a message.
+	if got := dc.steps.Load() - steps; got > 10 {
+		t.Errorf("the pusher took %d steps for 100 messages the reader handed ahead, want at most 10", got)
 	}
 	if got := dc.recvs.Load() - recvs; got != 0 {
 		t.Errorf("%d receive requests, want 0", got)
