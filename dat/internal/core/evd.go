@@ -489,8 +489,8 @@ func (e *EVD) interruptDirectLocked() {
 }
 
 // watchWaiterCtxLocked makes the end of ctx, a waiter's context that can
-// end (done its Done), interrupt the waiter's CQ.Wait; the caller
-// holds mu.
+// end and whose Done channel is done, interrupt the waiter's CQ.Wait;
+// the caller holds mu.
 func (e *EVD) watchWaiterCtxLocked(ctx context.Context, done <-chan struct{}) {
 	if done == e.wdone {
 		return

@@ -22,7 +22,7 @@ type LMR struct {
 	va      dat.VAType
 	ctx     dat.LMRContext
 	rctx    dat.RMRContext // 0 without remote privileges
-	addr    dat.VAddr      // the MR's, fixed at registration: no call a triplet
+	addr    dat.VAddr      // the MR's address, fixed at registration: a triplet asks no interface
 	mu      sync.Mutex     // serialises Free
 }
 
