@@ -523,12 +523,12 @@ func (p *connPath) complete(m *message) {
 		return
 	}
 	n := len(m.buf)
-	if !m.unref() {
-		s.sendDone(n)
-		return
+	var freed *message
+	if m.unref() {
+		freed = m
 	}
-	if !s.sendDoneSpare(n, m) {
-		m.recycle()
+	if !s.sendDone(n, freed) && freed != nil {
+		freed.recycle()
 	}
 }
 

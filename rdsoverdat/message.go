@@ -98,6 +98,13 @@ func bigPool(c int) *sync.Pool {
 // (sock.spares).
 const spareBuf = reserveBuf
 
+// sparable reports whether m, just freed (unref), may be kept aside for
+// reuse, as a socket's or a path's spare: its buffer holds at most limit
+// bytes, and no daemon's reserve wants messages back.
+func (m *message) sparable(limit int) bool {
+	return cap(m.buf) <= limit && !msgReserve.low.Load()
+}
+
 // reuseMessage returns spare, a reset message or nil, as a message with
 // room for n payload bytes if it has the room, else a new one.
 func reuseMessage(spare *message, n int) *message {

@@ -33,7 +33,7 @@ func (m *message) releaseRx() {
 	if !m.unref() {
 		return
 	}
-	if p != nil && cap(m.buf) <= rxSpareBuf && !msgReserve.low.Load() && p.rxSpare.CompareAndSwap(nil, m) {
+	if p != nil && m.sparable(rxSpareBuf) && p.rxSpare.CompareAndSwap(nil, m) {
 		return
 	}
 	m.recycle()

@@ -205,7 +205,7 @@ func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq 
 	path := s.lane(conn)
 	if !path.enqueue(m) {
 		m.release()
-		s.sendDone(len(p))
+		s.sendDone(len(p), nil)
 		return 0, errClosed
 	}
 	node := conn.node
@@ -214,14 +214,23 @@ func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq 
 	return len(p), nil
 }
 
-// sendDone returns n bytes of SO_SNDBUF room (ack or cancel).
-func (s *sock) sendDone(n int) {
+// sendDone returns n bytes of SO_SNDBUF room (ack or cancel). freed, if
+// not nil, is the message whose room it is, just freed (unref): s keeps
+// it among its spares if it has room for it and the message may be
+// kept (sparable); sendDone reports whether s took it.
+func (s *sock) sendDone(n int, freed *message) bool {
+	keep := freed != nil && freed.sparable(spareBuf)
 	s.mu.Lock()
 	s.sndBytes -= n
 	s.roomCameLocked()
+	if keep = keep && s.nspares < maxSpares && !s.closed.Load(); keep {
+		freed.next, s.spares = s.spares, freed
+		s.nspares++
+	}
 	s.mu.Unlock()
 	signal(s.txSig)
 	signal(s.pollSig)
+	return keep
 }
 
 // maxSpares bounds a socket's spare messages: a request-response
@@ -238,24 +247,6 @@ func (s *sock) takeSpareLocked() *message {
 		s.nspares--
 	}
 	return m
-}
-
-// sendDoneSpare is sendDone for the message m just freed (unref), which
-// s keeps among its spares if it has room for it, m's buffer is small and
-// no daemon's reserve wants it back; it reports whether s took m.
-func (s *sock) sendDoneSpare(n int, m *message) bool {
-	keep := cap(m.buf) <= spareBuf && !msgReserve.low.Load()
-	s.mu.Lock()
-	s.sndBytes -= n
-	s.roomCameLocked()
-	if keep = keep && s.nspares < maxSpares && !s.closed.Load(); keep {
-		m.next, s.spares = s.spares, m
-		s.nspares++
-	}
-	s.mu.Unlock()
-	signal(s.txSig)
-	signal(s.pollSig)
-	return keep
 }
 
 // lane returns the socket's path on conn, fixed by its first message.
