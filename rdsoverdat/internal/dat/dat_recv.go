@@ -97,7 +97,7 @@ func (dn *datNode) onRecv(c *dat.DTOCompletion) {
 	if c.Cookie >= dat.DTOCookie(dn.nbufs.Load()) {
 		return
 	}
-	e := datEPOf(c.EP)
+	e := dn.epOf(c.EP)
 	if e != nil && e.dead.Load() {
 		e = nil
 	}
