@@ -198,7 +198,7 @@ func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq 
 	if ackReq {
 		m.flags |= msgAckRequired
 	}
-	m.Header().Encode(&wire.Fields{Len: uint32(len(p)), Sport: sport, Dport: dport})
+	m.Header().EncodeData(uint32(len(p)), sport, dport)
 	if ra != nil {
 		ra.attach(m)
 	}

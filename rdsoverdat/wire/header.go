@@ -131,6 +131,17 @@ func (h Header) Encode(f *Fields) {
 	copy(h[ExtHdrOffset:HeaderLen], f.Ext[:])
 }
 
+// EncodeData writes the header of a data message as it is queued: length
+// and ports, every other field zero, as Encode with only those three set
+// writes it. It builds no Fields and copies no extension area, which a
+// sender does for every message.
+func (h Header) EncodeData(n uint32, sport, dport Port) {
+	clear(h[:HeaderLen])
+	h.SetLen(n)
+	h.SetSport(sport)
+	h.SetDport(dport)
+}
+
 // Decode returns the header's fields.
 func (h Header) Decode() Fields {
 	f := Fields{
