@@ -379,11 +379,14 @@ func (p *connPath) NextTx(gen uint64) *message {
 // path's lock: a transport that marks the last message before the
 // queue runs dry (dat: ACK_REQUIRED, a signalled completion) would
 // otherwise take the lock again for Pending on every message.
+//
+// It unlocks without a defer: it runs once per message sent.
 func (p *connPath) NextTxQueued(gen uint64) (*message, int) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	m := p.nextTxLocked(gen)
-	return m, p.sendQ.n
+	n := p.sendQ.n
+	p.mu.Unlock()
+	return m, n
 }
 
 func (p *connPath) nextTxLocked(gen uint64) *message {
