@@ -258,8 +258,13 @@ type connPath struct {
 	// rxSpare is a received message that a RecvMsg freed, kept for the
 	// path's next NewRxMessage (rx_spare.go).
 	rxSpare atomic.Pointer[message]
-	ups     uint64
-	gen     uint64 // the carrying connection's generation: Downs that ended an up
+	// rxSpares holds up to maxRxSpares more small freed messages
+	// (linked by next) under rxSpareMu, for a stream (rx_spare.go).
+	rxSpareMu sync.Mutex
+	rxSpares  *message
+	nRxSpares int
+	ups       uint64
+	gen       uint64 // the carrying connection's generation: Downs that ended an up
 }
 
 // Conn returns the connection the path belongs to.
