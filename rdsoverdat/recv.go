@@ -211,7 +211,7 @@ func (s *sock) wake(always, read bool) {
 	} else if always || s.reader.waiters.Load() > 0 {
 		signal(s.rxSig)
 	}
-	signal(s.pollSig)
+	s.signalPoll()
 	s.interruptReader()
 }
 

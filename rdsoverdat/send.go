@@ -235,7 +235,7 @@ func (s *sock) sendDone(n int, freed *message) (rest *message) {
 	}
 	s.mu.Unlock()
 	signal(s.txSig)
-	signal(s.pollSig)
+	s.signalPoll()
 	return rest
 }
 
