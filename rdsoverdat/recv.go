@@ -41,7 +41,7 @@ func (p *connPath) NewRxMessage(h wire.Header) (*message, error) {
 		return nil, ErrBadCongMap
 	}
 	m := p.takeRxSpare(int(l))
-	copy(m.hdr[:], h)
+	m.hdr = [wire.HeaderLen]byte(h) // inline moves, not a memmove call
 	m.rxPath = p
 	return m, nil
 }
