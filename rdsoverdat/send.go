@@ -23,7 +23,12 @@ func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags 
 		return 0, eNOTCONN // no msg_name and no connect(2): rds_sendmsg's ENOTCONN
 	}
 	ip := dst.Addr().Unmap()
-	if !ip.Is4() || ip.IsUnspecified() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+	if !ip.Is4() {
+		return 0, eINVAL
+	}
+	// Unspecified, multicast (224/4) or broadcast, tested on the four
+	// bytes inline: netip's IsMulticast is a call on every send.
+	if a := ip.As4(); a == [4]byte{} || a[0]&0xf0 == 0xe0 || a == [4]byte{255, 255, 255, 255} {
 		return 0, eINVAL
 	}
 	dport := wire.Port(dst.Port())
