@@ -128,7 +128,7 @@ func (s *sock) congUpdate(uncongested uint64) {
 	}
 	s.mu.Unlock()
 	signal(s.txSig)
-	signal(s.pollSig)
+	s.signalPoll()
 	if notify {
 		signal(s.rxSig)
 		s.interruptReader()

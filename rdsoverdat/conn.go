@@ -258,8 +258,13 @@ type connPath struct {
 	// rxSpare is a received message that a RecvMsg freed, kept for the
 	// path's next NewRxMessage (rx_spare.go).
 	rxSpare atomic.Pointer[message]
-	ups     uint64
-	gen     uint64 // the carrying connection's generation: Downs that ended an up
+	// rxSpares holds up to maxRxSpares more small freed messages
+	// (linked by next) under rxSpareMu, for a stream (rx_spare.go).
+	rxSpareMu sync.Mutex
+	rxSpares  *message
+	nRxSpares int
+	ups       uint64
+	gen       uint64 // the carrying connection's generation: Downs that ended an up
 }
 
 // Conn returns the connection the path belongs to.
@@ -379,11 +384,14 @@ func (p *connPath) NextTx(gen uint64) *message {
 // path's lock: a transport that marks the last message before the
 // queue runs dry (dat: ACK_REQUIRED, a signalled completion) would
 // otherwise take the lock again for Pending on every message.
+//
+// It unlocks without a defer: it runs once per message sent.
 func (p *connPath) NextTxQueued(gen uint64) (*message, int) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	m := p.nextTxLocked(gen)
-	return m, p.sendQ.n
+	n := p.sendQ.n
+	p.mu.Unlock()
+	return m, n
 }
 
 func (p *connPath) nextTxLocked(gen uint64) *message {
@@ -473,12 +481,14 @@ func (p *connPath) DropAcked(key uint64) int {
 		key = 0
 	}
 	n := 0
+	var run ackRun
 	for m := p.retrans.head; m != nil && (m.ackKey <= key || c.ackBySeq && m.flags&msgFlush != 0); m = p.retrans.head {
 		p.retrans.remove(m)
 		m.rdma.acked()
-		p.complete(m)
+		run.add(m)
 		n++
 	}
+	run.flush()
 	p.mu.Unlock()
 	if n > 0 {
 		p.conn.stats.acked.Add(uint64(n))
@@ -498,14 +508,16 @@ func (p *connPath) DropAckedSeq(seq wire.Seq) int {
 		seq = 0 // another sequence space's (see DropAcked)
 	}
 	n := 0
+	var run ackRun
 	for _, l := range []*msgList{&p.retrans, &p.sendQ} {
 		for m := l.head; m != nil && m.sequence <= seq && (l == &p.retrans || m.flags&msgRetransmitted != 0); m = l.head {
 			l.remove(m)
 			m.rdma.acked()
-			p.complete(m)
+			run.add(m)
 			n++
 		}
 	}
+	run.flush()
 	p.mu.Unlock()
 	if n > 0 {
 		p.conn.stats.acked.Add(uint64(n))
@@ -527,9 +539,43 @@ func (p *connPath) complete(m *message) {
 	if m.unref() {
 		freed = m
 	}
-	if !s.sendDone(n, freed) && freed != nil {
-		freed.recycle()
+	recycleList(s.sendDone(n, freed))
+}
+
+// ackRun is complete for the messages one ack frees: a run of them
+// that one socket sent returns its SO_SNDBUF room and its spares in one
+// sendDone, one hold of the socket's lock and one signal each, instead
+// of one per message. p.mu is held from add to flush.
+type ackRun struct {
+	s     *sock
+	n     int      // payload bytes of the run
+	freed *message // the run's messages freed (unref), linked by next
+}
+
+// add completes m as part of the run, flushing the run before it if m
+// is another socket's.
+func (r *ackRun) add(m *message) {
+	s := m.sock
+	if s == nil {
+		m.release()
+		return
 	}
+	if s != r.s {
+		r.flush()
+		r.s = s
+	}
+	r.n += len(m.buf)
+	if m.unref() {
+		m.next, r.freed = r.freed, m
+	}
+}
+
+// flush returns the run's room and spares to its socket.
+func (r *ackRun) flush() {
+	if r.s != nil {
+		recycleList(r.s.sendDone(r.n, r.freed))
+	}
+	*r = ackRun{}
 }
 
 // enqueue assigns the next sequence number and queues m. It fails if the

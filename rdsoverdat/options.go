@@ -83,7 +83,7 @@ func (s *sock) setOption(o Option) error {
 		s.roomCameLocked()
 		s.mu.Unlock()
 		signal(s.txSig)
-		signal(s.pollSig)
+		s.signalPoll()
 	case RecvBuffer:
 		if v <= 0 {
 			return eINVAL

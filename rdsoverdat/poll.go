@@ -65,6 +65,8 @@ func (s *sock) pollLocked(gen uint64) Events {
 
 // wait is Socket.Wait.
 func (s *sock) wait(ctx context.Context, want Events) (Events, error) {
+	s.pollers.Add(1) // before the first look (signalPoll)
+	defer s.pollers.Add(-1)
 	for {
 		if ev := s.poll(); ev&want != 0 {
 			return ev, nil

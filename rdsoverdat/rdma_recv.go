@@ -46,7 +46,7 @@ func (s *sock) rdmaNotify(n RDMANotify) {
 	s.rdma.notes = append(s.rdma.notes, n)
 	s.mu.Unlock()
 	signal(s.rxSig)
-	signal(s.pollSig)
+	s.signalPoll()
 	s.interruptReader()
 }
 

@@ -41,7 +41,7 @@ func (p *connPath) NewRxMessage(h wire.Header) (*message, error) {
 		return nil, ErrBadCongMap
 	}
 	m := p.takeRxSpare(int(l))
-	copy(m.hdr[:], h)
+	m.hdr = [wire.HeaderLen]byte(h) // inline moves, not a memmove call
 	m.rxPath = p
 	return m, nil
 }
@@ -211,7 +211,7 @@ func (s *sock) wake(always, read bool) {
 	} else if always || s.reader.waiters.Load() > 0 {
 		signal(s.rxSig)
 	}
-	signal(s.pollSig)
+	s.signalPoll()
 	s.interruptReader()
 }
 

@@ -23,7 +23,12 @@ func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags 
 		return 0, eNOTCONN // no msg_name and no connect(2): rds_sendmsg's ENOTCONN
 	}
 	ip := dst.Addr().Unmap()
-	if !ip.Is4() || ip.IsUnspecified() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+	if !ip.Is4() {
+		return 0, eINVAL
+	}
+	// Unspecified, multicast (224/4) or broadcast, tested on the four
+	// bytes inline: netip's IsMulticast is a call on every send.
+	if a := ip.As4(); a == [4]byte{} || a[0]&0xf0 == 0xe0 || a == [4]byte{255, 255, 255, 255} {
 		return 0, eINVAL
 	}
 	dport := wire.Port(dst.Port())
@@ -198,7 +203,7 @@ func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq 
 	if ackReq {
 		m.flags |= msgAckRequired
 	}
-	m.Header().Encode(&wire.Fields{Len: uint32(len(p)), Sport: sport, Dport: dport})
+	m.Header().EncodeData(uint32(len(p)), sport, dport)
 	if ra != nil {
 		ra.attach(m)
 	}
@@ -214,23 +219,39 @@ func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq 
 	return len(p), nil
 }
 
-// sendDone returns n bytes of SO_SNDBUF room (ack or cancel). freed, if
-// not nil, is the message whose room it is, just freed (unref): s keeps
-// it among its spares if it has room for it and the message may be
-// kept (sparable); sendDone reports whether s took it.
-func (s *sock) sendDone(n int, freed *message) bool {
-	keep := freed != nil && freed.sparable(spareBuf)
+// sendDone returns n bytes of SO_SNDBUF room (ack or cancel). freed is
+// the messages whose room it is that were just freed (unref), linked by
+// next, or nil: s keeps those it has room for among its spares if they
+// may be kept (sparable), and sendDone returns the others, linked the
+// same way, for the caller to recycle.
+func (s *sock) sendDone(n int, freed *message) (rest *message) {
 	s.mu.Lock()
 	s.sndBytes -= n
 	s.roomCameLocked()
-	if keep = keep && s.nspares < maxSpares && !s.closed.Load(); keep {
-		freed.next, s.spares = s.spares, freed
-		s.nspares++
+	for freed != nil {
+		m := freed
+		freed = m.next
+		if s.nspares < maxSpares && m.sparable(spareBuf) && !s.closed.Load() {
+			m.next, s.spares = s.spares, m
+			s.nspares++
+		} else {
+			m.next, rest = rest, m
+		}
 	}
 	s.mu.Unlock()
 	signal(s.txSig)
-	signal(s.pollSig)
-	return keep
+	s.signalPoll()
+	return rest
+}
+
+// recycleList recycles messages linked by next (sendDone's rest).
+func recycleList(m *message) {
+	for m != nil {
+		next := m.next
+		m.next = nil
+		m.recycle()
+		m = next
+	}
 }
 
 // maxSpares bounds a socket's spare messages: a request-response

@@ -23,6 +23,9 @@ type sock struct {
 	// room, a congestion change or a write deadline change arrives,
 	// pollSig on any of these (for Wait).
 	rxSig, txSig, pollSig chan struct{}
+	// pollers counts the Waits in progress: pollSig gets its token
+	// only while one runs (signalPoll).
+	pollers atomic.Int32
 	// wakeDue: a transport's reader delivered to s and wakes it at the
 	// end of its read (xport.Wakes); Wake clears it. A daemon's pusher
 	// that finds messages queued while it is set waits for that
@@ -110,6 +113,18 @@ func newSock(st *Stack) *sock {
 	}
 	st.mu.Unlock()
 	return s
+}
+
+// signalPoll signals pollSig if a Wait runs. A Wait counts itself
+// before it looks at the socket and a change is made before the count
+// is read, so either the Wait sees the change or the change sees the
+// Wait; with none running, what the signal cost (a runtime call to
+// find the token already there, on every message delivered and every
+// ack) is saved, and the next Wait looks at the socket first anyway.
+func (s *sock) signalPoll() {
+	if s.pollers.Load() > 0 {
+		signal(s.pollSig)
+	}
 }
 
 // signal hands a wake-up token to one waiter, if none is pending. A

@@ -77,6 +77,21 @@ func TestKernelCaptures(t *testing.T) {
 	}
 }
 
+// EncodeData writes what Encode writes for a data message's length and
+// ports, over a header that held something else.
+func TestEncodeDataMatchesEncode(t *testing.T) {
+	want := make(Header, HeaderLen)
+	want.Encode(&Fields{Len: 0x01020304, Sport: 0x1112, Dport: 0x2122})
+	h := make(Header, HeaderLen)
+	for i := range h {
+		h[i] = 0xee
+	}
+	h.EncodeData(0x01020304, 0x1112, 0x2122)
+	if !bytes.Equal(h, want) {
+		t.Errorf("EncodeData\n%x\nEncode\n%x", []byte(h), []byte(want))
+	}
+}
+
 func TestAccessorsRoundTrip(t *testing.T) {
 	f := Fields{Sequence: 0x0102030405060708, Ack: 0x1112131415161718, Len: 0x21222324,
 		Sport: 0x3132, Dport: 0x4142, Flags: FlagRetransmitted | FlagAckRequired, Credit: 200}

@@ -167,6 +167,10 @@ type datNode struct {
 	// before the event goroutine lends the role again (dat_role.go).
 	batchMsgs, cool int
 	evdLen          int
+	// lastEP is the DAT EP of the last completion the role's holder
+	// looked up and lastE its transport EP (epOf); retired clears them.
+	lastEP *ep.EP
+	lastE  *datEP
 
 	mu       sync.Mutex
 	paths    []*datPath

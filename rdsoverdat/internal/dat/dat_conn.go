@@ -393,6 +393,9 @@ func (dn *datNode) retire(e *datEP) {
 
 // retired runs on the event goroutine when e's retire event comes up.
 func (dn *datNode) retired(e *datEP) {
+	if dn.lastE == e {
+		dn.lastEP, dn.lastE = nil, nil
+	}
 	e.ep.Free()
 	if e.rxm != nil {
 		e.rxm.Release()
@@ -422,6 +425,22 @@ func (dn *datNode) retired(e *datEP) {
 	if dp.want.Load() {
 		dp.kick() // a kick that found the guard taken by us
 	}
+}
+
+// epOf is datEPOf for the role's holder. Completions come in runs of
+// one EP, and the DAT EP's consumer context is read under its lock, so
+// the holder keeps the last EP it looked up, until retired forgets it:
+// no completion of an EP comes after its retirement.
+func (dn *datNode) epOf(h dat.Handle) *datEP {
+	x, ok := h.(*ep.EP)
+	if ok && x == dn.lastEP && x != nil {
+		return dn.lastE
+	}
+	e := datEPOf(h)
+	if e != nil {
+		dn.lastEP, dn.lastE = x, e
+	}
+	return e
 }
 
 // datEPOf returns the transport EP behind a DAT EP handle.

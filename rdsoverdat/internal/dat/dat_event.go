@@ -85,7 +85,7 @@ func (dn *datNode) handle(ev *dat.Event) {
 			dn.onRecv(&ev.DTO)
 			return
 		}
-		if e := datEPOf(ev.DTO.EP); e != nil {
+		if e := dn.epOf(ev.DTO.EP); e != nil {
 			e.onSendDone(&ev.DTO)
 		}
 	case dat.ConnectionRequestEvent:

@@ -53,7 +53,8 @@ func isDatAck(h wire.Header, frag []byte) bool {
 }
 
 // datReasm is the reassembly state of one connection: the first
-// fragment's header and how much of the payload has arrived.
+// fragment's header (kept while more fragments are due) and how much of
+// the payload has arrived.
 type datReasm struct {
 	hdr    [wire.HeaderLen]byte
 	active bool
@@ -76,9 +77,13 @@ func (r *datReasm) next(h wire.Header, n int) (first, done bool, err error) {
 		if !datFirstFragOK(n, l) {
 			return false, false, errDatFrag
 		}
-		copy(r.hdr[:], h)
 		r.total, r.off, r.frag = l, n, n
 		r.active = n < l
+		if r.active {
+			// What the next fragments must match; a message of one
+			// fragment, nearly every small one, needs no copy.
+			copy(r.hdr[:], h)
+		}
 		return true, !r.active, nil
 	}
 	rh := wire.Header(r.hdr[:])
@@ -97,7 +102,7 @@ func (dn *datNode) onRecv(c *dat.DTOCompletion) {
 	if c.Cookie >= dat.DTOCookie(dn.nbufs.Load()) {
 		return
 	}
-	e := datEPOf(c.EP)
+	e := dn.epOf(c.EP)
 	if e != nil && e.dead.Load() {
 		e = nil
 	}

@@ -159,10 +159,17 @@ func (r *datEventRole) Run(s xport.Receiver, _ []byte, _ bool, limit time.Time) 
 // hold handles the node's events as the role's holder until an
 // interrupt; true if the role must go back to the event goroutine: the
 // EVD failed (the node is closing) or a stream came.
-func (r *datEventRole) hold() (back bool) {
+func (r *datEventRole) hold() bool {
 	dn := r.dn
-	dn.holding = true
-	defer func() { dn.holding = false }()
+	dn.holding = true // no defer: a RecvMsg that holds the role runs it per message
+	back := r.handleEvents()
+	dn.holding = false
+	return back
+}
+
+// handleEvents is hold's loop, with dn.holding set.
+func (r *datEventRole) handleEvents() (back bool) {
+	dn := r.dn
 	dn.flushAcks() // what the previous holder left for its caller's reply
 	for {
 		r.phase.Store(phaseWaiting)

@@ -232,7 +232,7 @@ func (dp *datPath) xmit(e *datEP) {
 			if e.txPosted%e.signalEvery == e.signalEvery-1 {
 				flags = dat.CompletionDefault
 			}
-			if dp.txOff == 0 && datFenced(op) {
+			if op != nil && dp.txOff == 0 && datFenced(op) { // datFenced is not inlined
 				flags |= dat.CompletionBarrierFence // after the op's READs (dat_rdma.go)
 			}
 			if last {
