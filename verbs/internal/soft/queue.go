@@ -33,11 +33,17 @@ type SendWQE struct {
 func (w *SendWQE) SGEs() []verbs.SGE { return w.SGL[:w.NumSGE] }
 
 // RecvWQE is a posted receive.
+//
+// The fields a receive of one SGE uses come first and the struct is padded
+// to 128 bytes, so that in a ring slot on a 64-byte boundary they share a
+// cache line: an SRQ cycles through its slots, and each take meets a slot
+// last touched when the receive was posted.
 type RecvWQE struct {
 	ID     uint64
 	NumSGE int
-	SGL    [verbs.MaxSGE]verbs.SGE
 	Len    uint64 // total capacity
+	SGL    [verbs.MaxSGE]verbs.SGE
+	_      [8]byte
 }
 
 // SGEs returns the scatter list.
@@ -76,7 +82,11 @@ func (r *recvRing) pop(w *RecvWQE) bool {
 	if r.n == 0 {
 		return false
 	}
-	*w = r.slots[r.head]
+	// Only the elements in use: a whole slot is two cache lines, and a
+	// receive of one SGE needs 40 bytes of the first.
+	s := &r.slots[r.head]
+	w.ID, w.NumSGE, w.Len = s.ID, s.NumSGE, s.Len
+	copySGL(&w.SGL, s.SGL[:s.NumSGE])
 	r.head = (r.head + 1) & (len(r.slots) - 1)
 	r.n--
 	return true
