@@ -65,7 +65,8 @@ type txBatch struct {
 	held  []xport.Msg // messages whose payload segs reference
 	bytes int         // len of all segs
 	// tail is the start in stage of the last segment while that segment
-	// is the staging buffer's tail (so the next copy extends it), or -1.
+	// is the staging buffer's tail (so the next copy extends it), or -1;
+	// the segment's slot in back stays nil until closeTail.
 	tail int
 	// started: segs holds what a write left (pending); nowait: the
 	// write in progress does not wait for room.
@@ -119,29 +120,30 @@ func (b *txBatch) fits(n int) bool {
 // add gathers header h and payload p of m; m is held when p is
 // referenced rather than copied.
 func (b *txBatch) add(m xport.Msg, h, p []byte) {
-	b.copyIn(h)
+	if b.tail < 0 {
+		b.tail = len(b.stage)
+		b.back = append(b.back, nil)
+	}
+	b.stage = append(b.stage, h...)
 	if len(p) < tcpDirectMin {
-		b.copyIn(p)
+		b.stage = append(b.stage, p...)
 	} else {
+		b.closeTail()
 		b.back = append(b.back, p)
 		b.held = append(b.held, m)
-		b.tail = -1
 		m.Hold()
 	}
 	b.bytes += len(h) + len(p)
 }
 
-// copyIn copies p to the staging buffer's tail segment.
-func (b *txBatch) copyIn(p []byte) {
-	if len(p) == 0 {
-		return
+// closeTail ends the staging buffer's tail segment: its slot in back,
+// nil while copies extended it, now takes what they copied. Setting the
+// slot once instead of on every copy saves a slice store per copy.
+func (b *txBatch) closeTail() {
+	if b.tail >= 0 {
+		b.back[len(b.back)-1] = b.stage[b.tail:]
+		b.tail = -1
 	}
-	if b.tail < 0 {
-		b.tail = len(b.stage)
-		b.back = append(b.back, nil)
-	}
-	b.stage = append(b.stage, p...)
-	b.back[len(b.back)-1] = b.stage[b.tail:]
 }
 
 // write hands the batch to the socket in one writev (more if the socket
@@ -153,6 +155,7 @@ func (b *txBatch) write(raw syscall.RawConn, wait bool) (done bool, err error) {
 		return true, nil
 	}
 	if !b.started {
+		b.closeTail()
 		b.segs, b.started = b.back, true
 	}
 	b.nowait = !wait
