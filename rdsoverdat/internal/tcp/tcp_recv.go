@@ -87,8 +87,18 @@ func (x *tcpRx) next(l int) {
 }
 
 // clear forgets the current message: the next read starts a header.
+// Only the destination dst names is set (the others are already zero),
+// so only it is cleared: a Direct is ten words.
 func (x *tcpRx) clear() {
-	x.hn, x.dst, x.m, x.d, x.own, x.pn = 0, dstNone, nil, xport.Direct{}, nil, 0
+	switch x.dst {
+	case dstMsg:
+		x.m = nil
+	case dstClaim:
+		x.d = xport.Direct{}
+	case dstOwn:
+		x.own = nil
+	}
+	x.hn, x.dst, x.pn = 0, dstNone, 0
 }
 
 // abort drops a message left half read by a failed connection: it never
@@ -270,9 +280,11 @@ func (rd *tcpReader) readFull(p []byte) error {
 // is io.ErrUnexpectedEOF, one ending before it io.EOF.
 func (rd *tcpReader) fill(p []byte, pn *int) error {
 	n := *pn
-	c := copy(p[n:], rd.buf[rd.r:rd.w])
-	rd.r += c
-	n += c
+	if rd.r < rd.w { // often empty: a lone message's header drained it
+		c := copy(p[n:], rd.buf[rd.r:rd.w])
+		rd.r += c
+		n += c
+	}
 	for n < len(p) {
 		var k int
 		var err error
