@@ -198,8 +198,9 @@ func pathHash(p wire.Port) uint32 {
 // boundAddr returns the bound address and port (invalid if unbound).
 func (s *sock) boundAddr() netip.AddrPort {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bound
+	a := s.bound
+	s.mu.Unlock()
+	return a
 }
 
 // boundNode returns the node the socket is bound on (nil if unbound).

@@ -250,7 +250,13 @@ func (c *tcpConn) settle(force bool) bool {
 	if !c.txMu.TryLock() {
 		return c.tp.lone.Load()
 	}
-	defer c.txMu.Unlock()
+	waiting := c.settleLocked(force)
+	c.txMu.Unlock()
+	return waiting
+}
+
+// settleLocked is settle with the transmit role held.
+func (c *tcpConn) settleLocked(force bool) bool {
 	if c.txExited || c.batch == nil || !c.tp.lone.Load() {
 		return false // ended, or not started: lone is an older connection's
 	}
