@@ -36,7 +36,7 @@ func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags 
 
 	s.mu.Lock()
 	node, tr, sndbuf, timeo := s.node, s.trans, s.sndbuf, s.sndTimeo
-	conn, connIP, connType := s.txConn, s.txIP, s.txType
+	conn, connIP := s.txConn, s.txIP
 	s.mu.Unlock()
 	if node == nil {
 		return 0, eNOTCONN
@@ -54,12 +54,12 @@ func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags 
 			return 0, err
 		}
 	}
-	if t := tr.Type(); conn == nil || connIP != ip || connType != t || conn.node != node {
-		if conn = node.connFor(ip, t); conn == nil {
+	if conn == nil || connIP != ip || conn.node != node {
+		if conn = node.connFor(ip, tr.Type()); conn == nil {
 			return 0, eNOTCONN
 		}
 		s.mu.Lock()
-		s.txConn, s.txIP, s.txType = conn, ip, t
+		s.txConn, s.txIP = conn, ip
 		s.mu.Unlock()
 	}
 	if len(cm) == 0 {

@@ -71,13 +71,13 @@ type sock struct {
 	recvErr     bool
 	pathHash    uint32
 	lanes       map[*connection]*connPath // multipath: each connection's lane for this socket
-	// txConn is the connection of the last send, to txIP over txType:
-	// a node keeps its connections for good, so a socket that sends to
-	// one peer finds it here instead of in the node's map, under its
-	// read lock, on every send.
+	// txConn is the connection of the last send, to txIP: a node keeps
+	// its connections for good, so a socket that sends to one peer finds
+	// it here instead of in the node's map, under its read lock, on every
+	// send. A bound socket's transport never changes (setTransport
+	// refuses a second one), so the transport need not be noted.
 	txConn *connection
 	txIP   netip.Addr
-	txType TransportType
 	rdma   sockRDMA       // RDMA mappings and notifications (rdma_mr.go)
 	rxw    rxWaiter       // a blocked RecvMsg's buffer on offer (recv_direct.go)
 	reader sockReaderRole // reader roles lent to this socket (recv_reader.go)
