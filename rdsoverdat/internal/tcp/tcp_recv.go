@@ -185,11 +185,13 @@ type tcpReader struct {
 	// gives it up, so that a burst read at once wakes each socket once.
 	wakes xport.Wakes
 
-	// The pending readv: the payload's rest and the staging buffer's
-	// first header, and what the system call returned. readvFn is
-	// rd.readv as a method value, made once, so a read allocates nothing.
-	vec     [2][]byte
+	// The pending readv: iov[:ivn] (the payload's rest and the staging
+	// buffer's first header), set once per read rather than on every
+	// call the poller makes, and what the system call returned. readvFn
+	// is rd.readv as a method value, made once, so a read allocates
+	// nothing.
 	iov     [2]unix.Iovec
+	ivn     int
 	vn      int
 	verr    error
 	readvFn func(fd uintptr) bool
@@ -204,9 +206,8 @@ func newTCPReader(nc net.Conn, raw syscall.RawConn) *tcpReader {
 // readv is the RawConn.Read callback: false asks the poller to wait
 // until the socket is readable and call again (tcp_sys.go).
 func (rd *tcpReader) readv(fd uintptr) bool {
-	n := iovecs(rd.iov[:], rd.vec[:])
 	for {
-		k, e := rawReadv(fd, rd.iov[:], n)
+		k, e := rawReadv(fd, rd.iov[:], rd.ivn)
 		switch e {
 		case unix.EINTR:
 			continue
@@ -217,7 +218,6 @@ func (rd *tcpReader) readv(fd uintptr) bool {
 		default:
 			rd.vn, rd.verr = 0, e
 		}
-		rd.iov = [2]unix.Iovec{} // hold no buffer between reads
 		return true
 	}
 }
@@ -234,10 +234,21 @@ func (rd *tcpReader) read(p []byte) (int, error) {
 // readvInto reads into a and then b (nil: a alone) with one readv,
 // waiting for data through the poller; io.EOF at the end of the stream.
 func (rd *tcpReader) readvInto(a, b []byte) (int, error) {
-	rd.vec[0], rd.vec[1] = a, b
+	n := 0
+	if len(a) > 0 {
+		rd.iov[0].Base = &a[0]
+		rd.iov[0].SetLen(len(a))
+		n = 1
+	}
+	if len(b) > 0 {
+		rd.iov[n].Base = &b[0]
+		rd.iov[n].SetLen(len(b))
+		n++
+	}
+	rd.ivn = n
 	err := rd.raw.Read(rd.readvFn)
+	rd.iov[0].Base, rd.iov[1].Base = nil, nil // hold no buffer between reads
 	n, verr := rd.vn, rd.verr
-	rd.vec[0], rd.vec[1] = nil, nil
 	if err == nil {
 		err = verr
 	}

@@ -379,7 +379,8 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 			c.unacked++
 		}
 		c.carry = nil
-		if !b.fits(len(m.Payload())) {
+		pl := m.Payload() // once: each is a call through xport.Msg
+		if !b.fits(len(pl)) {
 			done, err := b.write(c.raw, wait)
 			if err != nil {
 				p.TxDone(m) // on the retransmit list: the path's next connection sends it
@@ -393,8 +394,8 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 		}
 		h := m.Header()
 		h.SetFlags(m.WireFlags())
-		b.add(m, h, m.Payload())
-		c.written += uint64(wire.HeaderLen + len(m.Payload()))
+		b.add(m, h, pl)
+		c.written += uint64(wire.HeaderLen + len(pl))
 		if !m.IsCongMap() {
 			m.SetAckKey(c.written)
 		}
