@@ -626,8 +626,9 @@ func (p *connPath) cancel(s *sock, dst netip.AddrPort) {
 // Pending returns the number of queued and unacknowledged messages.
 func (p *connPath) Pending() (queued, unacked int) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sendQ.n, p.retrans.n
+	queued, unacked = p.sendQ.n, p.retrans.n
+	p.mu.Unlock()
+	return queued, unacked
 }
 
 // NextSeqs returns the next sequence numbers to send and to expect

@@ -337,7 +337,11 @@ func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 		if r := s.reader.lent; r != nil && tryReader && s.reader.hold.Load() == nil {
 			// A connection's reader role is lent to this socket and no
 			// other RecvMsg of it runs one: read it here (recv_reader.go).
-			limit, limitErr := recvLimit(s.rdeadline, until)
+			var limit time.Time
+			var limitErr error
+			if !s.rdeadline.IsZero() || !until.IsZero() { // most have neither
+				limit, limitErr = recvLimit(s.rdeadline, until)
+			}
 			s.holdReader(r)
 			s.mu.Unlock()
 			if !limit.IsZero() && time.Until(limit) <= 0 {

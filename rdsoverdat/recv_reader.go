@@ -142,8 +142,9 @@ func (s *sock) releaseReader() {
 // message read into a caller's buffer overtakes nothing.
 func (s *sock) QueueEmpty() bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rxq.n == 0 && s.sink.n == 0 && !s.sink.claimed && !s.closed.Load()
+	empty := s.rxq.n == 0 && s.sink.n == 0 && !s.sink.claimed && !s.closed.Load()
+	s.mu.Unlock()
+	return empty
 }
 
 // plainInWindow reports whether a message with header h is plain data a
@@ -198,11 +199,12 @@ func (p *connPath) acceptSink(seq wire.Seq, retx bool) bool {
 // was checked).
 func (p *connPath) advanceRx(seq wire.Seq, retx bool) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if retx && seq < p.nextRxSeq {
+		p.mu.Unlock()
 		return false
 	}
 	p.nextRxSeq = seq + 1
+	p.mu.Unlock()
 	return true
 }
 

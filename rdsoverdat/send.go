@@ -36,7 +36,17 @@ func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags 
 
 	s.mu.Lock()
 	node, tr, sndbuf, timeo := s.node, s.trans, s.sndbuf, s.sndTimeo
-	conn, connIP, connType := s.txConn, s.txIP, s.txType
+	conn, connIP := s.txConn, s.txIP
+	if len(cm) == 0 && node != nil && len(p) <= wire.MaxMsgSize && len(p) <= sndbuf &&
+		conn != nil && connIP == ip && conn.node == node && !conn.fcong.test(dport) &&
+		s.sndBytes < s.sndbuf && !s.closed.Load() {
+		// The common send: the connection of the last one, an
+		// uncongested port and room. admit would come to the same,
+		// after a second hold of the lock.
+		half, sport, spare := s.admitLocked(len(p))
+		s.mu.Unlock()
+		return s.queue(conn, p, sport, dport, half, nil, spare)
+	}
 	s.mu.Unlock()
 	if node == nil {
 		return 0, eNOTCONN
@@ -54,12 +64,12 @@ func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags 
 			return 0, err
 		}
 	}
-	if t := tr.Type(); conn == nil || connIP != ip || connType != t || conn.node != node {
-		if conn = node.connFor(ip, t); conn == nil {
+	if conn == nil || connIP != ip || conn.node != node {
+		if conn = node.connFor(ip, tr.Type()); conn == nil {
 			return 0, eNOTCONN
 		}
 		s.mu.Lock()
-		s.txConn, s.txIP, s.txType = conn, ip, t
+		s.txConn, s.txIP = conn, ip
 		s.mu.Unlock()
 	}
 	if len(cm) == 0 {
@@ -95,16 +105,8 @@ func (s *sock) admit(conn *connection, p []byte, dport wire.Port, nonblock bool,
 			return 0, errClosed
 		}
 		if s.sndBytes < s.sndbuf {
-			s.roomCameLocked()
-			s.sndBytes += len(p)
-			room := s.sndBytes < s.sndbuf
-			half := s.sndBytes >= s.sndbuf/2
-			sport := wire.Port(s.bound.Port())
-			spare := s.takeSpareLocked()
+			half, sport, spare := s.admitLocked(len(p))
 			s.mu.Unlock()
-			if room {
-				signal(s.txSig)
-			}
 			return s.queue(conn, p, sport, dport, half, ra, spare)
 		}
 		if nonblock && !settled {
@@ -155,6 +157,20 @@ func (s *sock) wantRoomLocked() {
 		s.roomWant = true
 		s.node.roomWanted.Add(1)
 	}
+}
+
+// admitLocked counts n bytes against SO_SNDBUF, which has room, and
+// takes a spare message for them; s.mu is held. It passes the room on to
+// another blocked sender if some is left, and returns whether the
+// message must ask for an ack (half the buffer taken), the bound port
+// and the spare.
+func (s *sock) admitLocked(n int) (half bool, sport wire.Port, spare *message) {
+	s.roomCameLocked()
+	s.sndBytes += n
+	if s.sndBytes < s.sndbuf {
+		signal(s.txSig)
+	}
+	return s.sndBytes >= s.sndbuf/2, wire.Port(s.bound.Port()), s.takeSpareLocked()
 }
 
 // roomCameLocked ends a wait of wantRoomLocked once s has room; s.mu is

@@ -71,13 +71,13 @@ type sock struct {
 	recvErr     bool
 	pathHash    uint32
 	lanes       map[*connection]*connPath // multipath: each connection's lane for this socket
-	// txConn is the connection of the last send, to txIP over txType:
-	// a node keeps its connections for good, so a socket that sends to
-	// one peer finds it here instead of in the node's map, under its
-	// read lock, on every send.
+	// txConn is the connection of the last send, to txIP: a node keeps
+	// its connections for good, so a socket that sends to one peer finds
+	// it here instead of in the node's map, under its read lock, on every
+	// send. A bound socket's transport never changes (setTransport
+	// refuses a second one), so the transport need not be noted.
 	txConn *connection
 	txIP   netip.Addr
-	txType TransportType
 	rdma   sockRDMA       // RDMA mappings and notifications (rdma_mr.go)
 	rxw    rxWaiter       // a blocked RecvMsg's buffer on offer (recv_direct.go)
 	reader sockReaderRole // reader roles lent to this socket (recv_reader.go)
@@ -198,8 +198,9 @@ func pathHash(p wire.Port) uint32 {
 // boundAddr returns the bound address and port (invalid if unbound).
 func (s *sock) boundAddr() netip.AddrPort {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bound
+	a := s.bound
+	s.mu.Unlock()
+	return a
 }
 
 // boundNode returns the node the socket is bound on (nil if unbound).
@@ -338,10 +339,14 @@ func (s *sock) blockOr(sig, sig2 chan struct{}, until time.Time, read bool) erro
 	}
 }
 
-// opEnd turns a timeout setting into the end time of an operation.
+// opEnd turns a timeout setting into the end time of an operation. Every
+// send and receive asks, and most have no timeout: the test is inlined,
+// the clock read is not.
 func opEnd(timeo time.Duration) time.Time {
 	if timeo <= 0 {
 		return time.Time{}
 	}
-	return time.Now().Add(timeo)
+	return opEndAfter(timeo)
 }
+
+func opEndAfter(timeo time.Duration) time.Time { return time.Now().Add(timeo) }

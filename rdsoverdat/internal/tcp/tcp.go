@@ -135,7 +135,7 @@ func (tn *tcpNode) tpath(p xport.Path) *tcpPath {
 	if tp, ok := p.Data().Load().(*tcpPath); ok {
 		return tp
 	}
-	tp := &tcpPath{tn: tn, p: p, kick: make(chan struct{}, 1)}
+	tp := &tcpPath{tn: tn, p: p, kick: make(chan struct{}, 1), raddr: p.Conn().RemoteAddr()}
 	p.Data().Store(tp)
 	tn.paths = append(tn.paths, tp)
 	return tp

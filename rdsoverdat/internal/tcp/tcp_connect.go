@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +25,9 @@ type tcpPath struct {
 	tn   *tcpNode
 	p    xport.Path
 	kick chan struct{} // wakes the current connection's writer
+	// raddr is p's peer address, fixed with its connection: a message a
+	// RecvMsg reads names it without two calls through xport.
+	raddr netip.Addr
 	// lone is set while the writer leaves its one unacknowledged message
 	// to later traffic (goLone), so that the reader frees it with the
 	// peer's next message and a socket waiting for SO_SNDBUF room wakes

@@ -45,7 +45,14 @@ func (c *tcpConn) sendDirect() bool {
 	if !c.txMu.TryLock() {
 		return false
 	}
-	defer c.txMu.Unlock()
+	ok := c.sendDirectLocked()
+	c.txMu.Unlock()
+	return ok
+}
+
+// sendDirectLocked is sendDirect's write, with the transmit role held:
+// the role's release stays out of a deferred call on the per-message path.
+func (c *tcpConn) sendDirectLocked() bool {
 	if c.txExited || c.txErr != nil || c.batch == nil || c.batch.pending() || c.carry != nil {
 		return false
 	}

@@ -276,7 +276,7 @@ func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int
 		if !p.AcceptDirect(seq, retx, l) {
 			return 0, netip.AddrPort{}, xport.RRAgain, nil // a duplicate after all
 		}
-		return l, netip.AddrPortFrom(p.Conn().RemoteAddr(), uint16(sport)), xport.RRFilled, nil
+		return l, netip.AddrPortFrom(c.tp.raddr, uint16(sport)), xport.RRFilled, nil
 	}
 	if x.dst == dstClaim {
 		d := x.d

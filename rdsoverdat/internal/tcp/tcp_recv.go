@@ -87,8 +87,18 @@ func (x *tcpRx) next(l int) {
 }
 
 // clear forgets the current message: the next read starts a header.
+// Only the destination dst names is set (the others are already zero),
+// so only it is cleared: a Direct is ten words.
 func (x *tcpRx) clear() {
-	x.hn, x.dst, x.m, x.d, x.own, x.pn = 0, dstNone, nil, xport.Direct{}, nil, 0
+	switch x.dst {
+	case dstMsg:
+		x.m = nil
+	case dstClaim:
+		x.d = xport.Direct{}
+	case dstOwn:
+		x.own = nil
+	}
+	x.hn, x.dst, x.pn = 0, dstNone, 0
 }
 
 // abort drops a message left half read by a failed connection: it never
@@ -175,11 +185,13 @@ type tcpReader struct {
 	// gives it up, so that a burst read at once wakes each socket once.
 	wakes xport.Wakes
 
-	// The pending readv: the payload's rest and the staging buffer's
-	// first header, and what the system call returned. readvFn is
-	// rd.readv as a method value, made once, so a read allocates nothing.
-	vec     [2][]byte
+	// The pending readv: iov[:ivn] (the payload's rest and the staging
+	// buffer's first header), set once per read rather than on every
+	// call the poller makes, and what the system call returned. readvFn
+	// is rd.readv as a method value, made once, so a read allocates
+	// nothing.
 	iov     [2]unix.Iovec
+	ivn     int
 	vn      int
 	verr    error
 	readvFn func(fd uintptr) bool
@@ -194,9 +206,8 @@ func newTCPReader(nc net.Conn, raw syscall.RawConn) *tcpReader {
 // readv is the RawConn.Read callback: false asks the poller to wait
 // until the socket is readable and call again (tcp_sys.go).
 func (rd *tcpReader) readv(fd uintptr) bool {
-	n := iovecs(rd.iov[:], rd.vec[:])
 	for {
-		k, e := rawReadv(fd, rd.iov[:], n)
+		k, e := rawReadv(fd, rd.iov[:], rd.ivn)
 		switch e {
 		case unix.EINTR:
 			continue
@@ -207,7 +218,6 @@ func (rd *tcpReader) readv(fd uintptr) bool {
 		default:
 			rd.vn, rd.verr = 0, e
 		}
-		rd.iov = [2]unix.Iovec{} // hold no buffer between reads
 		return true
 	}
 }
@@ -224,10 +234,21 @@ func (rd *tcpReader) read(p []byte) (int, error) {
 // readvInto reads into a and then b (nil: a alone) with one readv,
 // waiting for data through the poller; io.EOF at the end of the stream.
 func (rd *tcpReader) readvInto(a, b []byte) (int, error) {
-	rd.vec[0], rd.vec[1] = a, b
+	n := 0
+	if len(a) > 0 {
+		rd.iov[0].Base = &a[0]
+		rd.iov[0].SetLen(len(a))
+		n = 1
+	}
+	if len(b) > 0 {
+		rd.iov[n].Base = &b[0]
+		rd.iov[n].SetLen(len(b))
+		n++
+	}
+	rd.ivn = n
 	err := rd.raw.Read(rd.readvFn)
+	rd.iov[0].Base, rd.iov[1].Base = nil, nil // hold no buffer between reads
 	n, verr := rd.vn, rd.verr
-	rd.vec[0], rd.vec[1] = nil, nil
 	if err == nil {
 		err = verr
 	}
@@ -270,9 +291,11 @@ func (rd *tcpReader) readFull(p []byte) error {
 // is io.ErrUnexpectedEOF, one ending before it io.EOF.
 func (rd *tcpReader) fill(p []byte, pn *int) error {
 	n := *pn
-	c := copy(p[n:], rd.buf[rd.r:rd.w])
-	rd.r += c
-	n += c
+	if rd.r < rd.w { // often empty: a lone message's header drained it
+		c := copy(p[n:], rd.buf[rd.r:rd.w])
+		rd.r += c
+		n += c
+	}
 	for n < len(p) {
 		var k int
 		var err error

@@ -65,7 +65,8 @@ type txBatch struct {
 	held  []xport.Msg // messages whose payload segs reference
 	bytes int         // len of all segs
 	// tail is the start in stage of the last segment while that segment
-	// is the staging buffer's tail (so the next copy extends it), or -1.
+	// is the staging buffer's tail (so the next copy extends it), or -1;
+	// the segment's slot in back stays nil until closeTail.
 	tail int
 	// started: segs holds what a write left (pending); nowait: the
 	// write in progress does not wait for room.
@@ -119,29 +120,30 @@ func (b *txBatch) fits(n int) bool {
 // add gathers header h and payload p of m; m is held when p is
 // referenced rather than copied.
 func (b *txBatch) add(m xport.Msg, h, p []byte) {
-	b.copyIn(h)
+	if b.tail < 0 {
+		b.tail = len(b.stage)
+		b.back = append(b.back, nil)
+	}
+	b.stage = append(b.stage, h...)
 	if len(p) < tcpDirectMin {
-		b.copyIn(p)
+		b.stage = append(b.stage, p...)
 	} else {
+		b.closeTail()
 		b.back = append(b.back, p)
 		b.held = append(b.held, m)
-		b.tail = -1
 		m.Hold()
 	}
 	b.bytes += len(h) + len(p)
 }
 
-// copyIn copies p to the staging buffer's tail segment.
-func (b *txBatch) copyIn(p []byte) {
-	if len(p) == 0 {
-		return
+// closeTail ends the staging buffer's tail segment: its slot in back,
+// nil while copies extended it, now takes what they copied. Setting the
+// slot once instead of on every copy saves a slice store per copy.
+func (b *txBatch) closeTail() {
+	if b.tail >= 0 {
+		b.back[len(b.back)-1] = b.stage[b.tail:]
+		b.tail = -1
 	}
-	if b.tail < 0 {
-		b.tail = len(b.stage)
-		b.back = append(b.back, nil)
-	}
-	b.stage = append(b.stage, p...)
-	b.back[len(b.back)-1] = b.stage[b.tail:]
 }
 
 // write hands the batch to the socket in one writev (more if the socket
@@ -153,6 +155,7 @@ func (b *txBatch) write(raw syscall.RawConn, wait bool) (done bool, err error) {
 		return true, nil
 	}
 	if !b.started {
+		b.closeTail()
 		b.segs, b.started = b.back, true
 	}
 	b.nowait = !wait
@@ -247,7 +250,13 @@ func (c *tcpConn) settle(force bool) bool {
 	if !c.txMu.TryLock() {
 		return c.tp.lone.Load()
 	}
-	defer c.txMu.Unlock()
+	waiting := c.settleLocked(force)
+	c.txMu.Unlock()
+	return waiting
+}
+
+// settleLocked is settle with the transmit role held.
+func (c *tcpConn) settleLocked(force bool) bool {
 	if c.txExited || c.batch == nil || !c.tp.lone.Load() {
 		return false // ended, or not started: lone is an older connection's
 	}
@@ -370,7 +379,8 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 			c.unacked++
 		}
 		c.carry = nil
-		if !b.fits(len(m.Payload())) {
+		pl := m.Payload() // once: each is a call through xport.Msg
+		if !b.fits(len(pl)) {
 			done, err := b.write(c.raw, wait)
 			if err != nil {
 				p.TxDone(m) // on the retransmit list: the path's next connection sends it
@@ -384,8 +394,8 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 		}
 		h := m.Header()
 		h.SetFlags(m.WireFlags())
-		b.add(m, h, m.Payload())
-		c.written += uint64(wire.HeaderLen + len(m.Payload()))
+		b.add(m, h, pl)
+		c.written += uint64(wire.HeaderLen + len(pl))
 		if !m.IsCongMap() {
 			m.SetAckKey(c.written)
 		}
