@@ -135,6 +135,15 @@ type datRepost struct {
 	iov   [datRepostMax][1]dat.LMRTriplet
 }
 
+// initReposts points each post of the held buffers at its segment once,
+// so that a repost sets only the segment and the cookie.
+func (dn *datNode) initReposts() {
+	r := &dn.rep
+	for k := range r.posts {
+		r.posts[k].IOV = r.iov[k][:]
+	}
+}
+
 // handled records buffer i, whose completion came from e, as done with.
 func (dn *datNode) handled(i int, e *datEP) {
 	r := &dn.rep
@@ -168,7 +177,7 @@ func (dn *datNode) flushReposts() {
 			continue
 		}
 		r.iov[k][0] = chunks[i/d].Triplet((i%d)*datSlot, datSlot)
-		r.posts[k] = dat.RecvPost{IOV: r.iov[k][:], Cookie: dat.DTOCookie(i)}
+		r.posts[k].Cookie = dat.DTOCookie(i) // its IOV is r.iov[k] (initReposts)
 		k++
 	}
 	n := r.n

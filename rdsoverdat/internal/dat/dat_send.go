@@ -83,7 +83,8 @@ type datEP struct {
 	txBase uint64
 	iov    [1]dat.LMRTriplet
 	// txList holds the round's fragments not posted yet, txN of them
-	// (flushTx); txIOV is their segments.
+	// (flushTx); txIOV is their segments, txList[i]'s IOV txIOV[i:i+1]
+	// from newEP on, so that a fragment sets only its fields' values.
 	txList [datTxBatch]dat.SendPost
 	txIOV  [datTxBatch]dat.LMRTriplet
 	txN    int
@@ -240,7 +241,7 @@ func (dp *datPath) xmit(e *datEP) {
 			}
 			i := e.txN
 			e.txIOV[i] = e.tx.Triplet(off, wire.HeaderLen+n)
-			e.txList[i] = dat.SendPost{IOV: e.txIOV[i : i+1], Cookie: dat.DTOCookie(e.txPosted), Flags: flags}
+			e.txList[i].Cookie, e.txList[i].Flags = dat.DTOCookie(e.txPosted), flags
 			e.txN++
 			e.txPosted++
 			dp.txOff += n
