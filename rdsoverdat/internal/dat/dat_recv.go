@@ -176,7 +176,7 @@ func (e *datEP) recv(b []byte) {
 	seq, cong := h.Sequence(), h.IsCongMap()
 	ackReq := !cong && h.Flags()&wire.FlagAckRequired != 0
 	if !cong {
-		e.dn.noteDelivery(p, m)
+		e.dn.noteDelivery(p, h)
 	}
 	p.Receive(m)
 	if cong {
