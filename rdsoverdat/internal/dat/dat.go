@@ -191,6 +191,7 @@ func (t *datTransport) Attach(n xport.Node) (xport.NodeTransport, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	dn := &datNode{cfg: t.cfg, node: n, ia: a, ctx: ctx, cancel: cancel, eps: make(map[*datEP]struct{}), kernel: kernelWire(a)}
 	dn.rxp.lazy.Store(!dn.kernel)
+	dn.initReposts()
 	if err := dn.setup(); err != nil {
 		cancel()
 		a.Close(dat.CloseAbrupt)

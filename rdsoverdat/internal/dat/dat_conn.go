@@ -156,6 +156,9 @@ func (dn *datNode) newEP(dp *datPath, active bool) (*datEP, error) {
 		return nil, err
 	}
 	e.ackIOV[0] = e.tx.Triplet(s*datSlot, wire.HeaderLen)
+	for i := range e.txList {
+		e.txList[i].IOV = e.txIOV[i : i+1]
+	}
 	dn.mu.Lock()
 	if dn.eps == nil { // closing
 		dn.mu.Unlock()

@@ -114,14 +114,14 @@ func (dn *datNode) onRecv(c *dat.DTOCompletion) {
 
 // recv processes one received Send on e (event goroutine).
 func (e *datEP) recv(b []byte) {
-	node, p := e.dn.node, e.dp.p
+	p := e.dp.p // e.dn.node is read only where a count is made, off the common path
 	e.syncPeerGen()
 	h, frag, err := parseDatFrag(b)
 	if err != nil {
 		if err == errDatChecksum {
-			node.Count(xport.CountBadChecksum)
+			e.dn.node.Count(xport.CountBadChecksum)
 		} else {
-			node.Count(xport.CountBadHeader)
+			e.dn.node.Count(xport.CountBadHeader)
 		}
 		e.protocolError()
 		return
@@ -137,12 +137,12 @@ func (e *datEP) recv(b []byte) {
 		e.wakeForCredits()
 	}
 	if isDatAck(h, frag) {
-		node.Count(xport.CountAckReceived)
+		e.dn.node.Count(xport.CountAckReceived)
 		return
 	}
 	if wire.IsRDMACheckFrame(h) { // between or inside the fragments of a message
 		if !e.onChecks(h, frag) {
-			node.Count(xport.CountBadHeader)
+			e.dn.node.Count(xport.CountBadHeader)
 			e.protocolError()
 		}
 		return
@@ -150,7 +150,7 @@ func (e *datEP) recv(b []byte) {
 	first, done, err := e.rx.next(h, len(frag))
 	if err != nil {
 		if err != errDatTooBig {
-			node.Count(xport.CountBadHeader)
+			e.dn.node.Count(xport.CountBadHeader)
 		}
 		e.protocolError()
 		return
@@ -169,14 +169,14 @@ func (e *datEP) recv(b []byte) {
 	e.rxm = nil
 	if !e.rdmaArrived(h) {
 		m.Release()
-		node.Count(xport.CountBadHeader)
+		e.dn.node.Count(xport.CountBadHeader)
 		e.protocolError()
 		return
 	}
 	seq, cong := h.Sequence(), h.IsCongMap()
 	ackReq := !cong && h.Flags()&wire.FlagAckRequired != 0
 	if !cong {
-		e.dn.noteDelivery(p, m)
+		e.dn.noteDelivery(p, h)
 	}
 	p.Receive(m)
 	if cong {

@@ -93,15 +93,16 @@ func (r *datEventRole) init(dn *datNode) {
 	r.Init(r, datRoleGrace)
 }
 
-// noteDelivery records, before the complete message m is delivered on
-// p, whether its socket's RecvMsg waits for it: if so, and m is the
-// batch's only message for a socket, the event goroutine lends that
-// socket the role after the batch. A holder never lends. The socket is
+// noteDelivery records, before the complete message with header h is
+// delivered on p, whether its socket's RecvMsg waits for it: if so, and
+// it is the batch's only message for a socket, the event goroutine lends
+// that socket the role after the batch. h is the last fragment's header,
+// whose ports reassembly checked against the first's, which the message
+// keeps. A holder never lends. The socket is
 // looked up only when the batch could still lend: in a stream, where
 // batches hold dozens of messages and the role stays home, a lookup per
 // message would duplicate the core's own.
-func (dn *datNode) noteDelivery(p xport.Path, m xport.Msg) {
-	h := m.Header()
+func (dn *datNode) noteDelivery(p xport.Path, h wire.Header) {
 	if h.Dport() == wire.PingPort || wire.IsHandshakePong(h.Sport(), h.Dport()) {
 		return // not data for a socket
 	}

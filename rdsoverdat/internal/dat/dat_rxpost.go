@@ -123,16 +123,36 @@ const datRepostBatch = 8
 // connection only once it is back: a credit piggybacked by a sender in
 // the meantime never names a buffer that is not on the SRQ.
 type datRepost struct {
-	n     int
+	n int
+	// room is the most buffers that may stay held with its EPs (the
+	// least grant-ackEvery-1 among them, repostsMayWait): kept as they
+	// are handled, as an EP's grant and ackEvery never change, instead of
+	// a walk over the held EPs at the end of every batch.
+	room  int
 	buf   [datRepostMax]int32
 	ep    [datRepostMax]*datEP
 	posts [datRepostMax]dat.RecvPost
 	iov   [datRepostMax][1]dat.LMRTriplet
 }
 
+// initReposts points each post of the held buffers at its segment once,
+// so that a repost sets only the segment and the cookie.
+func (dn *datNode) initReposts() {
+	r := &dn.rep
+	for k := range r.posts {
+		r.posts[k].IOV = r.iov[k][:]
+	}
+}
+
 // handled records buffer i, whose completion came from e, as done with.
 func (dn *datNode) handled(i int, e *datEP) {
 	r := &dn.rep
+	if r.n == 0 {
+		r.room = math.MaxInt
+	}
+	if e != nil {
+		r.room = min(r.room, e.grant-int(e.ackEvery)-1)
+	}
 	r.buf[r.n], r.ep[r.n] = int32(i), e
 	r.n++
 	if r.n == len(r.buf) {
@@ -157,7 +177,7 @@ func (dn *datNode) flushReposts() {
 			continue
 		}
 		r.iov[k][0] = chunks[i/d].Triplet((i%d)*datSlot, datSlot)
-		r.posts[k] = dat.RecvPost{IOV: r.iov[k][:], Cookie: dat.DTOCookie(i)}
+		r.posts[k].Cookie = dat.DTOCookie(i) // its IOV is r.iov[k] (initReposts)
 		k++
 	}
 	n := r.n
@@ -204,13 +224,7 @@ func (dn *datNode) repostsMayWait() bool {
 	if r.n >= datRepostBatch || !dn.rxp.lazy.Load() {
 		return false
 	}
-	held := uint32(r.n)
-	for _, e := range r.ep[:r.n] {
-		if e != nil && int(held+e.ackEvery)+1 > e.grant {
-			return false
-		}
-	}
-	return true
+	return r.n <= r.room
 }
 
 // keepPosted reports whether buffer i, handled, goes back to the SRQ;

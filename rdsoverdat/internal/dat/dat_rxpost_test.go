@@ -27,13 +27,24 @@ func TestDATRepostsMayWait(t *testing.T) {
 	} {
 		dn := &datNode{}
 		dn.rxp.lazy.Store(c.lazy)
-		for _, e := range c.eps {
-			dn.rep.ep[dn.rep.n] = e
-			dn.rep.n++
+		for i, e := range c.eps {
+			dn.handled(i, e)
 		}
 		if got := dn.repostsMayWait(); got != c.want {
 			t.Errorf("%s: may wait %v, want %v", c.name, got, c.want)
 		}
+	}
+	// A tight share given back no longer holds the next buffers.
+	dn := &datNode{}
+	dn.rxp.lazy.Store(true)
+	dn.handled(0, tight)
+	if dn.repostsMayWait() {
+		t.Fatal("share of two: may wait")
+	}
+	dn.rep.n = 0 // what flushReposts leaves, without the SRQ it needs
+	dn.handled(1, wide)
+	if !dn.repostsMayWait() {
+		t.Error("one of a wide share after a share of two went back: may not wait")
 	}
 }
 

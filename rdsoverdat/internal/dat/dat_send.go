@@ -83,7 +83,8 @@ type datEP struct {
 	txBase uint64
 	iov    [1]dat.LMRTriplet
 	// txList holds the round's fragments not posted yet, txN of them
-	// (flushTx); txIOV is their segments.
+	// (flushTx); txIOV is their segments, txList[i]'s IOV txIOV[i:i+1]
+	// from newEP on, so that a fragment sets only its fields' values.
 	txList [datTxBatch]dat.SendPost
 	txIOV  [datTxBatch]dat.LMRTriplet
 	txN    int
@@ -173,7 +174,7 @@ func (dp *datPath) xmit(e *datEP) {
 	// runs another.
 	dry := false
 	for {
-		m := dp.txm
+		m, taken := dp.txm, false
 		if m == nil {
 			if dry && dp.ahead.Len() == 0 {
 				return
@@ -185,8 +186,13 @@ func (dp *datPath) xmit(e *datEP) {
 				return
 			}
 			dry = dp.txQueued == 0
-			dp.txm, dp.txEP, dp.txOff = m, e, 0
-			dp.prepare(m)
+			dp.txm, dp.txEP, dp.txOff, taken = m, e, 0, true
+		}
+		// Header and payload, asked for once a message, not per fragment.
+		h, payload := m.Header(), m.Payload()
+		total := len(payload)
+		if taken {
+			dp.prepareHeader(m, h, total)
 		}
 		// The op, asked for once: a message without one (nearly all)
 		// skips the op's steps.
@@ -208,7 +214,6 @@ func (dp *datPath) xmit(e *datEP) {
 				continue
 			}
 		}
-		total := len(m.Payload())
 		for {
 			if e.txPosted-e.txDone.Load() >= depth {
 				e.stall(false)
@@ -226,7 +231,7 @@ func (dp *datPath) xmit(e *datEP) {
 				e.stalled.Store(false)
 			}
 			off := e.slotOff(depth)
-			n := datFragment(e.tx.Bytes()[off:off+datSlot], m.Header(), m.Payload(), dp.txOff, e.frag, uint8(adv))
+			n := datFragment(e.tx.Bytes()[off:off+datSlot], h, payload, dp.txOff, e.frag, uint8(adv))
 			last := dp.txOff+n == total
 			flags := dat.CompletionSuppress
 			if e.txPosted%e.signalEvery == e.signalEvery-1 {
@@ -240,7 +245,7 @@ func (dp *datPath) xmit(e *datEP) {
 			}
 			i := e.txN
 			e.txIOV[i] = e.tx.Triplet(off, wire.HeaderLen+n)
-			e.txList[i] = dat.SendPost{IOV: e.txIOV[i : i+1], Cookie: dat.DTOCookie(e.txPosted), Flags: flags}
+			e.txList[i].Cookie, e.txList[i].Flags = dat.DTOCookie(e.txPosted), flags
 			e.txN++
 			e.txPosted++
 			dp.txOff += n
@@ -344,17 +349,24 @@ func (e *datEP) stall(credit bool) {
 // prepare finalizes m's header once for all its fragments: flags, the
 // piggybacked ack, h_credit 0 and the checksum.
 func (dp *datPath) prepare(m xport.Msg) {
-	h := m.Header()
+	dp.prepareHeader(m, m.Header(), len(m.Payload()))
+}
+
+// prepareHeader is prepare given m's header h and payload length l.
+func (dp *datPath) prepareHeader(m xport.Msg, h wire.Header, l int) {
 	f := m.WireFlags()
 	q := dp.txQueued
 	if q < 0 {
 		q, _ = dp.p.Pending()
 	}
 	dp.txDrained = q == 0 && dp.ahead.Len() == 0
-	if !m.IsCongMap() {
+	// A map's WireFlags are exactly FlagCongBitmap (xport.Msg), so
+	// they answer IsCongMap; the path's own tests go before asking m
+	// for AckRequired: a drained queue asks for the ack anyway.
+	if f != wire.FlagCongBitmap {
 		dp.sinceAck++
-		dp.sinceBytes += len(m.Payload())
-		if m.AckRequired() || dp.txDrained || dp.sinceAck >= datMaxUnackedPackets || dp.sinceBytes >= datMaxUnackedBytes {
+		dp.sinceBytes += l
+		if dp.txDrained || dp.sinceAck >= datMaxUnackedPackets || dp.sinceBytes >= datMaxUnackedBytes || m.AckRequired() {
 			f |= wire.FlagAckRequired
 			dp.sinceAck, dp.sinceBytes = 0, 0
 		}

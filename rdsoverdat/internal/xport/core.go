@@ -148,7 +148,8 @@ type Msg interface {
 	// IsCongMap reports a congestion map update (unsequenced).
 	IsCongMap() bool
 	// WireFlags is the h_flags a transport without RDS-level acks (TCP)
-	// sends: FlagCongBitmap for a map, FlagRetransmitted for a resend.
+	// sends: exactly FlagCongBitmap for a map (and for nothing else),
+	// FlagRetransmitted for a resend.
 	WireFlags() wire.Flag
 	// SetAckKey records where the transport will see m acknowledged
 	// (TCP: the stream offset past its last byte); DropAcked compares
