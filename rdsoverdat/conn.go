@@ -261,8 +261,7 @@ type connPath struct {
 	// rxSpares holds up to maxRxSpares more small freed messages
 	// (linked by next) under rxSpareMu, for a stream (rx_spare.go).
 	rxSpareMu sync.Mutex
-	rxSpares  *message
-	nRxSpares int
+	rxSpares  spareList
 	ups       uint64
 	gen       uint64 // the carrying connection's generation: Downs that ended an up
 }

@@ -105,6 +105,52 @@ func (m *message) sparable(limit int) bool {
 	return cap(m.buf) <= limit && !msgReserve.low.Load()
 }
 
+// spareList is a bounded list of freed, reset messages linked by next,
+// kept for reuse (a socket's spares, a path's received ones); its
+// owner's lock guards it.
+type spareList struct {
+	head *message
+	n    int
+}
+
+// push adds m unless the list holds max already, and reports whether it
+// did.
+func (l *spareList) push(m *message, max int) bool {
+	if l.n >= max {
+		return false
+	}
+	m.next, l.head = l.head, m
+	l.n++
+	return true
+}
+
+// pop returns a message of the list, or nil.
+func (l *spareList) pop() *message {
+	m := l.head
+	if m != nil {
+		l.head, m.next = m.next, nil
+		l.n--
+	}
+	return m
+}
+
+// takeAll empties the list and returns its messages, linked by next.
+func (l *spareList) takeAll() *message {
+	m := l.head
+	*l = spareList{}
+	return m
+}
+
+// recycleList recycles messages linked by next.
+func recycleList(m *message) {
+	for m != nil {
+		next := m.next
+		m.next = nil
+		m.recycle()
+		m = next
+	}
+}
+
 // reuseMessage returns spare, a reset message or nil, as a message with
 // room for n payload bytes if it has the room, else a new one.
 func reuseMessage(spare *message, n int) *message {

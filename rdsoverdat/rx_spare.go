@@ -38,11 +38,7 @@ func (p *connPath) takeRxSpare(n int) *message {
 		}
 	}
 	p.rxSpareMu.Lock()
-	m := p.rxSpares
-	if m != nil {
-		p.rxSpares, m.next = m.next, nil
-		p.nRxSpares--
-	}
+	m := p.rxSpares.pop()
 	p.rxSpareMu.Unlock()
 	return reuseMessage(m, n)
 }
@@ -69,11 +65,7 @@ func (m *message) releaseRx() {
 // reports whether there was room.
 func (p *connPath) keepRxSpare(m *message) bool {
 	p.rxSpareMu.Lock()
-	ok := p.nRxSpares < maxRxSpares
-	if ok {
-		m.next, p.rxSpares = p.rxSpares, m
-		p.nRxSpares++
-	}
+	ok := p.rxSpares.push(m, maxRxSpares)
 	p.rxSpareMu.Unlock()
 	return ok
 }

@@ -247,10 +247,7 @@ func (s *sock) sendDone(n int, freed *message) (rest *message) {
 	for freed != nil {
 		m := freed
 		freed = m.next
-		if s.nspares < maxSpares && m.sparable(spareBuf) && !s.closed.Load() {
-			m.next, s.spares = s.spares, m
-			s.nspares++
-		} else {
+		if !m.sparable(spareBuf) || s.closed.Load() || !s.spares.push(m, maxSpares) {
 			m.next, rest = rest, m
 		}
 	}
@@ -260,16 +257,6 @@ func (s *sock) sendDone(n int, freed *message) (rest *message) {
 	return rest
 }
 
-// recycleList recycles messages linked by next (sendDone's rest).
-func recycleList(m *message) {
-	for m != nil {
-		next := m.next
-		m.next = nil
-		m.recycle()
-		m = next
-	}
-}
-
 // maxSpares bounds a socket's spare messages: a request-response
 // sender's acks free them a few at a time (the tcp transport counts
 // them once per 8 of its own writes), and each spare keeps at most
@@ -277,14 +264,7 @@ func recycleList(m *message) {
 const maxSpares = 16
 
 // takeSpareLocked returns a spare message of s, or nil; s.mu is held.
-func (s *sock) takeSpareLocked() *message {
-	m := s.spares
-	if m != nil {
-		s.spares, m.next = m.next, nil
-		s.nspares--
-	}
-	return m
-}
+func (s *sock) takeSpareLocked() *message { return s.spares.pop() }
 
 // lane returns the socket's path on conn, fixed by its first message.
 func (s *sock) lane(conn *connection) *connPath {

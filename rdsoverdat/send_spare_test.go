@@ -10,10 +10,10 @@ import (
 func spareCount(s *sock) (counted, linked int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for m := s.spares; m != nil; m = m.next {
+	for m := s.spares.head; m != nil; m = m.next {
 		linked++
 	}
-	return s.nspares, linked
+	return s.spares.n, linked
 }
 
 // TestSocketSpares: the messages a socket's acks free become its spares,
@@ -46,7 +46,7 @@ func TestSocketSpares(t *testing.T) {
 		t.Fatalf("%d spares counted, %d linked after %d acked messages; want %d", n, linked, 3*maxSpares, maxSpares)
 	}
 	s.mu.Lock()
-	for m := s.spares; m != nil; m = m.next {
+	for m := s.spares.head; m != nil; m = m.next {
 		if m.refs.Load() != 0 || m.sock != nil || len(m.buf) != 0 || m.onList != nil {
 			t.Errorf("spare not reset: refs %d, sock %p, %d bytes, on a list %v", m.refs.Load(), m.sock, len(m.buf), m.onList != nil)
 		}

@@ -88,8 +88,7 @@ type sock struct {
 	// of messages from msgPool: a sender that waits for each answer
 	// takes and gives back a message per round trip, and the pool costs
 	// more than mu, which both ends take anyway.
-	spares  *message
-	nspares int
+	spares spareList
 }
 
 // newSock returns a new unbound socket of st, registered with it.
@@ -241,15 +240,9 @@ func (s *sock) close() error {
 		n.roomWanted.Add(-1)
 	}
 	rr := s.dropReader()
-	spares := s.spares
-	s.spares, s.nspares = nil, 0
+	spares := s.spares.takeAll()
 	s.mu.Unlock()
-	for m := spares; m != nil; {
-		next := m.next
-		m.next = nil
-		m.recycle()
-		m = next
-	}
+	recycleList(spares)
 	if rr != nil {
 		rr.R.GiveBack()
 	}
