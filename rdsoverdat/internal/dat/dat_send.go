@@ -346,13 +346,9 @@ func (e *datEP) stall(credit bool) {
 	}
 }
 
-// prepare finalizes m's header once for all its fragments: flags, the
-// piggybacked ack, h_credit 0 and the checksum.
-func (dp *datPath) prepare(m xport.Msg) {
-	dp.prepareHeader(m, m.Header(), len(m.Payload()))
-}
-
-// prepareHeader is prepare given m's header h and payload length l.
+// prepareHeader finalizes m's header h once for all its fragments of a
+// payload of l bytes: flags, the piggybacked ack, h_credit 0 and the
+// checksum.
 func (dp *datPath) prepareHeader(m xport.Msg, h wire.Header, l int) {
 	f := m.WireFlags()
 	q := dp.txQueued

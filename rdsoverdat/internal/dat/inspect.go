@@ -158,7 +158,7 @@ func (pr Probe) Recv(frame []byte) { pr.e.recv(frame) }
 // Prepare finalizes m's header for transmission, piggybacked ack
 // included, as the path does when it transmits on the probe (a
 // DetachedProbe only: another path transmits on its own endpoints).
-func (pr Probe) Prepare(m xport.Msg) { pr.e.dp.prepare(m) }
+func (pr Probe) Prepare(m xport.Msg) { pr.e.dp.prepareHeader(m, m.Header(), len(m.Payload())) }
 
 // RoleState names who holds the node's event role: "goroutine", "idle"
 // (lent, nobody holds it), "recv" (a RecvMsg) or "dead".
