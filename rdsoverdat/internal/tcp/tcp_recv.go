@@ -234,20 +234,10 @@ func (rd *tcpReader) read(p []byte) (int, error) {
 // readvInto reads into a and then b (nil: a alone) with one readv,
 // waiting for data through the poller; io.EOF at the end of the stream.
 func (rd *tcpReader) readvInto(a, b []byte) (int, error) {
-	n := 0
-	if len(a) > 0 {
-		rd.iov[0].Base = &a[0]
-		rd.iov[0].SetLen(len(a))
-		n = 1
-	}
-	if len(b) > 0 {
-		rd.iov[n].Base = &b[0]
-		rd.iov[n].SetLen(len(b))
-		n++
-	}
-	rd.ivn = n
+	bufs := [2][]byte{a, b}
+	rd.ivn = iovecs(rd.iov[:], bufs[:])
 	err := rd.raw.Read(rd.readvFn)
-	rd.iov[0].Base, rd.iov[1].Base = nil, nil // hold no buffer between reads
+	dropBases(rd.iov[:]) // hold no buffer between reads
 	n, verr := rd.vn, rd.verr
 	if err == nil {
 		err = verr
