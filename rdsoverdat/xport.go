@@ -122,6 +122,14 @@ func (p *xpath) NextTxQueued(gen uint64) (xport.Msg, int) {
 	return nil, 0
 }
 
+func (p *xpath) NextTxStream(gen, off uint64) (xport.Msg, wire.Header, []byte, int, int) {
+	m, q, u := p.core().NextTxStream(gen, off)
+	if m == nil {
+		return nil, nil, nil, q, u
+	}
+	return m, m.Header(), m.buf, q, u
+}
+
 func (p *xpath) NewRxMessage(h wire.Header) (xport.Msg, error) {
 	m, err := p.core().NewRxMessage(h)
 	if err != nil {

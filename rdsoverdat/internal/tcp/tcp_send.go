@@ -367,19 +367,24 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 	// more: the path had messages queued behind the last one taken, so
 	// that a round does not take the path's lock once more only to find
 	// the queue empty. One queued after that is kicked by its sender.
-	more := true
+	// took: a message came from the path, whose count of unacked ones
+	// came with it (c.unacked), so that the path's lock is not taken
+	// again for Pending.
+	more, took := true, false
 	for more {
+		var h wire.Header
+		var pl []byte
 		m := c.carry
 		if m == nil {
 			var queued int
-			if m, queued = p.NextTxQueued(c.gen); m == nil {
+			if m, h, pl, queued, c.unacked = p.NextTxStream(c.gen, c.written); m == nil {
 				break
 			}
-			more = queued > 0
-			c.unacked++
+			more, took = queued > 0, true
+		} else {
+			h, pl = m.Header(), m.Payload() // flags and ack key set when taken
 		}
 		c.carry = nil
-		pl := m.Payload() // once: each is a call through xport.Msg
 		if !b.fits(len(pl)) {
 			done, err := b.write(c.raw, wait)
 			if err != nil {
@@ -392,13 +397,8 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 			}
 			c.checkAcks()
 		}
-		h := m.Header()
-		h.SetFlags(m.WireFlags())
 		b.add(m, h, pl)
 		c.written += uint64(wire.HeaderLen + len(pl))
-		if !m.IsCongMap() {
-			m.SetAckKey(c.written)
-		}
 		p.TxDone(m)
 	}
 	if b.bytes > 0 {
@@ -411,8 +411,10 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 	if !direct {
 		progress = c.checkAcks()
 	}
-	_, unacked := p.Pending()
-	c.unacked = unacked
+	if !took {
+		_, c.unacked = p.Pending()
+	}
+	unacked := c.unacked
 	switch {
 	case unacked == 0:
 		c.tp.lone.Store(false)
