@@ -222,13 +222,18 @@ func (rd *tcpReader) readv(fd uintptr) bool {
 	}
 }
 
-// read reads into p what has arrived (at least one byte, waiting for
-// it); io.EOF at the end of the stream.
-func (rd *tcpReader) read(p []byte) (int, error) {
+// readStage reads into the staging buffer's first want bytes what has
+// arrived (at least one byte, waiting for it); io.EOF at the end of the
+// stream. The iovec points into rd's own buffer, so that, unlike
+// readvInto's, it need not let go of it after the read.
+func (rd *tcpReader) readStage(want int) (int, error) {
 	if rd.raw == nil {
-		return rd.nc.Read(p)
+		return rd.nc.Read(rd.buf[:want])
 	}
-	return rd.readvInto(p, nil)
+	rd.iov[0].Base = &rd.buf[0]
+	rd.iov[0].SetLen(want)
+	rd.ivn = 1
+	return rd.readvDone(rd.raw.Read(rd.readvFn))
 }
 
 // readvInto reads into a and then b (nil: a alone) with one readv,
@@ -238,6 +243,12 @@ func (rd *tcpReader) readvInto(a, b []byte) (int, error) {
 	rd.ivn = iovecs(rd.iov[:], bufs[:])
 	err := rd.raw.Read(rd.readvFn)
 	dropBases(rd.iov[:]) // hold no buffer between reads
+	return rd.readvDone(err)
+}
+
+// readvDone returns what the readv of a RawConn.Read that returned err
+// read.
+func (rd *tcpReader) readvDone(err error) (int, error) {
 	n, verr := rd.vn, rd.verr
 	if err == nil {
 		err = verr
@@ -298,7 +309,7 @@ func (rd *tcpReader) fill(p []byte, pn *int) error {
 			if rd.big && len(p) == wire.HeaderLen {
 				want = wire.HeaderLen - n
 			}
-			k, err = rd.read(rd.buf[:want])
+			k, err = rd.readStage(want)
 			rd.r, rd.w = 0, k
 			c := copy(p[n:], rd.buf[:k])
 			rd.r, n = c, n+c
