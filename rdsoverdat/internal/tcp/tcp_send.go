@@ -15,7 +15,8 @@ import (
 // messages share a segment and a system call; payloads of tcpDirectMin
 // bytes or more are handed to the kernel straight from the message, so
 // that a large message is copied once (into the socket) instead of twice.
-// The batch is written when it is full or the queue runs dry. Each
+// The batch is written when it is full or the queue runs dry; a message
+// alone in it goes out from the message itself (writeLone). Each
 // message's ack key is the stream offset just past its last byte; once
 // TCP's unacknowledged byte count (SIOCOUTQ) shows the peer has
 // everything up to that offset, the message leaves the retransmit list,
@@ -76,6 +77,9 @@ type txBatch struct {
 	iov      []unix.Iovec
 	werr     error
 	writevFn func(fd uintptr) bool
+	// lone is what writeLone hands to writev: a message's header and
+	// payload.
+	lone [2][]byte
 }
 
 // segList is the part of a batch not yet written.
@@ -167,6 +171,34 @@ func (b *txBatch) write(raw syscall.RawConn, wait bool) (done bool, err error) {
 	}
 	b.reset()
 	return true, err
+}
+
+// writeLone writes header h and small payload p of a message that is
+// alone in an empty batch (a request, or its answer) straight from the
+// message, without their copy into the staging buffer and the batch's
+// bookkeeping around it; wait as for write. What the socket does not
+// take is copied into the staging buffer as the batch's unwritten rest,
+// which the next write must finish (done false), so that the caller may
+// drop its reference to the message at once either way.
+func (b *txBatch) writeLone(raw syscall.RawConn, h, p []byte, wait bool) (done bool, err error) {
+	b.lone[0], b.lone[1] = h, p
+	b.segs, b.nowait = b.lone[:], !wait
+	if err = raw.Write(b.writevFn); err == nil {
+		err = b.werr
+	}
+	if err == nil {
+		for _, r := range b.segs { // b.lone's rest
+			b.stage = append(b.stage, r...)
+		}
+	}
+	b.segs, b.lone = nil, [2][]byte{}
+	if len(b.stage) == 0 {
+		return true, err
+	}
+	b.back = append(b.back, b.stage)
+	b.bytes = len(b.stage)
+	b.segs, b.started = b.back, true
+	return false, nil
 }
 
 // pending reports a batch left part written by a write that did not wait.
@@ -385,6 +417,16 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 			h, pl = m.Header(), m.Payload() // flags and ack key set when taken
 		}
 		c.carry = nil
+		if !more && b.bytes == 0 && len(pl) < tcpDirectMin {
+			c.written += uint64(wire.HeaderLen + len(pl))
+			c.rxSeen.Store(false)
+			done, err := b.writeLone(c.raw, h, pl, wait)
+			p.TxDone(m)
+			if err != nil || !done {
+				return !done, err
+			}
+			break
+		}
 		if !b.fits(len(pl)) {
 			done, err := b.write(c.raw, wait)
 			if err != nil {
