@@ -150,6 +150,7 @@ func TestTCPWriteLoneStagesRest(t *testing.T) {
 
 	b := newTxBatch()
 	var want []byte
+	var msgs []*testMsg
 	for i := 0; !b.pending(); i++ {
 		if i == 1<<16 {
 			t.Fatal("the socket took 64 MiB without a reader")
@@ -179,6 +180,19 @@ func TestTCPWriteLoneStagesRest(t *testing.T) {
 		t.Fatalf("the unwritten rest is %d bytes", b.bytes)
 	}
 
+	// Then lone writes that wait, into the full socket, which the reader
+	// drains meanwhile: they wait for room, or finish a rest at once.
+	rest := len(want)
+	for i := 0; i < 20; i++ {
+		n := tcpDirectMin - 1 - i
+		m := newTestMsg(n)
+		for j := range m.buf {
+			m.buf[j] = byte(3*i + j)
+		}
+		m.Header().Encode(&wire.Fields{Len: uint32(n), Sequence: wire.Seq(i + 1)})
+		want = append(append(want, m.hdr[:]...), m.buf...)
+		msgs = append(msgs, m)
+	}
 	got := make(chan []byte, 1)
 	go func() {
 		p := make([]byte, len(want))
@@ -191,7 +205,12 @@ func TestTCPWriteLoneStagesRest(t *testing.T) {
 	if b.pending() || b.bytes != 0 {
 		t.Fatalf("after the write: pending %v, %d bytes", b.pending(), b.bytes)
 	}
-	if g := <-got; !bytes.Equal(g, want) {
+	for i, m := range msgs {
+		if done, err := b.writeLone(wraw, m.hdr[:], m.buf, true); err != nil || !done || b.pending() {
+			t.Fatalf("waiting lone write %d: done %v, pending %v, %v", i, done, b.pending(), err)
+		}
+	}
+	if g := <-got; !bytes.Equal(g[:rest], want[:rest]) || !bytes.Equal(g[rest:], want[rest:]) {
 		t.Fatalf("stream differs: got %d bytes, want %d", len(g), len(want))
 	}
 }

@@ -77,9 +77,10 @@ type txBatch struct {
 	iov      []unix.Iovec
 	werr     error
 	writevFn func(fd uintptr) bool
-	// lone is what writeLone hands to writev: a message's header and
-	// payload.
-	lone [2][]byte
+	// writeLone's: the iovecs it set, the bytes its writev wrote, and
+	// b.writevLone as a method value.
+	ivn, lk      int
+	writevLoneFn func(fd uintptr) bool
 }
 
 // segList is the part of a batch not yet written.
@@ -104,7 +105,7 @@ func newTxBatch() *txBatch {
 		tail:  -1,
 		iov:   make([]unix.Iovec, tcpBatchSegs+2),
 	}
-	b.writevFn = b.writev
+	b.writevFn, b.writevLoneFn = b.writev, b.writevLone
 	return b
 }
 
@@ -175,30 +176,67 @@ func (b *txBatch) write(raw syscall.RawConn, wait bool) (done bool, err error) {
 
 // writeLone writes header h and small payload p of a message that is
 // alone in an empty batch (a request, or its answer) straight from the
-// message, without their copy into the staging buffer and the batch's
-// bookkeeping around it; wait as for write. What the socket does not
-// take is copied into the staging buffer as the batch's unwritten rest,
-// which the next write must finish (done false), so that the caller may
-// drop its reference to the message at once either way.
+// message with one writev, without their copy into the staging buffer
+// and the batch's bookkeeping around it; wait as for write. What the
+// socket does not take is copied into the staging buffer as the batch's
+// unwritten rest, which write finishes (at once if wait, else the next
+// write: done false), so that the caller may drop its reference to the
+// message at once either way.
 func (b *txBatch) writeLone(raw syscall.RawConn, h, p []byte, wait bool) (done bool, err error) {
-	b.lone[0], b.lone[1] = h, p
-	b.segs, b.nowait = b.lone[:], !wait
-	if err = raw.Write(b.writevFn); err == nil {
+	b.iov[0].Base = &h[0]
+	b.iov[0].SetLen(len(h))
+	n := 1
+	if len(p) > 0 {
+		b.iov[1].Base = &p[0]
+		b.iov[1].SetLen(len(p))
+		n = 2
+	}
+	b.ivn, b.nowait = n, !wait
+	if err = raw.Write(b.writevLoneFn); err == nil {
 		err = b.werr
 	}
-	if err == nil {
-		for _, r := range b.segs { // b.lone's rest
-			b.stage = append(b.stage, r...)
-		}
-	}
-	b.segs, b.lone = nil, [2][]byte{}
-	if len(b.stage) == 0 {
+	b.iov[0].Base, b.iov[1].Base = nil, nil
+	k := b.lk
+	if err != nil || k == len(h)+len(p) {
 		return true, err
 	}
+	if k < len(h) {
+		b.stage = append(b.stage, h[k:]...)
+		k = 0
+	} else {
+		k -= len(h)
+	}
+	b.stage = append(b.stage, p[k:]...)
 	b.back = append(b.back, b.stage)
 	b.bytes = len(b.stage)
 	b.segs, b.started = b.back, true
-	return false, nil
+	if !wait {
+		return false, nil
+	}
+	return b.write(raw, true)
+}
+
+// writevLone is writeLone's RawConn.Write callback: one writev of the
+// b.ivn iovecs set, which leaves the bytes written in b.lk; a partial
+// write ends it (writeLone stages the rest).
+func (b *txBatch) writevLone(fd uintptr) bool {
+	for {
+		k, e := rawWritev(fd, b.iov, b.ivn)
+		switch e {
+		case 0:
+			b.lk, b.werr = k, nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if !b.nowait {
+				return false
+			}
+			b.lk, b.werr = 0, nil
+		default:
+			b.lk, b.werr = 0, e
+		}
+		return true
+	}
 }
 
 // pending reports a batch left part written by a write that did not wait.
