@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"unsafe"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
@@ -188,7 +189,7 @@ type tcpReader struct {
 	// The pending readv: iov[:ivn] (the payload's rest and the staging
 	// buffer's first header), set once per read rather than on every
 	// call the poller makes, and what the system call returned. readvFn
-	// is rd.readv as a method value, made once, so a read allocates
+	// is the RawConn.Read callback, made once, so a read allocates
 	// nothing.
 	iov     [2]unix.Iovec
 	ivn     int
@@ -199,27 +200,29 @@ type tcpReader struct {
 
 func newTCPReader(nc net.Conn, raw syscall.RawConn) *tcpReader {
 	rd := &tcpReader{nc: nc, raw: raw, buf: make([]byte, tcpBufSize)}
-	rd.readvFn = rd.readv
-	return rd
-}
-
-// readv is the RawConn.Read callback: false asks the poller to wait
-// until the socket is readable and call again (tcp_sys.go).
-func (rd *tcpReader) readv(fd uintptr) bool {
-	for {
-		k, e := rawReadv(fd, rd.iov[:], rd.ivn)
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		case 0:
-			rd.vn, rd.verr = k, nil
-		default:
-			rd.vn, rd.verr = 0, e
+	// The readv itself, through RawSyscall (tcp_sys.go); false asks
+	// the poller to wait until the socket is readable and call again.
+	// Its body is the closure's own, system call included: a method
+	// value would add a call per readv, and so would a helper, which a
+	// closure made in an inlined constructor does not inline.
+	rd.readvFn = func(fd uintptr) bool {
+		for {
+			r, _, e := unix.RawSyscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&rd.iov[0])), uintptr(rd.ivn))
+			k := int(r)
+			switch e {
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false
+			case 0:
+				rd.vn, rd.verr = k, nil
+			default:
+				rd.vn, rd.verr = 0, e
+			}
+			return true
 		}
-		return true
 	}
+	return rd
 }
 
 // readStage reads into the staging buffer's first want bytes what has

@@ -3,6 +3,7 @@ package tcp
 import (
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
@@ -78,7 +79,7 @@ type txBatch struct {
 	werr     error
 	writevFn func(fd uintptr) bool
 	// writeLone's: the iovecs it set, the bytes its writev wrote, and
-	// b.writevLone as a method value.
+	// its RawConn.Write callback (writevLone), made once.
 	ivn, lk      int
 	writevLoneFn func(fd uintptr) bool
 }
@@ -105,7 +106,7 @@ func newTxBatch() *txBatch {
 		tail:  -1,
 		iov:   make([]unix.Iovec, tcpBatchSegs+2),
 	}
-	b.writevFn, b.writevLoneFn = b.writev, b.writevLone
+	b.writevFn, b.writevLoneFn = b.writev, b.writevLone()
 	return b
 }
 
@@ -216,26 +217,30 @@ func (b *txBatch) writeLone(raw syscall.RawConn, h, p []byte, wait bool) (done b
 	return b.write(raw, true)
 }
 
-// writevLone is writeLone's RawConn.Write callback: one writev of the
-// b.ivn iovecs set, which leaves the bytes written in b.lk; a partial
-// write ends it (writeLone stages the rest).
-func (b *txBatch) writevLone(fd uintptr) bool {
-	for {
-		k, e := rawWritev(fd, b.iov, b.ivn)
-		switch e {
-		case 0:
-			b.lk, b.werr = k, nil
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			if !b.nowait {
-				return false
+// writevLone returns writeLone's RawConn.Write callback: one writev of
+// the b.ivn iovecs set, which leaves the bytes written in b.lk; a
+// partial write ends it (writeLone stages the rest). Its body is the
+// closure's own, system call included (as the reader's readv callback).
+func (b *txBatch) writevLone() func(fd uintptr) bool {
+	return func(fd uintptr) bool {
+		for {
+			r, _, e := unix.RawSyscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&b.iov[0])), uintptr(b.ivn))
+			k := int(r)
+			switch e {
+			case 0:
+				b.lk, b.werr = k, nil
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				if !b.nowait {
+					return false
+				}
+				b.lk, b.werr = 0, nil
+			default:
+				b.lk, b.werr = 0, e
 			}
-			b.lk, b.werr = 0, nil
-		default:
-			b.lk, b.werr = 0, e
+			return true
 		}
-		return true
 	}
 }
 
