@@ -340,7 +340,9 @@ func (c *tcpConn) settleLocked(force bool) bool {
 	}
 	c.checkAcks()
 	_, unacked := c.tp.p.Pending()
-	if c.unacked = unacked; unacked > 0 {
+	c.unacked = unacked
+	c.due.Store(c.ackDue())
+	if unacked > 0 {
 		return true
 	}
 	c.tp.lone.Store(false)
@@ -510,6 +512,7 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 	case c.goLone(unacked, direct):
 		// Left to later traffic; a poll still pending from a backlog
 		// fires once more and then leaves it too.
+		c.due.Store(c.ackDue())
 	default:
 		c.timer.Reset(c.polls.next(progress))
 		c.armed = true
