@@ -255,10 +255,10 @@ func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int
 	}
 	h := wire.Header(x.hdr[:])
 	l := int(h.Len())
-	tgt := p.ReaderTarget(h)
+	forS, plain := p.ReaderFor(h, s)
 	if x.dst == dstNone {
 		c.noteHeader(x.rd, h)
-		if tgt == s && !peek && l <= len(buf) && p.PlainInWindow(h) && s.QueueEmpty() {
+		if forS && plain && !peek && l <= len(buf) && s.QueueEmpty() {
 			x.dst, x.own = dstOwn, buf[:l]
 		} else if d, ok := p.ClaimSink(h); ok {
 			x.dst, x.d = dstClaim, d
@@ -302,7 +302,7 @@ func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int
 		x.next(l)
 		p.ReceiveWakes(m, &x.rd.wakes)
 	}
-	if tgt == s {
+	if forS {
 		return 0, netip.AddrPort{}, xport.RRQueued, nil
 	}
 	return 0, netip.AddrPort{}, xport.RRAgain, nil
