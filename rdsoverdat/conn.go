@@ -393,6 +393,24 @@ func (p *connPath) NextTxQueued(gen uint64) (*message, int) {
 	return m, n
 }
 
+// NextTxStream is NextTxQueued for a transport that writes into a byte
+// stream (xport.Path): m's header gets its WireFlags and m, unless a
+// congestion map, the ack key of the stream offset past it when written
+// at off, under the same hold of the lock, which also reads the number
+// of unacknowledged messages.
+func (p *connPath) NextTxStream(gen, off uint64) (m *message, queued, unacked int) {
+	p.mu.Lock()
+	if m = p.nextTxLocked(gen); m != nil {
+		m.Header().SetFlags(m.WireFlags())
+		if !m.congMap {
+			m.ackKey = off + wire.HeaderLen + uint64(len(m.buf))
+		}
+	}
+	queued, unacked = p.sendQ.n, p.retrans.n
+	p.mu.Unlock()
+	return m, queued, unacked
+}
+
 func (p *connPath) nextTxLocked(gen uint64) *message {
 	c := p.conn
 	if p.state != pathUp || gen != p.gen {
@@ -423,8 +441,9 @@ func (p *connPath) nextTxLocked(gen uint64) *message {
 	p.retrans.pushBack(m)
 	// A transport acking by sequence number (dat) takes acks on another
 	// goroutine, so the key is set here, under mu. Any other transport
-	// sets it after writing; until then nothing acknowledges m, not even
-	// the key of its previous transmission.
+	// sets it once it knows where m goes (NextTxStream, SetAckKey); until
+	// then nothing acknowledges m, not even the key of its previous
+	// transmission.
 	if c.ackBySeq {
 		m.ackKey = uint64(m.sequence)
 	} else {

@@ -63,15 +63,24 @@ const (
 	msgFlush                             // peer restarted: drop instead of retransmit
 )
 
-var msgPool = sync.Pool{New: func() any {
-	if m := msgReserve.take(); m != nil {
-		return m
-	}
-	return new(message)
-}}
+// msgPool keeps messages with at most reserveBuf bytes of payload
+// storage, midPool those with up to maxPooledBuf. Apart, a small message
+// never draws a large buffer: one that did (a congestion map's 8 KiB,
+// say) could not stay among its socket's spares (spareBuf) and would go
+// through the pool on every round of a request-response sender's
+// spares.
+var (
+	msgPool = sync.Pool{New: func() any {
+		if m := msgReserve.take(); m != nil {
+			return m
+		}
+		return new(message)
+	}}
+	midPool = sync.Pool{New: func() any { return new(message) }}
+)
 
-// maxPooledBuf bounds the payload storage a message keeps in msgPool, so
-// that small messages never hold on to a large buffer.
+// maxPooledBuf bounds the payload storage a message keeps in midPool, so
+// that messages of up to that size never hold on to a large buffer.
 const maxPooledBuf = 256 << 10
 
 // bigPools keep Messages with large payload storage, one pool per size
@@ -169,9 +178,14 @@ func reuseMessage(spare *message, n int) *message {
 // newMessage returns a message with room for n payload bytes.
 func newMessage(n int) *message {
 	var m *message
-	if n > maxPooledBuf && n <= wire.MaxMsgSize {
+	switch {
+	case n <= reserveBuf:
+		m = msgPool.Get().(*message)
+	case n <= maxPooledBuf:
+		m = midPool.Get().(*message)
+	case n <= wire.MaxMsgSize:
 		m = bigPool(n).Get().(*message)
-	} else {
+	default:
 		m = msgPool.Get().(*message)
 	}
 	if cap(m.buf) < n {
@@ -239,9 +253,12 @@ func (m *msgState) reset() {
 // recycle returns a reset message to the pool of its buffer's size.
 func (m *message) recycle() {
 	switch c := cap(m.buf); {
-	case c <= reserveBuf && msgReserve.put(m):
+	case c <= reserveBuf:
+		if !msgReserve.put(m) {
+			msgPool.Put(m)
+		}
 	case c <= maxPooledBuf:
-		msgPool.Put(m)
+		midPool.Put(m)
 	case c <= wire.MaxMsgSize:
 		bigPool(c).Put(m)
 	}

@@ -43,6 +43,24 @@ func (p *connPath) readerTarget(h wire.Header) *sock {
 	if h.IsCongMap() || dport == wire.PingPort || wire.IsHandshakePong(sport, dport) {
 		return nil
 	}
+	return p.portTarget(dport)
+}
+
+// readerFor reports whether a message with header h is data for s
+// (readerTarget's socket), and if so whether it is plain data in the
+// window (plainInWindow): what a RecvMsg of s that reads the stream asks
+// of every header, in one call that reads the header's ports once.
+func (p *connPath) readerFor(h wire.Header, s *sock) (is, plain bool) {
+	sport, dport := h.Sport(), h.Dport()
+	if h.IsCongMap() || dport == wire.PingPort || wire.IsHandshakePong(sport, dport) ||
+		p.portTarget(dport) != s {
+		return false, false
+	}
+	return true, sport != wire.PingPort && p.plainData(h)
+}
+
+// portTarget returns the socket bound to port dport of the node, or nil.
+func (p *connPath) portTarget(dport wire.Port) *sock {
 	if s := p.rxTarget.Load(); s != nil && s.nodePort.Load() == uint32(dport) && !s.closed.Load() {
 		return s // the node's map would give the same: a port is s's until it closes
 	}
@@ -152,8 +170,17 @@ func (s *sock) QueueEmpty() bool {
 // not a duplicate.
 func (p *connPath) plainInWindow(h wire.Header) bool {
 	sport, dport := h.Sport(), h.Dport()
-	if h.Len() > wire.MaxMsgSize || h.IsCongMap() || h.ExtArea()[0] != byte(wire.ExtNone) ||
-		dport == wire.PingPort || sport == wire.PingPort || wire.IsHandshakePong(sport, dport) {
+	if h.IsCongMap() || dport == wire.PingPort || sport == wire.PingPort || wire.IsHandshakePong(sport, dport) {
+		return false
+	}
+	return p.plainData(h)
+}
+
+// plainData is plainInWindow for a message that is no map, ping or pong:
+// its length is in bounds, it has no extension headers and it is no
+// duplicate.
+func (p *connPath) plainData(h wire.Header) bool {
+	if h.Len() > wire.MaxMsgSize || h.ExtArea()[0] != byte(wire.ExtNone) {
 		return false
 	}
 	if h.Flags()&wire.FlagRetransmitted == 0 {

@@ -118,12 +118,19 @@ func (s *sock) admit(conn *connection, p []byte, dport wire.Port, nonblock bool,
 			settled = true
 			continue
 		}
+		if !nonblock {
+			s.roomWaiters++
+		}
 		s.mu.Unlock()
 		node.stats.sendQueueFull.Add(1)
 		if nonblock {
 			return 0, eAGAIN
 		}
-		if err := s.blockForRoom(node, until); err != nil {
+		err := s.blockForRoom(node, until)
+		s.mu.Lock()
+		s.roomWaiters--
+		s.mu.Unlock()
+		if err != nil {
 			return 0, err
 		}
 	}
@@ -161,13 +168,14 @@ func (s *sock) wantRoomLocked() {
 
 // admitLocked counts n bytes against SO_SNDBUF, which has room, and
 // takes a spare message for them; s.mu is held. It passes the room on to
-// another blocked sender if some is left, and returns whether the
-// message must ask for an ack (half the buffer taken), the bound port
-// and the spare.
+// another blocked sender if some is left and one blocks (roomWaiters:
+// not a signal per send for nobody), and returns whether the message
+// must ask for an ack (half the buffer taken), the bound port and the
+// spare.
 func (s *sock) admitLocked(n int) (half bool, sport wire.Port, spare *message) {
 	s.roomCameLocked()
 	s.sndBytes += n
-	if s.sndBytes < s.sndbuf {
+	if s.roomWaiters > 0 && s.sndBytes < s.sndbuf {
 		signal(s.txSig)
 	}
 	return s.sndBytes >= s.sndbuf/2, wire.Port(s.bound.Port()), s.takeSpareLocked()

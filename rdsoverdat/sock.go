@@ -83,6 +83,12 @@ type sock struct {
 	reader sockReaderRole // reader roles lent to this socket (recv_reader.go)
 	sink   rxSink         // a daemon's batch the transport writes into (recv_sink.go)
 
+	// roomWaiters (under mu) is how many senders of s found no SO_SNDBUF
+	// room and block for it (admit), counted in the hold of mu that found
+	// none, so that a sender admitted under mu knows whether room it
+	// leaves over has anyone to go to (admitLocked).
+	roomWaiters int
+
 	// spares (under mu) are up to maxSpares messages of s that acks
 	// freed, reset and linked by next, which its next sends fill instead
 	// of messages from msgPool: a sender that waits for each answer

@@ -122,6 +122,14 @@ func (p *xpath) NextTxQueued(gen uint64) (xport.Msg, int) {
 	return nil, 0
 }
 
+func (p *xpath) NextTxStream(gen, off uint64) (xport.Msg, wire.Header, []byte, int, int) {
+	m, q, u := p.core().NextTxStream(gen, off)
+	if m == nil {
+		return nil, nil, nil, q, u
+	}
+	return m, m.Header(), m.buf, q, u
+}
+
 func (p *xpath) NewRxMessage(h wire.Header) (xport.Msg, error) {
 	m, err := p.core().NewRxMessage(h)
 	if err != nil {
@@ -140,7 +148,12 @@ func (p *xpath) ReaderTarget(h wire.Header) xport.Receiver {
 	return nil
 }
 
-func (p *xpath) PlainInWindow(h wire.Header) bool { return p.core().plainInWindow(h) }
+func (p *xpath) ReaderFor(h wire.Header, r xport.Receiver) (is, plain bool) {
+	if s, ok := r.(*sock); ok {
+		return p.core().readerFor(h, s)
+	}
+	return false, false
+}
 
 func (p *xpath) AcceptDirect(seq wire.Seq, retx bool, l int) bool {
 	return p.core().acceptDirect(seq, retx, l)

@@ -114,3 +114,103 @@ func testBatchAndReaderStream(t *testing.T, readv bool) {
 		t.Fatalf("after the last message: %v, want EOF", err)
 	}
 }
+
+// A lone message the socket does not take whole, written without waiting
+// (a sender's own write), leaves its rest in the staging buffer as the
+// batch's unwritten part, and the next write finishes it: the stream stays
+// byte-exact and the message is not referenced after writeLone.
+func TestTCPWriteLoneStagesRest(t *testing.T) {
+	leakCheck(t)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	wc, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	rc := <-accepted
+	if rc == nil {
+		t.Fatal("accept failed")
+	}
+	defer rc.Close()
+	wc.(*net.TCPConn).SetWriteBuffer(4096)
+	rc.(*net.TCPConn).SetReadBuffer(4096)
+	wraw, err := wc.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b := newTxBatch()
+	var want []byte
+	var msgs []*testMsg
+	for i := 0; !b.pending(); i++ {
+		if i == 1<<16 {
+			t.Fatal("the socket took 64 MiB without a reader")
+		}
+		m := newTestMsg(1000)
+		for j := range m.buf {
+			m.buf[j] = byte(i + j)
+		}
+		m.Header().Encode(&wire.Fields{Len: 1000, Sequence: wire.Seq(i + 1)})
+		want = append(append(want, m.hdr[:]...), m.buf...)
+		done, err := b.writeLone(wraw, m.hdr[:], m.buf, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done == b.pending() {
+			t.Fatalf("message %d: done %v, pending %v", i, done, b.pending())
+		}
+		if done && b.bytes != 0 {
+			t.Fatalf("message %d written whole, %d bytes left in the batch", i, b.bytes)
+		}
+		m.Release()
+		if n := m.refs.Load(); n != 0 {
+			t.Fatalf("message %d: %d references left", i, n)
+		}
+	}
+	if b.bytes == 0 || b.bytes > wire.HeaderLen+1000 {
+		t.Fatalf("the unwritten rest is %d bytes", b.bytes)
+	}
+
+	// Then lone writes that wait, into the full socket, which the reader
+	// drains meanwhile: they wait for room, or finish a rest at once.
+	rest := len(want)
+	for i := 0; i < 20; i++ {
+		n := tcpDirectMin - 1 - i
+		m := newTestMsg(n)
+		for j := range m.buf {
+			m.buf[j] = byte(3*i + j)
+		}
+		m.Header().Encode(&wire.Fields{Len: uint32(n), Sequence: wire.Seq(i + 1)})
+		want = append(append(want, m.hdr[:]...), m.buf...)
+		msgs = append(msgs, m)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		p := make([]byte, len(want))
+		n, _ := io.ReadFull(rc, p)
+		got <- p[:n]
+	}()
+	if done, err := b.write(wraw, true); err != nil || !done {
+		t.Fatalf("finishing the rest: done %v, %v", done, err)
+	}
+	if b.pending() || b.bytes != 0 {
+		t.Fatalf("after the write: pending %v, %d bytes", b.pending(), b.bytes)
+	}
+	for i, m := range msgs {
+		if done, err := b.writeLone(wraw, m.hdr[:], m.buf, true); err != nil || !done || b.pending() {
+			t.Fatalf("waiting lone write %d: done %v, pending %v, %v", i, done, b.pending(), err)
+		}
+	}
+	if g := <-got; !bytes.Equal(g[:rest], want[:rest]) || !bytes.Equal(g[rest:], want[rest:]) {
+		t.Fatalf("stream differs: got %d bytes, want %d", len(g), len(want))
+	}
+}

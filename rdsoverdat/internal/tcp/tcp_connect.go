@@ -208,6 +208,11 @@ type tcpConn struct {
 	// rxSeen: a header arrived alone since this side last wrote, the
 	// sign of a request-response exchange (sendDirect).
 	rxSeen atomic.Bool
+	// due: the messages left to later traffic (tcpPath.lone) were due
+	// for their acks (ackDue) when the transmit role last left or
+	// counted them, so that a header from the peer takes the role to
+	// count them (settle) only then, not for every message.
+	due atomic.Bool
 	// directs counts sendDirect's writes (for tests and figures).
 	directs atomic.Uint64
 
@@ -226,9 +231,10 @@ type tcpConn struct {
 	written   uint64 // bytes handed to bw
 	lastAcked uint64
 	// unacked is the path's unacknowledged count as the role last saw
-	// it (ackDue): a message it takes adds one, one its acks free takes
-	// one off, and flushQueue reads the path's count again. Others only
-	// lower the path's (a cancelled socket, Down), so it is never below.
+	// it (ackDue): each message flushQueue takes comes with the path's
+	// count (Pending's when it takes none), and one its acks free takes
+	// one off. Others only lower the path's (a cancelled socket, Down),
+	// so it is never below.
 	unacked int
 	outq    int
 	outqErr error

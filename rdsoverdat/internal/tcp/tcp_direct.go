@@ -23,7 +23,7 @@ import "github.com/godapl/godapl/rdsoverdat/wire"
 // noteHeader records header h just read from the peer through rd. A
 // message from the peer also carries TCP's ack of what this side sent
 // before it: the messages the writer left to later traffic (goLone) are
-// freed here once enough of them wait (ackDue).
+// freed here once enough of them wait (ackDue, as last seen: due).
 func (c *tcpConn) noteHeader(rd *tcpReader, h wire.Header) {
 	if !c.heard.Load() {
 		c.heard.Store(true)
@@ -32,7 +32,7 @@ func (c *tcpConn) noteHeader(rd *tcpReader, h wire.Header) {
 	if c.rxSeen.Load() != lone {
 		c.rxSeen.Store(lone)
 	}
-	if c.tp.lone.Load() {
+	if c.due.Load() && c.tp.lone.Load() {
 		c.settle(false)
 	}
 }

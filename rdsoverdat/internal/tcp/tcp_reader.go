@@ -104,11 +104,16 @@ const (
 // that no longer reads; a holder gets them back, as errInterrupted, and
 // its own deadline as errHoldTimeout.
 func (r *tcpReaderRole) read(p []byte, n *int, holder bool) error {
+	if err := r.rx.rd.fill(p, n); err != nil {
+		return r.readFailed(err, p, n, holder)
+	}
+	return nil
+}
+
+// readFailed is read after a fill failed with err (holderStep calls fill
+// itself, saving a call per read).
+func (r *tcpReaderRole) readFailed(err error, p []byte, n *int, holder bool) error {
 	for {
-		err := r.rx.rd.fill(p, n)
-		if err == nil {
-			return nil
-		}
 		switch r.classify(err) {
 		case readInterrupted:
 			if holder {
@@ -118,6 +123,9 @@ func (r *tcpReaderRole) read(p []byte, n *int, holder bool) error {
 			return errHoldTimeout
 		default:
 			return err
+		}
+		if err = r.rx.rd.fill(p, n); err == nil {
+			return nil
 		}
 	}
 }
@@ -240,15 +248,17 @@ func (r *tcpReaderRole) Run(s xport.Receiver, buf []byte, peek bool, limit time.
 func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int, netip.AddrPort, xport.RRResult, error) {
 	c, x := r.c, &r.rx
 	p := c.tp.p
-	if err := r.read(x.hdr[:], &x.hn, true); err != nil {
-		return 0, netip.AddrPort{}, xport.RRAgain, err
+	if err := x.rd.fill(x.hdr[:], &x.hn); err != nil {
+		if err = r.readFailed(err, x.hdr[:], &x.hn, true); err != nil {
+			return 0, netip.AddrPort{}, xport.RRAgain, err
+		}
 	}
 	h := wire.Header(x.hdr[:])
 	l := int(h.Len())
-	tgt := p.ReaderTarget(h)
+	forS, plain := p.ReaderFor(h, s)
 	if x.dst == dstNone {
 		c.noteHeader(x.rd, h)
-		if tgt == s && !peek && l <= len(buf) && p.PlainInWindow(h) && s.QueueEmpty() {
+		if forS && plain && !peek && l <= len(buf) && s.QueueEmpty() {
 			x.dst, x.own = dstOwn, buf[:l]
 		} else if d, ok := p.ClaimSink(h); ok {
 			x.dst, x.d = dstClaim, d
@@ -261,7 +271,11 @@ func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int
 			x.dst, x.m = dstMsg, m
 		}
 	}
-	if err := r.read(x.payload(), &x.pn, true); err != nil {
+	err := x.rd.fill(x.payload(), &x.pn)
+	if err != nil {
+		err = r.readFailed(err, x.payload(), &x.pn, true)
+	}
+	if err != nil {
 		if x.dst == dstOwn {
 			m, _ := p.NewRxMessage(h) // checked when the header came
 			copy(m.Payload(), x.own[:x.pn])
@@ -288,7 +302,7 @@ func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int
 		x.next(l)
 		p.ReceiveWakes(m, &x.rd.wakes)
 	}
-	if tgt == s {
+	if forS {
 		return 0, netip.AddrPort{}, xport.RRQueued, nil
 	}
 	return 0, netip.AddrPort{}, xport.RRAgain, nil

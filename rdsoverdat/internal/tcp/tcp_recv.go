@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"unsafe"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
@@ -188,7 +189,7 @@ type tcpReader struct {
 	// The pending readv: iov[:ivn] (the payload's rest and the staging
 	// buffer's first header), set once per read rather than on every
 	// call the poller makes, and what the system call returned. readvFn
-	// is rd.readv as a method value, made once, so a read allocates
+	// is the RawConn.Read callback, made once, so a read allocates
 	// nothing.
 	iov     [2]unix.Iovec
 	ivn     int
@@ -199,36 +200,43 @@ type tcpReader struct {
 
 func newTCPReader(nc net.Conn, raw syscall.RawConn) *tcpReader {
 	rd := &tcpReader{nc: nc, raw: raw, buf: make([]byte, tcpBufSize)}
-	rd.readvFn = rd.readv
+	// The readv itself, through RawSyscall (tcp_sys.go); false asks
+	// the poller to wait until the socket is readable and call again.
+	// Its body is the closure's own, system call included: a method
+	// value would add a call per readv, and so would a helper, which a
+	// closure made in an inlined constructor does not inline.
+	rd.readvFn = func(fd uintptr) bool {
+		for {
+			r, _, e := unix.RawSyscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&rd.iov[0])), uintptr(rd.ivn))
+			k := int(r)
+			switch e {
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false
+			case 0:
+				rd.vn, rd.verr = k, nil
+			default:
+				rd.vn, rd.verr = 0, e
+			}
+			return true
+		}
+	}
 	return rd
 }
 
-// readv is the RawConn.Read callback: false asks the poller to wait
-// until the socket is readable and call again (tcp_sys.go).
-func (rd *tcpReader) readv(fd uintptr) bool {
-	for {
-		k, e := rawReadv(fd, rd.iov[:], rd.ivn)
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		case 0:
-			rd.vn, rd.verr = k, nil
-		default:
-			rd.vn, rd.verr = 0, e
-		}
-		return true
-	}
-}
-
-// read reads into p what has arrived (at least one byte, waiting for
-// it); io.EOF at the end of the stream.
-func (rd *tcpReader) read(p []byte) (int, error) {
+// readStage reads into the staging buffer's first want bytes what has
+// arrived (at least one byte, waiting for it); io.EOF at the end of the
+// stream. The iovec points into rd's own buffer, so that, unlike
+// readvInto's, it need not let go of it after the read.
+func (rd *tcpReader) readStage(want int) (int, error) {
 	if rd.raw == nil {
-		return rd.nc.Read(p)
+		return rd.nc.Read(rd.buf[:want])
 	}
-	return rd.readvInto(p, nil)
+	rd.iov[0].Base = &rd.buf[0]
+	rd.iov[0].SetLen(want)
+	rd.ivn = 1
+	return rd.readvDone(rd.raw.Read(rd.readvFn))
 }
 
 // readvInto reads into a and then b (nil: a alone) with one readv,
@@ -238,6 +246,12 @@ func (rd *tcpReader) readvInto(a, b []byte) (int, error) {
 	rd.ivn = iovecs(rd.iov[:], bufs[:])
 	err := rd.raw.Read(rd.readvFn)
 	dropBases(rd.iov[:]) // hold no buffer between reads
+	return rd.readvDone(err)
+}
+
+// readvDone returns what the readv of a RawConn.Read that returned err
+// read.
+func (rd *tcpReader) readvDone(err error) (int, error) {
 	n, verr := rd.vn, rd.verr
 	if err == nil {
 		err = verr
@@ -298,7 +312,7 @@ func (rd *tcpReader) fill(p []byte, pn *int) error {
 			if rd.big && len(p) == wire.HeaderLen {
 				want = wire.HeaderLen - n
 			}
-			k, err = rd.read(rd.buf[:want])
+			k, err = rd.readStage(want)
 			rd.r, rd.w = 0, k
 			c := copy(p[n:], rd.buf[:k])
 			rd.r, n = c, n+c

@@ -3,6 +3,7 @@ package tcp
 import (
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/godapl/godapl/rdsoverdat/internal/xport"
 	"github.com/godapl/godapl/rdsoverdat/wire"
@@ -15,7 +16,8 @@ import (
 // messages share a segment and a system call; payloads of tcpDirectMin
 // bytes or more are handed to the kernel straight from the message, so
 // that a large message is copied once (into the socket) instead of twice.
-// The batch is written when it is full or the queue runs dry. Each
+// The batch is written when it is full or the queue runs dry; a message
+// alone in it goes out from the message itself (writeLone). Each
 // message's ack key is the stream offset just past its last byte; once
 // TCP's unacknowledged byte count (SIOCOUTQ) shows the peer has
 // everything up to that offset, the message leaves the retransmit list,
@@ -76,6 +78,10 @@ type txBatch struct {
 	iov      []unix.Iovec
 	werr     error
 	writevFn func(fd uintptr) bool
+	// writeLone's: the iovecs it set, the bytes its writev wrote, and
+	// its RawConn.Write callback (writevLone), made once.
+	ivn, lk      int
+	writevLoneFn func(fd uintptr) bool
 }
 
 // segList is the part of a batch not yet written.
@@ -100,7 +106,7 @@ func newTxBatch() *txBatch {
 		tail:  -1,
 		iov:   make([]unix.Iovec, tcpBatchSegs+2),
 	}
-	b.writevFn = b.writev
+	b.writevFn, b.writevLoneFn = b.writev, b.writevLone()
 	return b
 }
 
@@ -167,6 +173,75 @@ func (b *txBatch) write(raw syscall.RawConn, wait bool) (done bool, err error) {
 	}
 	b.reset()
 	return true, err
+}
+
+// writeLone writes header h and small payload p of a message that is
+// alone in an empty batch (a request, or its answer) straight from the
+// message with one writev, without their copy into the staging buffer
+// and the batch's bookkeeping around it; wait as for write. What the
+// socket does not take is copied into the staging buffer as the batch's
+// unwritten rest, which write finishes (at once if wait, else the next
+// write: done false), so that the caller may drop its reference to the
+// message at once either way.
+func (b *txBatch) writeLone(raw syscall.RawConn, h, p []byte, wait bool) (done bool, err error) {
+	b.iov[0].Base = &h[0]
+	b.iov[0].SetLen(len(h))
+	n := 1
+	if len(p) > 0 {
+		b.iov[1].Base = &p[0]
+		b.iov[1].SetLen(len(p))
+		n = 2
+	}
+	b.ivn, b.nowait = n, !wait
+	if err = raw.Write(b.writevLoneFn); err == nil {
+		err = b.werr
+	}
+	b.iov[0].Base, b.iov[1].Base = nil, nil
+	k := b.lk
+	if err != nil || k == len(h)+len(p) {
+		return true, err
+	}
+	if k < len(h) {
+		b.stage = append(b.stage, h[k:]...)
+		k = 0
+	} else {
+		k -= len(h)
+	}
+	b.stage = append(b.stage, p[k:]...)
+	b.back = append(b.back, b.stage)
+	b.bytes = len(b.stage)
+	b.segs, b.started = b.back, true
+	if !wait {
+		return false, nil
+	}
+	return b.write(raw, true)
+}
+
+// writevLone returns writeLone's RawConn.Write callback: one writev of
+// the b.ivn iovecs set, which leaves the bytes written in b.lk; a
+// partial write ends it (writeLone stages the rest). Its body is the
+// closure's own, system call included (as the reader's readv callback).
+func (b *txBatch) writevLone() func(fd uintptr) bool {
+	return func(fd uintptr) bool {
+		for {
+			r, _, e := unix.RawSyscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&b.iov[0])), uintptr(b.ivn))
+			k := int(r)
+			switch e {
+			case 0:
+				b.lk, b.werr = k, nil
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				if !b.nowait {
+					return false
+				}
+				b.lk, b.werr = 0, nil
+			default:
+				b.lk, b.werr = 0, e
+			}
+			return true
+		}
+	}
 }
 
 // pending reports a batch left part written by a write that did not wait.
@@ -265,7 +340,9 @@ func (c *tcpConn) settleLocked(force bool) bool {
 	}
 	c.checkAcks()
 	_, unacked := c.tp.p.Pending()
-	if c.unacked = unacked; unacked > 0 {
+	c.unacked = unacked
+	c.due.Store(c.ackDue())
+	if unacked > 0 {
 		return true
 	}
 	c.tp.lone.Store(false)
@@ -367,19 +444,34 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 	// more: the path had messages queued behind the last one taken, so
 	// that a round does not take the path's lock once more only to find
 	// the queue empty. One queued after that is kicked by its sender.
-	more := true
+	// took: a message came from the path, whose count of unacked ones
+	// came with it (c.unacked), so that the path's lock is not taken
+	// again for Pending.
+	more, took := true, false
 	for more {
+		var h wire.Header
+		var pl []byte
 		m := c.carry
 		if m == nil {
 			var queued int
-			if m, queued = p.NextTxQueued(c.gen); m == nil {
+			if m, h, pl, queued, c.unacked = p.NextTxStream(c.gen, c.written); m == nil {
 				break
 			}
-			more = queued > 0
-			c.unacked++
+			more, took = queued > 0, true
+		} else {
+			h, pl = m.Header(), m.Payload() // flags and ack key set when taken
 		}
 		c.carry = nil
-		pl := m.Payload() // once: each is a call through xport.Msg
+		if !more && b.bytes == 0 && len(pl) < tcpDirectMin {
+			c.written += uint64(wire.HeaderLen + len(pl))
+			c.rxSeen.Store(false)
+			done, err := b.writeLone(c.raw, h, pl, wait)
+			p.TxDone(m)
+			if err != nil || !done {
+				return !done, err
+			}
+			break
+		}
 		if !b.fits(len(pl)) {
 			done, err := b.write(c.raw, wait)
 			if err != nil {
@@ -392,13 +484,8 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 			}
 			c.checkAcks()
 		}
-		h := m.Header()
-		h.SetFlags(m.WireFlags())
 		b.add(m, h, pl)
 		c.written += uint64(wire.HeaderLen + len(pl))
-		if !m.IsCongMap() {
-			m.SetAckKey(c.written)
-		}
 		p.TxDone(m)
 	}
 	if b.bytes > 0 {
@@ -411,8 +498,10 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 	if !direct {
 		progress = c.checkAcks()
 	}
-	_, unacked := p.Pending()
-	c.unacked = unacked
+	if !took {
+		_, c.unacked = p.Pending()
+	}
+	unacked := c.unacked
 	switch {
 	case unacked == 0:
 		c.tp.lone.Store(false)
@@ -423,6 +512,7 @@ func (c *tcpConn) flushQueue(direct bool) (left bool, err error) {
 	case c.goLone(unacked, direct):
 		// Left to later traffic; a poll still pending from a backlog
 		// fires once more and then leaves it too.
+		c.due.Store(c.ackDue())
 	default:
 		c.timer.Reset(c.polls.next(progress))
 		c.armed = true

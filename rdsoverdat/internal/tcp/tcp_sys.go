@@ -47,12 +47,6 @@ func dropBases(iov []unix.Iovec) {
 	}
 }
 
-// rawReadv is readv(2) on fd into iov[:n].
-func rawReadv(fd uintptr, iov []unix.Iovec, n int) (int, unix.Errno) {
-	r, _, e := unix.RawSyscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(n))
-	return int(r), e
-}
-
 // rawWritev is writev(2) on fd from iov[:n].
 func rawWritev(fd uintptr, iov []unix.Iovec, n int) (int, unix.Errno) {
 	r, _, e := unix.RawSyscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(n))

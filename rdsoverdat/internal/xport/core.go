@@ -110,6 +110,15 @@ type Path interface {
 	// NextTxQueued is NextTx that also returns how many messages were
 	// still queued behind the one it returns (Pending's queued).
 	NextTxQueued(gen uint64) (Msg, int)
+	// NextTxStream is NextTxQueued for a transport that writes messages
+	// one after another into a byte stream (tcp), the next at stream
+	// offset off: it also gives the header its WireFlags and, but for a
+	// congestion map, sets the ack key (SetAckKey) to the offset past
+	// the message, and returns the header, the payload and how many
+	// messages are unacknowledged (Pending's, m among them): what such a
+	// transport would otherwise ask m and the path for one call at a
+	// time.
+	NextTxStream(gen, off uint64) (m Msg, h wire.Header, p []byte, queued, unacked int)
 	// TxDone gives back the reference NextTx handed out.
 	TxDone(m Msg)
 	// TxAbort returns a message the transport could not (completely)

@@ -38,10 +38,11 @@ type StreamReceiver interface {
 	// ReaderTarget returns the socket a data message with header h is
 	// for, nil for anything else (a map, a ping, a pong, no socket).
 	ReaderTarget(h wire.Header) Receiver
-	// PlainInWindow reports whether a message with header h is plain
-	// data a receiver may take as is: no extension headers, not a map,
-	// ping or pong, not a duplicate.
-	PlainInWindow(h wire.Header) bool
+	// ReaderFor reports whether a message with header h is data for r
+	// (ReaderTarget(h) == r), and if so whether it is plain data r may
+	// take as is: no extension headers, not a map, ping or pong, not a
+	// duplicate.
+	ReaderFor(h wire.Header, r Receiver) (is, plain bool)
 	// AcceptDirect counts a message of l bytes read straight into a
 	// receiver's buffer as Receive would; false for a duplicate, which
 	// the receiver then discards.
