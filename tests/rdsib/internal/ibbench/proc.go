@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"runtime/metrics"
 	"syscall"
 	"time"
@@ -46,8 +48,26 @@ func printProc(role string, a, b procSnap, msgs uint64) {
 		return
 	}
 	n := float64(msgs)
-	fmt.Printf("PROC role=%s msgs=%d cpu_us_per_msg=%.2f vcsw_per_msg=%.3f ivcsw_per_msg=%.3f sched_samples_per_msg=%.3f\n",
+	fmt.Printf("PROC role=%s msgs=%d cpu_us_per_msg=%.2f vcsw_per_msg=%.3f ivcsw_per_msg=%.3f sched_samples_per_msg=%.3f rss_kB=%d anonhuge_kB=%d\n",
 		role, msgs, float64((b.cpu-a.cpu).Nanoseconds())/1e3/n, float64(b.vcsw-a.vcsw)/n, float64(b.ivcsw-a.ivcsw)/n,
-		float64(b.sched-a.sched)/n)
+		float64(b.sched-a.sched)/n, rollup("Rss:"), rollup("AnonHugePages:"))
 	printVM(role, a.vm, b.vm, msgs)
+}
+
+// rollup is a field of the process's /proc/self/smaps_rollup, in kB (0
+// when unreadable): how much of its memory the VM's kernel backs with
+// transparent huge pages, one thing a boot can lay out differently.
+func rollup(field string) int64 {
+	b, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := bytes.Cut(b, []byte("\n"+field))
+	if !ok {
+		return 0
+	}
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	var v int64
+	fmt.Sscan(string(line), &v)
+	return v
 }

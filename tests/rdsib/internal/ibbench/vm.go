@@ -14,10 +14,15 @@ import (
 // taken from the other: the figure that ranks the two implementations is
 // each VM's whole CPU per message (the kernel's rxe tasks, softirqs and
 // the process together), not the measured process's alone. vmSnap is that
-// VM-wide view at a moment: /proc/stat's CPU ticks and the RDMA devices'
+// VM-wide view at a moment: /proc/stat's CPU ticks, interrupts and
+// context switches (counts, which follow the rate less than CPU time
+// does once the host's cores are full), and the RDMA devices'
 // hw_counters (RNR NAKs, retries, out-of-sequence and duplicate requests).
 type vmSnap struct {
 	ticks [8]uint64         // user nice system idle iowait irq softirq steal
+	cpus  [][8]uint64       // the same per vCPU, in /proc/stat's order
+	intr  uint64            // interrupts taken, all vCPUs
+	ctxt  uint64            // context switches, all vCPUs
 	hw    map[string]uint64 // "device/counter"
 }
 
@@ -28,10 +33,29 @@ const clkTck = 100
 func snapVM() vmSnap {
 	var s vmSnap
 	if b, err := os.ReadFile("/proc/stat"); err == nil {
-		line, _, _ := bytes.Cut(b, []byte("\n"))
-		f := strings.Fields(string(line))
-		for i := 0; i < len(s.ticks) && i+1 < len(f); i++ {
-			s.ticks[i], _ = strconv.ParseUint(f[i+1], 10, 64)
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			f := strings.Fields(string(line))
+			if len(f) >= 2 && (f[0] == "intr" || f[0] == "ctxt") {
+				v, _ := strconv.ParseUint(f[1], 10, 64)
+				if f[0] == "intr" {
+					s.intr = v
+				} else {
+					s.ctxt = v
+				}
+				continue
+			}
+			if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") {
+				continue
+			}
+			var t [8]uint64
+			for i := 0; i < len(t) && i+1 < len(f); i++ {
+				t[i], _ = strconv.ParseUint(f[i+1], 10, 64)
+			}
+			if f[0] == "cpu" {
+				s.ticks = t
+			} else {
+				s.cpus = append(s.cpus, t)
+			}
 		}
 	}
 	s.hw = map[string]uint64{}
@@ -71,8 +95,34 @@ func printVM(role string, a, b vmSnap, msgs uint64) {
 	if total > 0 {
 		share = busy / total
 	}
-	fmt.Printf("VM role=%s msgs=%d vm_cpu_us_per_msg=%.2f user_us=%.2f sys_us=%.2f softirq_us=%.2f busy=%.3f\n",
-		role, msgs, us(busy), us(d[0]+d[1]), us(d[2]+d[5]), us(d[6]), share)
+	// Per vCPU, busy and softirq shares of its time: where the work
+	// (rxe receives in the network softirq) lands, which a boot may place
+	// differently.
+	var pb, ps strings.Builder
+	for i := range b.cpus {
+		if i >= len(a.cpus) {
+			break
+		}
+		var t, idle float64
+		for j := range b.cpus[i] {
+			v := float64(b.cpus[i][j] - a.cpus[i][j])
+			t += v
+			if j == 3 || j == 4 {
+				idle += v
+			}
+		}
+		sep := "/"
+		if i == 0 {
+			sep = ""
+		}
+		if t > 0 {
+			fmt.Fprintf(&pb, "%s%.2f", sep, (t-idle)/t)
+			fmt.Fprintf(&ps, "%s%.2f", sep, float64(b.cpus[i][6]-a.cpus[i][6])/t)
+		}
+	}
+	fmt.Printf("VM role=%s msgs=%d vm_cpu_us_per_msg=%.2f user_us=%.2f sys_us=%.2f softirq_us=%.2f busy=%.3f busy_cpu=%s softirq_cpu=%s intr_per_msg=%.3f ctxt_per_msg=%.3f\n",
+		role, msgs, us(busy), us(d[0]+d[1]), us(d[2]+d[5]), us(d[6]), share, pb.String(), ps.String(),
+		float64(b.intr-a.intr)/float64(msgs), float64(b.ctxt-a.ctxt)/float64(msgs))
 	var keys []string
 	for k, v := range b.hw {
 		if v != a.hw[k] {
