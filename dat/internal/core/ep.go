@@ -75,27 +75,15 @@ type EP struct {
 
 // postCfg is the part of an EP's configuration its post paths need.
 type postCfg struct {
-	qp                             verbs.QP
-	sq                             sendQ
-	rq                             recvQ
-	sqMu, rqMu                     *sync.Mutex // what LockSend, LockRecv take, when known (see lockSend)
-	unsigSuppressed                bool        // sq can tell what retired: suppressed DTOs go unsignalled
-	checksSGL                      bool        // the QP checks SGLs at post time (fastpath.SGLChecker)
-	own                            *owner
-	reqID, recvID                  uint64 // own.id, with wrRecvBit for recvID: the work request IDs but the slot
-	pz                             *PZ
-	reqUnsig, recvUnsig            bool // the queues allow UNSIGNALLED
-	maxIOV, maxReadIOV, maxRecvIOV int
-
-	// What the post paths let through without looking further: the
-	// completion flags a request may carry, by DTO op, and a receive; the
-	// segments a request may have, by DTO op, -1 while the EP's state
-	// posts no requests; the segments of a receive, -1 for an EP on an
-	// SRQ. A post outside them goes through the checks one by one.
-	reqFlags  [4]dat.CompletionFlags
-	reqIOV    [4]int
-	recvFlags dat.CompletionFlags
-	recvIOV   int
+	// The fields PostDTO's common case reads, sq to one, share the
+	// first cache line: spread over the struct they took three lines a
+	// post, cold again after each round trip's system calls.
+	sq              sendQ
+	sqMu            *sync.Mutex // what LockSend takes, when known (see lockSend)
+	own             *owner
+	reqID           uint64 // own.id: the work request IDs but the slot
+	pz              *PZ
+	unsigSuppressed bool // sq can tell what retired: suppressed DTOs go unsignalled
 
 	// one: the flags with which a request of one segment of each DTO op
 	// may take PostDTO's way, and oneBit, which no request carries, if
@@ -108,6 +96,28 @@ type postCfg struct {
 	// two.
 	one     [4]dat.CompletionFlags
 	recvOne dat.CompletionFlags
+
+	qp                             verbs.QP
+	rq                             recvQ
+	rqMu                           *sync.Mutex // what LockRecv takes, when known (see lockSend)
+	checksSGL                      bool        // the QP checks SGLs at post time (fastpath.SGLChecker)
+	recvID                         uint64      // own.id with wrRecvBit
+	reqUnsig, recvUnsig            bool        // the queues allow UNSIGNALLED
+	maxIOV, maxReadIOV, maxRecvIOV int
+
+	// What the post paths let through without looking further: the
+	// completion flags a request may carry, by DTO op, and a receive; the
+	// segments a request may have, by DTO op, -1 while the EP's state
+	// posts no requests; the segments of a receive, -1 for an EP on an
+	// SRQ. A post outside them goes through the checks one by one.
+	reqFlags  [4]dat.CompletionFlags
+	reqIOV    [4]int
+	recvFlags dat.CompletionFlags
+	recvIOV   int
+
+	// To 256 bytes, a size class whose objects start on a cache line,
+	// so that the fields PostDTO reads never straddle two.
+	_ [7]uint64
 }
 
 // oneBit marks, in postCfg.one and recvOne, that PostDTO's way or

@@ -3,6 +3,7 @@ package core
 import (
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/godapl/godapl/dat"
 )
@@ -98,6 +99,25 @@ func TestSetStateRepublishes(t *testing.T) {
 			if got.recvIOV != 2 || got.reqFlags != c.reqFlags {
 				t.Fatalf("%v -> %v: the rest of the snapshot changed: %+v", from, to, got)
 			}
+		}
+	}
+}
+
+// TestPostCfgLayout: the fields PostDTO's common case reads lie in the
+// first 64 bytes of a postCfg, whose size keeps it on cache lines.
+func TestPostCfgLayout(t *testing.T) {
+	var c postCfg
+	if s := unsafe.Sizeof(c); s%64 != 0 {
+		t.Errorf("postCfg is %d bytes, not a multiple of 64", s)
+	}
+	for name, end := range map[string]uintptr{
+		"sq": unsafe.Offsetof(c.sq) + unsafe.Sizeof(c.sq), "sqMu": unsafe.Offsetof(c.sqMu) + 8,
+		"own": unsafe.Offsetof(c.own) + 8, "reqID": unsafe.Offsetof(c.reqID) + 8,
+		"pz": unsafe.Offsetof(c.pz) + 8, "unsigSuppressed": unsafe.Offsetof(c.unsigSuppressed) + 1,
+		"one": unsafe.Offsetof(c.one) + unsafe.Sizeof(c.one),
+	} {
+		if end > 64 {
+			t.Errorf("postCfg.%s ends at byte %d, past the first cache line", name, end)
 		}
 	}
 }

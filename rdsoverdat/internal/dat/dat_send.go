@@ -53,24 +53,26 @@ const datEPExtraDTOs = 2 + datRDMADepth
 
 // datEP is one DAT EP of a path: a connection incarnation with its own
 // credits, send slots and reassembly state.
+//
+// The fields every message touches come first, in the first three cache
+// lines, and the receive's reassembly state right after them: spread
+// over the struct, between the send ring's lists and the RDMA state, a
+// message's send and its receive each touched two or three lines more,
+// cold after the round trip's system calls.
 type datEP struct {
-	dn     *datNode
-	dp     *datPath
-	ep     *ep.EP
-	tx     *lmr.LMR // SendDepth slots, the ack-only frame's header, the RDMA check answer frame
-	active bool
-	grant  int                 // SRQ buffers granted to the peer
-	peer   [datPrivateLen]byte // the peer's private data
-	state  datEPState          // guarded by dp.mu
-	dead   atomic.Bool
+	dn *datNode
+	dp *datPath
+	ep *ep.EP
+	tx *lmr.LMR // SendDepth slots, the ack-only frame's header, the RDMA check answer frame
+
+	dead atomic.Bool
 	// genKnown: syncPeerGen has applied the peer's my_gen (event goroutine).
 	genKnown bool
 	// kernelPeer: the peer is rds_rdma (dat_kernel.go); set before the
 	// EP is published as up.
 	kernelPeer bool
-	// gen is the path's generation for e (NextTx), set before e is
-	// published as up.
-	gen uint64
+	active     bool
+	queued     bool // on dn.wakes
 
 	credits datCredits
 
@@ -81,18 +83,11 @@ type datEP struct {
 	// txBase is the fragment number that took slot 0: the ring starts
 	// over at slot 0 whenever it is empty (slotOff).
 	txBase uint64
-	iov    [1]dat.LMRTriplet
-	// txList holds the round's fragments not posted yet, txN of them
-	// (flushTx); txIOV is their segments, txList[i]'s IOV txIOV[i:i+1]
-	// from newEP on, so that a fragment sets only its fields' values.
-	txList [datTxBatch]dat.SendPost
-	txIOV  [datTxBatch]dat.LMRTriplet
 	txN    int
 	// signalEvery: a signalled completion every this many fragments, so
 	// that a full ring always has one coming.
 	signalEvery uint64
 	txDone      atomic.Uint64 // fragments completed
-	rdma        datRDMA       // RDMA work requests (dat_rdma.go)
 
 	// frag is the connection's fragment size for sending (0: 4096), set
 	// before the EP is published as up (dat_frag.go).
@@ -102,18 +97,33 @@ type datEP struct {
 	// piggybacked ack; the rest is the event goroutine's.
 	ackRequested atomic.Bool
 	ackInFlight  bool
-	ackBlocked   bool // an ack found no send credit
-	ackIOV       [1]dat.LMRTriplet
+	ackBlocked   bool   // an ack found no send credit
 	ackEvery     uint32 // posted credits that ask for an advertisement
-	queued       bool   // on dn.wakes
 	lastAck      wire.Seq
 	// acking: a sequenced message arrived on e, so the path's ackNext
 	// counts in the space of e's peer (hAck). Set by the event goroutine.
 	acking atomic.Bool
 
+	grant int // SRQ buffers granted to the peer
+	// gen is the path's generation for e (NextTx), set before e is
+	// published as up.
+	gen   uint64
+	state datEPState // guarded by dp.mu
+
 	// Reassembly, the event goroutine's.
 	rx  datReasm
 	rxm xport.Msg
+
+	// txList holds the round's fragments not posted yet, txN of them
+	// (flushTx); txIOV is their segments, txList[i]'s IOV txIOV[i:i+1]
+	// from newEP on, so that a fragment sets only its fields' values.
+	txList [datTxBatch]dat.SendPost
+	txIOV  [datTxBatch]dat.LMRTriplet
+
+	iov    [1]dat.LMRTriplet
+	ackIOV [1]dat.LMRTriplet
+	peer   [datPrivateLen]byte // the peer's private data
+	rdma   datRDMA             // RDMA work requests (dat_rdma.go)
 }
 
 // datTx is a path's transmit state, owned by whoever holds inXmit.

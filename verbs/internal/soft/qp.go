@@ -177,7 +177,7 @@ func (qp *QP) Modify(s verbs.QPState) error {
 		qp.setStateLocked(verbs.QPStateReset)
 		qp.sqHead, qp.sqNext = qp.sqTail, qp.sqTail
 		qp.readsOut = 0
-		qp.rq.head, qp.rq.n = 0, 0
+		qp.rq.reset()
 		qp.ird, qp.ord = 0, 0
 	case verbs.QPStateSQD:
 		qp.setStateLocked(s)

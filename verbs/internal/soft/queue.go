@@ -51,11 +51,25 @@ func (w *RecvWQE) SGEs() []verbs.SGE { return w.SGL[:w.NumSGE] }
 
 // recvRing is a FIFO of receives with fixed capacity, depth. Like the
 // CQ's ring its array is a power of two, indexed with a mask.
+//
+// The mask spans only as much of the array as the queue has needed
+// (grow), not all of it: a ring of 1024 receives that never holds more
+// than 80 then cycles through 128 slots, 16 KiB that stay in the cache,
+// where walking the whole array took every receive from a slot written
+// a thousand posts earlier, and posted into one as old (an SRQ shared by
+// every connection of a node is sized for all of them and mostly holds
+// one connection's share). It spans the least again when a receive is
+// posted to an empty queue.
 type recvRing struct {
 	slots   []RecvWQE // len is a power of two
 	depth   int       // the most receives queued; <= len(slots)
+	mask    int       // the slots in use are slots[:mask+1]; mask+1 >= n
 	head, n int
 }
+
+// recvRingMin is the least the mask spans (as long as the array has
+// that many slots).
+const recvRingMin = 16
 
 // copySGL copies sgl (at most verbs.MaxSGE long, as the posts check)
 // into dst and returns its length. The common list of one SGE is one
@@ -71,11 +85,26 @@ func copySGL(dst *[verbs.MaxSGE]verbs.SGE, sgl []verbs.SGE) int {
 func (r *recvRing) full() bool { return r.n == r.depth }
 
 func (r *recvRing) push(wr *verbs.RecvWR) {
-	w := &r.slots[(r.head+r.n)&(len(r.slots)-1)]
+	if r.n == 0 {
+		r.reset()
+	} else if r.n > r.mask {
+		r.grow()
+	}
+	w := &r.slots[(r.head+r.n)&r.mask]
 	w.ID = wr.ID
 	w.NumSGE = copySGL(&w.SGL, wr.SGL)
 	w.Len = verbs.SGLLen(wr.SGL)
 	r.n++
+}
+
+// grow doubles the slots in use, the queue filling those it has; the
+// caller has checked that the array has room (n < depth). The queue
+// holds slots[head:] and then, wrapped, slots[:head]; the wrapped part
+// moves behind the first, where the doubled mask looks for it.
+func (r *recvRing) grow() {
+	size := r.mask + 1
+	copy(r.slots[size:size+r.head], r.slots[:r.head])
+	r.mask = 2*size - 1
 }
 
 func (r *recvRing) pop(w *RecvWQE) bool {
@@ -87,18 +116,31 @@ func (r *recvRing) pop(w *RecvWQE) bool {
 	s := &r.slots[r.head]
 	w.ID, w.NumSGE, w.Len = s.ID, s.NumSGE, s.Len
 	copySGL(&w.SGL, s.SGL[:s.NumSGE])
-	r.head = (r.head + 1) & (len(r.slots) - 1)
+	r.head = (r.head + 1) & r.mask
 	r.n--
 	return true
+}
+
+// reset empties the ring, its mask spanning the least again. Pop leaves
+// this to the next push, as pop is inlined into the receive paths.
+func (r *recvRing) reset() {
+	r.head, r.n = 0, 0
+	r.mask = min(recvRingMin, len(r.slots)) - 1
 }
 
 // resize gives the ring depth n, keeping what it holds (at most n).
 func (r *recvRing) resize(n int) {
 	slots := make([]RecvWQE, ringSize(n))
 	for i := 0; i < r.n; i++ {
-		slots[i] = r.slots[(r.head+i)&(len(r.slots)-1)]
+		slots[i] = r.slots[(r.head+i)&r.mask]
 	}
-	r.slots, r.depth, r.head = slots, n, 0
+	k := r.n
+	r.slots, r.depth = slots, n
+	r.reset()
+	r.n = k
+	for r.n > r.mask {
+		r.mask = 2*r.mask + 1
+	}
 }
 
 // checkRecvSGL validates a receive's scatter list against pd.
