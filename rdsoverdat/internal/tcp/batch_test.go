@@ -23,26 +23,7 @@ func TestTCPBatchAndReaderStream(t *testing.T) {
 }
 
 func testBatchAndReaderStream(t *testing.T, readv bool) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	wc, err := net.Dial("tcp4", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wc.Close()
-	rc := <-accepted
-	if rc == nil {
-		t.Fatal("accept failed")
-	}
-	defer rc.Close()
+	wc, rc := tcpPair(t)
 
 	sizes := []int{0, 1, 64, tcpDirectMin - 1, tcpDirectMin, 70000, 48, tcpDirectReadMin - 1, tcpDirectReadMin, 300 << 10, 5, tcpBufSize, 3}
 	var want []byte
@@ -121,26 +102,7 @@ func testBatchAndReaderStream(t *testing.T, readv bool) {
 // byte-exact and the message is not referenced after writeLone.
 func TestTCPWriteLoneStagesRest(t *testing.T) {
 	leakCheck(t)
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	wc, err := net.Dial("tcp4", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wc.Close()
-	rc := <-accepted
-	if rc == nil {
-		t.Fatal("accept failed")
-	}
-	defer rc.Close()
+	wc, rc := tcpPair(t)
 	wc.(*net.TCPConn).SetWriteBuffer(4096)
 	rc.(*net.TCPConn).SetReadBuffer(4096)
 	wraw, err := wc.(*net.TCPConn).SyscallConn()
@@ -213,4 +175,30 @@ func TestTCPWriteLoneStagesRest(t *testing.T) {
 	if g := <-got; !bytes.Equal(g[:rest], want[:rest]) || !bytes.Equal(g[rest:], want[rest:]) {
 		t.Fatalf("stream differs: got %d bytes, want %d", len(g), len(want))
 	}
+}
+
+// tcpPair returns the two ends of a loopback TCP connection, closed when
+// the test ends: wc the dialer's, rc the acceptor's.
+func tcpPair(t *testing.T) (wc, rc net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	wc, err = net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wc.Close() })
+	if rc = <-accepted; rc == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { rc.Close() })
+	return wc, rc
 }
