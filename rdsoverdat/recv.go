@@ -159,7 +159,7 @@ func (s *sock) deliver(m *message, w *xport.Wakes) bool {
 	}
 	s.rxq.push(m)
 	s.cancelOffer() // a direct message must not overtake m
-	s.queuedUnlock(len(m.buf), true, w)
+	s.queuedUnlock(len(m.buf), w)
 	return true
 }
 
@@ -169,7 +169,7 @@ func (s *sock) deliver(m *message, w *xport.Wakes) bool {
 // transport's reader is done with what it has read; then it announces
 // the port congested if those bytes took it past the limit, at once,
 // since senders must stop.
-func (s *sock) queuedUnlock(n int, wakeAlways bool, w *xport.Wakes) {
+func (s *sock) queuedUnlock(n int, w *xport.Wakes) {
 	s.rcvBytes += n
 	congest := s.congestLocked()
 	node, port := s.node, wire.Port(s.bound.Port())
@@ -183,24 +183,33 @@ func (s *sock) queuedUnlock(n int, wakeAlways bool, w *xport.Wakes) {
 	}
 	s.mu.Unlock()
 	if later {
-		w.Add(s, wakeAlways)
+		w.Add(s)
 	} else {
-		s.wake(wakeAlways, false)
+		s.wake(false)
 	}
 	if congest {
 		s.syncCong(node, port)
 	}
 }
 
-// Wake wakes what waits for s's messages (xport.Waker): receivers
-// (always, or only when one waits), pollers and a RecvMsg of s running
-// another connection's reader role.
-func (s *sock) Wake(always bool) { s.wake(always, true) }
+// Wake wakes what waits for s's messages (xport.Waker): a receiver
+// that waits, pollers and a RecvMsg of s running another connection's
+// reader role.
+func (s *sock) Wake() { s.wake(true) }
 
 // wake is Wake; read says a transport's reader calls it at the end of a
 // read (xport.Wakes), where a pusher asleep may be spared: the messages
 // go to its client from here, and it wakes only if some could not.
-func (s *sock) wake(always, read bool) {
+//
+// rxSig gets a token only for a waiter. A RecvMsg counts itself in
+// reader.waiters in the hold of s.mu that found the queue empty, and
+// the message was queued in a later or earlier hold before this call:
+// so either that RecvMsg saw the message or this call sees its count.
+// The pusher marks itself idle (pushIdle) before its look, which this
+// call's clearing of wakeDue precedes, so one of the two sees the
+// other's store. A token for nobody would cost a channel look per
+// message and wake the next blocking RecvMsg for nothing.
+func (s *sock) wake(read bool) {
 	if s.wakeDue.Load() {
 		s.wakeDue.Store(false)
 	}
@@ -208,7 +217,7 @@ func (s *sock) wake(always, read bool) {
 		if !read || !s.pushNow() {
 			signal(s.rxSig)
 		}
-	} else if always || s.reader.waiters.Load() > 0 {
+	} else if s.reader.waiters.Load() > 0 {
 		signal(s.rxSig)
 	}
 	s.signalPoll()

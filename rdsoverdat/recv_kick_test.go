@@ -25,7 +25,7 @@ func TestSockInterruptedBeforeTake(t *testing.T) {
 	s := newSock(newTestStack(t, Config{}))
 	k := &kickRole{}
 	ref := &xport.RoleRef{R: k}
-	s.Wake(true)
+	s.Wake()
 	if s.Interrupted() || k.interrupts != 0 {
 		t.Fatal("a wake-up with no role about to run marked the socket")
 	}
@@ -35,7 +35,7 @@ func TestSockInterruptedBeforeTake(t *testing.T) {
 	if s.Interrupted() {
 		t.Fatal("interrupted before any wake-up")
 	}
-	s.Wake(true) // a message queued after the look
+	s.Wake() // a message queued after the look
 	if !s.Interrupted() || k.interrupts != 1 {
 		t.Fatalf("after the wake-up: interrupted %v, %d interrupts; want true, 1", s.Interrupted(), k.interrupts)
 	}

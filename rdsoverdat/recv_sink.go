@@ -205,7 +205,7 @@ func (c *sinkClaim) DirectDone(d xport.Direct, ok bool) {
 	k.n++
 	s.node.stats.recvDelivered.Add(1)
 	s.node.stats.recvBytes.Add(uint64(len(d.Buf)))
-	s.queuedUnlock(len(d.Buf), false, d.Wakes)
+	s.queuedUnlock(len(d.Buf), d.Wakes)
 }
 
 // sinkHead returns the oldest entry of the sink (s.mu held, k.n > 0):

@@ -247,7 +247,11 @@ func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq 
 // the messages whose room it is that were just freed (unref), linked by
 // next, or nil: s keeps those it has room for among its spares if they
 // may be kept (sparable), and sendDone returns the others, linked the
-// same way, for the caller to recycle.
+// same way, for the caller to recycle. The room goes to a blocked
+// sender only if one is counted (roomWaiters) in this hold of s.mu: a
+// sender counts itself in the hold that found no room, so one counted
+// later saw this room itself. Congestion waiters on txSig have their
+// own signal (congUpdate).
 func (s *sock) sendDone(n int, freed *message) (rest *message) {
 	s.mu.Lock()
 	s.sndBytes -= n
@@ -259,8 +263,11 @@ func (s *sock) sendDone(n int, freed *message) (rest *message) {
 			m.next, rest = rest, m
 		}
 	}
+	waiter := s.roomWaiters > 0
 	s.mu.Unlock()
-	signal(s.txSig)
+	if waiter {
+		signal(s.txSig)
+	}
 	s.signalPoll()
 	return rest
 }

@@ -13,10 +13,10 @@ package xport
 
 // Waker is a socket whose waiters a delivery must wake.
 type Waker interface {
-	// Wake wakes what waits for the socket's messages: its receivers
-	// (always, or only one that waits), pollers, and a receiver blocked
-	// reading another connection for it.
-	Wake(always bool)
+	// Wake wakes what waits for the socket's messages: a receiver that
+	// waits, pollers, and a receiver blocked reading another connection
+	// for it.
+	Wake()
 }
 
 // wakesMax bounds the sockets one Wakes holds; a delivery to one more
@@ -30,22 +30,19 @@ const wakesMax = 32
 type Wakes struct {
 	n int
 	w [wakesMax]Waker
-	a [wakesMax]bool // wake receivers that do not wait too
 }
 
-// Add notes that w must be woken (always: its receivers even if none
-// waits).
-func (s *Wakes) Add(w Waker, always bool) {
+// Add notes that w must be woken.
+func (s *Wakes) Add(w Waker) {
 	for i := s.n - 1; i >= 0; i-- {
 		if s.w[i] == w {
-			s.a[i] = s.a[i] || always
 			return
 		}
 	}
 	if s.n == wakesMax {
 		s.Flush()
 	}
-	s.w[s.n], s.a[s.n] = w, always
+	s.w[s.n] = w
 	s.n++
 }
 
@@ -65,7 +62,7 @@ func (s *Wakes) flush() {
 	for i := 0; i < s.n; i++ {
 		w := s.w[i]
 		s.w[i] = nil // hold no socket between reads
-		w.Wake(s.a[i])
+		w.Wake()
 	}
 	s.n = 0
 }

@@ -13,18 +13,16 @@ type testWaker struct {
 	log  *wakeLog
 }
 
-func (w *testWaker) Wake(always bool) {
-	w.log.got = append(w.log.got, fmt.Sprintf("%s/%v", w.name, always))
-}
+func (w *testWaker) Wake() { w.log.got = append(w.log.got, w.name) }
 
 func TestWakesOncePerSocket(t *testing.T) {
 	log := &wakeLog{}
 	a, b := &testWaker{"a", log}, &testWaker{"b", log}
 	var s Wakes
-	s.Add(a, false)
-	s.Add(b, false)
-	s.Add(a, true) // a queue delivery after a sink one: always wins
-	s.Add(b, false)
+	s.Add(a)
+	s.Add(b)
+	s.Add(a)
+	s.Add(b)
 	if len(log.got) != 0 {
 		t.Fatalf("woken before Flush: %v", log.got)
 	}
@@ -32,7 +30,7 @@ func TestWakesOncePerSocket(t *testing.T) {
 		t.Fatalf("Pending = %d, want 2", s.Pending())
 	}
 	s.Flush()
-	want := []string{"a/true", "b/false"}
+	want := []string{"a", "b"}
 	if fmt.Sprint(log.got) != fmt.Sprint(want) {
 		t.Fatalf("woke %v, want %v", log.got, want)
 	}
@@ -56,20 +54,20 @@ func TestWakesFull(t *testing.T) {
 	}
 	var s Wakes
 	for _, w := range ws[:wakesMax] {
-		s.Add(w, false)
+		s.Add(w)
 	}
 	if len(log.got) != 0 {
 		t.Fatalf("woken before the set was full: %v", log.got)
 	}
-	s.Add(ws[wakesMax], false)
-	if len(log.got) != wakesMax || log.got[0] != "0/false" {
+	s.Add(ws[wakesMax])
+	if len(log.got) != wakesMax || log.got[0] != "0" {
 		t.Fatalf("a full set woke %d (%v), want the %d held first", len(log.got), log.got, wakesMax)
 	}
 	if s.Pending() != 1 {
 		t.Fatalf("Pending = %d after the overflow, want 1", s.Pending())
 	}
 	s.Flush()
-	if last := log.got[len(log.got)-1]; last != fmt.Sprintf("%d/false", wakesMax) {
+	if last := log.got[len(log.got)-1]; last != fmt.Sprint(wakesMax) {
 		t.Fatalf("last woken %s", last)
 	}
 }
@@ -77,15 +75,15 @@ func TestWakesFull(t *testing.T) {
 // countWaker counts its wake-ups.
 type countWaker struct{ n int }
 
-func (w *countWaker) Wake(bool) { w.n++ }
+func (w *countWaker) Wake() { w.n++ }
 
 func TestWakesAllocs(t *testing.T) {
 	a, b := &countWaker{}, &countWaker{}
 	var s Wakes
 	n := testing.AllocsPerRun(100, func() {
-		s.Add(a, false)
-		s.Add(b, true)
-		s.Add(a, false)
+		s.Add(a)
+		s.Add(b)
+		s.Add(a)
 		s.Flush()
 	})
 	if n != 0 {
