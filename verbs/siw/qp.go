@@ -86,9 +86,12 @@ type stream struct {
 	inlineCtx   context.Context // the last waiter's context; guarded by inlineMu
 	inlineDone  <-chan struct{} // inlineCtx's Done; written under inlineMu, read by the waiter
 
-	stop   chan struct{} // closed by end
-	txDone chan struct{} // closed when runTx returns
-	done   chan struct{} // closed when the QP has been failed: Conn.Done
+	stop chan struct{} // closed by end
+	// Set by end before it closes stop: the per-FPDU stopped checks
+	// read it, where a non-blocking receive on stop costs a call.
+	stopping atomic.Bool
+	txDone   chan struct{} // closed when runTx returns
+	done     chan struct{} // closed when the QP has been failed: Conn.Done
 
 	endMu   sync.Mutex
 	ended   bool             // guarded by endMu
@@ -204,6 +207,7 @@ func (s *stream) end(cause error, term *iwarp.Terminate, aborted bool) bool {
 	}
 	s.ended, s.cause, s.term, s.aborted = true, cause, term, aborted
 	s.endMu.Unlock()
+	s.stopping.Store(true)
 	close(s.stop)
 	if term == nil {
 		closeOrderly(s.nc)
@@ -243,14 +247,8 @@ func (s *stream) settle() (cause error, term *iwarp.Terminate, aborted bool) {
 	return s.cause, s.term, s.aborted
 }
 
-func (s *stream) stopped() bool {
-	select {
-	case <-s.stop:
-		return true
-	default:
-		return false
-	}
-}
+// stopped reports whether end has run (or is closing stop).
+func (s *stream) stopped() bool { return s.stopping.Load() }
 
 // finish runs on the rx goroutine after its loop: it settles what rx
 // owned, waits until tx has stopped (having completed what it handed to

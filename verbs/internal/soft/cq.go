@@ -16,12 +16,15 @@ import (
 // completions it holds, so the CQ overflows exactly where it says.
 //
 // Waiters sleep on a one-slot channel: every push that could satisfy a
-// waiter drops a token into it, and a waiter that wakes and finds work left
-// passes the token on, so any number of waiters are served without
-// allocating per wait.
+// sleeping waiter drops a token into it, and a waiter that wakes and finds
+// work left passes the token on, so any number of waiters are served
+// without allocating per wait. Pushes that no waiter sleeps for skip the
+// channel, whose send takes its lock: sleepers counts the waiters between
+// their last look and their wake-up (see Wait for why none is missed).
 type CQ struct {
-	dev  *Device
-	wake chan struct{} // capacity 1
+	dev      *Device
+	wake     chan struct{} // capacity 1
+	sleepers atomic.Int32
 
 	mu       sync.Mutex
 	ring     fastpath.CQRing  // guarded by mu
@@ -105,12 +108,22 @@ func (cq *CQ) pushInline(wc *verbs.WC) {
 	cq.signal()
 }
 
+// signal wakes a waiter that sleeps, if one does, and interrupts the one
+// running the inline receiver. The caller has changed what ready reports
+// under mu before the call.
 func (cq *CQ) signal() {
+	if cq.sleepers.Load() > 0 {
+		cq.token()
+	}
+	cq.interruptInline()
+}
+
+// token leaves a wake-up in the channel for the next waiter to sleep.
+func (cq *CQ) token() {
 	select {
 	case cq.wake <- struct{}{}:
 	default:
 	}
-	cq.interruptInline()
 }
 
 // Poll implements verbs.CQ.
@@ -162,6 +175,13 @@ func (cq *CQ) readyLocked(solicitedOnly bool) (bool, error) {
 // receiver's when one runs (its wait looks once it can be interrupted,
 // which a look before it would only repeat), and made before sleeping
 // otherwise.
+//
+// A waiter counts itself in sleepers before its last look and sleeps
+// only if that look found nothing; a push changes the CQ under mu and
+// reads sleepers after. Either the look takes mu after the push, and sees
+// it, or the count was raised before the push's unlock, and the push's
+// read sees it and leaves a token (atomics and mu order both), so no
+// wake-up is lost.
 func (cq *CQ) Wait(ctx context.Context, solicitedOnly bool) error {
 	for first := true; ; first = false {
 		if !first {
@@ -190,15 +210,30 @@ func (cq *CQ) Wait(ctx context.Context, solicitedOnly bool) error {
 			continue
 		}
 		if first {
-			continue // look before sleeping
+			continue // look, and try the receiver again, before sleeping
+		}
+		cq.sleepers.Add(1)
+		if ok, err := cq.ready(solicitedOnly); ok {
+			cq.sleepers.Add(-1)
+			cq.signal() // as above
+			return err
+		}
+		if lastLookHook != nil {
+			lastLookHook(cq)
 		}
 		select {
 		case <-cq.wake:
+			cq.sleepers.Add(-1)
 		case <-ctx.Done():
+			cq.sleepers.Add(-1)
 			return ctx.Err()
 		}
 	}
 }
+
+// lastLookHook, set by tests only, runs in Wait between a waiter's last
+// look and its sleep: the window in which a push must still wake it.
+var lastLookHook func(*CQ)
 
 // Resize implements verbs.CQ.
 func (cq *CQ) Resize(depth int) error {

@@ -129,10 +129,16 @@ func (cq *CQ) transmitInline(ctx context.Context) bool {
 	return ref != nil && ref.t != nil && ref.t.TransmitInline(ctx)
 }
 
-// Wake makes a goroutine sleeping in Wait look again, as a push does: an
-// InlineReceiver calls it when its receive side has become free for the
-// waiter it turned away.
-func (cq *CQ) Wake() { cq.signal() }
+// Wake makes a goroutine sleeping in Wait look again: an InlineReceiver
+// calls it when its receive side has become free for the waiter it turned
+// away. Unlike a push's, its token goes whether or not a waiter is
+// counted: the waiter's looks before it counts itself include the inline
+// receiver's, which the count does not cover, and a token left waits for
+// the next sleep.
+func (cq *CQ) Wake() {
+	cq.token()
+	cq.interruptInline()
+}
 
 // interruptInline stops a waiter running an inline receiver, so that it
 // sees what was just pushed.
