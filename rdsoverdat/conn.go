@@ -545,22 +545,15 @@ func (p *connPath) DropAckedSeq(seq wire.Seq) int {
 }
 
 // complete ends a sent message's life on the send side: its payload no
-// longer counts against the socket's SO_SNDBUF. p.mu is held.
+// longer counts against the socket's SO_SNDBUF: an ackRun of one
+// message. p.mu is held.
 func (p *connPath) complete(m *message) {
-	s := m.sock
-	if s == nil {
-		m.release()
-		return
-	}
-	n := len(m.buf)
-	var freed *message
-	if m.unref() {
-		freed = m
-	}
-	recycleList(s.sendDone(n, freed))
+	var run ackRun
+	run.add(m)
+	run.flush()
 }
 
-// ackRun is complete for the messages one ack frees: a run of them
+// ackRun completes the messages one ack frees: a run of them
 // that one socket sent returns its SO_SNDBUF room and its spares in one
 // sendDone, one hold of the socket's lock and one signal each, instead
 // of one per message. p.mu is held from add to flush.
