@@ -75,6 +75,16 @@ func snapVM() vmSnap {
 	return s
 }
 
+// tickDelta returns the ticks of each kind from a to b (/proc/stat's
+// order), their total and the busy ones: all but idle and iowait.
+func tickDelta(a, b [8]uint64) (d [8]float64, total, busy float64) {
+	for i := range d {
+		d[i] = float64(b[i] - a[i])
+		total += d[i]
+	}
+	return d, total, total - d[3] - d[4]
+}
+
 // printVM prints a VM line, the VM's CPU between a and b per message
 // (busy is every tick but idle and iowait; user, system and softirq
 // apart) and the share of its vCPUs' time it was busy, and an RXE line
@@ -83,13 +93,7 @@ func printVM(role string, a, b vmSnap, msgs uint64) {
 	if msgs == 0 {
 		return
 	}
-	var d [8]float64
-	var total float64
-	for i := range d {
-		d[i] = float64(b.ticks[i] - a.ticks[i])
-		total += d[i]
-	}
-	busy := total - d[3] - d[4]
+	d, total, busy := tickDelta(a.ticks, b.ticks)
 	us := func(t float64) float64 { return t * 1e6 / clkTck / float64(msgs) }
 	share := 0.0
 	if total > 0 {
@@ -103,21 +107,14 @@ func printVM(role string, a, b vmSnap, msgs uint64) {
 		if i >= len(a.cpus) {
 			break
 		}
-		var t, idle float64
-		for j := range b.cpus[i] {
-			v := float64(b.cpus[i][j] - a.cpus[i][j])
-			t += v
-			if j == 3 || j == 4 {
-				idle += v
-			}
-		}
+		c, t, cbusy := tickDelta(a.cpus[i], b.cpus[i])
 		sep := "/"
 		if i == 0 {
 			sep = ""
 		}
 		if t > 0 {
-			fmt.Fprintf(&pb, "%s%.2f", sep, (t-idle)/t)
-			fmt.Fprintf(&ps, "%s%.2f", sep, float64(b.cpus[i][6]-a.cpus[i][6])/t)
+			fmt.Fprintf(&pb, "%s%.2f", sep, cbusy/t)
+			fmt.Fprintf(&ps, "%s%.2f", sep, c[6]/t)
 		}
 	}
 	fmt.Printf("VM role=%s msgs=%d vm_cpu_us_per_msg=%.2f user_us=%.2f sys_us=%.2f softirq_us=%.2f busy=%.3f busy_cpu=%s softirq_cpu=%s intr_per_msg=%.3f ctxt_per_msg=%.3f\n",
