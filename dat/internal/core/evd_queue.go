@@ -131,7 +131,11 @@ func (e *EVD) takeCQOwnerLocked(ev *dat.Event, first *owner) bool {
 // SRQ's, or a queue that does not complete to e. The caller holds cql.
 func (e *EVD) lastQueueLocked(id uint64) (*slotRing, *owner) {
 	o := e.ia.lookupOwner(id)
-	if o == nil || o.srq != nil {
+	if o == nil {
+		return nil, nil
+	}
+	if o.srq != nil {
+		e.srqKey, e.srqOwn = id&^wrSlotMask, o
 		return nil, o
 	}
 	q := &o.req
@@ -185,7 +189,13 @@ func (e *EVD) takeSlow(ev *dat.Event, block uint32) (n int, ok bool) {
 		// one's queue's, as it mostly is: the owner table's lookup is a
 		// chain of five dependent loads.
 		q := e.lastQ
-		if wc.ID&^wrSlotMask != e.lastKey {
+		if k := wc.ID &^ wrSlotMask; k != e.lastKey {
+			if k == e.srqKey && wc.Status == verbs.WCSuccess {
+				if n, ok := e.takeSRQLocked(r, wc, ev); ok {
+					mu.Unlock()
+					return n, true
+				}
+			}
 			q, first = e.lastQueueLocked(wc.ID)
 		}
 		if wc.Status == verbs.WCSuccess && q != nil {
