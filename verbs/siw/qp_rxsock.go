@@ -77,10 +77,15 @@ func (r *sockReader) waitRead(p []byte) (int, error) {
 	return r.n, nil
 }
 
+// The reads are raw system calls: the socket is non-blocking, so a read
+// returns at once (EAGAIN when nothing is there) and never needs the
+// scheduler to hand the P on, which unix.Syscall's entersyscall and
+// exitsyscall prepare for on every call.
+
 func (r *sockReader) readWait(fd uintptr) bool {
 	r.fd = fd
 	for {
-		n, _, e := unix.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&r.dst[0])), uintptr(len(r.dst)))
+		n, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&r.dst[0])), uintptr(len(r.dst)))
 		if e == unix.EINTR {
 			continue
 		}
@@ -95,7 +100,7 @@ func (r *sockReader) readWait(fd uintptr) bool {
 func (r *sockReader) readv(fd uintptr) bool {
 	r.fd = fd
 	for {
-		n, _, e := unix.Syscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&r.iov[0])), uintptr(r.niov))
+		n, _, e := unix.RawSyscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&r.iov[0])), uintptr(r.niov))
 		if e == unix.EINTR {
 			continue
 		}

@@ -124,6 +124,13 @@ type EVD struct {
 	qpnN   uint32
 	qpnGen uint64
 	qpnEP  *EP
+	// srqOwn is the SRQ owner of the last receive takeSlow translated
+	// the usual way, and srqKey its work request IDs' bits above the
+	// slot (noQueue without one): the receives that follow it are taken
+	// by takeSRQLocked without the owner table's lookup or a poll.
+	// Guarded by cql.
+	srqKey uint64
+	srqOwn *owner
 
 	// spin is the wait spin (see evd_spin.go): spinMax the budget set,
 	// spinCur what the next wait may spend.
@@ -179,7 +186,7 @@ func CreateEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags) (*EVD, error) {
 }
 
 func newEVD(ia *IA, qlen int, cno *CNO, flags dat.EVDFlags, adopt bool) (*EVD, error) {
-	e := &EVD{ia: ia, flags: flags, qlen: qlen, enabled: true, wake: make(chan struct{}, 1), arm: make(chan struct{}, 1), lastKey: noQueue, lastQ: &noRing}
+	e := &EVD{ia: ia, flags: flags, qlen: qlen, enabled: true, wake: make(chan struct{}, 1), arm: make(chan struct{}, 1), lastKey: noQueue, lastQ: &noRing, srqKey: noQueue}
 	e.onWCtx = e.onWaiterCtxDone
 	e.init(dat.HandleTypeEVD)
 	depth := qlen

@@ -131,7 +131,11 @@ func (e *EVD) takeCQOwnerLocked(ev *dat.Event, first *owner) bool {
 // SRQ's, or a queue that does not complete to e. The caller holds cql.
 func (e *EVD) lastQueueLocked(id uint64) (*slotRing, *owner) {
 	o := e.ia.lookupOwner(id)
-	if o == nil || o.srq != nil {
+	if o == nil {
+		return nil, nil
+	}
+	if o.srq != nil {
+		e.srqKey, e.srqOwn = id&^wrSlotMask, o
 		return nil, o
 	}
 	q := &o.req
@@ -185,7 +189,13 @@ func (e *EVD) takeSlow(ev *dat.Event, block uint32) (n int, ok bool) {
 		// one's queue's, as it mostly is: the owner table's lookup is a
 		// chain of five dependent loads.
 		q := e.lastQ
-		if wc.ID&^wrSlotMask != e.lastKey {
+		if k := wc.ID &^ wrSlotMask; k != e.lastKey {
+			if k == e.srqKey && wc.Status == verbs.WCSuccess {
+				if n, ok := e.takeSRQLocked(r, wc, ev); ok {
+					mu.Unlock()
+					return n, true
+				}
+			}
 			q, first = e.lastQueueLocked(wc.ID)
 		}
 		if wc.Status == verbs.WCSuccess && q != nil {
@@ -503,11 +513,18 @@ func (e *EVD) WaitSlow(ctx context.Context, threshold int, ev *dat.Event) (int, 
 			if err := w.err(wctx); err != nil {
 				return e.endWaitLocked(op, err)
 			}
-			e.waitDirectLocked(wctx, &w)
-			if err := w.err(wctx); err != nil {
-				// As a wait on ctx.Done would: what came meanwhile
-				// (an unsolicited completion, say) stays queued.
-				return e.endWaitLocked(op, err)
+			// Only an interrupted wait asks ctx again: the end of ctx
+			// interrupts it (watchWaiterCtxLocked), and so does its
+			// deadline (directCtx.Deadline). A wait that ended on a
+			// completion takes it, as one that ended just before ctx
+			// did; should the take find nothing, the check above
+			// comes first again.
+			if e.waitDirectLocked(wctx, &w) {
+				if err := w.err(wctx); err != nil {
+					// As a wait on ctx.Done would: what came meanwhile
+					// (an unsolicited completion, say) stays queued.
+					return e.endWaitLocked(op, err)
+				}
 			}
 			blocked = true
 			continue
@@ -562,9 +579,10 @@ func (e *EVD) endWaitLocked(op string, err error) (int, error) {
 
 // waitDirectLocked blocks the waiter in CQ.Wait until the CQ has
 // something, a push, SetUnwaitable or destroy interrupts it, or ctx ends
-// (see EVD.dctx); ctx is nil for a context that cannot end. The caller
-// holds mu, which is released meanwhile.
-func (e *EVD) waitDirectLocked(ctx context.Context, w *waitCtx) {
+// (see EVD.dctx); ctx is nil for a context that cannot end. It reports
+// whether the wait was interrupted (dctx ended). The caller holds mu,
+// which is released meanwhile.
+func (e *EVD) waitDirectLocked(ctx context.Context, w *waitCtx) bool {
 	if e.dctx == nil || e.dctx.over() {
 		e.dctx = newDirectCtx()
 	}
@@ -582,9 +600,11 @@ func (e *EVD) waitDirectLocked(ctx context.Context, w *waitCtx) {
 	err := e.cq.Wait(dctx, solicited)
 	e.mu.Lock()
 	e.inDirect = false
-	if err != nil && dctx.Err() == nil {
+	over := dctx.over()
+	if err != nil && !over {
 		e.cqErr = err
 	}
+	return over
 }
 
 // Purge drops queued events of ep (ep_free destroys its event streams).

@@ -22,14 +22,19 @@ func (s *SRQ) sgl(op string, trust bool, iov []dat.LMRTriplet, g *[verbs.MaxSGE]
 			continue
 		}
 		if trust {
-			e := &g[k]
-			e.Addr, e.Length, e.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
+			trustedSGE(&g[k], t)
 		} else if err := s.ia.CheckLocal(op, s.pz, t, dat.MemPrivLocalWrite, &g[k]); err != nil {
 			return 0, err
 		}
 		k++
 	}
 	return k, nil
+}
+
+// trustedSGE writes t, a non-empty segment that the provider checks, to
+// e as it is.
+func trustedSGE(e *verbs.SGE, t *dat.LMRTriplet) {
+	e.Addr, e.Length, e.LKey = uint64(t.VirtualAddress), t.SegmentLength, uint32(t.LMRContext)
 }
 
 // PostRecvList posts the buffers of posts in order, as many calls of
@@ -85,9 +90,16 @@ func (s *SRQ) fillChunk(op string, trust bool, maxIOV int, posts []dat.RecvPost)
 		if len(p.IOV) > maxIOV {
 			return n, dat.NewError(op, dat.InvalidParameter, dat.InvalidArg2)
 		}
-		k, err := s.sgl(op, trust, p.IOV, &s.lsgl[n])
-		if err != nil {
-			return n, err
+		k := 1
+		if iov := p.IOV; trust && len(iov) == 1 && iov[0].SegmentLength != 0 {
+			// One segment, as a consumer reposting its buffers posts
+			// each: sgl without its call and loop.
+			trustedSGE(&s.lsgl[n][0], &iov[0])
+		} else {
+			var err error
+			if k, err = s.sgl(op, trust, iov, &s.lsgl[n]); err != nil {
+				return n, err
+			}
 		}
 		slot, ok := s.own.table.get(cookieSlot{cookie: p.Cookie, op: dat.DTOReceive})
 		if !ok {
