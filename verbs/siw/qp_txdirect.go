@@ -3,6 +3,7 @@ package siw
 import (
 	"errors"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -178,6 +179,23 @@ func writeNoEINTR(fd int, p []byte) (int, error) {
 	}
 }
 
+// rawWriteNoEINTR is writeNoEINTR without telling the scheduler: the
+// socket is non-blocking, so the write returns as soon as the kernel has
+// queued what fits, and the scheduler's bookkeeping of a system call
+// that may block (entersyscall, exitsyscall) is work for nothing. p is
+// not empty (the frame writer writes whole FPDUs).
+func rawWriteNoEINTR(fd int, p []byte) (int, error) {
+	for {
+		r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if e == 0 {
+			return int(r), nil
+		}
+		if e != unix.EINTR {
+			return 0, e
+		}
+	}
+}
+
 // Write implements io.Writer. It always consumes all of p: what the
 // socket does not take now is kept, in order, for the tx goroutine.
 func (w *directWriter) Write(p []byte) (int, error) {
@@ -193,7 +211,7 @@ func (w *directWriter) Write(p []byte) (int, error) {
 	// stopping before it reads the flag: one of the two sees the other.
 	s.fdBusy.Store(true)
 	if w.fd >= 0 && !s.stopped() {
-		n, err = writeNoEINTR(w.fd, p)
+		n, err = rawWriteNoEINTR(w.fd, p)
 		s.fdBusy.Store(false)
 	} else {
 		s.fdBusy.Store(false)
