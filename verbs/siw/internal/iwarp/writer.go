@@ -172,12 +172,23 @@ func (fw *FrameWriter) Flush() error {
 	if fw.err != nil {
 		return fw.err
 	}
+	var err error
+	if len(fw.iov) == 0 {
+		// Everything was copied (mark is 0): the buffer is the write,
+		// with no trip through the iovec list.
+		if fw.n > 0 {
+			_, err = fw.w.Write(fw.buf[:fw.n])
+		}
+		fw.n, fw.pending = 0, 0
+		if err != nil {
+			fw.err = err
+		}
+		return err
+	}
 	if fw.n > fw.mark {
 		fw.iov = append(fw.iov, fw.buf[fw.mark:fw.n])
 	}
-	var err error
 	switch len(fw.iov) {
-	case 0:
 	case 1:
 		// One store: clear would call the runtime's bulk clear of
 		// pointers for a single slice.
