@@ -183,15 +183,14 @@ func writeNoEINTR(fd int, p []byte) (int, error) {
 // socket is non-blocking, so the write returns as soon as the kernel has
 // queued what fits, and the scheduler's bookkeeping of a system call
 // that may block (entersyscall, exitsyscall) is work for nothing. p is
-// not empty (the frame writer writes whole FPDUs).
-func rawWriteNoEINTR(fd int, p []byte) (int, error) {
+// not empty (the frame writer writes whole FPDUs). The error is the
+// bare errno, 0 for none, which the caller compares without building an
+// error.
+func rawWriteNoEINTR(fd int, p []byte) (int, unix.Errno) {
 	for {
 		r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		if e == 0 {
-			return int(r), nil
-		}
 		if e != unix.EINTR {
-			return 0, e
+			return int(r), e
 		}
 	}
 }
@@ -205,29 +204,34 @@ func (w *directWriter) Write(p []byte) (int, error) {
 		tx.backlog = append(tx.backlog, p...)
 		return len(p), nil
 	}
-	var n int
-	var err error
 	// The flag goes up before the stopping check, the closer sets
 	// stopping before it reads the flag: one of the two sees the other.
+	var n int
 	s.fdBusy.Store(true)
 	if w.fd >= 0 && !s.stopped() {
-		n, err = rawWriteNoEINTR(w.fd, p)
+		var e unix.Errno
+		n, e = rawWriteNoEINTR(w.fd, p)
 		s.fdBusy.Store(false)
+		if e == unix.EAGAIN {
+			n = 0
+		} else if e != 0 {
+			return 0, e
+		}
 	} else {
 		s.fdBusy.Store(false)
 		w.p, w.n, w.err = p, 0, nil
-		err = w.rc.Write(w.fn)
+		err := w.rc.Write(w.fn)
 		w.p = nil
 		if err != nil {
 			return 0, err
 		}
 		n, err = w.n, w.err
-	}
-	if errors.Is(err, unix.EAGAIN) {
-		n, err = 0, nil
-	}
-	if err != nil {
-		return 0, err
+		if errors.Is(err, unix.EAGAIN) {
+			n, err = 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
 	}
 	n = max(n, 0)
 	if n < len(p) {
