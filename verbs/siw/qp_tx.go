@@ -317,6 +317,13 @@ func sendOpcode(w *soft.SendWQE) iwarp.Opcode {
 // as much of the next SGE as fits behind it, so that a small header SGE
 // and its data SGE make one FPDU without the data being copied.
 func (tx *txState) nextPayload(max int) (prefix, payload []byte) {
+	// A message of one slice that fits one FPDU, nearly every small
+	// message: all of it, without the walk below.
+	if tx.si == 0 && tx.soff == 0 && len(tx.slices) == 1 && len(tx.slices[0]) <= max {
+		payload = tx.slices[0]
+		tx.soff = len(payload)
+		return nil, payload
+	}
 	for tx.si < len(tx.slices) && tx.soff == len(tx.slices[tx.si]) {
 		tx.si, tx.soff = tx.si+1, 0
 	}
