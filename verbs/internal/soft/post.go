@@ -34,6 +34,10 @@ func (qp *QP) postSendLocked(wrs []verbs.SendWR) (int, error) {
 }
 
 func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
+	if len(wr.SGL) == 1 && (wr.Opcode == verbs.OpSend || wr.Opcode == verbs.OpRDMAWrite) &&
+		wr.Flags&verbs.SendInline == 0 && qp.state == verbs.QPStateRTS {
+		return qp.postOneSGELocked(wr)
+	}
 	if !wr.Opcode.Valid() {
 		return verbs.ErrInvalidArgument
 	}

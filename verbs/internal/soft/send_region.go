@@ -53,3 +53,33 @@ func sendSlice1(w *SendWQE, out [][]byte, hs *Holds) ([][]byte, Fault) {
 	}
 	return out, FaultNone
 }
+
+// postOneSGELocked is postOneLocked for the common request: a Send or
+// RDMA Write of one SGE, not inline, on a QP in RTS. It checks what
+// postOneLocked checks of such a request, in the same order, and fills
+// the slot as it does; what it leaves out cannot apply (the opcode is
+// valid, one SGE's length is below maxMessage, there is no inline data,
+// bind or invalidation, and the QP is not in ERROR).
+func (qp *QP) postOneSGELocked(wr *verbs.SendWR) error {
+	if qp.caps.MaxSendSGE < 1 {
+		return verbs.ErrTooManySGE
+	}
+	if qp.sqTail-qp.sqHead >= uint64(qp.caps.MaxSendWR) {
+		return verbs.ErrQueueFull
+	}
+	sge := &wr.SGL[0]
+	r, f := qp.dev.checkLocalRegion(qp.pd, sge, false)
+	if f != FaultNone {
+		return f.Err()
+	}
+	seq := qp.sqTail
+	w := qp.sqSlot(seq)
+	w.Seq, w.ID, w.Opcode, w.Flags = seq, wr.ID, wr.Opcode, wr.Flags
+	w.RemoteAddr, w.RKey, w.InvRKey, w.Len = wr.RemoteAddr, wr.RKey, wr.InvalidateRKey, uint64(sge.Length)
+	w.Signaled = qp.signalAll || wr.Flags&verbs.SendSignaled != 0
+	w.done, w.status, w.byteLen = false, verbs.WCSuccess, 0
+	w.isInline, w.InlineLen, w.reg = false, 0, r
+	w.NumSGE, w.SGL[0] = 1, *sge
+	qp.sqTail++
+	return nil
+}
