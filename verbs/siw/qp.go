@@ -90,8 +90,10 @@ type stream struct {
 	// Set by end before it closes stop: the per-FPDU stopped checks
 	// read it, where a non-blocking receive on stop costs a call.
 	stopping atomic.Bool
-	txDone   chan struct{} // closed when runTx returns
-	done     chan struct{} // closed when the QP has been failed: Conn.Done
+	// fdBusy: a direct write is on the socket's descriptor (closeConn).
+	fdBusy atomic.Bool
+	txDone chan struct{} // closed when runTx returns
+	done   chan struct{} // closed when the QP has been failed: Conn.Done
 
 	endMu   sync.Mutex
 	ended   bool             // guarded by endMu
@@ -175,7 +177,7 @@ func (s *stream) Close() {
 	if !s.end(nil, nil, true) {
 		// Already ending, perhaps lingering for the peer to read a
 		// Terminate: an abort does not wait for that either.
-		s.nc.Close()
+		s.closeConn(false)
 	}
 }
 
@@ -210,7 +212,7 @@ func (s *stream) end(cause error, term *iwarp.Terminate, aborted bool) bool {
 	s.stopping.Store(true)
 	close(s.stop)
 	if term == nil {
-		closeOrderly(s.nc)
+		s.closeConn(true)
 	} else {
 		now := time.Now()
 		s.nc.SetWriteDeadline(now.Add(termWriteTimeout))
@@ -273,7 +275,7 @@ func (s *stream) finish() {
 		s.nc.SetReadDeadline(time.Now().Add(termLinger))
 		s.rx.drain(s)
 	}
-	s.nc.Close()
+	s.closeConn(false)
 	s.dev.removeStream(s)
 	s.log.Debug().AnErr("cause", cause).Msg("siw: stream closed")
 }

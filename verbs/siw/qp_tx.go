@@ -73,6 +73,9 @@ type txState struct {
 	off    uint64     // bytes of cur queued so far
 	msn    iwarp.MSN
 	op     iwarp.Opcode
+	// The most payload an FPDU of a Send and of an RDMA Write carries:
+	// fixed by the stream's maxULPDU, computed once, not per FPDU.
+	maxSend, maxWrite int
 
 	// The inbound Read being answered.
 	rr     inboundRead
@@ -91,6 +94,8 @@ func (tx *txState) init(s *stream) {
 	tx.direct.init(s)
 	tx.fwDirect = iwarp.NewFrameWriter(&tx.direct, iwarp.WriterOptions{CRC: s.crc, BufferSize: directBufferSize, CopyThreshold: directBufferSize})
 	tx.w = tx.fw
+	tx.maxSend = iwarp.MaxPayload(iwarp.UntaggedHeaderLen, s.maxULPDU)
+	tx.maxWrite = iwarp.MaxPayload(iwarp.TaggedHeaderLen, s.maxULPDU)
 	tx.slices = make([][]byte, 0, verbs.MaxSGE+1)
 	tx.done = make([]uint64, 0, maxBatchCompletions)
 }
@@ -317,6 +322,13 @@ func sendOpcode(w *soft.SendWQE) iwarp.Opcode {
 // as much of the next SGE as fits behind it, so that a small header SGE
 // and its data SGE make one FPDU without the data being copied.
 func (tx *txState) nextPayload(max int) (prefix, payload []byte) {
+	// A message of one slice that fits one FPDU, nearly every small
+	// message: all of it, without the walk below.
+	if tx.si == 0 && tx.soff == 0 && len(tx.slices) == 1 && len(tx.slices[0]) <= max {
+		payload = tx.slices[0]
+		tx.soff = len(payload)
+		return nil, payload
+	}
 	for tx.si < len(tx.slices) && tx.soff == len(tx.slices[tx.si]) {
 		tx.si, tx.soff = tx.si+1, 0
 	}
@@ -379,14 +391,14 @@ func (s *stream) txSegment() error {
 	var hdr iwarp.Header
 	var prefix, payload []byte
 	if tx.op == iwarp.OpRDMAWrite {
-		prefix, payload = tx.nextPayload(iwarp.MaxPayload(iwarp.TaggedHeaderLen, s.maxULPDU))
+		prefix, payload = tx.nextPayload(tx.maxWrite)
 		last := tx.off+uint64(len(prefix)+len(payload)) == w.Len
 		hdr = tx.hdr[:iwarp.TaggedHeaderLen]
 		iwarp.TaggedHeader(hdr).Encode(&iwarp.TaggedFields{
 			Opcode: iwarp.OpRDMAWrite, Last: last, STag: iwarp.STag(w.RKey), TO: w.RemoteAddr + tx.off,
 		})
 	} else {
-		prefix, payload = tx.nextPayload(iwarp.MaxPayload(iwarp.UntaggedHeaderLen, s.maxULPDU))
+		prefix, payload = tx.nextPayload(tx.maxSend)
 		last := tx.off+uint64(len(prefix)+len(payload)) == w.Len
 		var inv iwarp.STag
 		if w.Opcode == verbs.OpSendWithInv {

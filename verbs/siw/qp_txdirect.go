@@ -3,6 +3,7 @@ package siw
 import (
 	"errors"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -133,8 +134,20 @@ func (s *stream) flushDirect() error {
 // directWriter is the direct frame writer's io.Writer: one non-blocking
 // write attempt, the rest into the backlog. It keeps its callback and
 // arguments in fields so that a write allocates nothing.
+//
+// While the stream runs it writes the socket with write(2) on its file
+// descriptor rather than through the RawConn, whose reference count,
+// readiness reset and callback cost more than the write's own work
+// outside the kernel. What the RawConn's count guarded, that the
+// descriptor is not closed (and its number reused) under a write in
+// flight, the stream's fdBusy flag guards (see closeConn). A write never
+// waits on the poller, so skipping its readiness reset loses nothing: the
+// tx goroutine's blocking writes of the backlog reset it themselves
+// before they wait. Once the stream is stopping, writes (the Terminate's)
+// go through the RawConn again.
 type directWriter struct {
 	s   *stream
+	fd  int // -1: no descriptor, always through rc
 	rc  syscall.RawConn
 	fn  func(fd uintptr) bool
 	p   []byte
@@ -143,16 +156,41 @@ type directWriter struct {
 }
 
 func (w *directWriter) init(s *stream) {
-	w.s = s
+	w.s, w.fd = s, -1
 	w.rc, _ = s.nc.SyscallConn()
 	w.fn = w.writeFD
+	if w.rc != nil {
+		w.rc.Control(func(fd uintptr) { w.fd = int(fd) })
+	}
 }
 
 func (w *directWriter) writeFD(fd uintptr) bool {
+	w.n, w.err = writeNoEINTR(int(fd), w.p)
+	return true // never wait for room
+}
+
+// writeNoEINTR is one write(2) of p, retried if a signal interrupts it.
+func writeNoEINTR(fd int, p []byte) (int, error) {
 	for {
-		w.n, w.err = unix.Write(int(fd), w.p)
-		if w.err != unix.EINTR {
-			return true // never wait for room
+		n, err := unix.Write(fd, p)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+// rawWriteNoEINTR is writeNoEINTR without telling the scheduler: the
+// socket is non-blocking, so the write returns as soon as the kernel has
+// queued what fits, and the scheduler's bookkeeping of a system call
+// that may block (entersyscall, exitsyscall) is work for nothing. p is
+// not empty (the frame writer writes whole FPDUs). The error is the
+// bare errno, 0 for none, which the caller compares without building an
+// error.
+func rawWriteNoEINTR(fd int, p []byte) (int, unix.Errno) {
+	for {
+		r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if e != unix.EINTR {
+			return int(r), e
 		}
 	}
 }
@@ -160,23 +198,40 @@ func (w *directWriter) writeFD(fd uintptr) bool {
 // Write implements io.Writer. It always consumes all of p: what the
 // socket does not take now is kept, in order, for the tx goroutine.
 func (w *directWriter) Write(p []byte) (int, error) {
-	tx := &w.s.tx
+	s := w.s
+	tx := &s.tx
 	if len(tx.backlog) > 0 || w.rc == nil {
 		tx.backlog = append(tx.backlog, p...)
 		return len(p), nil
 	}
-	w.p, w.n, w.err = p, 0, nil
-	if err := w.rc.Write(w.fn); err != nil {
+	// The flag goes up before the stopping check, the closer sets
+	// stopping before it reads the flag: one of the two sees the other.
+	var n int
+	s.fdBusy.Store(true)
+	if w.fd >= 0 && !s.stopped() {
+		var e unix.Errno
+		n, e = rawWriteNoEINTR(w.fd, p)
+		s.fdBusy.Store(false)
+		if e == unix.EAGAIN {
+			n = 0
+		} else if e != 0 {
+			return 0, e
+		}
+	} else {
+		s.fdBusy.Store(false)
+		w.p, w.n, w.err = p, 0, nil
+		err := w.rc.Write(w.fn)
 		w.p = nil
-		return 0, err
-	}
-	w.p = nil
-	n, err := w.n, w.err
-	if errors.Is(err, unix.EAGAIN) {
-		n, err = 0, nil
-	}
-	if err != nil {
-		return 0, err
+		if err != nil {
+			return 0, err
+		}
+		n, err = w.n, w.err
+		if errors.Is(err, unix.EAGAIN) {
+			n, err = 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
 	}
 	n = max(n, 0)
 	if n < len(p) {

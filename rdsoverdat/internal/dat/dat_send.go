@@ -1,6 +1,7 @@
 package dat
 
 import (
+	"encoding/binary"
 	"sync/atomic"
 
 	"github.com/godapl/godapl/dat"
@@ -322,7 +323,7 @@ func (e *datEP) slotOff(depth uint64) int {
 // to frag payload bytes (0: 4096). It returns the payload bytes written.
 func datFragment(slot []byte, h wire.Header, payload []byte, off, frag int, adv uint8) int {
 	n := min(fragOr4K(frag), len(payload)-off)
-	copy(slot, h)
+	copyHeader(slot, h)
 	if adv > 0 {
 		fh := wire.Header(slot[:wire.HeaderLen])
 		fh.SetCredit(adv)
@@ -331,6 +332,27 @@ func datFragment(slot []byte, h wire.Header, payload []byte, off, frag int, adv 
 	copy(slot[wire.HeaderLen:], payload[off:off+n])
 	return n
 }
+
+// copyHeader copies header h to the front of slot in six word moves:
+// copy, whose length the compiler does not know, calls memmove, and
+// around that call datFragment saves and reloads its registers.
+func copyHeader(slot []byte, h wire.Header) {
+	_, _ = slot[wire.HeaderLen-1], h[wire.HeaderLen-1]
+	le := binary.LittleEndian
+	le.PutUint64(slot[0:], le.Uint64(h[0:]))
+	le.PutUint64(slot[8:], le.Uint64(h[8:]))
+	le.PutUint64(slot[16:], le.Uint64(h[16:]))
+	le.PutUint64(slot[24:], le.Uint64(h[24:]))
+	le.PutUint64(slot[32:], le.Uint64(h[32:]))
+	le.PutUint64(slot[40:], le.Uint64(h[40:]))
+}
+
+// copyHeader's six words are the whole header: both fail to compile
+// if wire.HeaderLen is not 48.
+var (
+	_ [wire.HeaderLen - 48]struct{}
+	_ [48 - wire.HeaderLen]struct{}
+)
 
 // wakeForCredits has the event loop retry what waits for send credits
 // (a stalled sender, a blocked ack or check answer) once credits came or

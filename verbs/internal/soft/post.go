@@ -34,6 +34,10 @@ func (qp *QP) postSendLocked(wrs []verbs.SendWR) (int, error) {
 }
 
 func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
+	if len(wr.SGL) == 1 && (wr.Opcode == verbs.OpSend || wr.Opcode == verbs.OpRDMAWrite) &&
+		wr.Flags&verbs.SendInline == 0 && qp.state == verbs.QPStateRTS {
+		return qp.postOneSGELocked(wr)
+	}
 	if !wr.Opcode.Valid() {
 		return verbs.ErrInvalidArgument
 	}
@@ -65,10 +69,16 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 		return verbs.ErrInvalidArgument
 	}
 	write := wr.Opcode == verbs.OpRDMARead
+	var reg *region // of a single SGE, for the transmit (send_region.go)
 	for i := range wr.SGL {
-		if f := qp.dev.checkLocal(qp.pd, &wr.SGL[i], write); f != FaultNone {
+		r, f := qp.dev.checkLocalRegion(qp.pd, &wr.SGL[i], write)
+		if f != FaultNone {
 			return f.Err()
 		}
+		reg = r
+	}
+	if len(wr.SGL) != 1 || write {
+		reg = nil
 	}
 
 	seq := qp.sqTail
@@ -80,7 +90,7 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 	w.RemoteAddr, w.RKey, w.InvRKey, w.Len = wr.RemoteAddr, wr.RKey, wr.InvalidateRKey, total
 	w.Signaled = qp.signalAll || wr.Flags&verbs.SendSignaled != 0
 	w.done, w.status, w.byteLen = false, verbs.WCSuccess, 0
-	w.isInline, w.InlineLen = inline, 0
+	w.isInline, w.InlineLen, w.reg = inline, 0, reg
 	w.NumSGE = copySGL(&w.SGL, wr.SGL)
 	if inline {
 		off := 0
@@ -411,6 +421,9 @@ func (qp *QP) ResolveSGE(sge *verbs.SGE, write bool) ([]byte, Hold, Fault) {
 func (qp *QP) SendSlices(w *SendWQE, out [][]byte, hs *Holds) ([][]byte, Fault) {
 	if w.isInline {
 		return append(out, w.Inline[:w.InlineLen]), FaultNone
+	}
+	if w.reg != nil {
+		return sendSlice1(w, out, hs)
 	}
 	for i := 0; i < w.NumSGE; i++ {
 		b, h, f := qp.dev.resolveLocal(qp.pd, &w.SGL[i], false)

@@ -27,6 +27,7 @@ type SendWQE struct {
 	status   verbs.WCStatus // preset for work the engine runs itself (bind, local invalidate); final once done
 	byteLen  uint32         // an RDMA Read's length, once done
 	isInline bool
+	reg      *region // of SGL[0], checked at post, if it is the only SGE (send_region.go)
 }
 
 // SGEs returns the scatter/gather list.

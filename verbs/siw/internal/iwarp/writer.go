@@ -1,6 +1,7 @@
 package iwarp
 
 import (
+	"encoding/binary"
 	"io"
 	"net"
 )
@@ -134,7 +135,11 @@ func (fw *FrameWriter) FrameParts(hdr Header, prefix, payload []byte) error {
 
 	start := fw.n
 	h := Header(fw.buf[fw.n : fw.n+len(hdr)])
-	copy(h, hdr)
+	if len(hdr) == UntaggedHeaderLen {
+		copyUntagged(h, hdr)
+	} else {
+		copy(h, hdr)
+	}
 	h.SetULPDULength(ulpdu)
 	fw.n += len(hdr)
 	if len(prefix) > 0 { // mostly none: no call to copy nothing
@@ -172,12 +177,23 @@ func (fw *FrameWriter) Flush() error {
 	if fw.err != nil {
 		return fw.err
 	}
+	var err error
+	if len(fw.iov) == 0 {
+		// Everything was copied (mark is 0): the buffer is the write,
+		// with no trip through the iovec list.
+		if fw.n > 0 {
+			_, err = fw.w.Write(fw.buf[:fw.n])
+		}
+		fw.n, fw.pending = 0, 0
+		if err != nil {
+			fw.err = err
+		}
+		return err
+	}
 	if fw.n > fw.mark {
 		fw.iov = append(fw.iov, fw.buf[fw.mark:fw.n])
 	}
-	var err error
 	switch len(fw.iov) {
-	case 0:
 	case 1:
 		// One store: clear would call the runtime's bulk clear of
 		// pointers for a single slice.
@@ -195,4 +211,14 @@ func (fw *FrameWriter) Flush() error {
 		fw.err = err
 	}
 	return err
+}
+
+// copyUntagged copies an untagged header (every Send's) in three word
+// moves: copy, whose length it does not know, calls memmove, and around
+// that call FrameParts saves and reloads what it holds in registers.
+func copyUntagged(dst, src Header) {
+	_, _ = dst[UntaggedHeaderLen-1], src[UntaggedHeaderLen-1]
+	binary.LittleEndian.PutUint64(dst, binary.LittleEndian.Uint64(src))
+	binary.LittleEndian.PutUint64(dst[8:], binary.LittleEndian.Uint64(src[8:]))
+	binary.LittleEndian.PutUint32(dst[16:], binary.LittleEndian.Uint32(src[16:]))
 }
