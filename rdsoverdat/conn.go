@@ -506,7 +506,7 @@ func (p *connPath) DropAcked(key uint64) int {
 		run.add(m)
 		n++
 	}
-	run.flush()
+	run.done()
 	p.mu.Unlock()
 	if n > 0 {
 		p.conn.stats.acked.Add(uint64(n))
@@ -535,7 +535,7 @@ func (p *connPath) DropAckedSeq(seq wire.Seq) int {
 			n++
 		}
 	}
-	run.flush()
+	run.done()
 	p.mu.Unlock()
 	if n > 0 {
 		p.conn.stats.acked.Add(uint64(n))
@@ -550,7 +550,7 @@ func (p *connPath) DropAckedSeq(seq wire.Seq) int {
 func (p *connPath) complete(m *message) {
 	var run ackRun
 	run.add(m)
-	run.flush()
+	run.done()
 }
 
 // ackRun completes the messages one ack frees: a run of them
@@ -572,7 +572,9 @@ func (r *ackRun) add(m *message) {
 		return
 	}
 	if s != r.s {
-		r.flush()
+		if r.s != nil {
+			r.flush()
+		}
 		r.s = s
 	}
 	r.n += len(m.buf)
@@ -581,12 +583,20 @@ func (r *ackRun) add(m *message) {
 	}
 }
 
-// flush returns the run's room and spares to its socket.
+// flush returns the run's room and spares to its socket and starts an
+// empty run.
 func (r *ackRun) flush() {
+	r.done()
+	*r = ackRun{}
+}
+
+// done returns the run's room and spares to its socket, the run's last
+// use: clearing it as flush does would cost a message's ack a dozen
+// instructions for nothing.
+func (r *ackRun) done() {
 	if r.s != nil {
 		recycleList(r.s.sendDone(r.n, r.freed))
 	}
-	*r = ackRun{}
 }
 
 // enqueue assigns the next sequence number and queues m. It fails if the
