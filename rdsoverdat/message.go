@@ -201,20 +201,33 @@ func newMessage(n int) *message {
 }
 
 // release drops one reference; the last one returns m to the pool of its
-// buffer's size.
+// buffer's size. A reference that is not the last (a transport's TxDone
+// before the ack) costs the atomic and no call.
 func (m *message) release() {
-	if m.unref() {
+	if m.refs.Add(-1) <= 0 {
+		m.lastRelease()
+	}
+}
+
+// lastRelease is release of the last reference.
+func (m *message) lastRelease() {
+	if m.last(m.refs.Load()) {
 		m.recycle()
 	}
 }
 
 // unref drops one reference and reports whether it was the last, in
 // which case m is reset (keeping its buffer) and belongs to the caller.
+// Inline, a reference that is not the last costs no call.
 func (m *message) unref() bool {
-	switch r := m.refs.Add(-1); {
-	case r > 0:
-		return false
-	case r < 0:
+	r := m.refs.Add(-1)
+	return r <= 0 && m.last(r)
+}
+
+// last resets m, whose last reference was just dropped leaving r
+// (0 unless released once too often), and reports true.
+func (m *message) last(r int32) bool {
+	if r < 0 {
 		panic("rdsoverdat: message released twice")
 	}
 	if m.rdma != nil {

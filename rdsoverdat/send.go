@@ -282,10 +282,17 @@ const maxSpares = 16
 func (s *sock) takeSpareLocked() *message { return s.spares.pop() }
 
 // lane returns the socket's path on conn, fixed by its first message.
+// A single-path connection's is its only path, found inline: the rest
+// takes a lock and a deferred unlock, which no call inlines.
 func (s *sock) lane(conn *connection) *connPath {
 	if conn.maxPaths == 1 {
 		return conn.paths[0]
 	}
+	return s.laneMulti(conn)
+}
+
+// laneMulti is lane for a connection of more than one path.
+func (s *sock) laneMulti(conn *connection) *connPath {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.lanes[conn]
