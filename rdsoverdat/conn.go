@@ -378,26 +378,11 @@ func (p *connPath) NextTx(gen uint64) *message {
 	return p.nextTxLocked(gen)
 }
 
-// NextTxQueued is NextTx that also returns the number of messages still
-// queued behind the one it returns, read under the same hold of the
-// path's lock: a transport that marks the last message before the
-// queue runs dry (dat: ACK_REQUIRED, a signalled completion) would
-// otherwise take the lock again for Pending on every message.
-//
-// It unlocks without a defer: it runs once per message sent.
-func (p *connPath) NextTxQueued(gen uint64) (*message, int) {
-	p.mu.Lock()
-	m := p.nextTxLocked(gen)
-	n := p.sendQ.n
-	p.mu.Unlock()
-	return m, n
-}
-
-// NextTxStream is NextTxQueued for a transport that writes into a byte
-// stream (xport.Path): m's header gets its WireFlags and m, unless a
+// NextTxStream is NextTx for a transport that writes into a byte stream
+// (xport.Path): m's header gets its WireFlags and m, unless a
 // congestion map, the ack key of the stream offset past it when written
-// at off, under the same hold of the lock, which also reads the number
-// of unacknowledged messages.
+// at off, under the same hold of the lock, which also reads the numbers
+// of queued and unacknowledged messages.
 func (p *connPath) NextTxStream(gen, off uint64) (m *message, queued, unacked int) {
 	p.mu.Lock()
 	if m = p.nextTxLocked(gen); m != nil {

@@ -161,18 +161,41 @@ func recycleList(m *message) {
 }
 
 // reuseMessage returns spare, a reset message or nil, as a message with
-// room for n payload bytes if it has the room, else a new one.
+// room for n payload bytes if it has the room, else a new one. Callers
+// on every message's path write it out as
+//
+//	if !m.ready(n) {
+//		m = replaceMessage(m, n)
+//	}
+//
+// to take a spare with the room, the common case, inline: the call to
+// replaceMessage keeps reuseMessage itself above the inlining budget.
 func reuseMessage(spare *message, n int) *message {
-	if spare == nil {
-		return newMessage(n)
+	if spare.ready(n) {
+		return spare
 	}
-	if cap(spare.buf) < n {
+	return replaceMessage(spare, n)
+}
+
+// ready makes m, a reset message or nil, one of n payload bytes with
+// one reference, and reports whether it could: m is not nil and has
+// the room.
+func (m *message) ready(n int) bool {
+	if m == nil || cap(m.buf) < n {
+		return false
+	}
+	m.buf = m.buf[:n]
+	m.refs.Store(1)
+	return true
+}
+
+// replaceMessage is reuseMessage for a spare that is nil or has not
+// the room: the spare, if any, goes back to its pool.
+func replaceMessage(spare *message, n int) *message {
+	if spare != nil {
 		spare.recycle()
-		return newMessage(n)
 	}
-	spare.buf = spare.buf[:n]
-	spare.refs.Store(1)
-	return spare
+	return newMessage(n)
 }
 
 // newMessage returns a message with room for n payload bytes.

@@ -30,20 +30,29 @@ var (
 // NewRxMessage returns a message holding a copy of header h with room for
 // its h_len payload bytes, which the transport then fills through
 // Payload before calling Receive.
+//
+// It is small enough to inline into the transport's entry point
+// (xpath.NewRxMessage); a refused header's accounting is badRxHeader.
 func (p *connPath) NewRxMessage(h wire.Header) (*message, error) {
 	l := h.Len()
-	switch {
-	case l > wire.MaxMsgSize:
-		p.conn.node.stats.recvDropBadHeader.Add(1)
-		return nil, ErrMsgTooBig
-	case h.IsCongMap() && l != wire.CongMapBytes:
-		p.conn.node.stats.recvDropBadCongMap.Add(1)
-		return nil, ErrBadCongMap
+	if l > wire.MaxMsgSize || h.IsCongMap() && l != wire.CongMapBytes {
+		return nil, p.badRxHeader(l)
 	}
 	m := p.takeRxSpare(int(l))
 	m.hdr = [wire.HeaderLen]byte(h) // inline moves, not a memmove call
 	m.rxPath = p
 	return m, nil
+}
+
+// badRxHeader counts a header NewRxMessage refuses, of h_len l, and
+// returns its error.
+func (p *connPath) badRxHeader(l uint32) error {
+	if l > wire.MaxMsgSize {
+		p.conn.node.stats.recvDropBadHeader.Add(1)
+		return ErrMsgTooBig
+	}
+	p.conn.node.stats.recvDropBadCongMap.Add(1)
+	return ErrBadCongMap
 }
 
 // Receive takes ownership of a complete incoming message.

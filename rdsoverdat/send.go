@@ -221,7 +221,10 @@ func (s *sock) congWait(conn *connection, dport wire.Port, nonblock bool, until 
 // puts it on the socket's path; sport is the bound port, read in the
 // hold of the socket's lock that admitted it.
 func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq bool, ra *rdmaAttach, spare *message) (int, error) {
-	m := reuseMessage(spare, len(p))
+	m := spare
+	if !m.ready(len(p)) {
+		m = replaceMessage(spare, len(p))
+	}
 	copy(m.buf, p)
 	m.sock, m.dport = s, dport
 	if ackReq {
