@@ -16,38 +16,39 @@ import (
 
 // sendmsg is Socket.SendMsg; the caller checked flags.
 func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags MsgFlags) (int, error) {
+	ip := dst.Addr().Unmap()
+	dport := wire.Port(dst.Port())
+
+	s.mu.Lock()
+	node, tr, sndbuf, timeo := s.node, s.trans, s.sndbuf, s.sndTimeo
+	conn, connIP := s.txConn, s.txIP
+	if len(cm) == 0 && conn != nil && connIP == ip && node != nil && len(p) <= wire.MaxMsgSize &&
+		len(p) <= sndbuf && conn.node == node && !conn.fcong.test(dport) &&
+		s.sndBytes < s.sndbuf && !s.closed.Load() {
+		// The common send: to the address of the last one, which
+		// passed the checks below then (txIP), over its connection,
+		// to an uncongested port, with room. admit would come to the
+		// same, after a second hold of the lock.
+		half, sport, spare := s.admitLocked(len(p))
+		s.mu.Unlock()
+		return s.queue(conn, p, sport, dport, half, nil, spare)
+	}
+	s.mu.Unlock()
 	if s.closed.Load() {
 		return 0, errClosed
 	}
 	if !dst.IsValid() {
 		return 0, eNOTCONN // no msg_name and no connect(2): rds_sendmsg's ENOTCONN
 	}
-	ip := dst.Addr().Unmap()
 	if !ip.Is4() {
 		return 0, eINVAL
 	}
 	// Unspecified, multicast (224/4) or broadcast, tested on the four
-	// bytes inline: netip's IsMulticast is a call on every send.
+	// bytes inline: netip's IsMulticast is a call.
 	if a := ip.As4(); a == [4]byte{} || a[0]&0xf0 == 0xe0 || a == [4]byte{255, 255, 255, 255} {
 		return 0, eINVAL
 	}
-	dport := wire.Port(dst.Port())
 	nonblock := flags&MsgDontWait != 0
-
-	s.mu.Lock()
-	node, tr, sndbuf, timeo := s.node, s.trans, s.sndbuf, s.sndTimeo
-	conn, connIP := s.txConn, s.txIP
-	if len(cm) == 0 && node != nil && len(p) <= wire.MaxMsgSize && len(p) <= sndbuf &&
-		conn != nil && connIP == ip && conn.node == node && !conn.fcong.test(dport) &&
-		s.sndBytes < s.sndbuf && !s.closed.Load() {
-		// The common send: the connection of the last one, an
-		// uncongested port and room. admit would come to the same,
-		// after a second hold of the lock.
-		half, sport, spare := s.admitLocked(len(p))
-		s.mu.Unlock()
-		return s.queue(conn, p, sport, dport, half, nil, spare)
-	}
-	s.mu.Unlock()
 	if node == nil {
 		return 0, eNOTCONN
 	}
