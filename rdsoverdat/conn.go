@@ -401,7 +401,9 @@ func (p *connPath) nextTxLocked(gen uint64) *message {
 	if p.state != pathUp || gen != p.gen {
 		return nil
 	}
-	if !c.loop && c.mapQueued.CompareAndSwap(true, false) {
+	// A load first: a map is rarely queued, and the swap is a locked
+	// instruction per message.
+	if !c.loop && c.mapQueued.Load() && c.mapQueued.CompareAndSwap(true, false) {
 		m := newMessage(wire.CongMapBytes)
 		f := wire.CongMapFields()
 		m.Header().Encode(&f)

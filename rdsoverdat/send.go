@@ -20,10 +20,9 @@ func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags 
 	dport := wire.Port(dst.Port())
 
 	s.mu.Lock()
-	node, tr, sndbuf, timeo := s.node, s.trans, s.sndbuf, s.sndTimeo
-	conn, connIP := s.txConn, s.txIP
+	node, conn, connIP := s.node, s.txConn, s.txIP
 	if len(cm) == 0 && conn != nil && connIP == ip && node != nil && len(p) <= wire.MaxMsgSize &&
-		len(p) <= sndbuf && conn.node == node && !conn.fcong.test(dport) &&
+		len(p) <= s.sndbuf && conn.node == node && !conn.fcong.test(dport) &&
 		s.sndBytes < s.sndbuf && !s.closed.Load() {
 		// The common send: to the address of the last one, which
 		// passed the checks below then (txIP), over its connection,
@@ -33,6 +32,7 @@ func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags 
 		s.mu.Unlock()
 		return s.queue(conn, p, sport, dport, half, nil, spare)
 	}
+	tr, sndbuf, timeo := s.trans, s.sndbuf, s.sndTimeo
 	s.mu.Unlock()
 	if s.closed.Load() {
 		return 0, errClosed
