@@ -250,13 +250,13 @@ func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq 
 // sendDone returns n bytes of SO_SNDBUF room (ack or cancel). freed is
 // the messages whose room it is that were just freed (unref), linked by
 // next, or nil: s keeps those it has room for among its spares if they
-// may be kept (sparable), and sendDone returns the others, linked the
-// same way, for the caller to recycle. The room goes to a blocked
-// sender only if one is counted (roomWaiters) in this hold of s.mu: a
-// sender counts itself in the hold that found no room, so one counted
-// later saw this room itself. Congestion waiters on txSig have their
-// own signal (congUpdate).
-func (s *sock) sendDone(n int, freed *message) (rest *message) {
+// may be kept (sparable), and sendDone recycles the others once s.mu is
+// released. The room goes to a blocked sender only if one is counted
+// (roomWaiters) in this hold of s.mu: a sender counts itself in the
+// hold that found no room, so one counted later saw this room itself.
+// Congestion waiters on txSig have their own signal (congUpdate).
+func (s *sock) sendDone(n int, freed *message) {
+	var rest *message
 	s.mu.Lock()
 	s.sndBytes -= n
 	s.roomCameLocked()
@@ -273,7 +273,7 @@ func (s *sock) sendDone(n int, freed *message) (rest *message) {
 		signal(s.txSig)
 	}
 	s.signalPoll()
-	return rest
+	recycleList(rest)
 }
 
 // maxSpares bounds a socket's spare messages: a request-response
