@@ -181,7 +181,6 @@ func (s *sock) deliver(m *message, w *xport.Wakes) bool {
 func (s *sock) queuedUnlock(n int, w *xport.Wakes) {
 	s.rcvBytes += n
 	congest := s.congestLocked()
-	node, port := s.node, wire.Port(s.bound.Port())
 	// Only a daemon's socket (its sink armed) waits for the end of the
 	// read: its pusher hands the read's messages ahead in one batch. A
 	// receiver in process takes one message a call, and waking it later
@@ -197,7 +196,7 @@ func (s *sock) queuedUnlock(n int, w *xport.Wakes) {
 		s.wake(false)
 	}
 	if congest {
-		s.syncCong(node, port)
+		s.syncCong()
 	}
 }
 
@@ -264,11 +263,15 @@ func (s *sock) congestLocked() bool {
 // caller changes s.congested under s.mu and then calls syncCong, which
 // applies the state current at that moment, serialized by congMu: the
 // last call applies the last change.
-func (s *sock) syncCong(node *rdsNode, port wire.Port) {
+//
+// The node and the port are read here, in the same hold: they never
+// change once s is bound, and its callers, on every message's path,
+// need them only when the congestion changed.
+func (s *sock) syncCong() {
 	s.congMu.Lock()
 	defer s.congMu.Unlock()
 	s.mu.Lock()
-	want := s.congested
+	want, node, port := s.congested, s.node, wire.Port(s.bound.Port())
 	s.mu.Unlock()
 	if want {
 		node.congSet(port)
@@ -333,14 +336,13 @@ func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			s.rcvBytes -= len(in.buf)
 			uncongest := s.uncongestLocked()
 			more := s.rxq.n > 0
-			node, port := s.node, wire.Port(s.bound.Port())
 			s.mu.Unlock()
 			in.releaseRx()
 			if more {
 				signal(s.rxSig)
 			}
 			if uncongest {
-				s.syncCong(node, port)
+				s.syncCong()
 			}
 			return n, nil
 		}
@@ -423,13 +425,12 @@ func (s *sock) recvSinkHead(m *Msg, flags MsgFlags) (int, error) {
 	s.rcvBytes -= len(data)
 	uncongest := s.uncongestLocked()
 	more := s.rxq.n > 0 || s.sink.n > 0
-	node, port := s.node, wire.Port(s.bound.Port())
 	s.mu.Unlock()
 	if more {
 		signal(s.rxSig)
 	}
 	if uncongest {
-		s.syncCong(node, port)
+		s.syncCong()
 	}
 	return n, nil
 }
