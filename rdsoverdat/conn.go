@@ -378,26 +378,11 @@ func (p *connPath) NextTx(gen uint64) *message {
 	return p.nextTxLocked(gen)
 }
 
-// NextTxQueued is NextTx that also returns the number of messages still
-// queued behind the one it returns, read under the same hold of the
-// path's lock: a transport that marks the last message before the
-// queue runs dry (dat: ACK_REQUIRED, a signalled completion) would
-// otherwise take the lock again for Pending on every message.
-//
-// It unlocks without a defer: it runs once per message sent.
-func (p *connPath) NextTxQueued(gen uint64) (*message, int) {
-	p.mu.Lock()
-	m := p.nextTxLocked(gen)
-	n := p.sendQ.n
-	p.mu.Unlock()
-	return m, n
-}
-
-// NextTxStream is NextTxQueued for a transport that writes into a byte
-// stream (xport.Path): m's header gets its WireFlags and m, unless a
+// NextTxStream is NextTx for a transport that writes into a byte stream
+// (xport.Path): m's header gets its WireFlags and m, unless a
 // congestion map, the ack key of the stream offset past it when written
-// at off, under the same hold of the lock, which also reads the number
-// of unacknowledged messages.
+// at off, under the same hold of the lock, which also reads the numbers
+// of queued and unacknowledged messages.
 func (p *connPath) NextTxStream(gen, off uint64) (m *message, queued, unacked int) {
 	p.mu.Lock()
 	if m = p.nextTxLocked(gen); m != nil {
@@ -416,7 +401,9 @@ func (p *connPath) nextTxLocked(gen uint64) *message {
 	if p.state != pathUp || gen != p.gen {
 		return nil
 	}
-	if !c.loop && c.mapQueued.CompareAndSwap(true, false) {
+	// A load first: a map is rarely queued, and the swap is a locked
+	// instruction per message.
+	if !c.loop && c.mapQueued.Load() && c.mapQueued.CompareAndSwap(true, false) {
 		m := newMessage(wire.CongMapBytes)
 		f := wire.CongMapFields()
 		m.Header().Encode(&f)
@@ -506,7 +493,7 @@ func (p *connPath) DropAcked(key uint64) int {
 		run.add(m)
 		n++
 	}
-	run.flush()
+	run.done()
 	p.mu.Unlock()
 	if n > 0 {
 		p.conn.stats.acked.Add(uint64(n))
@@ -535,7 +522,7 @@ func (p *connPath) DropAckedSeq(seq wire.Seq) int {
 			n++
 		}
 	}
-	run.flush()
+	run.done()
 	p.mu.Unlock()
 	if n > 0 {
 		p.conn.stats.acked.Add(uint64(n))
@@ -550,7 +537,7 @@ func (p *connPath) DropAckedSeq(seq wire.Seq) int {
 func (p *connPath) complete(m *message) {
 	var run ackRun
 	run.add(m)
-	run.flush()
+	run.done()
 }
 
 // ackRun completes the messages one ack frees: a run of them
@@ -572,7 +559,9 @@ func (r *ackRun) add(m *message) {
 		return
 	}
 	if s != r.s {
-		r.flush()
+		if r.s != nil {
+			r.flush()
+		}
 		r.s = s
 	}
 	r.n += len(m.buf)
@@ -581,12 +570,21 @@ func (r *ackRun) add(m *message) {
 	}
 }
 
-// flush returns the run's room and spares to its socket.
+// flush returns the run's room and spares to its socket and starts an
+// empty run.
 func (r *ackRun) flush() {
-	if r.s != nil {
-		recycleList(r.s.sendDone(r.n, r.freed))
-	}
+	r.done()
 	*r = ackRun{}
+}
+
+// done returns the run's room and spares to its socket, the run's last
+// use: clearing it as flush does would cost a message's ack a dozen
+// instructions for nothing. It inlines: sendDone recycles what the
+// socket does not keep.
+func (r *ackRun) done() {
+	if r.s != nil {
+		r.s.sendDone(r.n, r.freed)
+	}
 }
 
 // enqueue assigns the next sequence number and queues m. It fails if the

@@ -161,18 +161,41 @@ func recycleList(m *message) {
 }
 
 // reuseMessage returns spare, a reset message or nil, as a message with
-// room for n payload bytes if it has the room, else a new one.
+// room for n payload bytes if it has the room, else a new one. Callers
+// on every message's path write it out as
+//
+//	if !m.ready(n) {
+//		m = replaceMessage(m, n)
+//	}
+//
+// to take a spare with the room, the common case, inline: the call to
+// replaceMessage keeps reuseMessage itself above the inlining budget.
 func reuseMessage(spare *message, n int) *message {
-	if spare == nil {
-		return newMessage(n)
+	if spare.ready(n) {
+		return spare
 	}
-	if cap(spare.buf) < n {
+	return replaceMessage(spare, n)
+}
+
+// ready makes m, a reset message or nil, one of n payload bytes with
+// one reference, and reports whether it could: m is not nil and has
+// the room.
+func (m *message) ready(n int) bool {
+	if m == nil || cap(m.buf) < n {
+		return false
+	}
+	m.buf = m.buf[:n]
+	m.refs.Store(1)
+	return true
+}
+
+// replaceMessage is reuseMessage for a spare that is nil or has not
+// the room: the spare, if any, goes back to its pool.
+func replaceMessage(spare *message, n int) *message {
+	if spare != nil {
 		spare.recycle()
-		return newMessage(n)
 	}
-	spare.buf = spare.buf[:n]
-	spare.refs.Store(1)
-	return spare
+	return newMessage(n)
 }
 
 // newMessage returns a message with room for n payload bytes.
@@ -201,20 +224,33 @@ func newMessage(n int) *message {
 }
 
 // release drops one reference; the last one returns m to the pool of its
-// buffer's size.
+// buffer's size. A reference that is not the last (a transport's TxDone
+// before the ack) costs the atomic and no call.
 func (m *message) release() {
-	if m.unref() {
+	if m.refs.Add(-1) <= 0 {
+		m.lastRelease()
+	}
+}
+
+// lastRelease is release of the last reference.
+func (m *message) lastRelease() {
+	if m.last(m.refs.Load()) {
 		m.recycle()
 	}
 }
 
 // unref drops one reference and reports whether it was the last, in
 // which case m is reset (keeping its buffer) and belongs to the caller.
+// Inline, a reference that is not the last costs no call.
 func (m *message) unref() bool {
-	switch r := m.refs.Add(-1); {
-	case r > 0:
-		return false
-	case r < 0:
+	r := m.refs.Add(-1)
+	return r <= 0 && m.last(r)
+}
+
+// last resets m, whose last reference was just dropped leaving r
+// (0 unless released once too often), and reports true.
+func (m *message) last(r int32) bool {
+	if r < 0 {
 		panic("rdsoverdat: message released twice")
 	}
 	if m.rdma != nil {

@@ -9,11 +9,18 @@ import "github.com/godapl/godapl/rdsoverdat/wire"
 // before it is delivered (rds_recv_incoming_exthdrs): an RDMA ACK
 // releases a use-once mapping, an RDMA_DEST cookie is kept for RecvMsg
 // and the address announced with it is remembered for ops on it.
+//
+// Most messages carry no extension: that test is inline, the reading
+// of extensions is rdmaExts.
 func (p *connPath) rdmaIncoming(m *message, s *sock) {
-	h := m.Header()
-	if h.ExtArea()[0] == byte(wire.ExtNone) {
-		return
+	if m.hdr[wire.ExtHdrOffset] != byte(wire.ExtNone) {
+		p.rdmaExts(m, s)
 	}
+}
+
+// rdmaExts is rdmaIncoming for a message with extension headers.
+func (p *connPath) rdmaExts(m *message, s *sock) {
+	h := m.Header()
 	var addr uint64
 	hasAddr := false
 	for it := h.Exts(); it.Next(); {

@@ -30,20 +30,29 @@ var (
 // NewRxMessage returns a message holding a copy of header h with room for
 // its h_len payload bytes, which the transport then fills through
 // Payload before calling Receive.
+//
+// It is small enough to inline into the transport's entry point
+// (xpath.NewRxMessage); a refused header's accounting is badRxHeader.
 func (p *connPath) NewRxMessage(h wire.Header) (*message, error) {
 	l := h.Len()
-	switch {
-	case l > wire.MaxMsgSize:
-		p.conn.node.stats.recvDropBadHeader.Add(1)
-		return nil, ErrMsgTooBig
-	case h.IsCongMap() && l != wire.CongMapBytes:
-		p.conn.node.stats.recvDropBadCongMap.Add(1)
-		return nil, ErrBadCongMap
+	if l > wire.MaxMsgSize || h.IsCongMap() && l != wire.CongMapBytes {
+		return nil, p.badRxHeader(l)
 	}
 	m := p.takeRxSpare(int(l))
 	m.hdr = [wire.HeaderLen]byte(h) // inline moves, not a memmove call
 	m.rxPath = p
 	return m, nil
+}
+
+// badRxHeader counts a header NewRxMessage refuses, of h_len l, and
+// returns its error.
+func (p *connPath) badRxHeader(l uint32) error {
+	if l > wire.MaxMsgSize {
+		p.conn.node.stats.recvDropBadHeader.Add(1)
+		return ErrMsgTooBig
+	}
+	p.conn.node.stats.recvDropBadCongMap.Add(1)
+	return ErrBadCongMap
 }
 
 // Receive takes ownership of a complete incoming message.
@@ -172,7 +181,6 @@ func (s *sock) deliver(m *message, w *xport.Wakes) bool {
 func (s *sock) queuedUnlock(n int, w *xport.Wakes) {
 	s.rcvBytes += n
 	congest := s.congestLocked()
-	node, port := s.node, wire.Port(s.bound.Port())
 	// Only a daemon's socket (its sink armed) waits for the end of the
 	// read: its pusher hands the read's messages ahead in one batch. A
 	// receiver in process takes one message a call, and waking it later
@@ -188,7 +196,7 @@ func (s *sock) queuedUnlock(n int, w *xport.Wakes) {
 		s.wake(false)
 	}
 	if congest {
-		s.syncCong(node, port)
+		s.syncCong()
 	}
 }
 
@@ -255,11 +263,15 @@ func (s *sock) congestLocked() bool {
 // caller changes s.congested under s.mu and then calls syncCong, which
 // applies the state current at that moment, serialized by congMu: the
 // last call applies the last change.
-func (s *sock) syncCong(node *rdsNode, port wire.Port) {
+//
+// The node and the port are read here, in the same hold: they never
+// change once s is bound, and its callers, on every message's path,
+// need them only when the congestion changed.
+func (s *sock) syncCong() {
 	s.congMu.Lock()
 	defer s.congMu.Unlock()
 	s.mu.Lock()
-	want := s.congested
+	want, node, port := s.congested, s.node, wire.Port(s.bound.Port())
 	s.mu.Unlock()
 	if want {
 		node.congSet(port)
@@ -324,14 +336,13 @@ func (s *sock) recvmsg(m *Msg, flags MsgFlags) (int, error) {
 			s.rcvBytes -= len(in.buf)
 			uncongest := s.uncongestLocked()
 			more := s.rxq.n > 0
-			node, port := s.node, wire.Port(s.bound.Port())
 			s.mu.Unlock()
 			in.releaseRx()
 			if more {
 				signal(s.rxSig)
 			}
 			if uncongest {
-				s.syncCong(node, port)
+				s.syncCong()
 			}
 			return n, nil
 		}
@@ -414,13 +425,12 @@ func (s *sock) recvSinkHead(m *Msg, flags MsgFlags) (int, error) {
 	s.rcvBytes -= len(data)
 	uncongest := s.uncongestLocked()
 	more := s.rxq.n > 0 || s.sink.n > 0
-	node, port := s.node, wire.Port(s.bound.Port())
 	s.mu.Unlock()
 	if more {
 		signal(s.rxSig)
 	}
 	if uncongest {
-		s.syncCong(node, port)
+		s.syncCong()
 	}
 	return n, nil
 }

@@ -2,7 +2,6 @@ package rdsoverdat
 
 import (
 	"github.com/godapl/godapl/rdsoverdat/internal/rdsdproto"
-	"github.com/godapl/godapl/rdsoverdat/wire"
 )
 
 // Messages handed ahead. The daemon (daemon_conn.go) hands a client
@@ -84,10 +83,9 @@ func (s *sock) aheadRead(msgs, bytes int) {
 	s.ahead = max(s.ahead-bytes, 0)
 	s.aheadN = max(s.aheadN-msgs, 0)
 	uncongest := s.uncongestLocked()
-	node, port := s.node, wire.Port(s.bound.Port())
 	s.mu.Unlock()
 	if uncongest {
-		s.syncCong(node, port)
+		s.syncCong()
 	}
 }
 

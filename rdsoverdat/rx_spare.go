@@ -33,8 +33,10 @@ const maxRxSpares = 64
 // bytes, or a new one.
 func (p *connPath) takeRxSpare(n int) *message {
 	if p.rxSpare.Load() != nil {
-		if m := p.rxSpare.Swap(nil); m != nil {
-			return reuseMessage(m, n)
+		if m := p.rxSpare.Swap(nil); m.ready(n) {
+			return m
+		} else if m != nil {
+			return replaceMessage(m, n)
 		}
 	}
 	p.rxSpareMu.Lock()

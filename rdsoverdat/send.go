@@ -16,38 +16,39 @@ import (
 
 // sendmsg is Socket.SendMsg; the caller checked flags.
 func (s *sock) sendmsg(p []byte, dst netip.AddrPort, cm []ControlMessage, flags MsgFlags) (int, error) {
+	ip := dst.Addr().Unmap()
+	dport := wire.Port(dst.Port())
+
+	s.mu.Lock()
+	node, conn, connIP := s.node, s.txConn, s.txIP
+	if len(cm) == 0 && conn != nil && connIP == ip && node != nil && len(p) <= wire.MaxMsgSize &&
+		len(p) <= s.sndbuf && conn.node == node && !conn.fcong.test(dport) &&
+		s.sndBytes < s.sndbuf && !s.closed.Load() {
+		// The common send: to the address of the last one, which
+		// passed the checks below then (txIP), over its connection,
+		// to an uncongested port, with room. admit would come to the
+		// same, after a second hold of the lock.
+		half, sport, spare := s.admitLocked(len(p))
+		s.mu.Unlock()
+		return s.queue(conn, p, sport, dport, half, nil, spare)
+	}
+	tr, sndbuf, timeo := s.trans, s.sndbuf, s.sndTimeo
+	s.mu.Unlock()
 	if s.closed.Load() {
 		return 0, errClosed
 	}
 	if !dst.IsValid() {
 		return 0, eNOTCONN // no msg_name and no connect(2): rds_sendmsg's ENOTCONN
 	}
-	ip := dst.Addr().Unmap()
 	if !ip.Is4() {
 		return 0, eINVAL
 	}
 	// Unspecified, multicast (224/4) or broadcast, tested on the four
-	// bytes inline: netip's IsMulticast is a call on every send.
+	// bytes inline: netip's IsMulticast is a call.
 	if a := ip.As4(); a == [4]byte{} || a[0]&0xf0 == 0xe0 || a == [4]byte{255, 255, 255, 255} {
 		return 0, eINVAL
 	}
-	dport := wire.Port(dst.Port())
 	nonblock := flags&MsgDontWait != 0
-
-	s.mu.Lock()
-	node, tr, sndbuf, timeo := s.node, s.trans, s.sndbuf, s.sndTimeo
-	conn, connIP := s.txConn, s.txIP
-	if len(cm) == 0 && node != nil && len(p) <= wire.MaxMsgSize && len(p) <= sndbuf &&
-		conn != nil && connIP == ip && conn.node == node && !conn.fcong.test(dport) &&
-		s.sndBytes < s.sndbuf && !s.closed.Load() {
-		// The common send: the connection of the last one, an
-		// uncongested port and room. admit would come to the same,
-		// after a second hold of the lock.
-		half, sport, spare := s.admitLocked(len(p))
-		s.mu.Unlock()
-		return s.queue(conn, p, sport, dport, half, nil, spare)
-	}
-	s.mu.Unlock()
 	if node == nil {
 		return 0, eNOTCONN
 	}
@@ -221,7 +222,10 @@ func (s *sock) congWait(conn *connection, dport wire.Port, nonblock bool, until 
 // puts it on the socket's path; sport is the bound port, read in the
 // hold of the socket's lock that admitted it.
 func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq bool, ra *rdmaAttach, spare *message) (int, error) {
-	m := reuseMessage(spare, len(p))
+	m := spare
+	if !m.ready(len(p)) {
+		m = replaceMessage(spare, len(p))
+	}
 	copy(m.buf, p)
 	m.sock, m.dport = s, dport
 	if ackReq {
@@ -246,13 +250,13 @@ func (s *sock) queue(conn *connection, p []byte, sport, dport wire.Port, ackReq 
 // sendDone returns n bytes of SO_SNDBUF room (ack or cancel). freed is
 // the messages whose room it is that were just freed (unref), linked by
 // next, or nil: s keeps those it has room for among its spares if they
-// may be kept (sparable), and sendDone returns the others, linked the
-// same way, for the caller to recycle. The room goes to a blocked
-// sender only if one is counted (roomWaiters) in this hold of s.mu: a
-// sender counts itself in the hold that found no room, so one counted
-// later saw this room itself. Congestion waiters on txSig have their
-// own signal (congUpdate).
-func (s *sock) sendDone(n int, freed *message) (rest *message) {
+// may be kept (sparable), and sendDone recycles the others once s.mu is
+// released. The room goes to a blocked sender only if one is counted
+// (roomWaiters) in this hold of s.mu: a sender counts itself in the
+// hold that found no room, so one counted later saw this room itself.
+// Congestion waiters on txSig have their own signal (congUpdate).
+func (s *sock) sendDone(n int, freed *message) {
+	var rest *message
 	s.mu.Lock()
 	s.sndBytes -= n
 	s.roomCameLocked()
@@ -269,7 +273,7 @@ func (s *sock) sendDone(n int, freed *message) (rest *message) {
 		signal(s.txSig)
 	}
 	s.signalPoll()
-	return rest
+	recycleList(rest)
 }
 
 // maxSpares bounds a socket's spare messages: a request-response
@@ -282,10 +286,17 @@ const maxSpares = 16
 func (s *sock) takeSpareLocked() *message { return s.spares.pop() }
 
 // lane returns the socket's path on conn, fixed by its first message.
+// A single-path connection's is its only path, found inline: the rest
+// takes a lock and a deferred unlock, which no call inlines.
 func (s *sock) lane(conn *connection) *connPath {
 	if conn.maxPaths == 1 {
 		return conn.paths[0]
 	}
+	return s.laneMulti(conn)
+}
+
+// laneMulti is lane for a connection of more than one path.
+func (s *sock) laneMulti(conn *connection) *connPath {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.lanes[conn]

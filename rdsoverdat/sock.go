@@ -259,7 +259,7 @@ func (s *sock) close() error {
 	if n != nil {
 		n.unbind(s, wire.Port(bound.Port()))
 		if congested {
-			s.syncCong(n, wire.Port(bound.Port()))
+			s.syncCong()
 		}
 		n.cancel(s, netip.AddrPort{})
 	}

@@ -115,11 +115,21 @@ func (p *xpath) NextTx(gen uint64) xport.Msg {
 	return nil
 }
 
+// NextTxQueued is NextTx that also returns the number of messages still
+// queued behind the one it returns, read under the same hold of the
+// path's lock: a transport that marks the last message before the
+// queue runs dry (dat: ACK_REQUIRED, a signalled completion) would
+// otherwise take the lock again for Pending on every message. It runs
+// once per message sent: no defer, and no connPath method in between.
 func (p *xpath) NextTxQueued(gen uint64) (xport.Msg, int) {
-	if m, q := p.core().NextTxQueued(gen); m != nil {
-		return m, q
+	p.mu.Lock()
+	m := p.core().nextTxLocked(gen)
+	q := p.sendQ.n
+	p.mu.Unlock()
+	if m == nil {
+		return nil, 0
 	}
-	return nil, 0
+	return m, q
 }
 
 func (p *xpath) NextTxStream(gen, off uint64) (xport.Msg, wire.Header, []byte, int, int) {

@@ -144,6 +144,49 @@ func TestChecksum(t *testing.T) {
 	}
 }
 
+// TestChecksumWords checks the checksum against RFC 1071 word by word
+// over headers of random bytes and of runs of 0x00 and 0xff, where the
+// end-around carries pile up: the sum in words of the other byte order
+// must land on the same 16 bits, 0x0000 and 0xffff kept apart.
+func TestChecksumWords(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	h := make(Header, HeaderLen)
+	for i := range 20000 {
+		switch i % 4 {
+		case 0:
+			for j := range h {
+				h[j] = byte(rng.Uint32())
+			}
+		case 1:
+			for j := range h {
+				h[j] = 0xff * byte(rng.Uint32()&1)
+			}
+		case 2:
+			n := rng.IntN(HeaderLen + 1)
+			for j := range h {
+				h[j] = 0
+				if j < n {
+					h[j] = 0xff
+				}
+			}
+		default:
+			for j := range h {
+				h[j] = 0xff - byte(rng.Uint32()&3)
+			}
+		}
+		var sum uint32
+		for j := 0; j < HeaderLen; j += 2 {
+			sum += uint32(h[j])<<8 | uint32(h[j+1])
+		}
+		for sum > 0xffff {
+			sum = sum&0xffff + sum>>16
+		}
+		if got, want := h.checksum(), ^uint16(sum); got != want {
+			t.Fatalf("checksum of %x: %#x, want %#x", []byte(h), got, want)
+		}
+	}
+}
+
 func TestExtensions(t *testing.T) {
 	h := make(Header, HeaderLen)
 	for _, e := range []Ext{NPathsExt(1), GenNumExt(0xdeadbeef), SportIdxExt()} {
