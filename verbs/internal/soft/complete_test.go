@@ -23,15 +23,7 @@ func testCompleteSendsBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	cq := vcq.(*CQ)
-	vqp, err := pd.CreateQP(verbs.QPInitAttr{SendCQ: cq, RecvCQ: cq, SignalAll: true,
-		Caps: verbs.QPCaps{MaxSendWR: 8, MaxRecvWR: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qp := vqp.(*QP)
-	qp.mu.Lock()
-	qp.state, qp.link = verbs.QPStateRTS, idleLink{}
-	qp.mu.Unlock()
+	qp := newIdleQP(t, pd, cq, verbs.QPCaps{MaxSendWR: 8, MaxRecvWR: 1})
 
 	sgl := []verbs.SGE{verbs.SGEOf(mr, 0, 8)}
 	var seqs []uint64

@@ -14,6 +14,21 @@ type idleLink struct{}
 func (idleLink) Kick()  {}
 func (idleLink) Close() {}
 
+// newIdleQP creates a signal-all QP on pd with both queues on cq and puts
+// it in RTS on an idleLink, so that the test plays the provider.
+func newIdleQP(t *testing.T, pd *PD, cq verbs.CQ, caps verbs.QPCaps) *QP {
+	t.Helper()
+	vqp, err := pd.CreateQP(verbs.QPInitAttr{SendCQ: cq, RecvCQ: cq, SignalAll: true, Caps: caps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp := vqp.(*QP)
+	qp.mu.Lock()
+	qp.state, qp.link = verbs.QPStateRTS, idleLink{}
+	qp.mu.Unlock()
+	return qp
+}
+
 // TestQueuesHoldTheirDepth: a send queue, a receive queue and an SRQ of
 // depth 3 (arrays of 4) take exactly 3 requests, refuse the fourth with
 // ErrQueueFull, and keep posting order while their sequence numbers wrap
@@ -25,15 +40,7 @@ func TestQueuesHoldTheirDepth(t *testing.T) {
 		t.Fatal(err)
 	}
 	sgl := []verbs.SGE{verbs.SGEOf(mr, 0, 8)}
-	vqp, err := pd.CreateQP(verbs.QPInitAttr{SendCQ: cq, RecvCQ: cq, SignalAll: true,
-		Caps: verbs.QPCaps{MaxSendWR: 3, MaxRecvWR: 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qp := vqp.(*QP)
-	qp.mu.Lock()
-	qp.state, qp.link = verbs.QPStateRTS, idleLink{}
-	qp.mu.Unlock()
+	qp := newIdleQP(t, pd, cq, verbs.QPCaps{MaxSendWR: 3, MaxRecvWR: 3})
 
 	var wc [1]verbs.WC
 	nextSend, nextRecv := uint64(0), uint64(0) // the oldest ID not yet completed

@@ -26,15 +26,7 @@ func TestSendSlicesKeptRegion(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			vqp, err := pd.CreateQP(verbs.QPInitAttr{SendCQ: cq, RecvCQ: cq, SignalAll: true,
-				Caps: verbs.QPCaps{MaxSendWR: 4, MaxRecvWR: 1, MaxSendSGE: 2}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			qp := vqp.(*QP)
-			qp.mu.Lock()
-			qp.state, qp.link = verbs.QPStateRTS, idleLink{}
-			qp.mu.Unlock()
+			qp := newIdleQP(t, pd, cq, verbs.QPCaps{MaxSendWR: 4, MaxRecvWR: 1, MaxSendSGE: 2})
 
 			post := func(sgl ...verbs.SGE) *SendWQE {
 				t.Helper()
