@@ -199,3 +199,83 @@ func TestDATRoleHolderClose(t *testing.T) {
 		t.Errorf("role %s after Close, want dead", s)
 	}
 }
+
+// A message for the holder's socket that fits its buffer goes straight
+// into that buffer: the holder returns it without queueing it (the
+// node's RecvDirect counts it), with its source.
+func TestDATRoleDirect(t *testing.T) {
+	forDAT(t, func(t *testing.T, cfg func() DATConfig) {
+		leakCheck(t)
+		st := datStack(t, cfg())
+		as := testAddrs(2)
+		a := mustBind(t, st, ap(as[0], 0))
+		x := mustBind(t, st, ap(as[1], 0))
+		dn := datRoleNode(t, st, x, time.Hour)
+		datLend(t, a, x)
+		for i := range 3 {
+			res := recvAsync(x, 64)
+			eventually(t, 5*time.Second, "x holding the role", func() bool { return dn.RoleState() == "recv" })
+			before := st.nodeAt(as[1]).Stats().RecvDirect
+			_, held, _ := dn.RoleCounts()
+			want := []byte(fmt.Sprintf("direct %d", i))
+			if _, err := a.SendTo(want, x.BoundAddr(), 0); err != nil {
+				t.Fatal(err)
+			}
+			r := waitResult(t, res)
+			if r.err != nil || !bytes.Equal(r.data, want) || r.m.Addr != a.BoundAddr() || r.m.Flags&MsgTrunc != 0 {
+				t.Fatalf("message %d: %q from %v, flags %v, %v", i, r.data, r.m.Addr, r.m.Flags, r.err)
+			}
+			if got := st.nodeAt(as[1]).Stats().RecvDirect; got != before+1 {
+				t.Errorf("message %d: RecvDirect %d -> %d, want one more", i, before, got)
+			}
+			if _, now, _ := dn.RoleCounts(); now != held+1 {
+				t.Errorf("message %d: RecvMsg runs %d -> %d, want one more", i, held, now)
+			}
+			x.sock().mu.Lock()
+			q := x.sock().rxq.n
+			x.sock().mu.Unlock()
+			if q != 0 {
+				t.Errorf("message %d: %d messages queued", i, q)
+			}
+		}
+	})
+}
+
+// Messages that reach the holder's node while nobody takes its events
+// come in one batch when the holder takes the role: the first does not
+// fit the holder's buffer and is queued (and comes back truncated), and
+// the next ones, which would fit, are queued behind it rather than
+// overtaking it.
+func TestDATRoleDirectOrder(t *testing.T) {
+	forDAT(t, func(t *testing.T, cfg func() DATConfig) {
+		leakCheck(t)
+		st := datStack(t, cfg())
+		as := testAddrs(2)
+		a := mustBind(t, st, ap(as[0], 0))
+		x := mustBind(t, st, ap(as[1], 0))
+		dn := datRoleNode(t, st, x, time.Hour)
+		datLend(t, a, x)
+		if s := dn.RoleState(); s != "idle" {
+			t.Fatalf("role %s, want idle", s)
+		}
+		big := bytes.Repeat([]byte{'b'}, 100)
+		msgs := [][]byte{big, []byte("small 1"), []byte("small 2")}
+		for _, msg := range msgs {
+			if _, err := a.SendTo(msg, x.BoundAddr(), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := st.nodeAt(as[1]).Stats().RecvDirect
+		for i, want := range msgs {
+			r := waitResult(t, recvAsync(x, 64))
+			trunc := len(want) > 64
+			if trunc {
+				want = want[:64]
+			}
+			if r.err != nil || !bytes.Equal(r.data, want) || (r.m.Flags&MsgTrunc != 0) != trunc {
+				t.Fatalf("message %d: %q, flags %v, %v; want %q", i, r.data, r.m.Flags, r.err, want)
+			}
+		}
+		t.Logf("%d of the small messages took the direct path", st.nodeAt(as[1]).Stats().RecvDirect-before)
+	})
+}

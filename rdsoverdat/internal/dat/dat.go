@@ -161,6 +161,7 @@ type datNode struct {
 	rep     datRepost // handled buffers not yet given back (dat_rxpost.go)
 	wakes   []*datEP  // EPs to ack or restart after the current batch
 	holding bool      // a RecvMsg holds the role
+	direct  datDirect // its buffer, offered to its socket's next message
 	// lendTo: a socket whose waiting RecvMsg got a message in this batch.
 	lendTo xport.Receiver
 	// batchMsgs: messages delivered by this batch; cool: batches left
@@ -356,7 +357,7 @@ func (dn *datNode) dpath(p xport.Path) *datPath {
 	if dp, ok := p.Data().Load().(*datPath); ok {
 		return dp
 	}
-	dp := &datPath{dn: dn, p: p}
+	dp := &datPath{dn: dn, p: p, raddr: p.Conn().RemoteAddr()}
 	dp.ahead.Init(datRDMALookahead)
 	p.Data().Store(dp)
 	dn.paths = append(dn.paths, dp)

@@ -28,9 +28,10 @@ import (
 
 // datPath is the dat transport's state of one connPath.
 type datPath struct {
-	dn *datNode
-	p  xport.Path
-	up atomic.Pointer[datEP] // the EP carrying the path while it is up
+	dn    *datNode
+	p     xport.Path
+	raddr netip.Addr            // the connection's remote address, a message's source
+	up    atomic.Pointer[datEP] // the EP carrying the path while it is up
 	datTx
 	// ackNext is the sequence of the last message received on the path,
 	// what h_ack and the private data's ack_seq announce; ackGen is the

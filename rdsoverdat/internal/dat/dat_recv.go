@@ -2,6 +2,7 @@ package dat
 
 import (
 	"errors"
+	"net/netip"
 
 	"github.com/godapl/godapl/dat"
 	"github.com/godapl/godapl/rdsoverdat/internal/xport"
@@ -155,6 +156,9 @@ func (e *datEP) recv(b []byte) {
 		e.protocolError()
 		return
 	}
+	if first && done && e.dn.direct.s != nil && e.recvDirect(h, frag) {
+		return
+	}
 	if first {
 		if e.rxm, err = p.NewRxMessage(h); err != nil {
 			e.protocolError()
@@ -204,4 +208,45 @@ func (e *datEP) protocolError() {
 	}
 	e.rx.active = false
 	e.ep.Disconnect(dat.CloseAbrupt)
+}
+
+// recvDirect takes a message of one fragment, frag, with header h into
+// the buffer of the RecvMsg that holds the event role (dat_role.go) when
+// it is plain data for that RecvMsg's socket, fits, and overtakes
+// nothing in the socket's queue: the message, its queueing, the wake-up
+// and the holder's interrupt are saved, as the tcp transport's holder
+// saves them. It then does what recv does after delivering, and reports
+// true; false leaves the message to recv (the buffer stays on offer).
+// A peek never offers a buffer (Run), and a buffer too small leaves
+// MSG_TRUNC to the queue's path.
+func (e *datEP) recvDirect(h wire.Header, frag []byte) bool {
+	dn := e.dn
+	d := &dn.direct
+	p := e.dp.p
+	l := len(frag)
+	if l > len(d.buf) {
+		return false
+	}
+	if is, plain := p.ReaderFor(h, d.s); !is || !plain || !d.s.QueueEmpty() {
+		return false
+	}
+	seq, flags := h.Sequence(), h.Flags()
+	// What noteDelivery counts; a holder never lends.
+	dn.batchMsgs++
+	dn.lendTo = nil
+	if p.AcceptDirect(seq, flags&wire.FlagRetransmitted != 0, l) {
+		d.n = copy(d.buf, frag)
+		d.from = netip.AddrPortFrom(e.dp.raddr, uint16(h.Sport()))
+		d.filled = true
+		d.s, d.buf = nil, nil // what else comes for the socket is queued behind it
+	}
+	// A duplicate is dropped, and acknowledged as recv does after
+	// Receive dropped it.
+	e.dp.noteReceived(seq)
+	e.acking.Store(true)
+	if flags&wire.FlagAckRequired != 0 {
+		e.ackRequested.Store(true)
+		dn.wake(e)
+	}
+	return true
 }

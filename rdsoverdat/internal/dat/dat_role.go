@@ -137,24 +137,45 @@ func (r *datEventRole) Interrupt() {
 }
 
 // Run is xport.ReaderRole.Run: it takes the idle role and handles the
-// node's events until s has something to return. Messages always go
-// through s's queue (RRAgain): buf and peek are not needed. A caller with
-// a deadline gives the role back and waits the ordinary way, as the EVD
-// wait takes the node's context, and a context of its own per call would
-// cost an allocation and a timer.
-func (r *datEventRole) Run(s xport.Receiver, _ []byte, _ bool, limit time.Time) (int, netip.AddrPort, xport.RRResult) {
+// node's events until s has something to return. A plain one-fragment
+// message for s that fits buf, taken while s's queue is empty, goes
+// straight into buf (datEP.recvDirect, RRFilled); everything else goes
+// through s's queue (RRAgain). A caller with a deadline gives the role
+// back and waits the ordinary way, as the EVD wait takes the node's
+// context, and a context of its own per call would cost an allocation
+// and a timer.
+func (r *datEventRole) Run(s xport.Receiver, buf []byte, peek bool, limit time.Time) (int, netip.AddrPort, xport.RRResult) {
 	if !limit.IsZero() {
 		return 0, netip.AddrPort{}, r.Decline(s, errRoleRefused)
 	}
 	if res, ok := r.Take(s); !ok {
 		return 0, netip.AddrPort{}, res
 	}
+	d := &r.dn.direct
+	if !peek { // a peek must find the message still queued after it
+		d.s, d.buf = s, buf
+	}
 	back := r.hold() || s.Closed()
-	if !back {
+	n, from, filled := d.n, d.from, d.filled
+	d.s, d.buf, d.filled = nil, nil, false
+	if !back || filled {
 		r.held.Add(1)
 	}
 	r.Leave(s, back, nil)
+	if filled {
+		return n, from, xport.RRFilled
+	}
 	return 0, netip.AddrPort{}, xport.RRAgain
+}
+
+// datDirect is the buffer of the RecvMsg that holds the role, offered
+// for its own socket's next message (datEP.recvDirect).
+type datDirect struct {
+	s      xport.Receiver // the holder's socket; nil: no buffer on offer
+	buf    []byte
+	n      int            // the message's length, once filled
+	from   netip.AddrPort // and its source
+	filled bool
 }
 
 // hold handles the node's events as the role's holder until an
@@ -194,7 +215,9 @@ func (r *datEventRole) handleEvents() (back bool) {
 			dn.cool = datRoleCooldown
 			return true
 		}
-		if r.takeIntr() {
+		// An interrupt after a direct fill is for what the caller sees
+		// when it looks at its socket again, so it is cleared as well.
+		if r.takeIntr() || dn.direct.filled {
 			return false // acks and credits wait for the caller's reply
 		}
 		dn.flushAcks()
