@@ -413,19 +413,20 @@ func (p *connPath) nextTxLocked(gen uint64) *message {
 		c.node.stats.congUpdateSent.Add(1)
 		return m
 	}
-	m := p.sendQ.popFront()
+	m := p.sendQ.head
 	for m != nil && m.rdma != nil && m.flags&msgRetransmitted != 0 {
 		// An RDMA op never runs twice (rds_send_xmit): its message went
 		// out on an earlier connection and this one's handshake did not
 		// acknowledge it, so the peer never had it.
+		p.sendQ.remove(m)
 		m.rdma.dropped()
 		p.complete(m)
-		m = p.sendQ.popFront()
+		m = p.sendQ.head
 	}
 	if m == nil {
 		return nil
 	}
-	p.retrans.pushBack(m)
+	p.sendQ.moveFrontTo(&p.retrans)
 	// A transport acking by sequence number (dat) takes acks on another
 	// goroutine, so the key is set here, under mu. Any other transport
 	// sets it once it knows where m goes (NextTxStream, SetAckKey); until

@@ -384,6 +384,31 @@ func (l *msgList) popFront() *message {
 	return m
 }
 
+// moveFrontTo moves l's first message, if any, to the back of o and
+// returns it: popFront and pushBack in one, which sets m's links once
+// rather than clearing them first. A list's head has no prev.
+func (l *msgList) moveFrontTo(o *msgList) *message {
+	m := l.head
+	if m == nil {
+		return nil
+	}
+	if l.head = m.next; l.head != nil {
+		l.head.prev = nil
+	} else {
+		l.tail = nil
+	}
+	l.n--
+	m.onList, m.prev, m.next = o, o.tail, nil
+	if o.tail != nil {
+		o.tail.next = m
+	} else {
+		o.head = m
+	}
+	o.tail = m
+	o.n++
+	return m
+}
+
 // spliceFront moves all of o, in order, in front of l's messages.
 func (l *msgList) spliceFront(o *msgList) {
 	if o.head == nil {

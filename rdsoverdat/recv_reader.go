@@ -1,6 +1,7 @@
 package rdsoverdat
 
 import (
+	"encoding/binary"
 	"sync/atomic"
 	"time"
 
@@ -46,13 +47,36 @@ func (p *connPath) readerTarget(h wire.Header) *sock {
 	return p.portTarget(dport)
 }
 
-// readerFor reports whether a message with header h is data for s
-// (readerTarget's socket), and if so whether it is plain data in the
-// window (plainInWindow): what a RecvMsg of s that reads the stream asks
-// of every header, in one call that reads the header's ports once.
-func (p *connPath) readerFor(h wire.Header, s *sock) (is, plain bool) {
+// ReaderFor reports whether a message with header h is data for r, a
+// socket (readerTarget's socket), and if so whether it is plain data in
+// the window (plainInWindow): what a RecvMsg of that socket that reads
+// the stream asks of every header (xport.StreamReceiver). Most headers
+// a reader sees are plain data for the socket the path found last, so
+// that case is tested first, from one load of the ports and without the
+// node's map; anything else takes readerForSlow, which gives the same
+// answers for it.
+func (x *xpath) ReaderFor(h wire.Header, r xport.Receiver) (is, plain bool) {
+	p := x.core()
+	s, _ := r.(*sock)
+	_ = h[wire.HeaderLen-1]
+	ports := binary.BigEndian.Uint32(h[wire.SportOffset:])
+	dport := ports & 0xffff
+	f := wire.Flag(h[wire.FlagsOffset])
+	// A sport or dport of 0 is a ping or a pong, a retransmission may
+	// be a duplicate, and FlagCongBitmap alone is a map.
+	if ports > 0xffff && dport != 0 && f&wire.FlagRetransmitted == 0 && f != wire.FlagCongBitmap &&
+		h[wire.ExtHdrOffset] == byte(wire.ExtNone) && binary.BigEndian.Uint32(h[wire.LenOffset:]) <= wire.MaxMsgSize &&
+		p.rxTarget.Load() == s && s != nil && s.nodePort.Load() == dport && !s.closed.Load() {
+		return true, true
+	}
+	return p.readerForSlow(h, s)
+}
+
+// readerForSlow is ReaderFor for any header; s is nil for a receiver
+// that is no socket.
+func (p *connPath) readerForSlow(h wire.Header, s *sock) (is, plain bool) {
 	sport, dport := h.Sport(), h.Dport()
-	if h.IsCongMap() || dport == wire.PingPort || wire.IsHandshakePong(sport, dport) ||
+	if s == nil || h.IsCongMap() || dport == wire.PingPort || wire.IsHandshakePong(sport, dport) ||
 		p.portTarget(dport) != s {
 		return false, false
 	}

@@ -46,3 +46,68 @@ func TestReaderTargetFollowsBinds(t *testing.T) {
 		t.Errorf("target %p, want the socket bound since %p", got, c.sock())
 	}
 }
+
+// TestReaderForAnswersAsTargetAndWindow: ReaderFor's answers for every
+// kind of header (data, map, ping, pong, extensions, lengths out of
+// bounds, resends in and below the window) and for the socket the path
+// found last, another socket, a receiver that is none, and a socket
+// closed since, are ReaderTarget's and plainInWindow's, as the
+// interface says.
+func TestReaderForAnswersAsTargetAndWindow(t *testing.T) {
+	leakCheck(t)
+	st := tcpStack(t)
+	as := testAddrs(2)
+	const port = 5000
+	a := mustBind(t, st, ap(as[0], 0))
+	b := mustBind(t, st, ap(as[1], port))
+	other := mustBind(t, st, ap(as[1], port+1))
+	if _, err := a.SendTo(nil, b.BoundAddr(), 0); err != nil {
+		t.Fatal(err)
+	}
+	recvTimeout(t, b, nil, 5*time.Second)
+	p := st.nodeAt(as[1]).Conn(as[0], TransTCP).paths[0]
+	p.mu.Lock()
+	next := p.nextRxSeq
+	p.mu.Unlock()
+	var headers []wire.Header
+	for _, sport := range []wire.Port{wire.PingPort, wire.Port(a.BoundAddr().Port())} {
+		for _, dport := range []wire.Port{wire.PingPort, wire.ProbePort, port, port + 1, port + 2} {
+			for _, f := range []wire.Flag{0, wire.FlagCongBitmap, wire.FlagAckRequired,
+				wire.FlagRetransmitted, wire.FlagCongBitmap | wire.FlagAckRequired} {
+				for _, seq := range []wire.Seq{next - 1, next} {
+					for _, l := range []uint32{0, 64, wire.MaxMsgSize, wire.MaxMsgSize + 1} {
+						for _, ext := range []byte{byte(wire.ExtNone), 1} {
+							h := wire.Header(make([]byte, wire.HeaderLen))
+							h.Encode(&wire.Fields{Sequence: seq, Len: l, Sport: sport, Dport: dport, Flags: f})
+							h[wire.ExtHdrOffset] = ext
+							headers = append(headers, h)
+						}
+					}
+				}
+			}
+		}
+	}
+	check := func(stage string, rs ...*Socket) {
+		t.Helper()
+		for _, h := range headers {
+			for _, r := range rs {
+				// Each header after the path found b last, as a
+				// reader that reads b's messages has it.
+				p.rxTarget.Store(b.sock())
+				is, plain := (*xpath)(p).ReaderFor(h, r.sock())
+				wantIs := p.readerTarget(h) == r.sock()
+				wantPlain := wantIs && p.plainInWindow(h)
+				if is != wantIs || plain != wantPlain {
+					t.Fatalf("%s: ReaderFor(%v) for port %d = %v, %v; want %v, %v",
+						stage, h.Decode(), r.BoundAddr().Port(), is, plain, wantIs, wantPlain)
+				}
+			}
+			if is, plain := (*xpath)(p).ReaderFor(h, nil); is || plain {
+				t.Fatalf("%s: ReaderFor(%v) for no socket = %v, %v", stage, h.Decode(), is, plain)
+			}
+		}
+	}
+	check("open", b, other)
+	b.Close()
+	check("closed", b, other)
+}

@@ -158,13 +158,6 @@ func (p *xpath) ReaderTarget(h wire.Header) xport.Receiver {
 	return nil
 }
 
-func (p *xpath) ReaderFor(h wire.Header, r xport.Receiver) (is, plain bool) {
-	if s, ok := r.(*sock); ok {
-		return p.core().readerFor(h, s)
-	}
-	return false, false
-}
-
 func (p *xpath) AcceptDirect(seq wire.Seq, retx bool, l int) bool {
 	return p.core().acceptDirect(seq, retx, l)
 }

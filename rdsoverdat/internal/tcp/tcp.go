@@ -147,7 +147,12 @@ func (tn *tcpNode) Connect(p xport.Path) { tn.tpath(p).connect() }
 // is idle and the exchange looks like request and response
 // (sendDirect); otherwise it wakes the writer.
 func (tn *tcpNode) Kick(p xport.Path) {
-	tp := tn.tpath(p)
+	// tpath's first look, here: a call on every message for a state
+	// made once a path.
+	tp, ok := p.Data().Load().(*tcpPath)
+	if !ok {
+		tp = tn.tpath(p)
+	}
 	if c := tp.live.Load(); c != nil && c.rxSeen.Load() && c.sendDirect() {
 		return
 	}

@@ -256,10 +256,19 @@ func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int
 	h := wire.Header(x.hdr[:])
 	l := int(h.Len())
 	forS, plain := p.ReaderFor(h, s)
+	// staged: the payload came with its header, as a small message's
+	// does, and went into buf at once, with no read that could fail
+	// half way, so without the state that would resume one.
+	staged := false
 	if x.dst == dstNone {
 		c.noteHeader(x.rd, h)
 		if forS && plain && !peek && l <= len(buf) && s.QueueEmpty() {
-			x.dst, x.own = dstOwn, buf[:l]
+			if rd := x.rd; rd.w-rd.r >= l {
+				rd.r += copy(buf[:l], rd.buf[rd.r:])
+				staged = true
+			} else {
+				x.dst, x.own = dstOwn, buf[:l]
+			}
 		} else if d, ok := p.ClaimSink(h); ok {
 			x.dst, x.d = dstClaim, d
 		} else {
@@ -271,20 +280,22 @@ func (r *tcpReaderRole) holderStep(s xport.Receiver, buf []byte, peek bool) (int
 			x.dst, x.m = dstMsg, m
 		}
 	}
-	err := x.rd.fill(x.payload(), &x.pn)
-	if err != nil {
-		err = r.readFailed(err, x.payload(), &x.pn, true)
-	}
-	if err != nil {
-		if x.dst == dstOwn {
-			m, _ := p.NewRxMessage(h) // checked when the header came
-			copy(m.Payload(), x.own[:x.pn])
-			x.dst, x.m, x.own = dstMsg, m, nil
+	if !staged {
+		err := x.rd.fill(x.payload(), &x.pn)
+		if err != nil {
+			err = r.readFailed(err, x.payload(), &x.pn, true)
 		}
-		return 0, netip.AddrPort{}, xport.RRAgain, err
+		if err != nil {
+			if x.dst == dstOwn {
+				m, _ := p.NewRxMessage(h) // checked when the header came
+				copy(m.Payload(), x.own[:x.pn])
+				x.dst, x.m, x.own = dstMsg, m, nil
+			}
+			return 0, netip.AddrPort{}, xport.RRAgain, err
+		}
 	}
 	r.held.Add(1)
-	if x.dst == dstOwn {
+	if staged || x.dst == dstOwn {
 		seq, retx, sport := h.Sequence(), h.Flags()&wire.FlagRetransmitted != 0, h.Sport()
 		x.next(l)
 		if !p.AcceptDirect(seq, retx, l) {
