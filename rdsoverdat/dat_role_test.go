@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -20,6 +21,19 @@ func datRoleNode(t *testing.T, st *Stack, s *Socket, grace time.Duration) rdsdat
 	dn := datNodeOf(t, st.nodeAt(s.BoundAddr().Addr()))
 	dn.SetRoleGrace(grace)
 	return dn
+}
+
+// datLent binds a on one address and x on another of a dat stack of
+// cfg, and lends x's node's role to x (no grace check).
+func datLent(t *testing.T, cfg DATConfig) (st *Stack, as []netip.Addr, a, x *Socket, dn rdsdat.Node) {
+	t.Helper()
+	st = datStack(t, cfg)
+	as = testAddrs(2)
+	a = mustBind(t, st, ap(as[0], 0))
+	x = mustBind(t, st, ap(as[1], 0))
+	dn = datRoleNode(t, st, x, time.Hour)
+	datLend(t, a, x)
+	return st, as, a, x, dn
 }
 
 // datLend has a RecvMsg of x wait, sends it a message from a and returns
@@ -206,12 +220,7 @@ func TestDATRoleHolderClose(t *testing.T) {
 func TestDATRoleDirect(t *testing.T) {
 	forDAT(t, func(t *testing.T, cfg func() DATConfig) {
 		leakCheck(t)
-		st := datStack(t, cfg())
-		as := testAddrs(2)
-		a := mustBind(t, st, ap(as[0], 0))
-		x := mustBind(t, st, ap(as[1], 0))
-		dn := datRoleNode(t, st, x, time.Hour)
-		datLend(t, a, x)
+		st, as, a, x, dn := datLent(t, cfg())
 		for i := range 3 {
 			res := recvAsync(x, 64)
 			eventually(t, 5*time.Second, "x holding the role", func() bool { return dn.RoleState() == "recv" })
@@ -249,12 +258,7 @@ func TestDATRoleDirect(t *testing.T) {
 func TestDATRoleDirectOrder(t *testing.T) {
 	forDAT(t, func(t *testing.T, cfg func() DATConfig) {
 		leakCheck(t)
-		st := datStack(t, cfg())
-		as := testAddrs(2)
-		a := mustBind(t, st, ap(as[0], 0))
-		x := mustBind(t, st, ap(as[1], 0))
-		dn := datRoleNode(t, st, x, time.Hour)
-		datLend(t, a, x)
+		st, as, a, x, dn := datLent(t, cfg())
 		if s := dn.RoleState(); s != "idle" {
 			t.Fatalf("role %s, want idle", s)
 		}

@@ -385,8 +385,8 @@ func (l *msgList) popFront() *message {
 }
 
 // moveFrontTo moves l's first message, if any, to the back of o and
-// returns it: popFront and pushBack in one, which sets m's links once
-// rather than clearing them first. A list's head has no prev.
+// returns it: popFront and pushBack without remove's clearing of m's
+// links, which pushBack sets again. A list's head has no prev.
 func (l *msgList) moveFrontTo(o *msgList) *message {
 	m := l.head
 	if m == nil {
@@ -398,14 +398,7 @@ func (l *msgList) moveFrontTo(o *msgList) *message {
 		l.tail = nil
 	}
 	l.n--
-	m.onList, m.prev, m.next = o, o.tail, nil
-	if o.tail != nil {
-		o.tail.next = m
-	} else {
-		o.head = m
-	}
-	o.tail = m
-	o.n++
+	o.pushBack(m)
 	return m
 }
 

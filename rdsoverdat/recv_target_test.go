@@ -1,11 +1,28 @@
 package rdsoverdat
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/godapl/godapl/rdsoverdat/wire"
 )
+
+// readerPath binds a on one address and b on port of another, sends b
+// one message over the tcp transport and returns the path that carried
+// it, whose reader has since found b.
+func readerPath(t *testing.T, port uint16) (st *Stack, as []netip.Addr, a, b *Socket, p *connPath) {
+	t.Helper()
+	st = tcpStack(t)
+	as = testAddrs(2)
+	a = mustBind(t, st, ap(as[0], 0))
+	b = mustBind(t, st, ap(as[1], port))
+	if _, err := a.SendTo(nil, b.BoundAddr(), 0); err != nil {
+		t.Fatal(err)
+	}
+	recvTimeout(t, b, nil, 5*time.Second)
+	return st, as, a, b, st.nodeAt(as[1]).Conn(as[0], TransTCP).paths[0]
+}
 
 // TestReaderTargetFollowsBinds: the socket a path's reader finds for a
 // port is the one the node's map holds, also once the path has found
@@ -13,16 +30,8 @@ import (
 // bound to the port after that.
 func TestReaderTargetFollowsBinds(t *testing.T) {
 	leakCheck(t)
-	st := tcpStack(t)
-	as := testAddrs(2)
 	const port = 5000
-	a := mustBind(t, st, ap(as[0], 0))
-	b := mustBind(t, st, ap(as[1], port))
-	if _, err := a.SendTo(nil, b.BoundAddr(), 0); err != nil {
-		t.Fatal(err)
-	}
-	recvTimeout(t, b, nil, 5*time.Second)
-	p := st.nodeAt(as[1]).Conn(as[0], TransTCP).paths[0]
+	st, as, a, b, p := readerPath(t, port)
 	header := func(dport wire.Port) wire.Header {
 		h := wire.Header(make([]byte, wire.HeaderLen))
 		h.Encode(&wire.Fields{Sport: wire.Port(a.BoundAddr().Port()), Dport: dport})
@@ -55,17 +64,9 @@ func TestReaderTargetFollowsBinds(t *testing.T) {
 // interface says.
 func TestReaderForAnswersAsTargetAndWindow(t *testing.T) {
 	leakCheck(t)
-	st := tcpStack(t)
-	as := testAddrs(2)
 	const port = 5000
-	a := mustBind(t, st, ap(as[0], 0))
-	b := mustBind(t, st, ap(as[1], port))
+	st, as, a, b, p := readerPath(t, port)
 	other := mustBind(t, st, ap(as[1], port+1))
-	if _, err := a.SendTo(nil, b.BoundAddr(), 0); err != nil {
-		t.Fatal(err)
-	}
-	recvTimeout(t, b, nil, 5*time.Second)
-	p := st.nodeAt(as[1]).Conn(as[0], TransTCP).paths[0]
 	p.mu.Lock()
 	next := p.nextRxSeq
 	p.mu.Unlock()
