@@ -139,7 +139,9 @@ func (r *recvRing) resize(n int) {
 	r.slots, r.depth = slots, n
 	r.reset()
 	r.n = k
-	for r.n > r.mask {
+	// The mask spans at least what is held (mask+1 >= n), and no more
+	// than the array: a ring resized to exactly what it holds is full.
+	for r.n > r.mask+1 {
 		r.mask = 2*r.mask + 1
 	}
 }

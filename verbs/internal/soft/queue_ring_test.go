@@ -90,3 +90,34 @@ func TestRecvRingSpansWhatItNeeds(t *testing.T) {
 		take()
 	}
 }
+
+// TestRecvRingResizedFull: a ring resized to exactly what it holds spans
+// no more slots than its array, so taking its receives and posting anew
+// wraps inside it, in order, at every fill up to the recvRingMin floor.
+func TestRecvRingResizedFull(t *testing.T) {
+	sgl := []verbs.SGE{{Addr: 1, Length: 8, LKey: 7}}
+	for _, depth := range []int{1, 2, 3, 4, 8, 16, 32, 64} {
+		var r recvRing
+		r.resize(depth + 8)
+		for id := range uint64(depth) {
+			r.push(&verbs.RecvWR{ID: id, SGL: sgl})
+		}
+		r.resize(depth)
+		if r.mask+1 > len(r.slots) || r.n > r.mask+1 {
+			t.Fatalf("depth %d: spans %d slots of an array of %d, holding %d", depth, r.mask+1, len(r.slots), r.n)
+		}
+		next, last := uint64(0), uint64(depth)
+		for range 3 * depth {
+			var w RecvWQE
+			if !r.pop(&w) || w.ID != next {
+				t.Fatalf("depth %d: took %d, want %d", depth, w.ID, next)
+			}
+			next++
+			if r.full() {
+				t.Fatalf("depth %d: full after a take", depth)
+			}
+			r.push(&verbs.RecvWR{ID: last, SGL: sgl})
+			last++
+		}
+	}
+}
