@@ -47,12 +47,22 @@ func (t *stagTable) acquire(stag uint32) *region {
 	if r == nil {
 		return nil
 	}
-	r.users.Add(1)
-	if !r.valid.Load() || r.stag.Load() != stag {
-		r.users.Add(-1)
+	if !r.enter(stag) {
 		return nil
 	}
 	return r
+}
+
+// enter counts an access to r, then checks that r is still valid under
+// stag (the order the invalidation's is paired with, above); false,
+// counting nothing, if it is not.
+func (r *region) enter(stag uint32) bool {
+	r.users.Add(1)
+	if !r.valid.Load() || r.stag.Load() != stag {
+		r.users.Add(-1)
+		return false
+	}
+	return true
 }
 
 // Drain tunables: a copy in progress is short (at most one FPDU's payload

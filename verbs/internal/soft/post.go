@@ -69,16 +69,10 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 		return verbs.ErrInvalidArgument
 	}
 	write := wr.Opcode == verbs.OpRDMARead
-	var reg *region // of a single SGE, for the transmit (send_region.go)
 	for i := range wr.SGL {
-		r, f := qp.dev.checkLocalRegion(qp.pd, &wr.SGL[i], write)
-		if f != FaultNone {
+		if _, f := qp.dev.checkLocal(qp.pd, &wr.SGL[i], write); f != FaultNone {
 			return f.Err()
 		}
-		reg = r
-	}
-	if len(wr.SGL) != 1 || write {
-		reg = nil
 	}
 
 	seq := qp.sqTail
@@ -90,7 +84,9 @@ func (qp *QP) postOneLocked(wr *verbs.SendWR) error {
 	w.RemoteAddr, w.RKey, w.InvRKey, w.Len = wr.RemoteAddr, wr.RKey, wr.InvalidateRKey, total
 	w.Signaled = qp.signalAll || wr.Flags&verbs.SendSignaled != 0
 	w.done, w.status, w.byteLen = false, verbs.WCSuccess, 0
-	w.isInline, w.InlineLen, w.reg = inline, 0, reg
+	// No kept region: the transmit resolves the SGL (postOneSGELocked
+	// keeps it for the common request).
+	w.isInline, w.InlineLen, w.reg = inline, 0, nil
 	w.NumSGE = copySGL(&w.SGL, wr.SGL)
 	if inline {
 		off := 0

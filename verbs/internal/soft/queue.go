@@ -149,7 +149,7 @@ func (r *recvRing) resize(n int) {
 // checkRecvSGL validates a receive's scatter list against pd.
 func checkRecvSGL(d *Device, pd *PD, sgl []verbs.SGE) error {
 	for i := range sgl {
-		if f := d.checkLocal(pd, &sgl[i], true); f != FaultNone {
+		if _, f := d.checkLocal(pd, &sgl[i], true); f != FaultNone {
 			return f.Err()
 		}
 	}
@@ -179,16 +179,17 @@ func (d *Device) resolveLocal(pd *PD, sge *verbs.SGE, write bool) ([]byte, Hold,
 
 // checkLocal is resolveLocal for checks at post time, which copy nothing:
 // it takes no hold, so posting does not contend with the provider's
-// copies on the region's access count.
-func (d *Device) checkLocal(pd *PD, sge *verbs.SGE, write bool) Fault {
+// copies on the region's access count. It returns the region it checked
+// (send_region.go keeps it for a one-SGE send's transmit).
+func (d *Device) checkLocal(pd *PD, sge *verbs.SGE, write bool) (*region, Fault) {
 	need := verbs.Access(0)
 	if write {
 		need = verbs.AccessLocalWrite
 	}
 	r := d.stags.lookup(sge.LKey)
 	if r == nil || r.mw != nil {
-		return FaultSTag
+		return nil, FaultSTag
 	}
 	_, f := r.span(pd, sge.Addr, uint64(sge.Length), need)
-	return f
+	return r, f
 }

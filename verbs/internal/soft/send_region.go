@@ -20,27 +20,11 @@ import "github.com/godapl/godapl/verbs"
 // most the queue's depth of posts; clearing it at retirement cost a
 // store with a write barrier check a request.
 
-// checkLocalRegion is checkLocal that also returns the region it checked.
-func (d *Device) checkLocalRegion(pd *PD, sge *verbs.SGE, write bool) (*region, Fault) {
-	need := verbs.Access(0)
-	if write {
-		need = verbs.AccessLocalWrite
-	}
-	r := d.stags.lookup(sge.LKey)
-	if r == nil || r.mw != nil {
-		return nil, FaultSTag
-	}
-	_, f := r.span(pd, sge.Addr, uint64(sge.Length), need)
-	return r, f
-}
-
 // sendSlice1 is SendSlices for a request of one SGE whose region the
 // post kept (w.reg set).
 func sendSlice1(w *SendWQE, out [][]byte, hs *Holds) ([][]byte, Fault) {
 	r, sge := w.reg, &w.SGL[0]
-	r.users.Add(1)
-	if !r.valid.Load() || r.stag.Load() != sge.LKey {
-		r.users.Add(-1)
+	if !r.enter(sge.LKey) {
 		return out, FaultSTag
 	}
 	e := r.ext.Load() // an MR's: never replaced
@@ -68,7 +52,7 @@ func (qp *QP) postOneSGELocked(wr *verbs.SendWR) error {
 		return verbs.ErrQueueFull
 	}
 	sge := &wr.SGL[0]
-	r, f := qp.dev.checkLocalRegion(qp.pd, sge, false)
+	r, f := qp.dev.checkLocal(qp.pd, sge, false)
 	if f != FaultNone {
 		return f.Err()
 	}
