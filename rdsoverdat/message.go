@@ -227,14 +227,14 @@ func newMessage(n int) *message {
 // buffer's size. A reference that is not the last (a transport's TxDone
 // before the ack) costs the atomic and no call.
 func (m *message) release() {
-	if m.refs.Add(-1) <= 0 {
-		m.lastRelease()
+	if r := m.refs.Add(-1); r <= 0 {
+		m.lastRelease(r)
 	}
 }
 
-// lastRelease is release of the last reference.
-func (m *message) lastRelease() {
-	if m.last(m.refs.Load()) {
+// lastRelease is release of the last reference, which left r.
+func (m *message) lastRelease(r int32) {
+	if m.last(r) {
 		m.recycle()
 	}
 }
